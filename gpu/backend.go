@@ -1,0 +1,237 @@
+// Package gpu is cotrain's compute seam: the kernels a network needs to train and
+// run, behind one Backend interface, with a pure-Go CPU implementation (this
+// package) and an OpenCL one (build tag opencl).
+//
+// Caller's duties:
+//  1. Create one Backend per network instance (NewCPU, or Open for a device) and
+//     pass it explicitly; there is no global backend, because the simulator runs
+//     many phones in one process.
+//  2. Allocate every tensor with Alloc and address parts of it with View; a
+//     Buffer belongs to the backend that made it and must not be mixed.
+//  3. Move data across the host boundary only with Upload and Download. On the
+//     CPU backend these are copies too, so code written against the interface
+//     behaves the same on a device.
+//  4. Size workspaces with ConvWorkspace before calling the convolution kernels.
+//
+// All tensors are float32, row-major, NCHW. Kernels write their destination
+// (the first argument) and never read it unless documented ("adds into").
+// A kernel given inconsistent lengths panics: that is a bug in our own layer
+// code, never something a peer or a file can cause (they are validated earlier).
+package gpu
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Buffer is float32 memory owned by a Backend. Len is in elements.
+type Buffer interface {
+	Len() int
+}
+
+// Act names an elementwise activation.
+type Act uint8
+
+const (
+	ReLU  Act = iota + 1 // max(x, 0)
+	ReLU6                // min(max(x, 0), 6)
+)
+
+// String returns the activation's name as used in model files.
+func (a Act) String() string {
+	switch a {
+	case ReLU:
+		return "relu"
+	case ReLU6:
+		return "relu6"
+	}
+	return fmt.Sprintf("act(%d)", uint8(a))
+}
+
+// Backend is the set of kernels cotrain's solver runs on. Implementations must
+// be deterministic: the same inputs give bit-identical outputs on the same
+// backend, so that a seeded run reproduces its weights hash.
+type Backend interface {
+	// Name describes the backend and device, e.g. "cpu" or "opencl:0 NVIDIA H100".
+	Name() string
+
+	// Alloc returns a zeroed buffer of n elements.
+	Alloc(n int) Buffer
+	// View returns elements [off, off+n) of b, sharing its memory.
+	View(b Buffer, off, n int) Buffer
+	// Upload copies src into dst (len(src) == dst.Len()).
+	Upload(dst Buffer, src []float32)
+	// Download copies src into dst (len(dst) == src.Len()).
+	Download(dst []float32, src Buffer)
+	// Fill sets every element of dst to v.
+	Fill(dst Buffer, v float32)
+	// Copy copies src into dst (equal lengths).
+	Copy(dst, src Buffer)
+	// Axpy adds alpha*x into y.
+	Axpy(alpha float32, x, y Buffer)
+	// Scale multiplies every element of x by alpha.
+	Scale(x Buffer, alpha float32)
+	// Mul sets dst = a * b elementwise.
+	Mul(dst, a, b Buffer)
+
+	// Gemm computes C = alpha*op(A)*op(B) + beta*C for row-major, contiguous
+	// matrices: op(A) is m×k, op(B) is k×n, C is m×n; op transposes when the
+	// flag is set (A is then stored k×m, B n×k).
+	Gemm(transA, transB bool, m, n, k int, alpha float32, a, b Buffer, beta float32, c Buffer)
+
+	// AddBias adds bias[c] to every element of channel c of x (n×c×hw).
+	AddBias(x, bias Buffer, n, c, hw int)
+	// BiasGrad sets dbias[c] to the sum over n and hw of dy (n×c×hw).
+	BiasGrad(dbias, dy Buffer, n, c, hw int)
+
+	// ConvWorkspace is the number of scratch elements the convolution kernels
+	// need for g.
+	ConvWorkspace(g ConvGeom) int
+	// ConvForward sets y = conv(x, w) + bias (bias may be nil).
+	// x: N×C×H×W, w: K×(C/G)×R×S, y: N×K×OH×OW.
+	ConvForward(g ConvGeom, y, x, w, bias, ws Buffer)
+	// ConvBackwardData sets dx from dy and w.
+	ConvBackwardData(g ConvGeom, dx, dy, w, ws Buffer)
+	// ConvBackwardFilter sets dw (and dbias, when not nil) from dy and x.
+	ConvBackwardFilter(g ConvGeom, dw, dbias, dy, x, ws Buffer)
+
+	// MaxPoolForward sets y to the window maxima of x.
+	MaxPoolForward(g PoolGeom, y, x Buffer)
+	// MaxPoolBackward sets dx: each window's dy goes to the first position in
+	// the window that holds the maximum (recomputed from x), summed over
+	// overlapping windows.
+	MaxPoolBackward(g PoolGeom, dx, dy, x Buffer)
+	// AvgPoolForward sets y to the window means of x.
+	AvgPoolForward(g PoolGeom, y, x Buffer)
+	// AvgPoolBackward sets dx, spreading each dy evenly over its window.
+	AvgPoolBackward(g PoolGeom, dx, dy Buffer)
+
+	// BatchNormTrain normalises x with the batch statistics of each channel,
+	// writes y = gamma*xhat + beta, saves the batch mean and inverse standard
+	// deviation for the backward pass, and updates the running statistics
+	// (running = (1-momentum)*running + momentum*batch, with the unbiased
+	// variance, as PyTorch does).
+	BatchNormTrain(g BNGeom, y, x, gamma, beta, runMean, runVar, saveMean, saveInvStd Buffer)
+	// BatchNormInfer normalises x with the running statistics.
+	BatchNormInfer(g BNGeom, y, x, gamma, beta, runMean, runVar Buffer)
+	// BatchNormBackward sets dx (when not nil) and dgamma, dbeta (when not nil)
+	// for a BatchNormTrain forward pass.
+	BatchNormBackward(g BNGeom, dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd Buffer)
+
+	// Activate sets y = act(x).
+	Activate(a Act, y, x Buffer)
+	// ActivateBackward sets dx = dy * act'(x).
+	ActivateBackward(a Act, dx, dy, x Buffer)
+
+	// SoftmaxCrossEntropy sets probs to softmax(logits) row by row (n rows of
+	// classes) and returns the summed negative log-likelihood of labels.
+	SoftmaxCrossEntropy(probs, logits Buffer, labels []int32, n, classes int) float64
+	// SoftmaxCrossEntropyBackward sets dlogits = scale * (probs - onehot(labels)).
+	SoftmaxCrossEntropyBackward(dlogits, probs Buffer, labels []int32, n, classes int, scale float32)
+
+	// SGDStep applies one SGD step to p with gradient g and velocity v, as
+	// PyTorch's torch.optim.SGD (dampening 0): d = g + wd*p; v = momentum*v + d;
+	// d = nesterov ? d + momentum*v : v (when momentum > 0); p -= lr*d.
+	SGDStep(p, g, v Buffer, lr, momentum, weightDecay float32, nesterov bool)
+	// AdamStep applies one Adam step (PyTorch's torch.optim.Adam, L2 weight
+	// decay added to the gradient) at step t (1-based) with moments m and v.
+	AdamStep(p, g, m, v Buffer, lr, beta1, beta2, eps, weightDecay float32, t int)
+}
+
+// ErrGeometry is returned when a layer geometry cannot be computed.
+var ErrGeometry = errors.New("gpu: invalid geometry")
+
+// ConvGeom describes a 2-D convolution. Setup validates it and fills OH, OW.
+type ConvGeom struct {
+	N, C, H, W       int // input batch, channels, height, width
+	K, R, S          int // output channels, kernel height, kernel width
+	StrideH, StrideW int
+	PadH, PadW       int
+	Groups           int // C and K are multiples of Groups; Groups == C is depthwise
+	OH, OW           int // output height and width, set by Setup
+}
+
+// Setup checks g and computes the output size.
+func (g *ConvGeom) Setup() error {
+	if g.Groups == 0 {
+		g.Groups = 1
+	}
+	if g.StrideH == 0 {
+		g.StrideH = 1
+	}
+	if g.StrideW == 0 {
+		g.StrideW = 1
+	}
+	switch {
+	case g.C <= 0 || g.H <= 0 || g.W <= 0 || g.K <= 0 || g.R <= 0 || g.S <= 0:
+		return fmt.Errorf("%w: conv sizes must be positive (C=%d H=%d W=%d K=%d R=%d S=%d)", ErrGeometry, g.C, g.H, g.W, g.K, g.R, g.S)
+	case g.PadH < 0 || g.PadW < 0 || g.StrideH < 0 || g.StrideW < 0:
+		return fmt.Errorf("%w: conv stride and padding must not be negative", ErrGeometry)
+	case g.C%g.Groups != 0 || g.K%g.Groups != 0:
+		return fmt.Errorf("%w: conv channels in %d and out %d are not multiples of groups %d", ErrGeometry, g.C, g.K, g.Groups)
+	}
+	g.OH = (g.H+2*g.PadH-g.R)/g.StrideH + 1
+	g.OW = (g.W+2*g.PadW-g.S)/g.StrideW + 1
+	if g.OH <= 0 || g.OW <= 0 {
+		return fmt.Errorf("%w: conv kernel %dx%d larger than padded input %dx%d", ErrGeometry, g.R, g.S, g.H+2*g.PadH, g.W+2*g.PadW)
+	}
+	return nil
+}
+
+// PoolGeom describes a 2-D pooling window. Setup validates it and fills OH, OW.
+type PoolGeom struct {
+	N, C, H, W       int
+	KH, KW           int
+	StrideH, StrideW int
+	PadH, PadW       int
+	CeilMode         bool // round the output size up, as PyTorch's ceil_mode
+	// CountIncludePad makes average pooling divide by the full window size,
+	// padding included (PyTorch's default); otherwise by the valid elements.
+	CountIncludePad bool
+	OH, OW          int
+}
+
+// Setup checks g and computes the output size the way PyTorch does.
+func (g *PoolGeom) Setup() error {
+	if g.StrideH == 0 {
+		g.StrideH = g.KH
+	}
+	if g.StrideW == 0 {
+		g.StrideW = g.KW
+	}
+	switch {
+	case g.C <= 0 || g.H <= 0 || g.W <= 0 || g.KH <= 0 || g.KW <= 0 || g.StrideH <= 0 || g.StrideW <= 0:
+		return fmt.Errorf("%w: pool sizes must be positive", ErrGeometry)
+	case g.PadH < 0 || g.PadW < 0 || 2*g.PadH > g.KH || 2*g.PadW > g.KW:
+		return fmt.Errorf("%w: pool padding %dx%d must be at most half the window %dx%d", ErrGeometry, g.PadH, g.PadW, g.KH, g.KW)
+	}
+	g.OH = poolOut(g.H, g.KH, g.StrideH, g.PadH, g.CeilMode)
+	g.OW = poolOut(g.W, g.KW, g.StrideW, g.PadW, g.CeilMode)
+	if g.OH <= 0 || g.OW <= 0 {
+		return fmt.Errorf("%w: pool window %dx%d larger than input %dx%d", ErrGeometry, g.KH, g.KW, g.H, g.W)
+	}
+	return nil
+}
+
+func poolOut(in, k, s, p int, ceil bool) int {
+	span := in + 2*p - k
+	if span < 0 {
+		return 0
+	}
+	o := span/s + 1
+	if ceil && span%s != 0 {
+		o++
+		// PyTorch: the last window must start inside the input or left padding.
+		if (o-1)*s >= in+p {
+			o--
+		}
+	}
+	return o
+}
+
+// BNGeom describes batch normalisation over N×C×HW (HW is 1 after a linear layer).
+type BNGeom struct {
+	N, C, HW int
+	Eps      float32 // PyTorch default 1e-5
+	Momentum float32 // PyTorch default 0.1
+}

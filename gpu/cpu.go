@@ -1,0 +1,172 @@
+package gpu
+
+import (
+	"fmt"
+
+	"gonum.org/v1/gonum/blas"
+	gblas "gonum.org/v1/gonum/blas/gonum"
+)
+
+// Host is a Buffer in host memory: the CPU backend's buffers are Host values.
+type Host []float32
+
+// Len returns the number of elements.
+func (h Host) Len() int { return len(h) }
+
+// CPU is the pure-Go backend. It is safe for use by one network at a time;
+// create one per network instance.
+type CPU struct {
+	blas gblas.Implementation
+}
+
+var _ Backend = (*CPU)(nil)
+
+// NewCPU returns a CPU backend.
+func NewCPU() *CPU { return &CPU{} }
+
+// Name implements Backend.
+func (*CPU) Name() string { return "cpu" }
+
+// h unwraps a buffer of this backend. A foreign buffer is our own bug.
+func h(b Buffer) []float32 {
+	if b == nil {
+		return nil
+	}
+	hb, ok := b.(Host)
+	if !ok {
+		panic(fmt.Sprintf("gpu: CPU backend given a %T buffer", b))
+	}
+	return hb
+}
+
+func sameLen(op string, a, b []float32) {
+	if len(a) != len(b) {
+		panic(fmt.Sprintf("gpu: %s: length %d != %d", op, len(a), len(b)))
+	}
+}
+
+// Alloc implements Backend.
+func (*CPU) Alloc(n int) Buffer { return Host(make([]float32, n)) }
+
+// View implements Backend.
+func (*CPU) View(b Buffer, off, n int) Buffer {
+	s := h(b)
+	return Host(s[off : off+n : off+n])
+}
+
+// Upload implements Backend.
+func (*CPU) Upload(dst Buffer, src []float32) {
+	d := h(dst)
+	sameLen("Upload", d, src)
+	copy(d, src)
+}
+
+// Download implements Backend.
+func (*CPU) Download(dst []float32, src Buffer) {
+	s := h(src)
+	sameLen("Download", dst, s)
+	copy(dst, s)
+}
+
+// Fill implements Backend.
+func (*CPU) Fill(dst Buffer, v float32) {
+	d := h(dst)
+	for i := range d {
+		d[i] = v
+	}
+}
+
+// Copy implements Backend.
+func (*CPU) Copy(dst, src Buffer) {
+	d, s := h(dst), h(src)
+	sameLen("Copy", d, s)
+	copy(d, s)
+}
+
+// Axpy implements Backend.
+func (*CPU) Axpy(alpha float32, x, y Buffer) {
+	xs, ys := h(x), h(y)
+	sameLen("Axpy", xs, ys)
+	for i, v := range xs {
+		ys[i] += alpha * v
+	}
+}
+
+// Scale implements Backend.
+func (*CPU) Scale(x Buffer, alpha float32) {
+	xs := h(x)
+	for i := range xs {
+		xs[i] *= alpha
+	}
+}
+
+// Mul implements Backend.
+func (*CPU) Mul(dst, a, b Buffer) {
+	d, as, bs := h(dst), h(a), h(b)
+	sameLen("Mul", d, as)
+	sameLen("Mul", d, bs)
+	for i := range d {
+		d[i] = as[i] * bs[i]
+	}
+}
+
+// Gemm implements Backend.
+func (c *CPU) Gemm(transA, transB bool, m, n, k int, alpha float32, a, b Buffer, beta float32, cb Buffer) {
+	as, bs, cs := h(a), h(b), h(cb)
+	if len(as) < m*k || len(bs) < k*n || len(cs) < m*n {
+		panic(fmt.Sprintf("gpu: Gemm %dx%dx%d: buffers of %d, %d, %d elements", m, n, k, len(as), len(bs), len(cs)))
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		c.Scale(Host(cs[:m*n]), beta)
+		return
+	}
+	ta, lda := blas.NoTrans, k
+	if transA {
+		ta, lda = blas.Trans, m
+	}
+	tb, ldb := blas.NoTrans, n
+	if transB {
+		tb, ldb = blas.Trans, k
+	}
+	c.blas.Sgemm(ta, tb, m, n, k, alpha, as, lda, bs, ldb, beta, cs, n)
+}
+
+// AddBias implements Backend.
+func (*CPU) AddBias(x, bias Buffer, n, c, hw int) {
+	xs, bs := h(x), h(bias)
+	if len(xs) != n*c*hw || len(bs) != c {
+		panic("gpu: AddBias: shape mismatch")
+	}
+	for i := 0; i < n; i++ {
+		for j := 0; j < c; j++ {
+			row := xs[(i*c+j)*hw : (i*c+j+1)*hw]
+			bv := bs[j]
+			for p := range row {
+				row[p] += bv
+			}
+		}
+	}
+}
+
+// BiasGrad implements Backend.
+func (*CPU) BiasGrad(dbias, dy Buffer, n, c, hw int) {
+	db, ds := h(dbias), h(dy)
+	if len(ds) != n*c*hw || len(db) != c {
+		panic("gpu: BiasGrad: shape mismatch")
+	}
+	for j := range db {
+		db[j] = 0
+	}
+	for i := 0; i < n; i++ {
+		for j := 0; j < c; j++ {
+			var s float32
+			for _, v := range ds[(i*c+j)*hw : (i*c+j+1)*hw] {
+				s += v
+			}
+			db[j] += s
+		}
+	}
+}

@@ -1,0 +1,96 @@
+package gpu
+
+import (
+	"fmt"
+	"math"
+)
+
+// Activate implements Backend.
+func (*CPU) Activate(a Act, y, x Buffer) {
+	ys, xs := h(y), h(x)
+	sameLen("Activate", ys, xs)
+	switch a {
+	case ReLU:
+		for i, v := range xs {
+			ys[i] = max(v, 0)
+		}
+	case ReLU6:
+		for i, v := range xs {
+			ys[i] = min(max(v, 0), 6)
+		}
+	default:
+		panic(fmt.Sprintf("gpu: unknown activation %v", a))
+	}
+}
+
+// ActivateBackward implements Backend. The derivative at the kinks is 0, as
+// in PyTorch (relu: x > 0; relu6: 0 < x < 6).
+func (*CPU) ActivateBackward(a Act, dx, dy, x Buffer) {
+	dxs, dys, xs := h(dx), h(dy), h(x)
+	sameLen("ActivateBackward", dxs, dys)
+	sameLen("ActivateBackward", dxs, xs)
+	switch a {
+	case ReLU:
+		for i, v := range xs {
+			if v > 0 {
+				dxs[i] = dys[i]
+			} else {
+				dxs[i] = 0
+			}
+		}
+	case ReLU6:
+		for i, v := range xs {
+			if v > 0 && v < 6 {
+				dxs[i] = dys[i]
+			} else {
+				dxs[i] = 0
+			}
+		}
+	default:
+		panic(fmt.Sprintf("gpu: unknown activation %v", a))
+	}
+}
+
+// SoftmaxCrossEntropy implements Backend. It subtracts each row's maximum
+// before exponentiating and accumulates in float64, so large logits neither
+// overflow nor lose the loss's precision.
+func (*CPU) SoftmaxCrossEntropy(probs, logits Buffer, labels []int32, n, classes int) float64 {
+	ps, ls := h(probs), h(logits)
+	if len(ps) != n*classes || len(ls) != n*classes || len(labels) != n {
+		panic("gpu: SoftmaxCrossEntropy: shape mismatch")
+	}
+	var loss float64
+	for i := 0; i < n; i++ {
+		row, prow := ls[i*classes:(i+1)*classes], ps[i*classes:(i+1)*classes]
+		m := row[0]
+		for _, v := range row[1:] {
+			m = max(m, v)
+		}
+		var sum float64
+		for j, v := range row {
+			e := math.Exp(float64(v - m))
+			prow[j] = float32(e)
+			sum += e
+		}
+		inv := 1 / sum
+		for j := range prow {
+			prow[j] = float32(float64(prow[j]) * inv)
+		}
+		loss += math.Log(sum) - float64(row[labels[i]]-m)
+	}
+	return loss
+}
+
+// SoftmaxCrossEntropyBackward implements Backend.
+func (*CPU) SoftmaxCrossEntropyBackward(dlogits, probs Buffer, labels []int32, n, classes int, scale float32) {
+	ds, ps := h(dlogits), h(probs)
+	if len(ps) != n*classes || len(ds) != n*classes || len(labels) != n {
+		panic("gpu: SoftmaxCrossEntropyBackward: shape mismatch")
+	}
+	for i, p := range ps {
+		ds[i] = scale * p
+	}
+	for i, l := range labels {
+		ds[i*classes+int(l)] -= scale
+	}
+}

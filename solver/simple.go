@@ -1,0 +1,121 @@
+package solver
+
+import (
+	"fmt"
+
+	"github.com/cotrain/cotrain/gpu"
+)
+
+// Linear is a fully connected layer: y = x·Wᵀ + b, W is out×in (PyTorch's nn.Linear).
+// The input is flattened per sample.
+type Linear struct {
+	Base
+	In, Out int
+	NoBias  bool
+}
+
+// NewLinear returns a linear layer with out units; the input size comes from Setup.
+func NewLinear(name string, out int) *Linear { return &Linear{Base: Base{LayerName: name}, Out: out} }
+
+// Kind implements Layer.
+func (*Linear) Kind() string { return "linear" }
+
+// Setup implements Layer.
+func (l *Linear) Setup(in []Shape) (Shape, error) {
+	s, err := one("linear", in)
+	if err != nil {
+		return Shape{}, err
+	}
+	if l.Out <= 0 {
+		return Shape{}, fmt.Errorf("solver: linear %s: %d outputs", l.LayerName, l.Out)
+	}
+	l.In = s.Size()
+	return Shape{l.Out, 1, 1}, nil
+}
+
+// Params implements Layer.
+func (l *Linear) Params() []ParamSpec {
+	ps := []ParamSpec{{Name: "weight", Dims: []int{l.Out, l.In}, FanIn: l.In}}
+	if !l.NoBias {
+		ps = append(ps, ParamSpec{Name: "bias", Dims: []int{l.Out}, FanIn: l.In})
+	}
+	return ps
+}
+
+// Forward implements Layer. x: N×In, y: N×Out.
+func (l *Linear) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
+	p.B.Gemm(false, true, p.N, l.Out, l.In, 1, in[0], l.P[0], 0, out)
+	if !l.NoBias {
+		p.B.AddBias(out, l.P[1], p.N, l.Out, 1)
+	}
+}
+
+// Backward implements Layer. dx = dy·W; dW = dyᵀ·x; db = Σ dy.
+func (l *Linear) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.Buffer, _ gpu.Buffer, paramGrads bool) {
+	if din[0] != nil {
+		p.B.Gemm(false, false, p.N, l.In, l.Out, 1, dout, l.P[0], 0, din[0])
+	}
+	if paramGrads {
+		p.B.Gemm(true, false, l.Out, l.In, p.N, 1, dout, in[0], 0, l.G[0])
+		if !l.NoBias {
+			p.B.BiasGrad(l.G[1], dout, p.N, l.Out, 1)
+		}
+	}
+}
+
+// Activation applies an elementwise activation (ReLU, ReLU6).
+type Activation struct {
+	Base
+	Act gpu.Act
+}
+
+// NewReLU returns a ReLU layer.
+func NewReLU(name string) *Activation { return &Activation{Base: Base{LayerName: name}, Act: gpu.ReLU} }
+
+// NewReLU6 returns a ReLU6 layer (MobileNet's clipped ReLU).
+func NewReLU6(name string) *Activation {
+	return &Activation{Base: Base{LayerName: name}, Act: gpu.ReLU6}
+}
+
+// Kind implements Layer.
+func (a *Activation) Kind() string { return a.Act.String() }
+
+// Setup implements Layer.
+func (a *Activation) Setup(in []Shape) (Shape, error) { return one(a.Kind(), in) }
+
+// Forward implements Layer.
+func (a *Activation) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
+	p.B.Activate(a.Act, out, in[0])
+}
+
+// Backward implements Layer.
+func (a *Activation) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.Buffer, _ gpu.Buffer, _ bool) {
+	if din[0] != nil {
+		p.B.ActivateBackward(a.Act, din[0], dout, in[0])
+	}
+}
+
+// Flatten turns C×H×W into (C·H·W)×1×1. The memory layout is unchanged.
+type Flatten struct{ Base }
+
+// NewFlatten returns a flatten layer.
+func NewFlatten(name string) *Flatten { return &Flatten{Base{LayerName: name}} }
+
+// Kind implements Layer.
+func (*Flatten) Kind() string { return "flatten" }
+
+// Setup implements Layer.
+func (f *Flatten) Setup(in []Shape) (Shape, error) {
+	s, err := one("flatten", in)
+	return Shape{s.Size(), 1, 1}, err
+}
+
+// Forward implements Layer.
+func (*Flatten) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) { p.B.Copy(out, in[0]) }
+
+// Backward implements Layer.
+func (*Flatten) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, _ []gpu.Buffer, _ gpu.Buffer, _ bool) {
+	if din[0] != nil {
+		p.B.Copy(din[0], dout)
+	}
+}
