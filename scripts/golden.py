@@ -51,8 +51,14 @@ def fmt_float(v):
     return np.format_float_scientific(f, unique=True, trim="-")
 
 
+class Exact(float):
+    """A float64 written with all its digits (a checksum), not rounded to float32."""
+
+
 def dump(v):
     """Minimal JSON writer: float32 shortest repr for floats, one level per line."""
+    if isinstance(v, Exact):
+        return repr(float(v))
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
@@ -367,7 +373,7 @@ def model():
         "param_names": names, "param_shapes": shapes, "param_scales": scales, "lcg_seed": seed,
         "x": x, "labels": labels.tolist(), "logits": logits, "loss": float(loss),
         "grads_file": gname, "num_params": int(flat.size),
-        "param_checksum": float(sum(float(v.double().sum()) for v in vals)),
+        "param_checksum": Exact(sum(float(v.double().sum()) for v in vals)),
     })
 
 
