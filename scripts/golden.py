@@ -199,13 +199,13 @@ def layers():
     layer_case("batchnorm1d_train", "batchnorm", bn, nn.BatchNorm1d(5), [8, 5], 402,
                x_scale=2, state=bn_state(5, 2))
     layer_case("batchnorm2d_eval", "batchnorm", bn, nn.BatchNorm2d(3), [4, 3, 4, 4], 403,
-               train=False, x_scale=2, state=bn_state(3, 3), backward=False)
+               train=False, x_scale=2, state=bn_state(3, 3))
     layer_case("batchnorm1d_eval", "batchnorm", bn, nn.BatchNorm1d(5), [8, 5], 404,
-               train=False, x_scale=2, state=bn_state(5, 4), backward=False)
+               train=False, x_scale=2, state=bn_state(5, 4))
 
     layer_case("dropout_p0_train", "dropout", {"p": 0.0}, nn.Dropout(0.0), [2, 3, 4, 4], 501)
     layer_case("dropout_p05_eval", "dropout", {"p": 0.5}, nn.Dropout(0.5), [2, 3, 4, 4], 502,
-               train=False, backward=False)
+               train=False)
 
 
 # ---------------------------------------------------------------- loss

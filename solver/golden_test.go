@@ -97,6 +97,7 @@ type goldenFixture struct {
 	StepPs    [][]float32 `json:"-"`
 
 	// model
+	Model       string    `json:"model"`
 	ParamNames  []string  `json:"param_names"`
 	ParamShapes [][]int   `json:"param_shapes"`
 	ParamScales []float32 `json:"param_scales"`
@@ -299,7 +300,13 @@ var goldenLayers = []struct {
 	{"relu", func(goldenConfig) solver.Layer { return solver.NewReLU("relu") }},
 	{"relu6", func(goldenConfig) solver.Layer { return solver.NewReLU6("relu6") }},
 	{"flatten", func(goldenConfig) solver.Layer { return solver.NewFlatten("flat") }},
+	{"batchnorm2d_train", goldenBN},
+	{"batchnorm1d_train", goldenBN},
+	{"batchnorm2d_eval", goldenBN},
+	{"batchnorm1d_eval", goldenBN},
 }
+
+func goldenBN(c goldenConfig) solver.Layer { return solver.NewBatchNorm("bn", c.Eps, c.Momentum) }
 
 func TestGoldenLayers(t *testing.T) {
 	for _, tc := range goldenLayers {
@@ -467,8 +474,8 @@ var goldenPending = map[string]bool{
 	"maxpool2d_2x2_s2": true, "maxpool2d_3x3_s2_alexnet": true, "maxpool2d_3x3_s2_p1": true,
 	"maxpool2d_2x2_s2_ceil": true, "maxpool2d_3x3_s2_ceil": true,
 	"avgpool2d_2x2_s2": true, "avgpool2d_3x3_s2_p1_incl": true, "avgpool2d_3x3_s2_p1_excl": true,
-	"globalavgpool":     true,
-	"batchnorm2d_train": true, "batchnorm1d_train": true, "batchnorm2d_eval": true, "batchnorm1d_eval": true,
+	"globalavgpool": true,
+
 	"dropout_p0_train": true, "dropout_p05_eval": true,
 	"model_lenet5": true,
 }
