@@ -1,0 +1,119 @@
+package solver
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/cotrain/cotrain/gpu"
+)
+
+// Dropout zeroes each element with probability P in training and scales the
+// survivors by 1/(1-P) (inverted dropout, as PyTorch's nn.Dropout), so eval
+// mode is the identity and needs no rescaling.
+//
+// The mask is drawn on the host from Pass.Rand, one fresh mask per training
+// Forward, and uploaded; y = x*mask and dx = dy*mask. A seeded generator
+// therefore gives the same masks on every backend. With P == 0 the layer is an
+// exact copy and draws nothing from the generator.
+type Dropout struct {
+	Base
+	P    float32
+	size int // elements per sample
+
+	// Per-batch buffers, allocated in Resize for up to capN samples: the
+	// mask on the device and its host staging copy. view is the mask for
+	// the current batch size viewN, rebuilt only when that size changes.
+	mask   gpu.Buffer
+	host   []float32
+	capN   int
+	view   gpu.Buffer
+	viewN  int
+	masked bool // the last Forward applied a mask (training, P > 0)
+}
+
+var _ Layer = (*Dropout)(nil)
+
+// NewDropout returns a dropout layer with drop probability p, in [0, 1)
+// (checked by Setup).
+func NewDropout(name string, p float32) *Dropout {
+	return &Dropout{Base: Base{LayerName: name}, P: p}
+}
+
+// Kind implements Layer.
+func (*Dropout) Kind() string { return "dropout" }
+
+// Setup implements Layer. The output shape is the input shape.
+func (l *Dropout) Setup(in []Shape) (Shape, error) {
+	s, err := one("dropout", in)
+	if err != nil {
+		return Shape{}, err
+	}
+	if !(l.P >= 0 && l.P < 1) {
+		return Shape{}, fmt.Errorf("solver: dropout %s: probability %v, want in [0, 1)", l.LayerName, l.P)
+	}
+	l.size = s.Size()
+	return s, nil
+}
+
+// Resize implements Layer: the mask buffers for n samples.
+func (l *Dropout) Resize(b gpu.Backend, n int) {
+	if n <= l.capN || l.P == 0 {
+		return
+	}
+	l.capN = n
+	l.mask = b.Alloc(n * l.size)
+	l.host = make([]float32, n*l.size)
+	l.viewN = 0
+}
+
+// Forward implements Layer. x, y: N×size.
+func (l *Dropout) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
+	l.masked = p.Train && l.P > 0
+	if !l.masked {
+		p.B.Copy(out, in[0])
+		return
+	}
+	if p.N > l.capN {
+		panic(fmt.Sprintf("solver: dropout %s: batch %d beyond the %d prepared by Resize", l.LayerName, p.N, l.capN))
+	}
+	if p.Rand == nil {
+		panic(fmt.Sprintf("solver: dropout %s: training pass without Pass.Rand", l.LayerName))
+	}
+	if p.N != l.viewN {
+		l.viewN = p.N
+		l.view = p.B.View(l.mask, 0, p.N*l.size)
+	}
+	// Each 64-bit draw decides two elements: an element is dropped when its
+	// 32-bit half is below P·2³², which happens with probability P (to 2⁻³²).
+	host := l.host[:p.N*l.size]
+	thr := uint32(math.Ldexp(float64(l.P), 32)) // P < 1, so this fits
+	keep := float32(1 / (1 - float64(l.P)))
+	var bits uint64
+	for i := range host {
+		if i%2 == 0 {
+			bits = p.Rand.Uint64()
+		} else {
+			bits >>= 32
+		}
+		if uint32(bits) < thr {
+			host[i] = 0
+		} else {
+			host[i] = keep
+		}
+	}
+	p.B.Upload(l.view, host)
+	p.B.Mul(out, in[0], l.view)
+}
+
+// Backward implements Layer: dx = dy*mask of the last Forward (dy itself
+// after an eval-mode or P == 0 Forward).
+func (l *Dropout) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, _ []gpu.Buffer, _ gpu.Buffer, _ bool) {
+	if din[0] == nil {
+		return
+	}
+	if !l.masked {
+		p.B.Copy(din[0], dout)
+		return
+	}
+	p.B.Mul(din[0], dout, l.view)
+}
