@@ -88,18 +88,19 @@ func (l *Dropout) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 	host := l.host[:p.N*l.size]
 	thr := uint32(math.Ldexp(float64(l.P), 32)) // P < 1, so this fits
 	keep := float32(1 / (1 - float64(l.P)))
-	var bits uint64
-	for i := range host {
-		if i%2 == 0 {
-			bits = p.Rand.Uint64()
-		} else {
-			bits >>= 32
+	pick := func(u uint32) float32 {
+		if u < thr {
+			return 0
 		}
-		if uint32(bits) < thr {
-			host[i] = 0
-		} else {
-			host[i] = keep
-		}
+		return keep
+	}
+	i := 0
+	for ; i+2 <= len(host); i += 2 {
+		bits := p.Rand.Uint64()
+		host[i], host[i+1] = pick(uint32(bits)), pick(uint32(bits>>32))
+	}
+	if i < len(host) {
+		host[i] = pick(uint32(p.Rand.Uint64()))
 	}
 	p.B.Upload(l.view, host)
 	p.B.Mul(out, in[0], l.view)
