@@ -1,19 +1,144 @@
 package gpu
 
-// PENDING: implemented by the pooling work (helper). Bodies panic until then.
+import (
+	"fmt"
+	"math"
+)
+
+// Pooling on the CPU, with PyTorch's window rules (aten's max_pool2d and
+// avg_pool2d kernels):
+//
+//   - Window (oh, ow) starts at (oh·StrideH - PadH, ow·StrideW - PadW) and
+//     spans KH×KW. Max pooling clips it to the input: padding acts as -inf.
+//   - Average pooling first clips the window to the padded input (which ceil
+//     mode can overrun); that clipped size, padding included, is the divisor
+//     when CountIncludePad is set. Otherwise the divisor is the number of input
+//     elements in the window.
+//
+// PoolGeom.Setup guarantees every window holds at least one input element.
+
+// window returns the input rows [lo, hi) of output row o, and the row count
+// padding included but clipped to the padded input (avg pooling's divisor).
+func window(o, stride, pad, k, in int) (lo, hi, padded int) {
+	lo = o*stride - pad
+	hi = min(lo+k, in+pad)
+	padded = hi - lo
+	return max(lo, 0), min(hi, in), padded
+}
+
+func (g *PoolGeom) check(op string, x, y []float32) {
+	if len(x) != g.N*g.C*g.H*g.W || len(y) != g.N*g.C*g.OH*g.OW || g.OH <= 0 || g.OW <= 0 {
+		panic(fmt.Sprintf("gpu: %s: buffers x %d, y %d do not fit %+v", op, len(x), len(y), *g))
+	}
+}
+
+// argmax returns the offset in plane (H×W) of window (oh, ow)'s maximum:
+// the first one in row-major order, or the last NaN (PyTorch's rule: a NaN
+// always replaces the running maximum). It returns -1 for an empty window.
+func (g *PoolGeom) argmax(plane []float32, oh, ow int) int {
+	hlo, hhi, _ := window(oh, g.StrideH, g.PadH, g.KH, g.H)
+	wlo, whi, _ := window(ow, g.StrideW, g.PadW, g.KW, g.W)
+	best, m := -1, float32(math.Inf(-1))
+	for ih := hlo; ih < hhi; ih++ {
+		row := plane[ih*g.W : (ih+1)*g.W]
+		for iw := wlo; iw < whi; iw++ {
+			if v := row[iw]; v > m || v != v || best < 0 {
+				best, m = ih*g.W+iw, v
+			}
+		}
+	}
+	return best
+}
 
 // MaxPoolForward implements Backend.
-func (*CPU) MaxPoolForward(g PoolGeom, y, x Buffer) { panic("gpu: MaxPoolForward not implemented yet") }
+func (*CPU) MaxPoolForward(g PoolGeom, y, x Buffer) {
+	ys, xs := h(y), h(x)
+	g.check("MaxPoolForward", xs, ys)
+	hw, ohw := g.H*g.W, g.OH*g.OW
+	for p := 0; p < g.N*g.C; p++ {
+		plane, out := xs[p*hw:(p+1)*hw], ys[p*ohw:(p+1)*ohw]
+		for oh := 0; oh < g.OH; oh++ {
+			for ow := 0; ow < g.OW; ow++ {
+				if i := g.argmax(plane, oh, ow); i >= 0 {
+					out[oh*g.OW+ow] = plane[i]
+				} else {
+					out[oh*g.OW+ow] = float32(math.Inf(-1))
+				}
+			}
+		}
+	}
+}
 
 // MaxPoolBackward implements Backend.
 func (*CPU) MaxPoolBackward(g PoolGeom, dx, dy, x Buffer) {
-	panic("gpu: MaxPoolBackward not implemented yet")
+	dxs, dys, xs := h(dx), h(dy), h(x)
+	g.check("MaxPoolBackward", xs, dys)
+	sameLen("MaxPoolBackward", dxs, xs)
+	clear(dxs)
+	hw, ohw := g.H*g.W, g.OH*g.OW
+	for p := 0; p < g.N*g.C; p++ {
+		plane, din, dout := xs[p*hw:(p+1)*hw], dxs[p*hw:(p+1)*hw], dys[p*ohw:(p+1)*ohw]
+		for oh := 0; oh < g.OH; oh++ {
+			for ow := 0; ow < g.OW; ow++ {
+				if i := g.argmax(plane, oh, ow); i >= 0 {
+					din[i] += dout[oh*g.OW+ow]
+				}
+			}
+		}
+	}
+}
+
+// divisor is average pooling's divisor for a window of the given extents.
+func (g *PoolGeom) divisor(hlo, hhi, hpad, wlo, whi, wpad int) float32 {
+	if g.CountIncludePad {
+		return float32(hpad * wpad)
+	}
+	return float32((hhi - hlo) * (whi - wlo))
 }
 
 // AvgPoolForward implements Backend.
-func (*CPU) AvgPoolForward(g PoolGeom, y, x Buffer) { panic("gpu: AvgPoolForward not implemented yet") }
+func (*CPU) AvgPoolForward(g PoolGeom, y, x Buffer) {
+	ys, xs := h(y), h(x)
+	g.check("AvgPoolForward", xs, ys)
+	hw, ohw := g.H*g.W, g.OH*g.OW
+	for p := 0; p < g.N*g.C; p++ {
+		plane, out := xs[p*hw:(p+1)*hw], ys[p*ohw:(p+1)*ohw]
+		for oh := 0; oh < g.OH; oh++ {
+			hlo, hhi, hpad := window(oh, g.StrideH, g.PadH, g.KH, g.H)
+			for ow := 0; ow < g.OW; ow++ {
+				wlo, whi, wpad := window(ow, g.StrideW, g.PadW, g.KW, g.W)
+				var sum float32
+				for ih := hlo; ih < hhi; ih++ {
+					for _, v := range plane[ih*g.W+wlo : ih*g.W+whi] {
+						sum += v
+					}
+				}
+				out[oh*g.OW+ow] = sum / g.divisor(hlo, hhi, hpad, wlo, whi, wpad)
+			}
+		}
+	}
+}
 
 // AvgPoolBackward implements Backend.
 func (*CPU) AvgPoolBackward(g PoolGeom, dx, dy Buffer) {
-	panic("gpu: AvgPoolBackward not implemented yet")
+	dxs, dys := h(dx), h(dy)
+	g.check("AvgPoolBackward", dxs, dys)
+	clear(dxs)
+	hw, ohw := g.H*g.W, g.OH*g.OW
+	for p := 0; p < g.N*g.C; p++ {
+		din, dout := dxs[p*hw:(p+1)*hw], dys[p*ohw:(p+1)*ohw]
+		for oh := 0; oh < g.OH; oh++ {
+			hlo, hhi, hpad := window(oh, g.StrideH, g.PadH, g.KH, g.H)
+			for ow := 0; ow < g.OW; ow++ {
+				wlo, whi, wpad := window(ow, g.StrideW, g.PadW, g.KW, g.W)
+				v := dout[oh*g.OW+ow] / g.divisor(hlo, hhi, hpad, wlo, whi, wpad)
+				for ih := hlo; ih < hhi; ih++ {
+					row := din[ih*g.W+wlo : ih*g.W+whi]
+					for i := range row {
+						row[i] += v
+					}
+				}
+			}
+		}
+	}
 }
