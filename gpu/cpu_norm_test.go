@@ -156,6 +156,77 @@ func TestBatchNormTrainAndBackward(t *testing.T) {
 	}
 }
 
+// bnLoss64 is Σ w*y of a training-mode batch norm, all in float64: the
+// function whose derivatives the closed-form backward must give.
+func bnLoss64(g BNGeom, x, gamma, beta, w []float64) float64 {
+	m := float64(g.N * g.HW)
+	var loss float64
+	for c := 0; c < g.C; c++ {
+		var s, ss float64
+		for n := 0; n < g.N; n++ {
+			for i := 0; i < g.HW; i++ {
+				s += x[bnAt(g, n, c, i)]
+			}
+		}
+		mean := s / m
+		for n := 0; n < g.N; n++ {
+			for i := 0; i < g.HW; i++ {
+				d := x[bnAt(g, n, c, i)] - mean
+				ss += d * d
+			}
+		}
+		inv := 1 / math.Sqrt(ss/m+float64(g.Eps))
+		for n := 0; n < g.N; n++ {
+			for i := 0; i < g.HW; i++ {
+				j := bnAt(g, n, c, i)
+				loss += w[j] * (gamma[c]*(x[j]-mean)*inv + beta[c])
+			}
+		}
+	}
+	return loss
+}
+
+func to64(v []float32) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+// The reference's closed-form gradients agree with float64 central
+// differences of the forward pass, so the kernels checked against the
+// reference are checked against the definition.
+func TestBatchNormReferenceGradient(t *testing.T) {
+	for _, tc := range bnCases[:5] {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(9, uint64(len(tc.name))))
+			g, n := tc.g, tc.g.N*tc.g.C*tc.g.HW
+			x, w := randVec(r, n, tc.mean, tc.std), randVec(r, n, 0, 1)
+			gamma, beta := randVec(r, g.C, 1, 0.3), randVec(r, g.C, 0, 0.3)
+			ref := refBatchNormTrain(g, x, gamma, beta, make([]float32, g.C), make([]float32, g.C), w)
+			x64, g64, b64, w64 := to64(x), to64(gamma), to64(beta), to64(w)
+			const step = 1e-6
+			for _, p := range []struct {
+				name string
+				vals []float64
+				want []float64
+			}{{"dx", x64, ref.dx}, {"dgamma", g64, ref.dgamma}, {"dbeta", b64, ref.dbeta}} {
+				for i, v := range p.vals {
+					p.vals[i] = v + step
+					lp := bnLoss64(g, x64, g64, b64, w64)
+					p.vals[i] = v - step
+					lm := bnLoss64(g, x64, g64, b64, w64)
+					p.vals[i] = v
+					if num := (lp - lm) / (2 * step); math.Abs(num-p.want[i]) > 1e-6+1e-5*math.Abs(num) {
+						t.Fatalf("%s[%d] = %v, central difference %v", p.name, i, p.want[i], num)
+					}
+				}
+			}
+		})
+	}
+}
+
 func TestBatchNormInfer(t *testing.T) {
 	for _, tc := range bnCases {
 		t.Run(tc.name, func(t *testing.T) {
