@@ -1,0 +1,139 @@
+package solver
+
+import (
+	"fmt"
+
+	"github.com/cotrain/cotrain/gpu"
+)
+
+// ConvConfig configures a 2-D convolution, as PyTorch's nn.Conv2d. Zero
+// strides mean 1, zero Groups means 1, and KW 0 means a square KH×KH kernel.
+type ConvConfig struct {
+	Out              int // output channels
+	KH, KW           int // kernel height and width
+	StrideH, StrideW int
+	PadH, PadW       int // zero padding on each side
+	Groups           int // input and output channels split into this many groups; Groups == C is depthwise
+	NoBias           bool
+}
+
+// Conv2D is a 2-D convolution: y = conv(x, W) + b with W of
+// Out×(C/Groups)×KH×KW and b of Out, PyTorch's nn.Conv2d layout.
+type Conv2D struct {
+	Base
+	Cfg  ConvConfig
+	Geom gpu.ConvGeom // per-sample geometry, set by Setup; N is each call's batch
+	b    gpu.Backend  // for Workspace, which takes none
+}
+
+// NewConv2D returns a convolution; the input channels and size come from Setup.
+func NewConv2D(name string, cfg ConvConfig) *Conv2D {
+	if cfg.KW == 0 {
+		cfg.KW = cfg.KH
+	}
+	if cfg.StrideH == 0 {
+		cfg.StrideH = 1
+	}
+	if cfg.StrideW == 0 {
+		cfg.StrideW = 1
+	}
+	if cfg.Groups == 0 {
+		cfg.Groups = 1
+	}
+	return &Conv2D{Base: Base{LayerName: name}, Cfg: cfg}
+}
+
+// Kind implements Layer.
+func (*Conv2D) Kind() string { return "conv2d" }
+
+// Setup implements Layer. Its errors name the offending field.
+func (l *Conv2D) Setup(in []Shape) (Shape, error) {
+	s, err := one("conv2d", in)
+	if err != nil {
+		return Shape{}, err
+	}
+	c := l.Cfg
+	switch {
+	case c.Out <= 0:
+		return Shape{}, fmt.Errorf("solver: conv2d %s: %d output channels, want at least 1", l.LayerName, c.Out)
+	case c.KH <= 0 || c.KW <= 0:
+		return Shape{}, fmt.Errorf("solver: conv2d %s: kernel %dx%d, want positive sizes", l.LayerName, c.KH, c.KW)
+	case c.StrideH < 0 || c.StrideW < 0:
+		return Shape{}, fmt.Errorf("solver: conv2d %s: stride %dx%d, want positive", l.LayerName, c.StrideH, c.StrideW)
+	case c.PadH < 0 || c.PadW < 0:
+		return Shape{}, fmt.Errorf("solver: conv2d %s: padding %dx%d, want non-negative", l.LayerName, c.PadH, c.PadW)
+	case c.Groups < 0:
+		return Shape{}, fmt.Errorf("solver: conv2d %s: %d groups, want positive", l.LayerName, c.Groups)
+	case s.C%max(c.Groups, 1) != 0:
+		return Shape{}, fmt.Errorf("solver: conv2d %s: input channels %d not divisible by groups %d", l.LayerName, s.C, c.Groups)
+	case c.Out%max(c.Groups, 1) != 0:
+		return Shape{}, fmt.Errorf("solver: conv2d %s: output channels %d not divisible by groups %d", l.LayerName, c.Out, c.Groups)
+	}
+	l.Geom = gpu.ConvGeom{
+		C: s.C, H: s.H, W: s.W, K: c.Out, R: c.KH, S: c.KW,
+		StrideH: c.StrideH, StrideW: c.StrideW, PadH: c.PadH, PadW: c.PadW, Groups: c.Groups,
+	}
+	if err := l.Geom.Setup(); err != nil {
+		return Shape{}, fmt.Errorf("solver: conv2d %s on input %v: %w", l.LayerName, s, err)
+	}
+	return Shape{c.Out, l.Geom.OH, l.Geom.OW}, nil
+}
+
+// fanIn is the number of inputs of one output element.
+func (l *Conv2D) fanIn() int { return l.Geom.C / l.Geom.Groups * l.Geom.R * l.Geom.S }
+
+// Params implements Layer: weight [Out, C/Groups, KH, KW], then bias [Out].
+func (l *Conv2D) Params() []ParamSpec {
+	g := l.Geom
+	ps := []ParamSpec{{Name: "weight", Dims: []int{g.K, g.C / g.Groups, g.R, g.S}, Init: InitFanIn, FanIn: l.fanIn()}}
+	if !l.Cfg.NoBias {
+		ps = append(ps, ParamSpec{Name: "bias", Dims: []int{g.K}, Init: InitFanIn, FanIn: l.fanIn()})
+	}
+	return ps
+}
+
+// Bind implements Layer and keeps the backend for Workspace.
+func (l *Conv2D) Bind(b gpu.Backend, params, grads, state []gpu.Buffer) {
+	l.b = b
+	l.Base.Bind(b, params, grads, state)
+}
+
+// Resize implements Layer: the convolution keeps no per-batch buffers.
+func (l *Conv2D) Resize(b gpu.Backend, _ int) { l.b = b }
+
+// Workspace implements Layer: the backend's scratch for n samples.
+func (l *Conv2D) Workspace(n int) int {
+	if l.b == nil {
+		panic("solver: conv2d " + l.LayerName + ": Workspace before Bind")
+	}
+	return l.b.ConvWorkspace(l.geom(n))
+}
+
+func (l *Conv2D) geom(n int) gpu.ConvGeom {
+	g := l.Geom
+	g.N = n
+	return g
+}
+
+func (l *Conv2D) bias(bufs []gpu.Buffer) gpu.Buffer {
+	if l.Cfg.NoBias {
+		return nil
+	}
+	return bufs[1]
+}
+
+// Forward implements Layer. x: N×C×H×W, y: N×Out×OH×OW.
+func (l *Conv2D) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
+	p.B.ConvForward(l.geom(p.N), out, in[0], l.P[0], l.bias(l.P), p.WS)
+}
+
+// Backward implements Layer: dx from dy and W; dW and db from dy and x.
+func (l *Conv2D) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.Buffer, _ gpu.Buffer, paramGrads bool) {
+	g := l.geom(p.N)
+	if din[0] != nil {
+		p.B.ConvBackwardData(g, din[0], dout, l.P[0], p.WS)
+	}
+	if paramGrads {
+		p.B.ConvBackwardFilter(g, l.G[0], l.bias(l.G), dout, in[0], p.WS)
+	}
+}

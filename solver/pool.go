@@ -1,0 +1,137 @@
+package solver
+
+import (
+	"fmt"
+
+	"github.com/cotrain/cotrain/gpu"
+)
+
+// PoolConfig configures 2-D max or average pooling, as PyTorch's nn.MaxPool2d
+// and nn.AvgPool2d. KW 0 means a square KH×KH window; zero strides mean the
+// window size (PyTorch's default). Note that CountIncludePad's zero value is
+// false, whereas nn.AvgPool2d defaults to count_include_pad=True: set it to
+// match a PyTorch model that pads.
+type PoolConfig struct {
+	KH, KW           int // window height and width
+	StrideH, StrideW int
+	PadH, PadW       int  // implicit padding on each side, at most half the window
+	CeilMode         bool // round the output size up (PyTorch's ceil_mode)
+	// CountIncludePad makes average pooling divide by the window size,
+	// padding included; otherwise by the input elements in the window.
+	CountIncludePad bool
+}
+
+// Pool2D is a max, average or global average pooling layer. It has no
+// parameters; the output keeps the input's channels.
+type Pool2D struct {
+	Base
+	Cfg    PoolConfig
+	Geom   gpu.PoolGeom // per-sample geometry, set by Setup; N is each call's batch
+	max    bool         // max pooling; otherwise average
+	global bool         // the window is the whole input, set by Setup
+}
+
+// NewMaxPool2D returns a max pooling layer: padding acts as -inf, and the
+// gradient of each window goes to its first maximum.
+func NewMaxPool2D(name string, cfg PoolConfig) *Pool2D {
+	return &Pool2D{Base: Base{LayerName: name}, Cfg: poolDefaults(cfg), max: true}
+}
+
+// NewAvgPool2D returns an average pooling layer.
+func NewAvgPool2D(name string, cfg PoolConfig) *Pool2D {
+	return &Pool2D{Base: Base{LayerName: name}, Cfg: poolDefaults(cfg)}
+}
+
+// NewGlobalAvgPool returns a layer that averages each channel over the whole
+// input (C×H×W to C×1×1), as PyTorch's nn.AdaptiveAvgPool2d(1).
+func NewGlobalAvgPool(name string) *Pool2D {
+	return &Pool2D{Base: Base{LayerName: name}, global: true}
+}
+
+func poolDefaults(c PoolConfig) PoolConfig {
+	if c.KW == 0 {
+		c.KW = c.KH
+	}
+	if c.StrideH == 0 {
+		c.StrideH = c.KH
+	}
+	if c.StrideW == 0 {
+		c.StrideW = c.KW
+	}
+	return c
+}
+
+// Kind implements Layer: "maxpool2d", "avgpool2d" or "globalavgpool".
+func (l *Pool2D) Kind() string {
+	switch {
+	case l.global:
+		return "globalavgpool"
+	case l.max:
+		return "maxpool2d"
+	}
+	return "avgpool2d"
+}
+
+// Setup implements Layer. Its errors name the offending field.
+func (l *Pool2D) Setup(in []Shape) (Shape, error) {
+	s, err := one(l.Kind(), in)
+	if err != nil {
+		return Shape{}, err
+	}
+	if s.Size() <= 0 {
+		return Shape{}, fmt.Errorf("solver: %s %s: input %v", l.Kind(), l.LayerName, s)
+	}
+	c := l.Cfg
+	if l.global {
+		c = PoolConfig{KH: s.H, KW: s.W, StrideH: s.H, StrideW: s.W}
+		l.Cfg = c
+	}
+	switch {
+	case c.KH <= 0 || c.KW <= 0:
+		return Shape{}, fmt.Errorf("solver: %s %s: window %dx%d, want positive sizes", l.Kind(), l.LayerName, c.KH, c.KW)
+	case c.StrideH <= 0 || c.StrideW <= 0:
+		return Shape{}, fmt.Errorf("solver: %s %s: stride %dx%d, want positive", l.Kind(), l.LayerName, c.StrideH, c.StrideW)
+	case c.PadH < 0 || c.PadW < 0 || 2*c.PadH > c.KH || 2*c.PadW > c.KW:
+		return Shape{}, fmt.Errorf("solver: %s %s: padding %dx%d, want between 0 and half the window %dx%d",
+			l.Kind(), l.LayerName, c.PadH, c.PadW, c.KH, c.KW)
+	case c.KH > s.H+2*c.PadH || c.KW > s.W+2*c.PadW:
+		return Shape{}, fmt.Errorf("solver: %s %s: window %dx%d larger than padded input %dx%d",
+			l.Kind(), l.LayerName, c.KH, c.KW, s.H+2*c.PadH, s.W+2*c.PadW)
+	}
+	l.Geom = gpu.PoolGeom{
+		C: s.C, H: s.H, W: s.W, KH: c.KH, KW: c.KW, StrideH: c.StrideH, StrideW: c.StrideW,
+		PadH: c.PadH, PadW: c.PadW, CeilMode: c.CeilMode, CountIncludePad: c.CountIncludePad,
+	}
+	if err := l.Geom.Setup(); err != nil {
+		return Shape{}, fmt.Errorf("solver: %s %s on input %v: %w", l.Kind(), l.LayerName, s, err)
+	}
+	return Shape{s.C, l.Geom.OH, l.Geom.OW}, nil
+}
+
+func (l *Pool2D) geom(n int) gpu.PoolGeom {
+	g := l.Geom
+	g.N = n
+	return g
+}
+
+// Forward implements Layer. x: N×C×H×W, y: N×C×OH×OW.
+func (l *Pool2D) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
+	if l.max {
+		p.B.MaxPoolForward(l.geom(p.N), out, in[0])
+	} else {
+		p.B.AvgPoolForward(l.geom(p.N), out, in[0])
+	}
+}
+
+// Backward implements Layer. Max pooling recomputes each window's maximum
+// from the forward input.
+func (l *Pool2D) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.Buffer, _ gpu.Buffer, _ bool) {
+	if din[0] == nil {
+		return
+	}
+	if l.max {
+		p.B.MaxPoolBackward(l.geom(p.N), din[0], dout, in[0])
+	} else {
+		p.B.AvgPoolBackward(l.geom(p.N), din[0], dout)
+	}
+}
