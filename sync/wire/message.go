@@ -1,0 +1,346 @@
+package wire
+
+import (
+	"fmt"
+	"slices"
+)
+
+// ProtocolVersion is the version of the protocol this package speaks. It
+// travels in every frame's header; ReadFrame refuses any other version with
+// ErrVersion. Bump it whenever a change would make an older peer misread a
+// frame (renaming or retyping a field, changing the frame layout); adding
+// a field does not need a bump, because decoders skip fields they do not know.
+const ProtocolVersion uint16 = 1
+
+// Kind names a message kind. The set is closed: a frame of any other kind is
+// refused with ErrUnknownKind. The numbers are part of the protocol: never
+// renumber, only append.
+type Kind uint8
+
+// The message kinds, in the order a session uses them.
+const (
+	KindRegister      Kind = 1 // worker → hub: here I am
+	KindWelcome       Kind = 2 // hub → worker: the model, its state and your batch size
+	KindPush          Kind = 3 // worker → hub: my gradient for an iteration
+	KindMerged        Kind = 4 // hub → workers: the merged gradient, next batch sizes
+	KindResyncRequest Kind = 5 // worker → hub: send me the model state again
+	KindResyncAnswer  Kind = 6 // hub → worker: the model state
+	KindGoodbye       Kind = 7 // either way: the session ends (from the hub: final weights)
+	KindReject        Kind = 8 // either way: a refusal with a reason for the user
+
+	maxKind = KindReject
+)
+
+var kindNames = [...]string{
+	KindRegister:      "register",
+	KindWelcome:       "welcome",
+	KindPush:          "push",
+	KindMerged:        "merged",
+	KindResyncRequest: "resync-request",
+	KindResyncAnswer:  "resync-answer",
+	KindGoodbye:       "goodbye",
+	KindReject:        "reject",
+}
+
+// String returns the kind's name ("push"), or "kind(N)" for an unknown one.
+func (k Kind) String() string {
+	if k >= 1 && k <= maxKind {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Header is the part every message shares. On the wire it is followed by the
+// message's Kind, which in Go is given by the message's type rather than by a
+// field, so the two can never disagree.
+type Header struct {
+	// Version is the protocol version the frame was written with. ReadFrame
+	// sets it; WriteFrame ignores it and always writes ProtocolVersion.
+	Version uint16
+	// Iteration is the training iteration the message belongs to: the one a
+	// Push's gradient was computed at, the one a Merged closes, the one a
+	// Welcome or ResyncAnswer's state is at (the next to compute).
+	Iteration uint64
+	// Sender is the peer or worker id of the sender. The receiver must not
+	// trust it: it should compare it with what the transport authenticated.
+	Sender string
+}
+
+// Head returns the header itself, so that every message (which embeds a
+// Header) gives access to it through the Message interface.
+func (h *Header) Head() *Header { return h }
+
+// Message is one of the closed set of message kinds: *Register, *Welcome,
+// *Push, *Merged, *ResyncRequest, *ResyncAnswer, *Goodbye, *Reject.
+type Message interface {
+	// Kind tells the message's kind, fixed by its Go type.
+	Kind() Kind
+	// Head returns the message's header for reading or setting.
+	Head() *Header
+	// reset zeroes the message for decoding into it again, keeping the
+	// capacity of its float vectors; it also closes the set to this package.
+	reset()
+}
+
+// New returns a zero message of kind k, or nil for an unknown kind.
+func New(k Kind) Message {
+	switch k {
+	case KindRegister:
+		return new(Register)
+	case KindWelcome:
+		return new(Welcome)
+	case KindPush:
+		return new(Push)
+	case KindMerged:
+		return new(Merged)
+	case KindResyncRequest:
+		return new(ResyncRequest)
+	case KindResyncAnswer:
+		return new(ResyncAnswer)
+	case KindGoodbye:
+		return new(Goodbye)
+	case KindReject:
+		return new(Reject)
+	}
+	return nil
+}
+
+// Register is a worker's first message to the hub.
+type Register struct {
+	Header `msgpack:"-"`
+	// Device is a human-readable device name ("Pixel 7").
+	Device string `msgpack:"device"`
+	// Backend is the compute backend the worker runs ("cpu", "opencl").
+	Backend string `msgpack:"backend"`
+	// Speed is the worker's measured throughput in samples per second, the
+	// hub's first guess for sizing its batch.
+	Speed float64 `msgpack:"speed"`
+	// Shard names the part of the data set the worker holds.
+	Shard string `msgpack:"shard"`
+	// Info carries optional extras (an auth token, an app version) without a
+	// protocol change.
+	Info map[string]string `msgpack:"info"`
+}
+
+// Welcome is the hub's answer to Register: everything a worker needs to join
+// the run at the header's Iteration.
+type Welcome struct {
+	Header `msgpack:"-"`
+	// WorkerID is the id the hub gives the worker; the worker uses it as its
+	// Sender from now on, and it keys Merged.BatchSizes.
+	WorkerID string `msgpack:"worker_id"`
+	// Model names the architecture ("lenet-caffe"); ModelConfig is its
+	// configuration, opaque to this package (models/ encodes it).
+	Model       string `msgpack:"model"`
+	ModelConfig []byte `msgpack:"model_config"`
+	// ModelState is the current weights, batch-norm statistics and
+	// optimizer state.
+	ModelState `msgpack:"state,noinline"`
+	// BatchSize is the worker's batch size for the first iteration.
+	BatchSize int `msgpack:"batch"`
+	// Session holds the run's settings, which every node must share.
+	Session Session `msgpack:"session"`
+}
+
+// ModelState is everything that changes during training and that a joining
+// or resynchronising worker must copy: Welcome and ResyncAnswer carry it.
+type ModelState struct {
+	// Weights is the flat parameter vector (solver.Net.Params).
+	Weights Floats `msgpack:"weights"`
+	// State is the flat vector of untrained tensors: batch-norm running
+	// statistics (solver.Net.State).
+	State Floats `msgpack:"bn_state"`
+	// Optimizer is the optimizer's name, step count and tensors.
+	Optimizer OptimizerState `msgpack:"optimizer"`
+}
+
+// OptimizerState is an optimizer's saved state (solver.Optimizer.State).
+type OptimizerState struct {
+	// Name is the optimizer ("sgd", "adam").
+	Name string `msgpack:"name"`
+	// Steps is the number of steps taken (Adam's bias correction needs it).
+	Steps int64 `msgpack:"steps"`
+	// Tensors are the optimizer's vectors, each as long as the weights,
+	// in a fixed order (sorted by name) so that encoding is deterministic.
+	Tensors []NamedFloats `msgpack:"tensors"`
+}
+
+// NamedFloats is a named float vector ("momentum", "exp_avg").
+type NamedFloats struct {
+	Name   string `msgpack:"name"`
+	Values Floats `msgpack:"values"`
+}
+
+// Session holds a run's settings. Every node applies the same optimizer step
+// to the same merged gradient, so these must be identical everywhere.
+type Session struct {
+	// GlobalBatch is the number of samples per iteration, summed over workers.
+	GlobalBatch int `msgpack:"global_batch"`
+	// Iterations is the number of iterations of the run; 0 means until the
+	// hub's stopping rule fires.
+	Iterations uint64 `msgpack:"iterations"`
+	// DeadlineMillis is the barrier's deadline per iteration in
+	// milliseconds; 0 means none.
+	DeadlineMillis int64 `msgpack:"deadline_ms"`
+	// Compression names the gradient encoding ("" or "none": raw float32).
+	Compression string `msgpack:"compression"`
+	// LR is the learning-rate schedule.
+	LR Schedule `msgpack:"lr"`
+	// Optimizer hyper-parameters (solver.NewOptimizer).
+	Momentum    float32 `msgpack:"momentum"`
+	WeightDecay float32 `msgpack:"weight_decay"`
+	Nesterov    bool    `msgpack:"nesterov"`
+}
+
+// Schedule describes a learning-rate schedule of the solver package by its
+// parameters: Kind "constant" (Base), "step" (Base, Gamma, Every) or
+// "cosine" (Base, Min, Total, Warmup).
+type Schedule struct {
+	Kind   string  `msgpack:"kind"`
+	Base   float32 `msgpack:"base"`
+	Min    float32 `msgpack:"min"`
+	Gamma  float32 `msgpack:"gamma"`
+	Every  int     `msgpack:"every"`
+	Total  int     `msgpack:"total"`
+	Warmup int     `msgpack:"warmup"`
+}
+
+// Push carries a worker's gradient for the header's Iteration.
+type Push struct {
+	Header `msgpack:"-"`
+	// Samples is the number of samples the gradient was averaged over; the
+	// hub weights the gradient by it.
+	Samples int `msgpack:"samples"`
+	// ComputeNanos is how long forward and backward took, in nanoseconds;
+	// the hub sizes the next batch from it.
+	ComputeNanos int64 `msgpack:"compute_ns"`
+	// Loss is the mean training loss over the batch.
+	Loss float32 `msgpack:"loss"`
+	// Gradient is the flat gradient, as long as the weights (the hub checks
+	// this with CheckLen).
+	Gradient Floats `msgpack:"grad"`
+}
+
+// Merged closes the header's Iteration: every node applies Gradient with
+// learning rate LR.
+type Merged struct {
+	Header `msgpack:"-"`
+	// Gradient is the sample-weighted mean of the gradients that arrived.
+	Gradient Floats `msgpack:"grad"`
+	// BatchSizes gives every live worker's batch size for the next
+	// iteration, keyed by worker id.
+	BatchSizes BatchSizes `msgpack:"batches"`
+	// WeightsHash is a hash of the hub's weights before this step; a worker
+	// whose own hash differs resynchronises. The zero Hash means none sent.
+	WeightsHash Hash `msgpack:"weights_hash"`
+	// LR is the learning rate of this step.
+	LR float32 `msgpack:"lr"`
+}
+
+// ResyncRequest asks the hub for the model state again (after a missed
+// deadline or a hash mismatch).
+type ResyncRequest struct {
+	Header `msgpack:"-"`
+	Reason string `msgpack:"reason"`
+}
+
+// ResyncAnswer carries the model state at the header's Iteration.
+type ResyncAnswer struct {
+	Header     `msgpack:"-"`
+	ModelState `msgpack:"state,noinline"`
+}
+
+// Goodbye ends a session. From the hub it carries the final weights and
+// batch-norm state (either may be empty when the run was aborted).
+type Goodbye struct {
+	Header       `msgpack:"-"`
+	Reason       string `msgpack:"reason"`
+	FinalWeights Floats `msgpack:"weights"`
+	FinalState   Floats `msgpack:"bn_state"`
+}
+
+// Reject refuses a request; the worker shows Message to its user.
+type Reject struct {
+	Header `msgpack:"-"`
+	// Code is machine-readable: one of the Code constants, or another
+	// string a newer peer defined.
+	Code string `msgpack:"code"`
+	// Message is human-readable.
+	Message string `msgpack:"message"`
+}
+
+// Reject codes.
+const (
+	CodeVersion  = "version"  // the peer speaks another protocol version
+	CodeAuth     = "auth"     // missing or wrong credentials
+	CodeFull     = "full"     // the hub takes no more workers
+	CodeModel    = "model"    // a vector's length does not match the model
+	CodeProtocol = "protocol" // a message came that was not expected now
+	CodeInternal = "internal" // the sender failed
+)
+
+// Kind implements Message.
+func (*Register) Kind() Kind { return KindRegister }
+
+// Kind implements Message.
+func (*Welcome) Kind() Kind { return KindWelcome }
+
+// Kind implements Message.
+func (*Push) Kind() Kind { return KindPush }
+
+// Kind implements Message.
+func (*Merged) Kind() Kind { return KindMerged }
+
+// Kind implements Message.
+func (*ResyncRequest) Kind() Kind { return KindResyncRequest }
+
+// Kind implements Message.
+func (*ResyncAnswer) Kind() Kind { return KindResyncAnswer }
+
+// Kind implements Message.
+func (*Goodbye) Kind() Kind { return KindGoodbye }
+
+// Kind implements Message.
+func (*Reject) Kind() Kind { return KindReject }
+
+func (m *Register) reset()      { *m = Register{} }
+func (m *ResyncRequest) reset() { *m = ResyncRequest{} }
+func (m *Reject) reset()        { *m = Reject{} }
+func (m *Push) reset()          { *m = Push{Gradient: m.Gradient[:0]} }
+func (m *Merged) reset()        { *m = Merged{Gradient: m.Gradient[:0]} }
+func (m *Welcome) reset()       { *m = Welcome{ModelState: m.ModelState.kept()} }
+func (m *ResyncAnswer) reset()  { *m = ResyncAnswer{ModelState: m.ModelState.kept()} }
+func (m *Goodbye) reset() {
+	*m = Goodbye{FinalWeights: m.FinalWeights[:0], FinalState: m.FinalState[:0]}
+}
+
+// kept returns an empty ModelState that keeps s's vector capacity.
+func (s ModelState) kept() ModelState {
+	return ModelState{Weights: s.Weights[:0], State: s.State[:0]}
+}
+
+// Interface checks.
+var (
+	_ Message = (*Register)(nil)
+	_ Message = (*Welcome)(nil)
+	_ Message = (*Push)(nil)
+	_ Message = (*Merged)(nil)
+	_ Message = (*ResyncRequest)(nil)
+	_ Message = (*ResyncAnswer)(nil)
+	_ Message = (*Goodbye)(nil)
+	_ Message = (*Reject)(nil)
+)
+
+// SortTensors sorts an optimizer's tensors by name, the order senders should
+// use so that equal states encode to equal bytes.
+func (o *OptimizerState) SortTensors() {
+	slices.SortFunc(o.Tensors, func(a, b NamedFloats) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+}
