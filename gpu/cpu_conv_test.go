@@ -266,8 +266,12 @@ func BenchmarkConvForward(b *testing.B) {
 		if err := g.Setup(); err != nil {
 			b.Fatal(err)
 		}
-		x, w := c.Alloc(g.N*g.C*g.H*g.W), c.Alloc(g.K*g.C/g.Groups*g.R*g.S)
-		y, bias, ws := c.Alloc(g.N*g.K*g.OH*g.OW), c.Alloc(g.K), c.Alloc(c.ConvWorkspace(g))
+		// Random data: gonum's Sgemm skips zero elements of A, so zeroed
+		// buffers would time less work than a real layer does.
+		rng := rand.New(rand.NewPCG(1, 2))
+		x, w := Host(randSlice(rng, g.N*g.C*g.H*g.W)), Host(randSlice(rng, g.K*g.C/g.Groups*g.R*g.S))
+		y, bias, ws := Host(randSlice(rng, g.N*g.K*g.OH*g.OW)), Host(randSlice(rng, g.K)), c.Alloc(c.ConvWorkspace(g))
+		dx, dw := c.Alloc(x.Len()), c.Alloc(w.Len())
 		flops := float64(2 * g.N * g.K * g.OH * g.OW * g.C / g.Groups * g.R * g.S)
 		run := func(name string, f func()) {
 			b.Run(tc.name+"/"+name, func(b *testing.B) {
@@ -279,7 +283,7 @@ func BenchmarkConvForward(b *testing.B) {
 			})
 		}
 		run("forward", func() { c.ConvForward(g, y, x, w, bias, ws) })
-		run("backward-data", func() { c.ConvBackwardData(g, x, y, w, ws) })
-		run("backward-filter", func() { c.ConvBackwardFilter(g, w, bias, y, x, ws) })
+		run("backward-data", func() { c.ConvBackwardData(g, dx, y, w, ws) })
+		run("backward-filter", func() { c.ConvBackwardFilter(g, dw, bias, y, x, ws) })
 	}
 }

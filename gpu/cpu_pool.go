@@ -32,18 +32,43 @@ func (g *PoolGeom) check(op string, x, y []float32) {
 	}
 }
 
-// argmax returns the offset in plane (H×W) of window (oh, ow)'s maximum:
-// the first one in row-major order, or the last NaN (PyTorch's rule: a NaN
-// always replaces the running maximum). It returns -1 for an empty window.
-func (g *PoolGeom) argmax(plane []float32, oh, ow int) int {
-	hlo, hhi, _ := window(oh, g.StrideH, g.PadH, g.KH, g.H)
-	wlo, whi, _ := window(ow, g.StrideW, g.PadW, g.KW, g.W)
-	best, m := -1, float32(math.Inf(-1))
+// windowMax returns the maximum of plane (H×W) over rows [hlo, hhi) and
+// columns [wlo, whi), -inf for an empty window. The builtin max propagates
+// NaN, as PyTorch does, and compiles without branches: a data-dependent
+// branch here costs more than the rest of the loop on random inputs.
+func (g *PoolGeom) windowMax(plane []float32, hlo, hhi, wlo, whi int) float32 {
+	m := float32(math.Inf(-1))
 	for ih := hlo; ih < hhi; ih++ {
-		row := plane[ih*g.W : (ih+1)*g.W]
-		for iw := wlo; iw < whi; iw++ {
-			if v := row[iw]; v > m || v != v || best < 0 {
-				best, m = ih*g.W+iw, v
+		for _, v := range plane[ih*g.W+wlo : ih*g.W+whi] {
+			m = max(m, v)
+		}
+	}
+	return m
+}
+
+// argmax returns the offset in plane of the window's maximum m: the first
+// element equal to it in row-major order, or the last NaN when m is NaN
+// (PyTorch's rule: a NaN always replaces the running maximum). It returns
+// -1 for an empty window.
+func (g *PoolGeom) argmax(plane []float32, hlo, hhi, wlo, whi int, m float32) int {
+	if m != m {
+		for ih := hhi - 1; ih >= hlo; ih-- {
+			for iw := whi - 1; iw >= wlo; iw-- {
+				if v := plane[ih*g.W+iw]; v != v {
+					return ih*g.W + iw
+				}
+			}
+		}
+	}
+	// Scanned backwards to the first match without an early exit, so that
+	// the compiler can use a conditional move: where in the window the
+	// maximum lies is unpredictable.
+	best := -1
+	for ih := hhi - 1; ih >= hlo; ih-- {
+		row := plane[ih*g.W : ih*g.W+whi]
+		for iw := whi - 1; iw >= wlo; iw-- {
+			if row[iw] == m {
+				best = ih*g.W + iw
 			}
 		}
 	}
@@ -58,12 +83,10 @@ func (*CPU) MaxPoolForward(g PoolGeom, y, x Buffer) {
 	for p := 0; p < g.N*g.C; p++ {
 		plane, out := xs[p*hw:(p+1)*hw], ys[p*ohw:(p+1)*ohw]
 		for oh := 0; oh < g.OH; oh++ {
+			hlo, hhi, _ := window(oh, g.StrideH, g.PadH, g.KH, g.H)
 			for ow := 0; ow < g.OW; ow++ {
-				if i := g.argmax(plane, oh, ow); i >= 0 {
-					out[oh*g.OW+ow] = plane[i]
-				} else {
-					out[oh*g.OW+ow] = float32(math.Inf(-1))
-				}
+				wlo, whi, _ := window(ow, g.StrideW, g.PadW, g.KW, g.W)
+				out[oh*g.OW+ow] = g.windowMax(plane, hlo, hhi, wlo, whi)
 			}
 		}
 	}
@@ -79,8 +102,11 @@ func (*CPU) MaxPoolBackward(g PoolGeom, dx, dy, x Buffer) {
 	for p := 0; p < g.N*g.C; p++ {
 		plane, din, dout := xs[p*hw:(p+1)*hw], dxs[p*hw:(p+1)*hw], dys[p*ohw:(p+1)*ohw]
 		for oh := 0; oh < g.OH; oh++ {
+			hlo, hhi, _ := window(oh, g.StrideH, g.PadH, g.KH, g.H)
 			for ow := 0; ow < g.OW; ow++ {
-				if i := g.argmax(plane, oh, ow); i >= 0 {
+				wlo, whi, _ := window(ow, g.StrideW, g.PadW, g.KW, g.W)
+				m := g.windowMax(plane, hlo, hhi, wlo, whi)
+				if i := g.argmax(plane, hlo, hhi, wlo, whi, m); i >= 0 {
 					din[i] += dout[oh*g.OW+ow]
 				}
 			}

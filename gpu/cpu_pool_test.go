@@ -234,7 +234,8 @@ func BenchmarkPool(b *testing.B) {
 		if err := g.Setup(); err != nil {
 			b.Fatal(err)
 		}
-		x, y := c.Alloc(g.N*g.C*g.H*g.W), c.Alloc(g.N*g.C*g.OH*g.OW)
+		rng := rand.New(rand.NewPCG(1, 2))
+		x, y := Host(randSlice(rng, g.N*g.C*g.H*g.W)), Host(randSlice(rng, g.N*g.C*g.OH*g.OW))
 		dx := c.Alloc(x.Len())
 		b.Run(tc.name+"/forward", func(b *testing.B) {
 			for b.Loop() {
