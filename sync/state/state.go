@@ -1,0 +1,195 @@
+// Package state moves a training run's model state between a solver.Net and
+// the wire: it hashes weights, captures and loads the full state (weights,
+// batch-norm statistics, optimizer tensors), encodes the model config, and
+// describes the optimizer as session settings so that another node can build
+// the same one. The hub and worker cores share it, so both sides of every
+// conversion are one piece of code.
+//
+// Caller's duties:
+//  1. Hash the same thing on every node: Hash over the flat parameter vector
+//     (NetHash downloads it first).
+//  2. Capture on the sender, Load on the receiver; Load checks every length
+//     before it writes, so a refused state leaves the net untouched.
+//  3. Build a joining node's optimizer with NewOptimizer from the session and
+//     the state's optimizer name, then Load the state into it.
+package state
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/solver"
+	"github.com/cotrain/cotrain/sync/wire"
+)
+
+// Errors returned (wrapped) by this package.
+var (
+	// ErrMismatch means a state does not fit the network or optimizer it is
+	// loaded into (a length, a tensor name or the optimizer's kind differ).
+	ErrMismatch = errors.New("state: state does not fit the model")
+	// ErrNonFinite means a vector holds a NaN or an infinity.
+	ErrNonFinite = errors.New("state: non-finite value")
+	// ErrUnsupported means an optimizer or schedule cannot be described on
+	// the wire, so another node could not rebuild it identically.
+	ErrUnsupported = errors.New("state: not describable on the wire")
+	// ErrConfig means an encoded model config is malformed.
+	ErrConfig = errors.New("state: bad model config")
+)
+
+// Hash returns the SHA-256 of params as little-endian float32 bytes. Two
+// vectors hash equal exactly when they are bit-identical (so +0 and -0
+// differ, and NaNs with different payloads differ): the check is for
+// identical replicas, not for numerical closeness.
+func Hash(params []float32) wire.Hash {
+	h := sha256.New()
+	var buf [4096]byte
+	for len(params) > 0 {
+		n := min(len(params), len(buf)/4)
+		for i, v := range params[:n] {
+			binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(v))
+		}
+		h.Write(buf[:4*n])
+		params = params[n:]
+	}
+	var out wire.Hash
+	h.Sum(out[:0])
+	return out
+}
+
+// NetHash downloads net's parameters and returns their Hash.
+func NetHash(net *solver.Net) wire.Hash {
+	return Hash(Params(net))
+}
+
+// Params returns a fresh host copy of net's parameters.
+func Params(net *solver.Net) []float32 {
+	p := make([]float32, net.Params.Len())
+	net.B.Download(p, net.Params)
+	return p
+}
+
+// CheckFinite returns an error wrapping ErrNonFinite naming the first
+// non-finite element of v, or nil.
+func CheckFinite(name string, v []float32) error {
+	for i, x := range v {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return fmt.Errorf("%w: %s[%d] = %v", ErrNonFinite, name, i, x)
+		}
+	}
+	return nil
+}
+
+// Capture copies net's weights and state and opt's tensors and step count
+// into fresh vectors (the result shares no memory with the net, so it may be
+// sent while training goes on). Tensors are sorted by name.
+func Capture(net *solver.Net, opt solver.Optimizer) wire.ModelState {
+	s := wire.ModelState{
+		Weights: Params(net),
+		State:   make(wire.Floats, net.State.Len()),
+	}
+	net.B.Download(s.State, net.State)
+	if opt != nil {
+		bufs, steps := opt.State()
+		s.Optimizer.Name, s.Optimizer.Steps = opt.Name(), int64(steps)
+		for name, b := range bufs {
+			v := make(wire.Floats, b.Len())
+			net.B.Download(v, b)
+			s.Optimizer.Tensors = append(s.Optimizer.Tensors, wire.NamedFloats{Name: name, Values: v})
+		}
+		s.Optimizer.SortTensors()
+	}
+	return s
+}
+
+// Load writes s into net and opt. Every vector is checked (length, finite
+// values, optimizer kind and tensor names) before anything is written, so on
+// error net and opt are untouched. Every tensor opt has must be present in s:
+// a partial optimizer state would leave stale momentum behind.
+func Load(net *solver.Net, opt solver.Optimizer, s wire.ModelState) error {
+	if err := s.Weights.CheckLen("weights", net.Params.Len()); err != nil {
+		return fmt.Errorf("%w: %w", ErrMismatch, err)
+	}
+	if err := s.State.CheckLen("batch-norm state", net.State.Len()); err != nil {
+		return fmt.Errorf("%w: %w", ErrMismatch, err)
+	}
+	if err := CheckFinite("weights", s.Weights); err != nil {
+		return err
+	}
+	if err := CheckFinite("batch-norm state", s.State); err != nil {
+		return err
+	}
+	var bufs map[string]gpu.Buffer
+	if opt != nil {
+		if s.Optimizer.Name != opt.Name() {
+			return fmt.Errorf("%w: optimizer state is %q, the node runs %q", ErrMismatch, s.Optimizer.Name, opt.Name())
+		}
+		if s.Optimizer.Steps < 0 || s.Optimizer.Steps > math.MaxInt32 {
+			return fmt.Errorf("%w: optimizer step count %d", ErrMismatch, s.Optimizer.Steps)
+		}
+		bufs, _ = opt.State()
+		if len(s.Optimizer.Tensors) != len(bufs) {
+			return fmt.Errorf("%w: %d optimizer tensors, %s has %d", ErrMismatch, len(s.Optimizer.Tensors), opt.Name(), len(bufs))
+		}
+		for _, t := range s.Optimizer.Tensors {
+			b, ok := bufs[t.Name]
+			if !ok {
+				return fmt.Errorf("%w: %s has no optimizer tensor %q", ErrMismatch, opt.Name(), t.Name)
+			}
+			if err := t.Values.CheckLen("optimizer tensor "+t.Name, b.Len()); err != nil {
+				return fmt.Errorf("%w: %w", ErrMismatch, err)
+			}
+			if err := CheckFinite("optimizer tensor "+t.Name, t.Values); err != nil {
+				return err
+			}
+		}
+	}
+	net.B.Upload(net.Params, s.Weights)
+	net.B.Upload(net.State, s.State)
+	if opt != nil {
+		for _, t := range s.Optimizer.Tensors {
+			net.B.Upload(bufs[t.Name], t.Values)
+		}
+		opt.SetSteps(int(s.Optimizer.Steps))
+	}
+	return nil
+}
+
+// EncodeConfig encodes a model config for wire.Welcome.ModelConfig as
+// "key=value" lines in models.Config.Pairs order.
+func EncodeConfig(c models.Config) []byte {
+	var sb strings.Builder
+	for _, kv := range c.Pairs() {
+		sb.WriteString(kv[0])
+		sb.WriteByte('=')
+		sb.WriteString(kv[1])
+		sb.WriteByte('\n')
+	}
+	return []byte(sb.String())
+}
+
+// DecodeConfig is the inverse of EncodeConfig. Unknown keys are refused (by
+// models.ParseConfig), so a config from a newer hub is not silently misread.
+func DecodeConfig(b []byte) (models.Config, error) {
+	var pairs [][2]string
+	for line := range strings.SplitSeq(strings.TrimSuffix(string(b), "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return models.Config{}, fmt.Errorf("%w: line %q is not key=value", ErrConfig, line)
+		}
+		pairs = append(pairs, [2]string{k, v})
+	}
+	c, err := models.ParseConfig(pairs)
+	if err != nil {
+		return models.Config{}, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return c, nil
+}
