@@ -19,7 +19,8 @@ Fixture kinds (the "kind" key):
              training cases dy (fixed random), dx (= vjp), grads, state_after.
   loss       nn.CrossEntropyLoss (mean): logits [N,C], labels, loss, dlogits.
   optimizer  several steps of torch.optim.SGD/Adam on a fixed vector with a
-             fixed gradient sequence: p0, lrs[i], grads[i], params[i] (after i+1).
+             fixed gradient sequence: p0, lrs[i], step_grads[i], step_params[i]
+             (the parameters after step i+1).
   schedule   StepLR / CosineAnnealingLR: lrs[i] is the rate after i scheduler
              steps, i.e. the rate of 0-based iteration i.
   model      LeNet-5 on a batch of 4: parameters from a portable generator (see
@@ -259,7 +260,7 @@ def optimizers():
             after.append(p.detach().clone())
         rec = {"kind": "optimizer", "optimizer": cfg["name"], "config": cfg, "p0": p0,
                "lrs": [float(np.float32(v)) for v in lrs],
-               "grads": grads, "params": after}
+               "step_grads": grads, "step_params": after}
         write(name, rec)
 
     lrs = [0.1, 0.1, 0.05, 0.05, 0.01, 0.01]

@@ -108,11 +108,11 @@ type goldenFixture struct {
 	Loss    float64   `json:"loss"`
 	DLogits []float32 `json:"dlogits"`
 
-	// optimizer (Params here is per step, so it has its own key)
+	// optimizer: StepPs[i] holds the parameters after step i+1
 	P0        []float32   `json:"p0"`
 	LRs       []float32   `json:"lrs"`
-	StepGrads [][]float32 `json:"-"`
-	StepPs    [][]float32 `json:"-"`
+	StepGrads [][]float32 `json:"step_grads"`
+	StepPs    [][]float32 `json:"step_params"`
 
 	// model
 	Model       string    `json:"model"`
@@ -125,41 +125,14 @@ type goldenFixture struct {
 	Checksum    float64   `json:"param_checksum"`
 }
 
-// loadGolden reads testdata/golden/<name>.json. Optimizer fixtures keep
-// their per-step "grads" and "params" lists, which clash in type with a
-// layer's maps, in StepGrads and StepPs.
+// loadGolden reads testdata/golden/<name>.json.
 func loadGolden(t *testing.T, name string) *goldenFixture {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("testdata", "golden", name+".json"))
 	if err != nil {
 		t.Fatalf("golden: %v (regenerate with /usr/bin/python3 scripts/golden.py)", err)
 	}
-	var kind struct {
-		Kind string `json:"kind"`
-	}
-	if err := json.Unmarshal(raw, &kind); err != nil {
-		t.Fatalf("golden: %s: %v", name, err)
-	}
 	fx := &goldenFixture{}
-	if kind.Kind == "optimizer" {
-		var steps struct {
-			Grads  [][]float32 `json:"grads"`
-			Params [][]float32 `json:"params"`
-		}
-		if err := json.Unmarshal(raw, &steps); err != nil {
-			t.Fatalf("golden: %s: %v", name, err)
-		}
-		fx.StepGrads, fx.StepPs = steps.Grads, steps.Params
-		var rest map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &rest); err != nil {
-			t.Fatalf("golden: %s: %v", name, err)
-		}
-		delete(rest, "grads")
-		delete(rest, "params")
-		if raw, err = json.Marshal(rest); err != nil {
-			t.Fatalf("golden: %s: %v", name, err)
-		}
-	}
 	if err := json.Unmarshal(raw, fx); err != nil {
 		t.Fatalf("golden: %s: %v", name, err)
 	}
@@ -170,10 +143,11 @@ func loadGolden(t *testing.T, name string) *goldenFixture {
 }
 
 // goldenErr returns the metric described at the top of this file with floor
-// F and the index of the worst element; a length mismatch is an error.
+// F and the index of the worst element; a length mismatch or an empty
+// reference is an error.
 func goldenErr(got, want []float32, floor float64) (float64, int, error) {
-	if len(got) != len(want) {
-		return 0, 0, fmt.Errorf("%d elements, want %d", len(got), len(want))
+	if len(got) != len(want) || len(want) == 0 {
+		return 0, 0, fmt.Errorf("%d elements, want %d (an empty fixture checks nothing)", len(got), len(want))
 	}
 	m := 0.0
 	for _, w := range want {
@@ -409,7 +383,7 @@ func TestGoldenOptimizers(t *testing.T) {
 			}
 			params, grads := b.Alloc(n), b.Alloc(n)
 			b.Upload(params, fx.P0)
-			if len(fx.StepGrads) != len(fx.LRs) || len(fx.StepPs) != len(fx.LRs) {
+			if len(fx.LRs) == 0 || len(fx.StepGrads) != len(fx.LRs) || len(fx.StepPs) != len(fx.LRs) {
 				t.Fatalf("fixture: %d lrs, %d grads, %d params", len(fx.LRs), len(fx.StepGrads), len(fx.StepPs))
 			}
 			for i, lr := range fx.LRs {
@@ -580,6 +554,9 @@ func TestGoldenErrMetric(t *testing.T) {
 	}
 	if _, _, err := goldenErr([]float32{1}, []float32{1, 2}, goldenFloor); err == nil {
 		t.Error("length mismatch: no error")
+	}
+	if _, _, err := goldenErr(nil, nil, goldenFloor); err == nil {
+		t.Error("empty reference: no error")
 	}
 }
 
