@@ -1,0 +1,231 @@
+package data
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"image"
+	"image/jpeg"
+	"image/png"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// FolderOptions says how LoadImageFolder shapes and normalises images.
+type FolderOptions struct {
+	// C is the channel count: 1 converts to grayscale (ITU-R 601 luma,
+	// Y = 0.299 R + 0.587 G + 0.114 B, as PIL's "L" mode), 3 keeps RGB.
+	C int
+	// H and W are the size every image is resized to (bilinear, pixel
+	// centres aligned as PyTorch's align_corners=False, no antialiasing).
+	H, W int
+	// Mean and Std hold one value per channel on the [0,1] scale; Get writes
+	// (x/255 - Mean[c]) / Std[c]. Both empty means 0.5 for every channel,
+	// which maps [0,255] onto [-1,1].
+	Mean, Std []float32
+}
+
+// validate checks o and returns the per-channel mean and std to use.
+func (o FolderOptions) validate() (mean, std []float32, err error) {
+	if o.C != 1 && o.C != 3 {
+		return nil, nil, errorf(ErrInvalid, "data: folder: C = %d, want 1 (grayscale) or 3 (RGB)", o.C)
+	}
+	if o.H < 1 || o.W < 1 {
+		return nil, nil, errorf(ErrInvalid, "data: folder: size %dx%d, want positive H and W", o.H, o.W)
+	}
+	mean, std = o.Mean, o.Std
+	if len(mean) == 0 && len(std) == 0 {
+		mean, std = make([]float32, o.C), make([]float32, o.C)
+		for i := range mean {
+			mean[i], std[i] = 0.5, 0.5
+		}
+	}
+	if len(mean) != o.C || len(std) != o.C {
+		return nil, nil, errorf(ErrInvalid, "data: folder: %d means and %d stds, want %d each (or none for 0.5)",
+			len(mean), len(std), o.C)
+	}
+	return mean, std, nil
+}
+
+// LoadImageFolder loads dir laid out as one sub-folder per class:
+//
+//	dir/cat/001.png
+//	dir/dog/a/002.jpg
+//
+// Class i is the i-th sub-folder name in sorted (byte) order; ClassNames
+// keeps the names. Files under a class folder, at any depth, must be PNG or
+// JPEG (recognised by their first bytes, not their names); anything else,
+// and any file directly in dir, is an error naming the file rather than
+// being skipped silently. Names starting with '.' (files or folders, such as
+// .DS_Store) are skipped. Samples are ordered by class, then by path.
+// Transparent pixels are composited over black.
+func LoadImageFolder(dir string, opt FolderOptions) (*Images, error) {
+	mean, std, err := opt.validate()
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("data: folder: %w", err)
+	}
+	var names []string
+	for _, e := range entries {
+		switch {
+		case strings.HasPrefix(e.Name(), "."):
+		case e.IsDir():
+			names = append(names, e.Name())
+		default:
+			return nil, errorf(ErrInvalid, "data: folder: %s is not in a class sub-folder",
+				filepath.Join(dir, e.Name()))
+		}
+	}
+	if len(names) == 0 {
+		return nil, errorf(ErrInvalid, "data: folder: %s has no class sub-folders", dir)
+	}
+	sort.Strings(names)
+	size := opt.C * opt.H * opt.W
+	var pix []uint8
+	var labels []int32
+	for class, name := range names {
+		err := filepath.WalkDir(filepath.Join(dir, name), func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if strings.HasPrefix(d.Name(), ".") {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if d.IsDir() {
+				return nil
+			}
+			pix = append(pix, make([]uint8, size)...)
+			if err := loadImageFile(pix[len(pix)-size:], path, opt.C, opt.H, opt.W); err != nil {
+				return err
+			}
+			labels = append(labels, int32(class))
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("data: folder: %w", err)
+		}
+	}
+	if len(labels) == 0 {
+		return nil, errorf(ErrInvalid, "data: folder: %s holds no images", dir)
+	}
+	return NewImages(pix, labels, opt.C, opt.H, opt.W, len(names), mean, std, names)
+}
+
+// loadImageFile decodes the PNG or JPEG at path into dst (c×h×w bytes).
+func loadImageFile(dst []uint8, path string, c, h, w int) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	img, err := decodeImage(bufio.NewReader(f))
+	if err != nil {
+		return &kindError{kind: ErrFormat, msg: path + ": " + err.Error()}
+	}
+	if b := img.Bounds(); b.Empty() {
+		return errorf(ErrFormat, "%s: empty image", path)
+	}
+	planes := toPlanes(img, c)
+	ib := img.Bounds()
+	for ch := range c {
+		resizeBilinear(dst[ch*h*w:(ch+1)*h*w], h, w, planes[ch], ib.Dy(), ib.Dx())
+	}
+	return nil
+}
+
+// Magic prefixes of the two formats read.
+var (
+	pngMagic  = []byte("\x89PNG\r\n\x1a\n")
+	jpegMagic = []byte{0xff, 0xd8, 0xff}
+)
+
+// decodeImage sniffs the format from the first bytes and decodes it. It uses
+// the decoders directly rather than image.Decode's global registry.
+func decodeImage(r *bufio.Reader) (image.Image, error) {
+	head, _ := r.Peek(len(pngMagic))
+	switch {
+	case bytes.HasPrefix(head, pngMagic):
+		img, err := png.Decode(r)
+		if err != nil {
+			return nil, fmt.Errorf("png: %w", err)
+		}
+		return img, nil
+	case bytes.HasPrefix(head, jpegMagic):
+		img, err := jpeg.Decode(r)
+		if err != nil {
+			return nil, fmt.Errorf("jpeg: %w", err)
+		}
+		return img, nil
+	}
+	return nil, fmt.Errorf("not a PNG or JPEG image (starts with % x)", head)
+}
+
+// toPlanes converts img to c planes of float32 values in [0,255], row-major
+// over img's bounds: c = 1 is luma, c = 3 is R, G, B.
+func toPlanes(img image.Image, c int) [][]float32 {
+	b := img.Bounds()
+	n := b.Dx() * b.Dy()
+	planes := make([][]float32, c)
+	for ch := range planes {
+		planes[ch] = make([]float32, n)
+	}
+	i := 0
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			// RGBA returns alpha-premultiplied 16-bit values, so a
+			// transparent pixel reads as black.
+			r, g, bl, _ := img.At(x, y).RGBA()
+			fr, fg, fb := float32(r)/257, float32(g)/257, float32(bl)/257
+			if c == 1 {
+				planes[0][i] = 0.299*fr + 0.587*fg + 0.114*fb
+			} else {
+				planes[0][i], planes[1][i], planes[2][i] = fr, fg, fb
+			}
+			i++
+		}
+	}
+	return planes
+}
+
+// resizeBilinear resamples src (sh×sw, values in [0,255]) to dst (dh×dw
+// bytes) with bilinear interpolation. Destination pixel centre x maps to
+// source coordinate (x+0.5)*sw/dw - 0.5, clamped to the edges, as
+// PyTorch's interpolate(mode="bilinear", align_corners=False); values are
+// rounded to the nearest byte. Equal sizes copy exactly.
+func resizeBilinear(dst []uint8, dh, dw int, src []float32, sh, sw int) {
+	sy, sx := float64(sh)/float64(dh), float64(sw)/float64(dw)
+	for y := range dh {
+		y0, y1, fy := sourceTap(y, sy, sh)
+		for x := range dw {
+			x0, x1, fx := sourceTap(x, sx, sw)
+			top := float64(src[y0*sw+x0])*(1-fx) + float64(src[y0*sw+x1])*fx
+			bot := float64(src[y1*sw+x0])*(1-fx) + float64(src[y1*sw+x1])*fx
+			v := top*(1-fy) + bot*fy
+			dst[y*dw+x] = uint8(min(255, max(0, math.Round(v))))
+		}
+	}
+}
+
+// sourceTap returns the two source indices around destination index d and
+// the weight of the second, for a scale of source/destination pixels.
+func sourceTap(d int, scale float64, n int) (i0, i1 int, frac float64) {
+	s := (float64(d)+0.5)*scale - 0.5
+	if s < 0 {
+		s = 0
+	}
+	i0 = int(s)
+	if i0 >= n-1 {
+		return n - 1, n - 1, 0
+	}
+	return i0, i0 + 1, s - float64(i0)
+}
