@@ -13,7 +13,9 @@
 //     $COTRAIN_MNIST, then the Go module cache, then the go tool);
 //   - LoadIDX(images, labels): any IDX pair, gzipped or raw;
 //   - LoadImageFolder(dir, opts): one sub-folder per class of PNG/JPEG files;
-//   - NewImages: bytes already in memory (synthetic data, tests).
+//   - NewImages: bytes already in memory (synthetic data, tests);
+//   - LoadImage(path, opts): one PNG/JPEG file prepared exactly as
+//     LoadImageFolder would, for prediction.
 //
 // ReadNPY and WriteNPY read and write float32 arrays in NumPy's .npy format,
 // for inputs to predict on and outputs to hand back.
