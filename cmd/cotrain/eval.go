@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/cotrain/cotrain/cmd/internal/cli"
+	"github.com/cotrain/cotrain/data"
+	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/solver"
+)
+
+func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("eval", stderr, "cotrain eval --weights FILE --data mnist|DIR [flags]")
+	weights := fs.String("weights", "", "weight file (required)")
+	dataSpec := fs.String("data", "mnist", `"mnist", a folder of MNIST IDX files, or an image folder`)
+	classes := fs.String("classes", "", `evaluate only on these labels, e.g. "5-9"`)
+	batch := fs.Int("batch", 500, "evaluation batch size")
+	asJSON := fs.Bool("json", false, "print one JSON line")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *weights == "" {
+		return fmt.Errorf("%w: eval needs --weights", errUsage)
+	}
+	if *batch < 1 {
+		return fmt.Errorf("%w: --batch must be positive", errUsage)
+	}
+	f, err := models.LoadFile(*weights)
+	if err != nil {
+		return err
+	}
+	net, err := f.Build(gpu.NewCPU())
+	if err != nil {
+		return fmt.Errorf("%s: %w", *weights, err)
+	}
+	cls, err := cli.ParseClasses(*classes)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	ds, err := cli.LoadData(*dataSpec, net.In, cls, 1)
+	if err != nil {
+		return err
+	}
+	acc, loss := solver.NewTrainer(net, nil, nil).Evaluate(ds.Test, *batch)
+	if *asJSON {
+		return cli.NewEvents(stdout).Emit("done", map[string]any{"test_accuracy": acc, "test_loss": loss,
+			"samples": ds.Test.Len(), "model": f.Model})
+	}
+	fmt.Fprintf(stdout, "%s on %s: accuracy %.4f, loss %.4f over %d test samples\n", f.Model, *dataSpec, acc, loss, ds.Test.Len())
+	return nil
+}
+
+func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("predict", stderr, "cotrain predict --weights FILE --input FILE... [--json]")
+	weights := fs.String("weights", "", "weight file (required)")
+	var inputs multiFlag
+	fs.Var(&inputs, "input", "PNG or JPEG image, or .npy float32 NCHW tensor used as is (repeatable; more may follow the flags)")
+	top := fs.Int("top", 5, "how many classes to show")
+	asJSON := fs.Bool("json", false, "one JSON object per input with logits and top classes")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	inputs = append(inputs, fs.Args()...)
+	if *weights == "" || len(inputs) == 0 {
+		return fmt.Errorf("%w: predict needs --weights and at least one --input", errUsage)
+	}
+	f, err := models.LoadFile(*weights)
+	if err != nil {
+		return err
+	}
+	net, err := f.Build(gpu.NewCPU())
+	if err != nil {
+		return fmt.Errorf("%s: %w", *weights, err)
+	}
+	tr := solver.NewTrainer(net, nil, nil)
+	ev := cli.NewEvents(stdout)
+	classes := net.Out.Size()
+	for _, path := range inputs {
+		x, n, err := loadInput(path, net.In)
+		if err != nil {
+			return err
+		}
+		logits := make([]float32, n*classes)
+		net.B.Download(logits, tr.Logits(x, n))
+		for i := 0; i < n; i++ {
+			row := logits[i*classes : (i+1)*classes]
+			best := topK(softmax(row), *top)
+			name := path
+			if n > 1 {
+				name = fmt.Sprintf("%s[%d]", path, i)
+			}
+			if *asJSON {
+				if err := ev.Emit("prediction", map[string]any{"input": name, "logits": row, "top5": best}); err != nil {
+					return err
+				}
+				continue
+			}
+			var parts []string
+			for _, b := range best {
+				parts = append(parts, fmt.Sprintf("%d (%.3f)", b.Class, b.Prob))
+			}
+			fmt.Fprintf(stdout, "%s: %s\n", name, strings.Join(parts, ", "))
+		}
+	}
+	return nil
+}
+
+// loadInput reads a .npy tensor (n×C×H×W or C×H×W, used as is) or an image
+// (resized and normalised as MNIST for one channel, to [-1, 1] for three).
+func loadInput(path string, in solver.Shape) ([]float32, int, error) {
+	if strings.EqualFold(filepath.Ext(path), ".npy") {
+		fh, err := os.Open(path)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer fh.Close()
+		x, shape, err := data.ReadNPY(fh)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", path, err)
+		}
+		if len(x) == 0 || len(x)%in.Size() != 0 {
+			return nil, 0, fmt.Errorf("%s: tensor of shape %v does not hold whole %v samples", path, shape, in)
+		}
+		return x, len(x) / in.Size(), nil
+	}
+	opt := data.FolderOptions{C: in.C, H: in.H, W: in.W}
+	if in.C == 1 {
+		opt.Mean, opt.Std = []float32{0.1307}, []float32{0.3081}
+	}
+	x, err := data.LoadImage(path, opt)
+	if err != nil {
+		return nil, 0, err
+	}
+	return x, 1, nil
+}
+
+type classProb struct {
+	Class int     `json:"class"`
+	Prob  float64 `json:"prob"`
+}
+
+func softmax(v []float32) []float64 {
+	m := math.Inf(-1)
+	for _, x := range v {
+		m = math.Max(m, float64(x))
+	}
+	out := make([]float64, len(v))
+	var s float64
+	for i, x := range v {
+		out[i] = math.Exp(float64(x) - m)
+		s += out[i]
+	}
+	for i := range out {
+		out[i] /= s
+	}
+	return out
+}
+
+func topK(p []float64, k int) []classProb {
+	out := make([]classProb, len(p))
+	for i, v := range p {
+		out[i] = classProb{i, v}
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].Prob > out[b].Prob })
+	return out[:min(k, len(out))]
+}
+
+// multiFlag collects a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
+
+func runModels(stdout io.Writer) error {
+	for _, name := range models.Names() {
+		s, _ := models.Lookup(name)
+		fmt.Fprintf(stdout, "%-14s %s\n", name, s.Description)
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+// Command cotrain trains, fine-tunes, evaluates and runs models on one
+// device. Cooperative training uses the hub and worker commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `cotrain: train and run neural networks on this device
+
+Usage:
+  cotrain train    --model lenet5 --data mnist --epochs 1 --seed 1 [--out DIR] [--json]
+  cotrain finetune --weights FILE --data mnist|DIR --train-last N|all [flags]
+  cotrain eval     --weights FILE --data mnist|DIR [--json]
+  cotrain predict  --weights FILE --input FILE... [--json]
+  cotrain models   list the models
+
+Run "cotrain COMMAND --help" for a command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(os.Stderr, "cotrain:", err)
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "cotrain:", err)
+		os.Exit(1)
+	}
+}
+
+var errUsage = errors.New("usage")
+
+// run dispatches a subcommand.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("%w: no command given", errUsage)
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "train":
+		return runTrain(ctx, rest, stdout, stderr, false)
+	case "finetune":
+		return runTrain(ctx, rest, stdout, stderr, true)
+	case "eval":
+		return runEval(ctx, rest, stdout, stderr)
+	case "predict":
+		return runPredict(ctx, rest, stdout, stderr)
+	case "models":
+		return runModels(stdout)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
+}
+
+// newFlags returns a flag set whose errors come back to run instead of exiting.
+func newFlags(name string, stderr io.Writer, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses flags, mapping bad flags to errUsage.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return nil
+}

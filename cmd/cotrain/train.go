@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/cotrain/cotrain/cmd/internal/cli"
+	"github.com/cotrain/cotrain/data"
+	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/solver"
+)
+
+// trainConfig is what train and finetune take.
+type trainConfig struct {
+	model, weights, dataSpec, classes, out, optimizer, schedule, trainLast string
+	epochs, iterations, batch, stepEvery, evalBatch                        int
+	lr, momentum, weightDecay, gamma                                       float64
+	nesterov, json                                                         bool
+	seed                                                                   uint64
+}
+
+func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer, finetune bool) error {
+	var c trainConfig
+	name, synopsis := "train", "cotrain train --model NAME --data mnist|DIR [flags]"
+	defLR := 0.05
+	if finetune {
+		name, synopsis, defLR = "finetune", "cotrain finetune --weights FILE --data mnist|DIR --train-last N|all [flags]", 0.01
+	}
+	fs := newFlags(name, stderr, synopsis)
+	if finetune {
+		fs.StringVar(&c.weights, "weights", "", "weight file to start from (required)")
+		fs.StringVar(&c.trainLast, "train-last", "1", "train only the last N layers with parameters, or all")
+	} else {
+		fs.StringVar(&c.model, "model", "lenet5", "model: "+fmt.Sprint(models.Names()))
+	}
+	fs.StringVar(&c.dataSpec, "data", "mnist", `"mnist", a folder of MNIST IDX files, or an image folder (one subfolder per class)`)
+	fs.StringVar(&c.classes, "classes", "", `train and test only on these labels, e.g. "0-4" or "5,7"`)
+	fs.IntVar(&c.epochs, "epochs", 1, "passes over the training data")
+	fs.IntVar(&c.iterations, "iterations", 0, "stop after this many steps instead (0: use --epochs)")
+	fs.IntVar(&c.batch, "batch", 64, "mini-batch size")
+	fs.StringVar(&c.optimizer, "optimizer", "sgd", "sgd or adam")
+	fs.Float64Var(&c.lr, "lr", defLR, "learning rate")
+	fs.Float64Var(&c.momentum, "momentum", 0.9, "SGD momentum")
+	fs.BoolVar(&c.nesterov, "nesterov", false, "Nesterov momentum")
+	fs.Float64Var(&c.weightDecay, "weight-decay", 0, "L2 weight decay")
+	fs.StringVar(&c.schedule, "schedule", "cosine", "learning-rate schedule: cosine, step or constant")
+	fs.IntVar(&c.stepEvery, "step-every", 0, "step schedule: multiply by --gamma every N iterations (0: every epoch)")
+	fs.Float64Var(&c.gamma, "gamma", 0.1, "step schedule factor")
+	fs.IntVar(&c.evalBatch, "eval-batch", 500, "batch size for evaluation")
+	fs.Uint64Var(&c.seed, "seed", 1, "seed for initialisation, shuffling and dropout")
+	fs.StringVar(&c.out, "out", "cotrain-out", "folder for the weight file and plots")
+	fs.BoolVar(&c.json, "json", false, "print JSON lines instead of progress")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	if finetune && c.weights == "" {
+		return fmt.Errorf("%w: finetune needs --weights", errUsage)
+	}
+	if c.batch < 1 || c.epochs < 1 && c.iterations < 1 || c.lr <= 0 || c.evalBatch < 1 {
+		return fmt.Errorf("%w: --batch, --eval-batch, --lr and --epochs or --iterations must be positive", errUsage)
+	}
+	return train(ctx, c, stdout, stderr)
+}
+
+func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
+	b := gpu.NewCPU()
+	var (
+		net   *solver.Net
+		mcfg  models.Config
+		model = c.model
+		file  *models.File
+	)
+	if c.weights != "" {
+		var err error
+		if file, err = models.LoadFile(c.weights); err != nil {
+			return err
+		}
+		model, mcfg = file.Model, file.Config
+		if net, err = file.Build(b); err != nil {
+			return fmt.Errorf("%s: %w", c.weights, err)
+		}
+		switch c.trainLast {
+		case "all":
+		default:
+			n, err := strconv.Atoi(c.trainLast)
+			if err != nil || n < 1 {
+				return fmt.Errorf("%w: --train-last %q: want a positive number or all", errUsage, c.trainLast)
+			}
+			net.FreezeAllButLast(n)
+		}
+	} else {
+		spec, err := models.Lookup(model)
+		if err != nil {
+			return err
+		}
+		mcfg = spec.Resolve(models.Config{})
+		if net, err = models.Build(b, model, mcfg); err != nil {
+			return err
+		}
+		net.InitParams(rand.New(rand.NewPCG(c.seed, 0x1217)))
+	}
+	net.SetRand(rand.New(rand.NewPCG(c.seed, 0xd40)))
+
+	classes, err := cli.ParseClasses(c.classes)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	ds, err := cli.LoadData(c.dataSpec, net.In, classes, c.seed)
+	if err != nil {
+		return err
+	}
+	if ds.Train.Classes() > net.Out.Size() {
+		return fmt.Errorf("data %s has %d classes, model %s has %d outputs", c.dataSpec, ds.Train.Classes(), model, net.Out.Size())
+	}
+
+	perEpoch := (ds.Train.Len() + c.batch - 1) / c.batch
+	total := c.iterations
+	if total == 0 {
+		total = c.epochs * perEpoch
+	}
+	opt, err := solver.NewOptimizer(b, c.optimizer, net.NumParams(), float32(c.momentum), float32(c.weightDecay), c.nesterov)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	var sched solver.Schedule
+	switch c.schedule {
+	case "cosine":
+		sched = solver.Cosine{Base: float32(c.lr), Total: total}
+	case "step":
+		every := c.stepEvery
+		if every == 0 {
+			every = perEpoch
+		}
+		sched = solver.StepLR{Base: float32(c.lr), Gamma: float32(c.gamma), Every: every}
+	case "constant":
+		sched = solver.Constant(float32(c.lr))
+	default:
+		return fmt.Errorf("%w: --schedule %q: want cosine, step or constant", errUsage, c.schedule)
+	}
+	tr := solver.NewTrainer(net, opt, sched)
+
+	var ev *cli.Events
+	var bar *cli.Progress
+	if c.json {
+		ev = cli.NewEvents(stdout)
+	} else {
+		fmt.Fprintf(stderr, "%s: %d parameters (%d trainable), %d training and %d test samples, %d steps of %d\n",
+			model, net.NumParams(), trainable(net), ds.Train.Len(), ds.Test.Len(), total, c.batch)
+		if f, ok := stderr.(*os.File); ok && cli.IsTerminal(f) {
+			bar = cli.NewProgress(stderr, "train", total*c.batch, "img")
+		}
+	}
+	ev.Emit("start", map[string]any{"model": model, "params": net.NumParams(), "trainable": trainable(net),
+		"train_samples": ds.Train.Len(), "test_samples": ds.Test.Len(), "iterations": total, "batch": c.batch})
+
+	loader := data.NewLoader(ds.Train, c.batch, c.seed, true)
+	x := make([]float32, c.batch*net.In.Size())
+	labels := make([]int32, c.batch)
+	var curve cli.Series
+	curve.Name = "training loss"
+	start := time.Now()
+	var smooth float64
+	for it := 0; it < total; it++ {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("interrupted at step %d: %w", it, err)
+		}
+		n, _ := loader.Next(x, labels)
+		loss, err := tr.Step(x[:n*net.In.Size()], labels[:n])
+		if err != nil {
+			return err
+		}
+		if it == 0 {
+			smooth = loss
+		}
+		smooth = 0.95*smooth + 0.05*loss
+		curve.X = append(curve.X, float64(it+1))
+		curve.Y = append(curve.Y, loss)
+		bar.Add(n, fmt.Sprintf("loss %.4f", smooth))
+		if (it+1)%100 == 0 || it+1 == total {
+			ev.Emit("progress", map[string]any{"iteration": it + 1, "epoch": loader.Epoch(), "loss": smooth,
+				"lr": tr.LR(), "samples_per_sec": float64((it+1)*c.batch) / time.Since(start).Seconds()})
+		}
+	}
+	bar.Done()
+	elapsed := time.Since(start)
+	acc, testLoss := tr.Evaluate(ds.Test, c.evalBatch)
+
+	if err := os.MkdirAll(c.out, 0o755); err != nil {
+		return err
+	}
+	f := models.Snapshot(model, mcfg, net, opt)
+	f.Meta = [][2]string{{"iterations", strconv.Itoa(tr.Iter)}, {"epoch", strconv.Itoa(loader.Epoch())},
+		{"data", c.dataSpec}, {"seed", strconv.FormatUint(c.seed, 10)}}
+	path := filepath.Join(c.out, "weights.ctw")
+	if err := models.SaveFile(path, f); err != nil {
+		return err
+	}
+	sum, err := fileSHA256(path)
+	if err != nil {
+		return err
+	}
+	plotPath := filepath.Join(c.out, "loss.png")
+	if err := cli.LinePlot(plotPath, model+" training loss", "iteration", "loss", curve); err != nil {
+		return err
+	}
+	result := map[string]any{"test_accuracy": acc, "test_loss": testLoss, "iterations": tr.Iter,
+		"seconds": elapsed.Seconds(), "samples_per_sec": float64(tr.Iter*c.batch) / elapsed.Seconds(),
+		"weights": path, "weights_sha256": sum, "loss_plot": plotPath}
+	if c.json {
+		return ev.Emit("done", result)
+	}
+	fmt.Fprintf(stdout, "test accuracy %.4f, test loss %.4f after %d steps in %.1fs (%.0f img/s)\nweights %s (sha256 %s)\nloss curve %s\n",
+		acc, testLoss, tr.Iter, elapsed.Seconds(), result["samples_per_sec"], path, sum, plotPath)
+	return nil
+}
+
+func trainable(net *solver.Net) int {
+	n := 0
+	for _, r := range net.Trainable() {
+		n += r.Len
+	}
+	return n
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
