@@ -47,7 +47,8 @@
 // nested too deep, trailing bytes — as ErrMalformed. All are wrapped with %w
 // in a message that says what was expected and what came. A clean end of
 // stream is io.EOF itself. No input makes the decoder panic (it is fuzzed:
-// FuzzReadFrame), and its allocations are bounded by the frame size.
+// FuzzReadFrame), and what it allocates is proportional to the frame size,
+// never to a length the frame merely declares.
 //
 // # The caller's duties
 //
