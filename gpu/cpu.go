@@ -123,6 +123,11 @@ func (c *CPU) Gemm(transA, transB bool, m, n, k int, alpha float32, a, b Buffer,
 		c.Scale(Host(cs[:m*n]), beta)
 		return
 	}
+	c.gemm(transA, transB, m, n, k, alpha, as, bs, beta, cs)
+}
+
+// gemm is Gemm on host slices: C = alpha*op(A)*op(B) + beta*C, row-major.
+func (c *CPU) gemm(transA, transB bool, m, n, k int, alpha float32, a, b []float32, beta float32, cs []float32) {
 	ta, lda := blas.NoTrans, k
 	if transA {
 		ta, lda = blas.Trans, m
@@ -131,7 +136,7 @@ func (c *CPU) Gemm(transA, transB bool, m, n, k int, alpha float32, a, b Buffer,
 	if transB {
 		tb, ldb = blas.Trans, k
 	}
-	c.blas.Sgemm(ta, tb, m, n, k, alpha, as, lda, bs, ldb, beta, cs, n)
+	c.blas.Sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, cs, n)
 }
 
 // AddBias implements Backend.

@@ -2,8 +2,6 @@ package gpu
 
 import (
 	"fmt"
-
-	"gonum.org/v1/gonum/blas"
 )
 
 // Convolution on the CPU.
@@ -135,19 +133,6 @@ func (g *ConvGeom) col2im(dx, col []float32) {
 			}
 		}
 	}
-}
-
-// gemm is Gemm on host slices: C = alpha*op(A)*op(B) + beta*C, row-major.
-func (c *CPU) gemm(transA, transB bool, m, n, k int, alpha float32, a, b []float32, beta float32, cs []float32) {
-	ta, lda := blas.NoTrans, k
-	if transA {
-		ta, lda = blas.Trans, m
-	}
-	tb, ldb := blas.NoTrans, n
-	if transB {
-		tb, ldb = blas.Trans, k
-	}
-	c.blas.Sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, cs, n)
 }
 
 // ConvForward implements Backend.
