@@ -1,0 +1,179 @@
+package hub
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cotrain/cotrain/sync/wire"
+)
+
+// Sentinel errors. Step returns an error wrapping one of them for every
+// input it refuses; a refused input is dropped whole and never touches the
+// model.
+var (
+	ErrConfig      = errors.New("hub: invalid config")
+	ErrUnknownPeer = errors.New("hub: message from a peer that has not registered")
+	ErrUnexpected  = errors.New("hub: unexpected message")
+	ErrStale       = errors.New("hub: push for an iteration already closed")
+	ErrFuture      = errors.New("hub: push for an iteration not open yet")
+	ErrNotMember   = errors.New("hub: push from a worker not in this iteration")
+	ErrDuplicate   = errors.New("hub: second push for the same iteration")
+	ErrBadSamples  = errors.New("hub: push with an impossible sample count or time")
+	ErrBadLength   = errors.New("hub: gradient length does not match the model")
+	ErrNonFinite   = errors.New("hub: non-finite value in a push")
+	ErrFull        = errors.New("hub: the run takes no more workers")
+	ErrDone        = errors.New("hub: the run is over")
+)
+
+// Config holds the hub's settings.
+type Config struct {
+	// ID is the hub's Sender in every message it writes.
+	ID string
+	// MinWorkers is how many workers must register before the first
+	// iteration opens. It gates the start only: if workers leave later, the
+	// run goes on with those left, and parks while none is left.
+	MinWorkers int
+	// MaxWorkers caps the live workers; a Register beyond it is answered
+	// with Reject{Code: wire.CodeFull}. At most GlobalBatch, so that every
+	// worker gets at least one sample.
+	MaxWorkers int
+	// GlobalBatch is the number of samples per iteration, summed over the
+	// workers of the iteration.
+	GlobalBatch int
+	// Iterations is the trainer iteration (solver.Trainer.Iter) at which the
+	// run ends; 0 means until Stop. A hub resumed from a checkpoint at
+	// iteration 400 with Iterations 1000 runs 600 more.
+	Iterations uint64
+	// DeadlineTicks is the barrier's deadline: the number of Ticks after an
+	// iteration opens at which the workers that have not pushed are marked
+	// late. 0 means no deadline (the barrier waits for every member).
+	DeadlineTicks int
+	// Tick is how long the driver's tick is. The core never reads a clock;
+	// it only reports DeadlineTicks·Tick to workers as
+	// Session.DeadlineMillis.
+	Tick time.Duration
+	// Batch is the batch policy: Fixed or Adaptive.
+	Batch BatchPolicy
+	// Smoothing is the weight α of the newest measurement in the adaptive
+	// policy's exponential moving average of each worker's time per sample:
+	// t ← α·(ComputeNanos/Samples) + (1−α)·t. 0.3 follows a change of speed
+	// (a phone throttling) within about 3 iterations while one noisy
+	// measurement moves a share by at most 30%. In (0, 1].
+	Smoothing float64
+	// MaxMisses is how many deadlines in a row a worker may miss before the
+	// hub drops it (Goodbye, then forgotten). A worker that is connected but
+	// never pushes otherwise costs a deadline every other iteration. 0 means
+	// never drop.
+	MaxMisses int
+}
+
+// DefaultConfig returns a config for a few phones: start with 2 workers, at
+// most 16, global batch 64, a deadline of 50 ticks of 100 ms, adaptive
+// batches with α 0.3, workers dropped after 3 missed deadlines in a row.
+func DefaultConfig() Config {
+	return Config{
+		ID:            "hub",
+		MinWorkers:    2,
+		MaxWorkers:    16,
+		GlobalBatch:   64,
+		DeadlineTicks: 50,
+		Tick:          100 * time.Millisecond,
+		Batch:         Adaptive,
+		Smoothing:     0.3,
+		MaxMisses:     3,
+	}
+}
+
+// Validate returns an error wrapping ErrConfig for the first invalid field.
+func (c Config) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
+	}
+	switch {
+	case c.ID == "":
+		return bad("empty ID")
+	case c.GlobalBatch < 1:
+		return bad("GlobalBatch %d, want at least 1", c.GlobalBatch)
+	case c.MinWorkers < 1:
+		return bad("MinWorkers %d, want at least 1", c.MinWorkers)
+	case c.MaxWorkers < c.MinWorkers:
+		return bad("MaxWorkers %d below MinWorkers %d", c.MaxWorkers, c.MinWorkers)
+	case c.MaxWorkers > c.GlobalBatch:
+		return bad("MaxWorkers %d above GlobalBatch %d (every worker needs a sample)", c.MaxWorkers, c.GlobalBatch)
+	case c.DeadlineTicks < 0:
+		return bad("DeadlineTicks %d, want 0 (none) or more", c.DeadlineTicks)
+	case c.Tick < 0:
+		return bad("Tick %v, want 0 or more", c.Tick)
+	case c.Batch != Fixed && c.Batch != Adaptive:
+		return bad("batch policy %v, want fixed or adaptive", c.Batch)
+	case !(c.Smoothing > 0 && c.Smoothing <= 1):
+		return bad("Smoothing %v, want (0, 1]", c.Smoothing)
+	case c.MaxMisses < 0:
+		return bad("MaxMisses %d, want 0 (never) or more", c.MaxMisses)
+	}
+	return nil
+}
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+// The event kinds.
+const (
+	EventJoined  EventKind = iota + 1 // a worker registered (Peer)
+	EventStarted                      // the first iteration opened (Workers)
+	EventLeft                         // a worker left or was forgotten (Peer, Text)
+	EventLate                         // a worker missed the deadline (Peer, Iteration)
+	EventDropped                      // a worker missed MaxMisses deadlines in a row and was dropped
+	EventResync                       // a worker was sent the full state (Peer, Iteration, Text)
+	EventMerged                       // an iteration closed (Iteration, Workers, Samples, Loss, LR)
+	EventRetry                        // the deadline passed with no push: the iteration reopens
+	EventParked                       // no worker is left: the run waits for one to register
+	EventRefused                      // an input was refused (Peer, Err)
+	EventDone                         // the run ended (Iteration, Text)
+)
+
+var eventNames = [...]string{"", "joined", "started", "left", "late", "dropped", "resync",
+	"merged", "retry", "parked", "refused", "done"}
+
+// String returns the kind's name ("merged").
+func (k EventKind) String() string {
+	if int(k) < len(eventNames) && k > 0 {
+		return eventNames[k]
+	}
+	return fmt.Sprintf("event(%d)", uint8(k))
+}
+
+// Event is something the driver should log. Fields not listed for a kind
+// are zero.
+type Event struct {
+	Kind      EventKind
+	Peer      string
+	Iteration uint64
+	Workers   int     // workers merged, or starting
+	Samples   int     // samples merged
+	Loss      float64 // sample-weighted mean training loss of the merge
+	LR        float32 // learning rate of the step
+	Text      string
+	Err       error
+}
+
+// Envelope is a message and the peer id it goes to.
+type Envelope struct {
+	To  string
+	Msg wire.Message
+}
+
+// Ready is what the core asks its driver to do. Messages may share vectors
+// with each other (one Merged goes to every worker): they are read-only for
+// the driver and are never modified by the core after Ready returns them.
+type Ready struct {
+	// Messages are to be sent in order; order matters between the
+	// messages to one peer (a Merged then a Goodbye).
+	Messages []Envelope
+	// Events are to be logged.
+	Events []Event
+	// Done is true once the run has ended and the final Goodbyes are in
+	// Messages (or were in an earlier Ready).
+	Done bool
+}

@@ -1,0 +1,498 @@
+package hub
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/solver"
+	"github.com/cotrain/cotrain/sync/state"
+	"github.com/cotrain/cotrain/sync/wire"
+)
+
+// Model is the hub's master copy of the network and how to describe it to
+// workers.
+type Model struct {
+	// Name and Config name the architecture (models.Build); workers build
+	// the same network from them.
+	Name   string
+	Config models.Config
+	// Trainer holds the master network with its weights initialised or
+	// loaded, its optimizer (Opt) and schedule (Sched). Trainer.Iter is the
+	// iteration the run starts (or resumes) at. The core owns the trainer
+	// from NewCore on: the caller may read it (to save a checkpoint) only
+	// between Advance and the next input.
+	Trainer *solver.Trainer
+}
+
+type phase uint8
+
+const (
+	phaseWaiting phase = iota // fewer than MinWorkers have registered; nothing open yet
+	phaseOpen                 // iteration c.iter is open
+	phaseParked               // started, but no worker is left; nothing open
+	phaseDone                 // the Goodbyes are out
+)
+
+type role uint8
+
+const (
+	roleWaiting role = iota // registered before the start; no Welcome yet
+	roleIdle                // holds the state at c.iter; not in its barrier; gets its Merged
+	roleMember              // in the barrier of c.iter
+)
+
+// peer is what the hub knows of one live worker.
+type peer struct {
+	id        string
+	speed     float64 // Register.Speed, samples/s: the first guess
+	role      role
+	misses    int     // deadlines missed in a row
+	perSample float64 // smoothed nanoseconds per sample (adaptive policy)
+	measured  bool
+}
+
+// Core is the hub's protocol state machine. It is not safe for concurrent
+// use: the driver calls Step, Tick, Leave, Stop, Ready and Advance from one
+// goroutine.
+type Core struct {
+	cfg     Config
+	model   Model
+	tr      *solver.Trainer
+	session wire.Session
+	mcfg    []byte
+
+	phase phase
+	iter  uint64 // the iteration open (or to open): always uint64(tr.Iter)
+	peers map[string]*peer
+	order []string // live peer ids, sorted: every walk over peers uses it
+	bar   barrier
+	acc   []float64
+
+	ready Ready
+}
+
+// NewCore returns a hub core that waits for cfg.MinWorkers registrations.
+func NewCore(cfg Config, m Model) (*Core, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	tr := m.Trainer
+	if tr == nil || tr.Net == nil || tr.Opt == nil || tr.Sched == nil {
+		return nil, fmt.Errorf("%w: the model needs a trainer with a net, an optimizer and a schedule", ErrConfig)
+	}
+	if tr.Iter < 0 {
+		return nil, fmt.Errorf("%w: trainer at iteration %d", ErrConfig, tr.Iter)
+	}
+	if _, err := models.Lookup(m.Name); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	c := &Core{
+		cfg: cfg, model: m, tr: tr,
+		mcfg:  state.EncodeConfig(m.Config),
+		iter:  uint64(tr.Iter),
+		peers: map[string]*peer{},
+		acc:   make([]float64, tr.Net.NumParams()),
+	}
+	c.session = wire.Session{
+		GlobalBatch:    cfg.GlobalBatch,
+		Iterations:     cfg.Iterations,
+		DeadlineMillis: int64(cfg.DeadlineTicks) * cfg.Tick.Milliseconds(),
+		Compression:    "none",
+	}
+	if err := state.Describe(&c.session, tr.Opt, tr.Sched); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if cfg.Iterations > 0 && c.iter >= cfg.Iterations {
+		return nil, fmt.Errorf("%w: trainer at iteration %d, the run ends at %d", ErrConfig, c.iter, cfg.Iterations)
+	}
+	return c, nil
+}
+
+// Ready returns what the driver must do now: send Messages, log Events.
+// It does not clear them: call Advance once they are handled.
+func (c *Core) Ready() Ready { return c.ready }
+
+// Advance acknowledges the last Ready: its messages and events are dropped
+// from the core's queues. Done stays set.
+func (c *Core) Advance() {
+	c.ready.Messages, c.ready.Events = nil, nil
+}
+
+// Iteration returns the iteration open or next to open: the number of
+// optimizer steps the master net has taken.
+func (c *Core) Iteration() uint64 { return c.iter }
+
+// Workers returns the ids of the live workers, sorted.
+func (c *Core) Workers() []string { return slices.Clone(c.order) }
+
+// Trainer returns the master trainer (read only; see Model.Trainer).
+func (c *Core) Trainer() *solver.Trainer { return c.tr }
+
+func (c *Core) send(to string, m wire.Message) {
+	h := m.Head()
+	h.Sender = c.cfg.ID
+	c.ready.Messages = append(c.ready.Messages, Envelope{To: to, Msg: m})
+}
+
+func (c *Core) event(e Event) { c.ready.Events = append(c.ready.Events, e) }
+
+// Step handles message m from peer from (the id the transport
+// authenticated; the message's own Header.Sender is not trusted). It does
+// not keep m. A refused input returns an error wrapping one of the package's
+// sentinels, is logged as EventRefused, and changes nothing but that.
+func (c *Core) Step(from string, m wire.Message) error {
+	err := c.step(from, m)
+	if err != nil {
+		c.event(Event{Kind: EventRefused, Peer: from, Iteration: c.iter, Err: err})
+	}
+	return err
+}
+
+func (c *Core) step(from string, m wire.Message) error {
+	if c.phase == phaseDone {
+		if _, ok := m.(*wire.Register); ok {
+			c.goodbye(from, "the run is over")
+		}
+		return fmt.Errorf("%w: %s from %q", ErrDone, m.Kind(), from)
+	}
+	if r, ok := m.(*wire.Register); ok {
+		return c.register(from, r)
+	}
+	p := c.peers[from]
+	if p == nil {
+		return fmt.Errorf("%w: %s from %q", ErrUnknownPeer, m.Kind(), from)
+	}
+	switch m := m.(type) {
+	case *wire.Push:
+		return c.push(p, m)
+	case *wire.ResyncRequest:
+		if c.phase != phaseOpen {
+			return fmt.Errorf("%w: resync request from %q before the run started", ErrUnexpected, from)
+		}
+		c.sendResync(p.id, state.Capture(c.tr.Net, c.tr.Opt), "asked: "+m.Reason)
+		if p.role == roleMember {
+			if _, pushed := c.bar.pushes[p.id]; !pushed {
+				// Its weights were wrong: whatever it computes for this
+				// iteration is not wanted. It takes part from the next.
+				delete(c.bar.members, p.id)
+				p.role = roleIdle
+			}
+		}
+		c.check()
+		return nil
+	case *wire.Goodbye:
+		c.remove(p, "goodbye: "+m.Reason)
+		c.check()
+		return nil
+	case *wire.Reject:
+		c.remove(p, fmt.Sprintf("rejected the run: %s: %s", m.Code, m.Message))
+		c.check()
+		return nil
+	}
+	return fmt.Errorf("%w: %s from worker %q", ErrUnexpected, m.Kind(), from)
+}
+
+func (c *Core) register(from string, m *wire.Register) error {
+	if old := c.peers[from]; old != nil {
+		// A reconnect: whatever the old session held is lost on its side.
+		c.remove(old, "registered again")
+		c.check()
+		if c.phase == phaseDone {
+			c.goodbye(from, "the run is over")
+			return nil
+		}
+	}
+	if len(c.order) >= c.cfg.MaxWorkers {
+		c.send(from, &wire.Reject{Code: wire.CodeFull,
+			Message: fmt.Sprintf("the run has its %d workers", c.cfg.MaxWorkers)})
+		return fmt.Errorf("%w: %d workers", ErrFull, c.cfg.MaxWorkers)
+	}
+	speed := m.Speed
+	if math.IsNaN(speed) || math.IsInf(speed, 0) || speed < 0 {
+		speed = 0
+	}
+	p := &peer{id: from, speed: speed}
+	c.peers[from] = p
+	i, _ := slices.BinarySearch(c.order, from)
+	c.order = slices.Insert(c.order, i, from)
+	c.event(Event{Kind: EventJoined, Peer: from, Iteration: c.iter, Text: m.Device})
+	switch c.phase {
+	case phaseWaiting:
+		p.role = roleWaiting
+		if len(c.order) >= c.cfg.MinWorkers {
+			c.event(Event{Kind: EventStarted, Iteration: c.iter, Workers: len(c.order)})
+			c.open(c.order, true)
+		}
+	case phaseParked:
+		c.open(c.order, true)
+	case phaseOpen:
+		// Too late for this iteration's shares: it applies the Merged of
+		// this iteration to the state it gets now, then takes part.
+		p.role = roleIdle
+		c.sendWelcome(p.id, state.Capture(c.tr.Net, c.tr.Opt), 0)
+	}
+	return nil
+}
+
+func (c *Core) push(p *peer, m *wire.Push) error {
+	it := m.Iteration
+	switch {
+	case c.phase != phaseOpen:
+		return fmt.Errorf("%w: push from %q while no iteration is open", ErrUnexpected, p.id)
+	case it < c.iter:
+		return fmt.Errorf("%w: %q pushed for iteration %d, the hub is at %d", ErrStale, p.id, it, c.iter)
+	case it > c.iter:
+		return fmt.Errorf("%w: %q pushed for iteration %d, the hub is at %d", ErrFuture, p.id, it, c.iter)
+	}
+	batch, member := c.bar.members[p.id]
+	if !member {
+		return fmt.Errorf("%w: %q is not in iteration %d", ErrNotMember, p.id, it)
+	}
+	if _, dup := c.bar.pushes[p.id]; dup {
+		return fmt.Errorf("%w: %q, iteration %d", ErrDuplicate, p.id, it)
+	}
+	if m.Samples < 1 || m.Samples > batch {
+		return fmt.Errorf("%w: %q pushed %d samples, its batch is %d", ErrBadSamples, p.id, m.Samples, batch)
+	}
+	if m.ComputeNanos < 0 {
+		return fmt.Errorf("%w: %q reports %d ns of compute", ErrBadSamples, p.id, m.ComputeNanos)
+	}
+	if err := m.Gradient.CheckLen("gradient", c.tr.Net.NumParams()); err != nil {
+		return fmt.Errorf("%w: %q: %w", ErrBadLength, p.id, err)
+	}
+	if l := float64(m.Loss); math.IsNaN(l) || math.IsInf(l, 0) {
+		return fmt.Errorf("%w: %q reports loss %v", ErrNonFinite, p.id, m.Loss)
+	}
+	if err := state.CheckFinite("gradient", m.Gradient); err != nil {
+		return fmt.Errorf("%w: %q: %w", ErrNonFinite, p.id, err)
+	}
+	c.bar.store(p.id, m)
+	p.misses = 0
+	if m.ComputeNanos > 0 {
+		ps := float64(m.ComputeNanos) / float64(m.Samples)
+		p.perSample = smooth(p.perSample, ps, c.cfg.Smoothing, p.measured)
+		p.measured = true
+	}
+	c.check()
+	return nil
+}
+
+// Tick counts one unit of time. When the open iteration reaches
+// DeadlineTicks, the members that have not pushed are marked late, and the
+// iteration closes with what arrived (or reopens, if nothing did).
+func (c *Core) Tick() {
+	if c.phase != phaseOpen || c.cfg.DeadlineTicks == 0 {
+		return
+	}
+	c.bar.ticks++
+	if c.bar.ticks < c.cfg.DeadlineTicks {
+		return
+	}
+	var late []string
+	for _, id := range c.bar.missing() {
+		p := c.peers[id]
+		delete(c.bar.members, id)
+		p.role = roleIdle
+		p.misses++
+		c.event(Event{Kind: EventLate, Peer: id, Iteration: c.iter})
+		if c.cfg.MaxMisses > 0 && p.misses >= c.cfg.MaxMisses {
+			c.event(Event{Kind: EventDropped, Peer: id, Iteration: c.iter,
+				Text: fmt.Sprintf("missed %d deadlines in a row", p.misses)})
+			c.goodbye(id, fmt.Sprintf("missed %d deadlines in a row", p.misses))
+			c.remove(p, "dropped")
+			continue
+		}
+		late = append(late, id)
+	}
+	if len(c.bar.pushes) == 0 {
+		c.event(Event{Kind: EventRetry, Iteration: c.iter, Text: "no push by the deadline"})
+		c.reopen()
+		return
+	}
+	c.close(late)
+}
+
+// Leave tells the core that the driver lost peer id (its connection
+// dropped). Unknown ids are ignored. A push it made for the open iteration
+// still counts.
+func (c *Core) Leave(id string) {
+	if p := c.peers[id]; p != nil && c.phase != phaseDone {
+		c.remove(p, "connection lost")
+		c.check()
+	}
+}
+
+// Stop ends the run now (the driver's own stopping rule fired, or the user
+// asked): every worker gets Goodbye with the current weights, and pushes of
+// the open iteration are discarded.
+func (c *Core) Stop(reason string) {
+	if c.phase != phaseDone {
+		c.finish(reason)
+	}
+}
+
+func (c *Core) remove(p *peer, why string) {
+	delete(c.peers, p.id)
+	if i, ok := slices.BinarySearch(c.order, p.id); ok {
+		c.order = slices.Delete(c.order, i, i+1)
+	}
+	delete(c.bar.members, p.id)
+	c.event(Event{Kind: EventLeft, Peer: p.id, Iteration: c.iter, Text: why})
+}
+
+// check closes the open iteration when every member has pushed, and
+// reopens or parks it when no member is left and nothing arrived.
+func (c *Core) check() {
+	if c.phase != phaseOpen || !c.bar.complete() {
+		return
+	}
+	if len(c.bar.pushes) > 0 {
+		c.close(nil)
+		return
+	}
+	c.reopen()
+}
+
+// reopen opens c.iter again for every live worker, telling each its batch
+// with a Welcome (they may have been told nothing, or told they were late),
+// or parks the run when no worker is left.
+func (c *Core) reopen() {
+	if len(c.order) == 0 {
+		c.phase = phaseParked
+		c.event(Event{Kind: EventParked, Iteration: c.iter})
+		return
+	}
+	c.open(c.order, true)
+}
+
+// open opens iteration c.iter with ids (sorted) as its members. With
+// welcome set each member gets a Welcome carrying its batch size; otherwise
+// the caller has already told them (in a Merged).
+func (c *Core) open(ids []string, welcome bool) map[string]int {
+	shares := c.shares(ids)
+	c.bar.reset(c.iter, shares)
+	c.phase = phaseOpen
+	var st wire.ModelState
+	if welcome {
+		st = state.Capture(c.tr.Net, c.tr.Opt)
+	}
+	for _, id := range ids {
+		c.peers[id].role = roleMember
+		if welcome {
+			c.sendWelcome(id, st, shares[id])
+		}
+	}
+	return shares
+}
+
+// shares applies the batch policy to ids (sorted).
+func (c *Core) shares(ids []string) map[string]int {
+	sizes := make([]int, len(ids))
+	if c.cfg.Batch == Adaptive {
+		tput := make([]float64, len(ids))
+		for i, id := range ids {
+			p := c.peers[id]
+			switch {
+			case p.measured && p.perSample > 0:
+				tput[i] = 1 / p.perSample
+			case p.speed > 0: // samples/s → samples/ns
+				tput[i] = p.speed / 1e9
+			}
+		}
+		SplitThroughput(sizes, c.cfg.GlobalBatch, tput)
+	} else {
+		SplitEqual(sizes, c.cfg.GlobalBatch)
+	}
+	out := make(map[string]int, len(ids))
+	for i, id := range ids {
+		out[id] = sizes[i]
+	}
+	return out
+}
+
+// close merges the open iteration, applies the step to the master net and
+// tells every worker holding the state of c.iter. late lists the members
+// that missed the deadline: they get the full new state instead.
+func (c *Core) close(late []string) {
+	merged := make(wire.Floats, c.tr.Net.NumParams())
+	samples, loss := c.bar.merge(merged, c.acc)
+	workers := len(c.bar.pushes)
+	k := c.iter
+	lr := c.tr.LR()
+	c.tr.Net.B.Upload(c.tr.Net.Grads, merged)
+	c.tr.Apply()
+	c.iter = uint64(c.tr.Iter)
+	hash := state.NetHash(c.tr.Net)
+	c.event(Event{Kind: EventMerged, Iteration: k, Workers: workers, Samples: samples, Loss: loss, LR: lr})
+
+	// Everyone live but the late holds the state of k and applies Merged.
+	var next []string
+	for _, id := range c.order {
+		if !slices.Contains(late, id) {
+			next = append(next, id)
+		}
+	}
+	msg := &wire.Merged{Header: wire.Header{Iteration: k}, Gradient: merged, WeightsHash: hash, LR: lr}
+	if c.cfg.Iterations > 0 && c.iter >= c.cfg.Iterations {
+		for _, id := range next {
+			c.send(id, msg)
+		}
+		c.finish("the run reached its iterations")
+		return
+	}
+	if len(next) == 0 {
+		// Only late workers are left: they all need the state anyway.
+		c.reopen()
+		return
+	}
+	msg.BatchSizes = c.open(next, false)
+	for _, id := range next {
+		c.send(id, msg)
+	}
+	if len(late) > 0 {
+		st := state.Capture(c.tr.Net, c.tr.Opt)
+		for _, id := range late {
+			c.sendResync(id, st, "late for iteration "+fmt.Sprint(k))
+		}
+	}
+}
+
+func (c *Core) sendResync(id string, st wire.ModelState, why string) {
+	c.event(Event{Kind: EventResync, Peer: id, Iteration: c.iter, Text: why})
+	c.send(id, &wire.ResyncAnswer{Header: wire.Header{Iteration: c.iter}, ModelState: st})
+}
+
+func (c *Core) sendWelcome(id string, st wire.ModelState, batch int) {
+	c.send(id, &wire.Welcome{
+		Header:      wire.Header{Iteration: c.iter},
+		WorkerID:    id,
+		Model:       c.model.Name,
+		ModelConfig: c.mcfg,
+		ModelState:  st,
+		BatchSize:   batch,
+		Session:     c.session,
+	})
+}
+
+// goodbye sends id the Goodbye that ends its session, with the hub's
+// current weights as the final ones.
+func (c *Core) goodbye(id, reason string) {
+	st := state.Capture(c.tr.Net, nil)
+	c.send(id, &wire.Goodbye{Header: wire.Header{Iteration: c.iter}, Reason: reason,
+		FinalWeights: st.Weights, FinalState: st.State})
+}
+
+// finish sends every live worker Goodbye with the final weights and ends
+// the run.
+func (c *Core) finish(reason string) {
+	st := state.Capture(c.tr.Net, nil)
+	for _, id := range c.order {
+		c.send(id, &wire.Goodbye{Header: wire.Header{Iteration: c.iter}, Reason: reason,
+			FinalWeights: st.Weights, FinalState: st.State})
+	}
+	c.phase = phaseDone
+	c.ready.Done = true
+	c.event(Event{Kind: EventDone, Iteration: c.iter, Text: reason})
+}

@@ -1,0 +1,370 @@
+package worker
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/solver"
+	"github.com/cotrain/cotrain/sync/state"
+	"github.com/cotrain/cotrain/sync/wire"
+)
+
+type phase uint8
+
+const (
+	phaseJoining   phase = iota // Register sent; waiting for Welcome
+	phaseComputing              // a ComputeRequest is out; waiting for Computed
+	phasePushed                 // Push sent for iter; waiting for Merged iter
+	phaseIdle                   // holds the state at iter, not in its barrier; waiting for Merged iter
+	phaseResyncing              // ResyncRequest sent; waiting for ResyncAnswer
+	phaseDone                   // Goodbye or Reject received
+)
+
+// hubLR is the worker trainer's schedule: the learning rate of the step is
+// the one the hub sends in Merged, so a worker never computes its own and
+// cannot disagree with the hub about it (a float32 schedule evaluated on
+// two architectures could round differently).
+type hubLR struct{ lr float32 }
+
+// LR implements solver.Schedule.
+func (h *hubLR) LR(int) float32 { return h.lr }
+
+// Core is a worker's protocol state machine. It is not safe for concurrent
+// use: the driver calls Step, Computed, Ready and Advance from one goroutine
+// (it may run the requested compute on another; see Step).
+type Core struct {
+	cfg Config
+	b   gpu.Backend
+
+	phase   phase
+	id      string // the id the hub gave; cfg.Name before
+	iter    uint64 // the iteration of the state the net holds
+	batch   int    // batch of the compute in flight
+	pending bool   // a compute is out: the net belongs to the driver
+	held    []wire.Message
+
+	model   string
+	mcfg    []byte
+	session wire.Session
+	tr      *solver.Trainer
+	lr      hubLR
+
+	mismatches int
+	final      *wire.Goodbye
+	err        error
+
+	ready Ready
+}
+
+// NewCore returns a worker core whose first Ready holds its Register. b is
+// the backend the model is built on when the Welcome arrives.
+func NewCore(cfg Config, b gpu.Backend) (*Core, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if b == nil {
+		return nil, fmt.Errorf("%w: nil backend", ErrConfig)
+	}
+	c := &Core{cfg: cfg, b: b, id: cfg.Name}
+	c.send(&wire.Register{Device: cfg.Device, Backend: cfg.Backend, Speed: cfg.Speed,
+		Shard: cfg.Shard, Info: cfg.Info})
+	return c, nil
+}
+
+// Ready returns what the driver must do now. It does not clear it: call
+// Advance once it is handled.
+func (c *Core) Ready() Ready { return c.ready }
+
+// Advance acknowledges the last Ready. Done stays set; a compute handed out
+// stays outstanding until Computed.
+func (c *Core) Advance() {
+	c.ready.Messages, c.ready.Events, c.ready.Compute = nil, nil, nil
+}
+
+// ID returns the id the hub gave this worker (its Name before the Welcome).
+func (c *Core) ID() string { return c.id }
+
+// Iteration returns the iteration of the state the network holds: the
+// number of optimizer steps it has taken.
+func (c *Core) Iteration() uint64 { return c.iter }
+
+// Trainer returns the worker's trainer, nil before the Welcome. The driver
+// calls its Gradient for a ComputeRequest and otherwise only reads it.
+func (c *Core) Trainer() *solver.Trainer { return c.tr }
+
+// Mismatches returns how many times the weights' hash after a step differed
+// from the hub's.
+func (c *Core) Mismatches() int { return c.mismatches }
+
+// Final returns the final weights and batch-norm state the hub sent with
+// its Goodbye, or nil before it.
+func (c *Core) Final() (weights, st []float32) {
+	if c.final == nil {
+		return nil, nil
+	}
+	return c.final.FinalWeights, c.final.FinalState
+}
+
+// Err returns why the hub refused this worker (a Reject), or nil.
+func (c *Core) Err() error { return c.err }
+
+func (c *Core) send(m wire.Message) {
+	m.Head().Sender = c.id
+	c.ready.Messages = append(c.ready.Messages, m)
+}
+
+func (c *Core) event(e Event) { c.ready.Events = append(c.ready.Events, e) }
+
+// Step handles message m from peer from (the id the transport
+// authenticated). It does not keep m's vectors past the call, except a
+// Goodbye's final weights and a message held as described below.
+//
+// While a compute is out the network belongs to the driver, so messages
+// that would change it (Welcome, Merged, ResyncAnswer) are held, unchecked,
+// and handled in order by Computed; Step then returns nil for them. Errors
+// found when a held message is handled become EventRefused events. A
+// refused input returns an error wrapping one of the package's sentinels.
+func (c *Core) Step(from string, m wire.Message) error {
+	if c.phase == phaseDone {
+		return fmt.Errorf("%w: %s from %q", ErrDone, m.Kind(), from)
+	}
+	if from != c.cfg.Hub {
+		return c.refuse(fmt.Errorf("%w: %s from %q", ErrUnknownPeer, m.Kind(), from))
+	}
+	switch m.(type) {
+	case *wire.Welcome, *wire.Merged, *wire.ResyncAnswer:
+		if c.pending {
+			c.held = append(c.held, m)
+			return nil
+		}
+	}
+	return c.refuse(c.step(m))
+}
+
+func (c *Core) refuse(err error) error {
+	if err != nil {
+		c.event(Event{Kind: EventRefused, Iteration: c.iter, Err: err})
+	}
+	return err
+}
+
+func (c *Core) step(m wire.Message) error {
+	switch m := m.(type) {
+	case *wire.Welcome:
+		return c.welcome(m)
+	case *wire.Merged:
+		return c.merged(m)
+	case *wire.ResyncAnswer:
+		if c.phase == phaseJoining {
+			return fmt.Errorf("%w: resync answer before the Welcome", ErrUnexpected)
+		}
+		if err := c.load(m.ModelState, m.Iteration); err != nil {
+			c.askResync("the resync answer was refused")
+			return err
+		}
+		c.phase = phaseIdle
+		c.event(Event{Kind: EventResynced, Iteration: c.iter})
+		return nil
+	case *wire.Goodbye:
+		c.final = m
+		c.end("goodbye: " + m.Reason)
+		return nil
+	case *wire.Reject:
+		c.err = fmt.Errorf("worker: the hub refused: %s: %s", m.Code, m.Message)
+		c.end(c.err.Error())
+		return nil
+	}
+	return fmt.Errorf("%w: %s from the hub", ErrUnexpected, m.Kind())
+}
+
+func (c *Core) end(why string) {
+	c.phase = phaseDone
+	c.ready.Done = true
+	c.held = nil
+	c.event(Event{Kind: EventDone, Iteration: c.iter, Text: why})
+}
+
+// welcome builds the model on the first Welcome, loads the state, and
+// starts computing when the Welcome carries a batch.
+func (c *Core) welcome(m *wire.Welcome) error {
+	if m.WorkerID == "" || m.BatchSize < 0 {
+		return fmt.Errorf("%w: Welcome with id %q and batch %d", ErrBadMessage, m.WorkerID, m.BatchSize)
+	}
+	if c.tr == nil {
+		if err := c.build(m); err != nil {
+			c.send(&wire.Reject{Code: wire.CodeModel, Message: err.Error()})
+			c.err = err
+			c.end("cannot build the model")
+			return err
+		}
+	} else if m.Model != c.model || !slices.Equal(m.ModelConfig, c.mcfg) {
+		return fmt.Errorf("%w: Welcome for %s, this worker runs %s", ErrModel, m.Model, c.model)
+	}
+	if err := c.load(m.ModelState, m.Iteration); err != nil {
+		return err
+	}
+	c.id, c.session = m.WorkerID, m.Session
+	c.event(Event{Kind: EventWelcomed, Iteration: c.iter, Text: c.id})
+	c.next(m.BatchSize)
+	return nil
+}
+
+func (c *Core) build(m *wire.Welcome) error {
+	mc, err := state.DecodeConfig(m.ModelConfig)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrModel, err)
+	}
+	net, err := models.Build(c.b, m.Model, mc)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrModel, err)
+	}
+	opt, err := state.NewOptimizer(c.b, m.Optimizer.Name, net.NumParams(), m.Session)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrModel, err)
+	}
+	c.tr = solver.NewTrainer(net, opt, &c.lr)
+	c.model, c.mcfg = m.Model, slices.Clone(m.ModelConfig)
+	return nil
+}
+
+// load writes a state at iteration it into the net; on error nothing
+// changed.
+func (c *Core) load(s wire.ModelState, it uint64) error {
+	if it > math.MaxInt32 {
+		return fmt.Errorf("%w: iteration %d", ErrBadMessage, it)
+	}
+	if err := state.Load(c.tr.Net, c.tr.Opt, s); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadMessage, err)
+	}
+	c.iter, c.tr.Iter = it, int(it)
+	return nil
+}
+
+// next starts computing iteration c.iter with batch b, or waits for its
+// Merged when b is 0.
+func (c *Core) next(b int) {
+	if b <= 0 {
+		c.phase = phaseIdle
+		return
+	}
+	c.phase, c.pending, c.batch = phaseComputing, true, b
+	c.ready.Compute = &ComputeRequest{Iteration: c.iter, Batch: b}
+}
+
+func (c *Core) askResync(why string) {
+	c.phase = phaseResyncing
+	c.event(Event{Kind: EventResync, Iteration: c.iter, Text: why})
+	c.send(&wire.ResyncRequest{Header: wire.Header{Iteration: c.iter}, Reason: why})
+}
+
+// merged applies the hub's step for c.iter and checks the result's hash.
+func (c *Core) merged(m *wire.Merged) error {
+	switch c.phase {
+	case phaseJoining:
+		return fmt.Errorf("%w: Merged before the Welcome", ErrUnexpected)
+	case phaseResyncing:
+		// The answer on its way replaces whatever this would do.
+		c.event(Event{Kind: EventDiscarded, Iteration: m.Iteration, Text: "Merged while resyncing"})
+		return nil
+	}
+	switch {
+	case m.Iteration < c.iter:
+		// Our state is already past it (a resync overtook it): nothing to do.
+		return fmt.Errorf("%w: Merged %d, the worker is at %d", ErrStale, m.Iteration, c.iter)
+	case m.Iteration > c.iter:
+		c.askResync(fmt.Sprintf("missed Merged %d..%d", c.iter, m.Iteration-1))
+		return fmt.Errorf("%w: Merged %d, the worker is at %d", ErrFuture, m.Iteration, c.iter)
+	}
+	n := c.tr.Net.NumParams()
+	err := m.Gradient.CheckLen("merged gradient", n)
+	if err == nil {
+		err = state.CheckFinite("merged gradient", m.Gradient)
+	}
+	if err == nil && (math.IsNaN(float64(m.LR)) || math.IsInf(float64(m.LR), 0)) {
+		err = fmt.Errorf("learning rate %v", m.LR)
+	}
+	if err != nil {
+		c.askResync("malformed Merged")
+		return fmt.Errorf("%w: %w", ErrBadMessage, err)
+	}
+	c.tr.Net.B.Upload(c.tr.Net.Grads, m.Gradient)
+	c.lr.lr = m.LR
+	c.tr.Apply()
+	c.iter = uint64(c.tr.Iter)
+	c.event(Event{Kind: EventMerged, Iteration: m.Iteration})
+	if !m.WeightsHash.IsZero() && state.NetHash(c.tr.Net) != m.WeightsHash {
+		c.mismatches++
+		c.event(Event{Kind: EventMismatch, Iteration: c.iter,
+			Text: fmt.Sprintf("weights differ from the hub's after iteration %d", m.Iteration)})
+		c.askResync("weights hash mismatch")
+		return nil
+	}
+	c.next(m.BatchSizes[c.id])
+	return nil
+}
+
+// Computed reports that the driver finished the ComputeRequest: the
+// gradient is in the trainer's Net.Grads. The core pushes it, unless a
+// message held meanwhile makes it useless (the hub closed the iteration
+// without it or sent a new state), and then handles the held messages.
+func (c *Core) Computed(d ComputeDone) error {
+	if c.phase == phaseDone {
+		return fmt.Errorf("%w: compute done after the end", ErrDone)
+	}
+	if !c.pending {
+		return c.refuse(fmt.Errorf("%w: compute done with no compute out", ErrUnexpected))
+	}
+	if d.Iteration != c.iter || d.Samples < 1 || d.Samples > c.batch || d.ComputeNanos < 0 {
+		return c.refuse(fmt.Errorf("%w: done %+v for iteration %d, batch %d", ErrBadCompute, d, c.iter, c.batch))
+	}
+	c.pending = false
+	c.phase = phaseIdle
+	grad := make(wire.Floats, c.tr.Net.NumParams())
+	c.tr.Net.B.Download(grad, c.tr.Net.Grads)
+	switch {
+	case c.superseded():
+		c.event(Event{Kind: EventDiscarded, Iteration: d.Iteration, Text: "the hub moved on during the compute"})
+	case math.IsNaN(d.Loss) || math.IsInf(d.Loss, 0) || state.CheckFinite("gradient", grad) != nil:
+		// The hub would refuse it; it will mark us late and resync us.
+		c.event(Event{Kind: EventDiscarded, Iteration: d.Iteration, Text: "non-finite loss or gradient"})
+	default:
+		c.send(&wire.Push{Header: wire.Header{Iteration: d.Iteration}, Samples: d.Samples,
+			ComputeNanos: d.ComputeNanos, Loss: float32(d.Loss), Gradient: grad})
+		c.phase = phasePushed
+		c.event(Event{Kind: EventPushed, Iteration: d.Iteration, Loss: d.Loss})
+	}
+	held := c.held
+	c.held = nil
+	for i, m := range held {
+		if c.pending || c.phase == phaseDone {
+			// A held message started another compute (or ended the
+			// session): hold the rest again behind it.
+			if c.phase != phaseDone {
+				c.held = append(c.held, held[i:]...)
+			}
+			break
+		}
+		c.refuse(c.step(m))
+	}
+	return nil
+}
+
+// superseded reports whether a held message makes the compute in flight
+// useless: a new state (Welcome, ResyncAnswer) or the Merged of its own
+// iteration, which the hub closed without this worker.
+func (c *Core) superseded() bool {
+	for _, m := range c.held {
+		switch m := m.(type) {
+		case *wire.Welcome, *wire.ResyncAnswer:
+			return true
+		case *wire.Merged:
+			if m.Iteration >= c.iter {
+				return true
+			}
+		}
+	}
+	return false
+}
