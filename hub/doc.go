@@ -1,0 +1,87 @@
+// Package hub is the hub's side of cooperative training: a pure protocol
+// core that runs the barrier, merges the workers' gradients, takes the
+// optimizer step on the master network, and sizes every worker's batch.
+//
+// The core never touches a socket, a goroutine or a clock (the etcd-io/raft
+// pattern). It has four inputs — Step(from, message), Tick(), Leave(id) and
+// Stop(reason) — and one output, Ready(): messages to send, events to log,
+// and whether the run is over. The libp2p driver and the simulator call the
+// very same core.
+//
+// Caller's duties:
+//  1. Build the master network (models.Build, then InitParams or a weight
+//     file), its optimizer and schedule in a solver.Trainer, and call
+//     NewCore with a validated Config.
+//  2. For every message a worker sends, call Step with the peer id the
+//     transport authenticated (never the message's Header.Sender). Log the
+//     error it returns; the input has been dropped whole.
+//  3. Call Tick at a steady period (Config.Tick); the barrier deadline is
+//     counted in ticks from the iteration's start.
+//  4. Call Leave when a worker's connection drops.
+//  5. After every input, take Ready(): send each Envelope's message to its
+//     peer in order, log the events, then call Advance. Do not modify the
+//     messages: one Merged is shared by every envelope that carries it.
+//  6. When Ready().Done, flush the messages and shut down. Call Stop to end
+//     a run early (the driver's own stopping rule, or the user).
+//  7. Read Trainer() (to save a checkpoint) only between Advance and the
+//     next input. The core is not safe for concurrent use.
+//
+// # Iterations
+//
+// Iteration k is the one whose step takes the master trainer from Iter k to
+// k+1; every message carries it. When iteration k opens, each member is told
+// its batch size: in a Welcome (first start, reopen) or in Merged k-1's
+// BatchSizes. The barrier closes when every member has pushed, or at
+// DeadlineTicks: members that missed it are marked late. The merged gradient
+// is Σ bᵢgᵢ / Σ bᵢ over the pushes that arrived (bᵢ = Push.Samples), summed
+// in float64 in worker-id order, so it equals the mean gradient of the
+// union batch and does not depend on arrival order. The hub uploads it to
+// its Net.Grads and calls Trainer.Apply — the step every worker takes — and
+// sends Merged{k, gradient, next batch sizes, SHA-256 of its weights after
+// the step, learning rate} to every worker that holds the state of k. A late
+// worker gets a ResyncAnswer (the state after the step) instead and takes
+// part again from k+2, after it has applied Merged k+1 like a newcomer. A
+// deadline with no push applies nothing and reopens k with a Welcome to
+// every live worker. A worker that misses MaxMisses deadlines in a row is
+// dropped with a Goodbye.
+//
+// Pushes are refused (sentinel errors, weights untouched) when they come
+// from an unregistered peer, for another iteration (ErrStale, ErrFuture),
+// from a worker not in the barrier (ErrNotMember: it joined or resynced
+// after the iteration opened, or was late), twice (ErrDuplicate), with a
+// sample count outside 1..its batch or a negative time (ErrBadSamples), a
+// gradient of the wrong length (ErrBadLength), or a NaN or infinity
+// (ErrNonFinite).
+//
+// # States
+//
+// The run:
+//
+//	waiting ──(MinWorkers registered: Welcome with batches)──► open(k)
+//	open(k) ──(all members pushed, or deadline with pushes)──► open(k+1)
+//	         Merged k to holders of state k, ResyncAnswer to the late
+//	open(k) ──(deadline, no push; or no member left, nothing pushed)──► open(k)
+//	         Welcome with new batches to every live worker
+//	open(k) ──(no worker left)──► parked(k) ──(Register)──► open(k)
+//	open(k) ──(Iter reaches Iterations: Merged, then Goodbye; or Stop)──► done
+//
+// A worker, as the hub sees it:
+//
+//	waiting ──(start)──► member(k)
+//	Register while open(k) ──► idle(k): Welcome with batch 0, gets Merged k
+//	idle(k) ──(Merged k with its batch)──► member(k+1)
+//	member(k) ──(pushed, barrier closes)──► member(k+1)
+//	member(k) ──(deadline missed: ResyncAnswer at k+1)──► idle(k+1)
+//	member(k) ──(ResyncRequest before pushing: ResyncAnswer at k)──► idle(k)
+//	any ──(Leave, Goodbye, Reject, MaxMisses)──► gone
+//
+// # Determinism
+//
+// Identical inputs give bit-identical weights on the same architecture: the
+// merge has a fixed order and the optimizer steps run in gpu.CPU's SGDStep
+// and AdamStep. Across architectures they may not: Go may fuse a
+// multiply-add into one FMA instruction on arm64 (most phones) but not on
+// amd64, so a phone and a laptop can round one step differently. That is
+// what the hash in every Merged is for: a worker whose weights drift asks
+// for the state again (ResyncRequest) and continues from the hub's copy.
+package hub
