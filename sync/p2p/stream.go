@@ -169,6 +169,11 @@ func (l *listener) handle(s network.Stream) {
 	c := newConn(s, l.h.maxFrame)
 	select {
 	case l.queue <- c:
+		select {
+		case <-l.closed: // Close ran meanwhile and may have missed c
+			l.drop()
+		default:
+		}
 	default:
 		l.h.log.Warn("p2p: accept queue full, resetting stream", "remote", s.Conn().RemotePeer().String())
 		c.reset()
