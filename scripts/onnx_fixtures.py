@@ -1,0 +1,379 @@
+#!/usr/bin/python3
+"""ONNX fixtures and PyTorch parameter counts for cotrain's models.
+
+Run from the repository root with the system Python (PyTorch 1.13, onnx):
+
+    /usr/bin/python3 scripts/onnx_fixtures.py            # counts + fixtures
+    /usr/bin/python3 scripts/onnx_fixtures.py counts     # models/testdata/param_counts.json
+    /usr/bin/python3 scripts/onnx_fixtures.py fixtures   # models/onnx/testdata/
+    /usr/bin/python3 scripts/onnx_fixtures.py check FILE.onnx X.npy Y.npy
+
+"counts" builds the PyTorch twins of models/alexnet.go and models/mobilenet.go
+(and torchvision's AlexNet, written out here because torchvision is not
+installed) and writes sum(p.numel()) per configuration; models' Go test
+compares its own counts with them.
+
+"fixtures" exports small networks with torch.onnx.export at several opsets
+and writes, per fixture NAME: NAME.onnx, NAME.x.npy (a batch of 2 inputs) and
+NAME.y.npy (PyTorch's eval-mode output on it, computed in float64 from the
+float32 weights and rounded), plus manifest.json with what the importer
+must report (folded batch norm, a final softmax that is dropped).
+Batch-norm statistics are randomised so that a wrong mapping of scale,
+bias, mean and variance shows.
+
+"check" validates an ONNX file that cotrain wrote (`cotrain export`) with
+onnx.checker, runs it with a small evaluator built on torch.nn.functional
+(only the operators cotrain exports), and compares the result with Y.npy to a
+relative 1e-4 (max |a-b| / max |b|, the metric the Go tests use).
+
+Every fixture has a fixed seed, so a rerun rewrites identical arrays.
+"""
+import io
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+import torch
+import torch.nn.functional as F
+from onnx import numpy_helper
+from torch import nn
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+FIXTURES = os.path.join(ROOT, "models", "onnx", "testdata")
+COUNTS = os.path.join(ROOT, "models", "testdata", "param_counts.json")
+
+
+# --- The PyTorch twins of cotrain's models -----------------------------------
+
+class LeNet5(nn.Module):
+    """models/lenet.go's lenet5, flattening with view (exports Reshape) and,
+    when softmax is set, ending in a Softmax as some published models do."""
+
+    def __init__(self, classes=10, softmax=False):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 6, 5, padding=2)
+        self.conv2 = nn.Conv2d(6, 16, 5)
+        self.fc1 = nn.Linear(400, 120)
+        self.fc2 = nn.Linear(120, 84)
+        self.fc3 = nn.Linear(84, classes)
+        self.softmax = softmax
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        x = x.view(x.size(0), -1)
+        x = self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+        return F.softmax(x, dim=1) if self.softmax else x
+
+
+class AlexNet(nn.Module):
+    """torchvision.models.AlexNet (1.13), copied: torchvision is not installed."""
+
+    def __init__(self, classes=1000):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 64, 11, stride=4, padding=2), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2),
+            nn.Conv2d(64, 192, 5, padding=2), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2),
+            nn.Conv2d(192, 384, 3, padding=1), nn.ReLU(inplace=True),
+            nn.Conv2d(384, 256, 3, padding=1), nn.ReLU(inplace=True),
+            nn.Conv2d(256, 256, 3, padding=1), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2))
+        self.avgpool = nn.AdaptiveAvgPool2d((6, 6))
+        self.classifier = nn.Sequential(
+            nn.Dropout(0.5), nn.Linear(256 * 6 * 6, 4096), nn.ReLU(inplace=True),
+            nn.Dropout(0.5), nn.Linear(4096, 4096), nn.ReLU(inplace=True), nn.Linear(4096, classes))
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
+
+
+class AlexNetSmall(nn.Module):
+    """models/alexnet.go's alexnet-small."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 32, 3, stride=2, padding=1), nn.ReLU(inplace=True), nn.MaxPool2d(2),
+            nn.Conv2d(32, 96, 3, padding=1), nn.ReLU(inplace=True), nn.MaxPool2d(2),
+            nn.Conv2d(96, 192, 3, padding=1), nn.ReLU(inplace=True),
+            nn.Conv2d(192, 128, 3, padding=1), nn.ReLU(inplace=True),
+            nn.Conv2d(128, 128, 3, padding=1), nn.ReLU(inplace=True), nn.MaxPool2d(2))
+        self.classifier = nn.Sequential(
+            nn.Dropout(0.5), nn.Linear(128 * 2 * 2, 512), nn.ReLU(inplace=True),
+            nn.Dropout(0.5), nn.Linear(512, 512), nn.ReLU(inplace=True), nn.Linear(512, classes))
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.features(x), 1))
+
+
+MOBILENET_BLOCKS = [(64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2),
+                    (512, 1), (512, 1), (512, 1), (512, 1), (512, 1), (1024, 2), (1024, 1)]
+
+
+def mobilenet_channels(c, alpha):
+    """models.MobileNetChannels: TF-slim's max(int(c*alpha), 8)."""
+    return max(int(c * alpha + 1e-9), 8)
+
+
+def conv_bn_relu6(cin, cout, k, stride, groups=1):
+    return [nn.Conv2d(cin, cout, k, stride, k // 2, groups=groups, bias=False),
+            nn.BatchNorm2d(cout), nn.ReLU6(inplace=True)]
+
+
+class MobileNetV1(nn.Module):
+    """models/mobilenet.go's mobilenet-v1 (stem stride 2) or mobilenet-small
+    (stem stride 1)."""
+
+    def __init__(self, alpha=1.0, classes=1000, stem=2):
+        super().__init__()
+        ch = mobilenet_channels(32, alpha)
+        layers = conv_bn_relu6(3, ch, 3, stem)
+        for out, stride in MOBILENET_BLOCKS:
+            layers += conv_bn_relu6(ch, ch, 3, stride, groups=ch)
+            nxt = mobilenet_channels(out, alpha)
+            layers += conv_bn_relu6(ch, nxt, 1, 1)
+            ch = nxt
+        self.features = nn.Sequential(*layers)
+        self.fc = nn.Linear(ch, classes)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(self.features(x), 1), 1))
+
+
+class BasicBlock(nn.Module):
+    """ResNet-18's block: two 3x3 conv+BN, identity or 1x1 conv+BN shortcut."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x)))))
+        return F.relu(y + (x if self.down is None else self.down(x)))
+
+
+class ResNetSmall(nn.Module):
+    """A ResNet-18-style network for 32x32: a 3x3 stem, one BasicBlock per
+    stage (16, 32, 64, 128 channels; the first keeps its identity shortcut),
+    global average pooling and a linear layer."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 16, 3, 1, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(16)
+        self.layers = nn.Sequential(BasicBlock(16, 16, 1), BasicBlock(16, 32, 2),
+                                    BasicBlock(32, 64, 2), BasicBlock(64, 128, 2))
+        self.fc = nn.Linear(128, classes)
+
+    def forward(self, x):
+        x = self.layers(F.relu(self.bn1(self.conv1(x))))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+class InceptionLite(nn.Module):
+    """Concat, ReLU6 (Clip), padded average pooling counting the padding,
+    global average pooling and MatMul+Add: the operators the models above
+    do not reach."""
+
+    def __init__(self, classes=5):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.b1 = nn.Conv2d(8, 4, 1)
+        self.b2 = nn.Conv2d(8, 6, 3, padding=1)
+        self.pool = nn.AvgPool2d(3, stride=2, padding=1)  # count_include_pad=True
+        self.w = nn.Parameter(torch.randn(10, classes) * 0.3)
+        self.b = nn.Parameter(torch.randn(classes) * 0.1)
+
+    def forward(self, x):
+        x = F.relu6(self.stem(x))
+        x = torch.cat([F.relu(self.b1(x)), F.relu6(self.b2(x))], dim=1)
+        x = torch.flatten(F.adaptive_avg_pool2d(self.pool(x), 1), 1)
+        return torch.matmul(x, self.w) + self.b
+
+
+# --- Parameter counts ---------------------------------------------------------
+
+def counts():
+    rows = []
+
+    def add(model, net, classes, shape, width=0.0):
+        params = sum(p.numel() for p in net.parameters())
+        state = sum(b.numel() for n, b in net.named_buffers() if not n.endswith("num_batches_tracked"))
+        rows.append({"model": model, "classes": classes, "input": shape, "width": width,
+                     "params": params, "state": state})
+
+    add("alexnet", AlexNet(1000), 1000, [3, 224, 224])
+    add("alexnet", AlexNet(10), 10, [3, 224, 224])
+    add("alexnet-small", AlexNetSmall(10), 10, [3, 32, 32])
+    add("alexnet-small", AlexNetSmall(100), 100, [3, 32, 32])
+    for alpha in (0.25, 0.5, 0.75, 1.0):
+        add("mobilenet-v1", MobileNetV1(alpha, 1000), 1000, [3, 224, 224], alpha)
+    add("mobilenet-v1", MobileNetV1(1.0, 10), 10, [3, 128, 128], 1.0)
+    for alpha in (0.25, 0.5, 1.0):
+        add("mobilenet-small", MobileNetV1(alpha, 10, stem=1), 10, [3, 32, 32], alpha)
+    os.makedirs(os.path.dirname(COUNTS), exist_ok=True)
+    with open(COUNTS, "w") as f:
+        json.dump(rows, f, indent=1)
+        f.write("\n")
+    for r in rows:
+        print(f"{r['model']:16s} {r['input']} {r['classes']:5d} classes width {r['width']}: "
+              f"{r['params']:,} params, {r['state']:,} state")
+
+
+# --- ONNX fixtures ------------------------------------------------------------
+
+def randomise_bn(net, gen):
+    """Gives every batch norm distinct, non-trivial statistics and affine
+    parameters (fresh ones are 0/1, which hides a swapped mapping)."""
+    for m in net.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            c = m.num_features
+            with torch.no_grad():
+                m.weight.copy_(torch.rand(c, generator=gen) + 0.5)
+                m.bias.copy_(torch.rand(c, generator=gen) * 0.4 - 0.2)
+                m.running_mean.copy_(torch.rand(c, generator=gen) - 0.5)
+                m.running_var.copy_(torch.rand(c, generator=gen) + 0.5)
+
+
+FIXTURE_SPECS = [
+    # name, builder, input shape, opset, export mode, what the importer must say
+    ("lenet5_softmax_op9", lambda: LeNet5(10, softmax=True), [1, 28, 28], 9, "eval", {"softmax": True}),
+    ("alexnet_small_op11", lambda: AlexNetSmall(10), [3, 32, 32], 11, "eval", {}),
+    ("mobilenet_a025_op13", lambda: MobileNetV1(0.25, 10), [3, 32, 32], 13, "preserve", {}),
+    ("mobilenet_a05_folded_op17", lambda: MobileNetV1(0.5, 10), [3, 48, 48], 17, "eval", {"folded_bn": True}),
+    ("resnet_small_op13", lambda: ResNetSmall(10), [3, 32, 32], 13, "preserve", {}),
+    ("mobilenet_a025_train_op9", lambda: MobileNetV1(0.25, 10), [3, 40, 40], 9, "training", {}),
+    ("inception_lite_op9", lambda: InceptionLite(5), [3, 16, 16], 9, "eval", {}),
+]
+
+MODES = {"eval": torch.onnx.TrainingMode.EVAL, "preserve": torch.onnx.TrainingMode.PRESERVE,
+         "training": torch.onnx.TrainingMode.TRAINING}
+
+
+def fixtures():
+    os.makedirs(FIXTURES, exist_ok=True)
+    manifest = []
+    for i, (name, build, shape, opset, mode, expect) in enumerate(FIXTURE_SPECS):
+        torch.manual_seed(100 + i)
+        gen = torch.Generator().manual_seed(200 + i)
+        net = build()
+        randomise_bn(net, gen)
+        net.eval()
+        x = torch.randn([2] + shape, generator=gen)
+        with torch.no_grad():
+            ref = net.double()(x.double())
+            if isinstance(net, LeNet5) and net.softmax:
+                net.softmax = False  # the importer drops the softmax: compare logits
+                logits = net(x.double())
+                net.softmax = True
+            else:
+                logits = ref
+        net.float()
+        buf = io.BytesIO()
+        torch.onnx.export(net, x, buf, opset_version=opset, training=MODES[mode],
+                          input_names=["input"], output_names=["output"],
+                          dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
+        if mode == "training":
+            net.eval()  # export(TRAINING) leaves the module in training mode
+        model = onnx.load_from_string(buf.getvalue())
+        onnx.checker.check_model(model)
+        path = os.path.join(FIXTURES, name)
+        with open(path + ".onnx", "wb") as f:
+            f.write(buf.getvalue())
+        np.save(path + ".x.npy", x.numpy().astype("<f4"))
+        np.save(path + ".y.npy", logits.numpy().astype("<f4"))
+        params = sum(p.numel() for p in net.parameters())
+        ops = sorted({n.op_type for n in model.graph.node})
+        manifest.append({"name": name, "opset": opset, "mode": mode, "input": shape,
+                         "classes": int(logits.shape[1]), "params": params, "ops": ops,
+                         "softmax": expect.get("softmax", False), "folded_bn": expect.get("folded_bn", False)})
+        print(f"{name}: opset {opset}, {mode}, {params:,} params, {len(buf.getvalue()):,} bytes, ops {ops}")
+    with open(os.path.join(FIXTURES, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.write("\n")
+
+
+# --- Checking files cotrain exported -----------------------------------------
+
+def attrs(node):
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def sym_pads(pads):
+    if pads[0] != pads[2] or pads[1] != pads[3]:
+        raise ValueError(f"asymmetric pads {pads}")
+    return pads[0], pads[1]
+
+
+def evaluate(model, x):
+    """Runs the operators cotrain exports, in float64, with torch.nn.functional."""
+    env = {t.name: torch.from_numpy(numpy_helper.to_array(t).astype(np.float64)) for t in model.graph.initializer}
+    env[model.graph.input[0].name] = torch.from_numpy(x.astype(np.float64))
+    for n in model.graph.node:
+        a, ins = attrs(n), [env[i] for i in n.input if i]
+        op = n.op_type
+        if op == "Conv":
+            y = F.conv2d(ins[0], ins[1], ins[2] if len(ins) > 2 else None, tuple(a.get("strides", [1, 1])),
+                         sym_pads(a.get("pads", [0] * 4)), tuple(a.get("dilations", [1, 1])), a.get("group", 1))
+        elif op in ("MaxPool", "AveragePool"):
+            k, s, p = tuple(a["kernel_shape"]), tuple(a.get("strides", [1, 1])), sym_pads(a.get("pads", [0] * 4))
+            ceil = bool(a.get("ceil_mode", 0))
+            if op == "MaxPool":
+                y = F.max_pool2d(ins[0], k, s, p, ceil_mode=ceil)
+            else:
+                y = F.avg_pool2d(ins[0], k, s, p, ceil_mode=ceil, count_include_pad=bool(a.get("count_include_pad", 0)))
+        elif op == "GlobalAveragePool":
+            y = ins[0].mean(dim=(2, 3), keepdim=True)
+        elif op == "Gemm":
+            A = ins[0].t() if a.get("transA", 0) else ins[0]
+            B = ins[1].t() if a.get("transB", 0) else ins[1]
+            y = a.get("alpha", 1.0) * A @ B + (a.get("beta", 1.0) * ins[2] if len(ins) > 2 else 0)
+        elif op == "Relu":
+            y = F.relu(ins[0])
+        elif op == "Clip":
+            y = ins[0].clamp(float(ins[1]), float(ins[2]))
+        elif op == "BatchNormalization":
+            y = F.batch_norm(ins[0], ins[3], ins[4], ins[1], ins[2], False, 0.0, a.get("epsilon", 1e-5))
+        elif op == "Flatten":
+            y = torch.flatten(ins[0], a.get("axis", 1))
+        elif op == "Add":
+            y = ins[0] + ins[1]
+        elif op == "Concat":
+            y = torch.cat(ins, dim=a["axis"])
+        else:
+            raise ValueError(f"operator {op} (node {n.name}) is not one cotrain exports")
+        env[n.output[0]] = y
+    return env[model.graph.output[0].name].numpy()
+
+
+def check(path, xpath, ypath):
+    model = onnx.load(path)
+    onnx.checker.check_model(model, full_check=True)
+    x, want = np.load(xpath), np.load(ypath).astype(np.float64)
+    got = evaluate(model, x)
+    if got.shape != want.shape:
+        sys.exit(f"{path}: output shape {got.shape}, want {want.shape}")
+    rel = np.abs(got - want).max() / max(np.abs(want).max(), 1e-30)
+    ops = sorted({n.op_type for n in model.graph.node})
+    print(f"{path}: checker ok, opset {model.opset_import[0].version}, ops {ops}, max rel err {rel:.2e}")
+    if not rel <= 1e-4:
+        sys.exit(f"{path}: relative error {rel:.3g} > 1e-4")
+
+
+if __name__ == "__main__":
+    what = sys.argv[1] if len(sys.argv) > 1 else "all"
+    if what in ("all", "counts"):
+        counts()
+    if what in ("all", "fixtures"):
+        fixtures()
+    if what == "check":
+        if len(sys.argv) != 5:
+            sys.exit("usage: onnx_fixtures.py check FILE.onnx X.npy Y.npy")
+        check(*sys.argv[2:5])
