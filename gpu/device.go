@@ -1,0 +1,123 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+)
+
+// Device selection. This file has no build tag: a binary built without
+// -tags opencl still understands every --device value and says why it
+// cannot honour "opencl".
+//
+// The OpenCL implementation registers itself through openCLDriver, set by an
+// init function in opencl_register.go (build tag opencl). It is the only
+// package-level variable of the package: it describes what was compiled in,
+// never run-time state, so it does not break "no globals" (every backend is
+// still created and passed explicitly).
+
+// ErrNoOpenCL is returned when OpenCL cannot be used at all: the binary was
+// built without it, or no OpenCL runtime library could be loaded.
+var ErrNoOpenCL = errors.New("gpu: OpenCL unavailable")
+
+// ErrNoDevice is returned when OpenCL is present but has no suitable device.
+var ErrNoDevice = errors.New("gpu: no suitable OpenCL device")
+
+// ErrDeviceSpec is returned for a --device value Open does not understand.
+var ErrDeviceSpec = errors.New("gpu: bad device spec")
+
+// DeviceInfo describes an OpenCL device as its driver reports it.
+type DeviceInfo struct {
+	Index        int    // N of "opencl:N": position over all platforms' devices
+	Name         string // e.g. "NVIDIA H100 80GB HBM3"
+	Vendor       string
+	Platform     string
+	Version      string // OpenCL version string of the device
+	Driver       string
+	Type         string // "gpu", "cpu", "accelerator" or "other"
+	ComputeUnits int
+	ClockMHz     int
+	GlobalMem    int64 // bytes
+	LocalMem     int64 // bytes of __local memory per work-group
+	MaxWorkGroup int
+	BaseAlign    int  // CL_DEVICE_MEM_BASE_ADDR_ALIGN, in bits
+	FP16         bool // cl_khr_fp16: half arithmetic (storage is optional, unused yet)
+	FP64         bool // cl_khr_fp64: reductions accumulate in double when set
+}
+
+// String is a one-line summary for logs.
+func (d DeviceInfo) String() string {
+	return fmt.Sprintf("opencl:%d %s (%s, %s, %d CU @ %d MHz, %d MiB, fp16=%v fp64=%v)",
+		d.Index, d.Name, d.Type, d.Platform, d.ComputeUnits, d.ClockMHz, d.GlobalMem>>20, d.FP16, d.FP64)
+}
+
+// openCLRequest is what Open asks of the OpenCL driver.
+type openCLRequest struct {
+	Index   int  // device index, or -1 for the first suitable one
+	GPUOnly bool // "auto": accept GPUs and accelerators only, never a CPU device
+	Log     *slog.Logger
+}
+
+// openCLDriver is set when the package is built with -tags opencl.
+var openCLDriver struct {
+	open func(req openCLRequest) (Backend, error)
+	list func() ([]DeviceInfo, error)
+}
+
+// Open returns the backend a --device value names:
+//
+//   - "cpu": the pure-Go CPU backend;
+//   - "opencl": the first OpenCL GPU or accelerator, else the first OpenCL
+//     device of any type (PoCL's CPU device included);
+//   - "opencl:N": OpenCL device N, counted over all platforms (see Devices);
+//   - "auto" (or ""): an OpenCL GPU or accelerator when one works, otherwise
+//     the CPU backend, logging why at Info level. A CPU OpenCL device is never
+//     chosen by auto: the pure-Go backend is the better CPU path.
+//
+// Errors wrap ErrNoOpenCL, ErrNoDevice, ErrDeviceSpec or an OpenCL failure.
+func Open(spec string, log *slog.Logger) (Backend, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	spec = strings.ToLower(strings.TrimSpace(spec))
+	switch {
+	case spec == "cpu":
+		return NewCPU(), nil
+	case spec == "auto" || spec == "":
+		if openCLDriver.open == nil {
+			log.Info("gpu: using the CPU backend", "reason", "built without OpenCL support (rebuild with -tags opencl)")
+			return NewCPU(), nil
+		}
+		b, err := openCLDriver.open(openCLRequest{Index: -1, GPUOnly: true, Log: log})
+		if err != nil {
+			log.Info("gpu: using the CPU backend", "reason", err.Error())
+			return NewCPU(), nil
+		}
+		log.Info("gpu: using OpenCL", "device", b.Name())
+		return b, nil
+	case spec == "opencl" || strings.HasPrefix(spec, "opencl:"):
+		idx := -1
+		if n, ok := strings.CutPrefix(spec, "opencl:"); ok {
+			v, err := strconv.Atoi(n)
+			if err != nil || v < 0 {
+				return nil, fmt.Errorf("%w: %q: want opencl:N with N a device index", ErrDeviceSpec, spec)
+			}
+			idx = v
+		}
+		if openCLDriver.open == nil {
+			return nil, fmt.Errorf("%w: built without OpenCL support: rebuild with -tags opencl", ErrNoOpenCL)
+		}
+		return openCLDriver.open(openCLRequest{Index: idx, Log: log})
+	}
+	return nil, fmt.Errorf("%w: %q (want auto, cpu, opencl or opencl:N)", ErrDeviceSpec, spec)
+}
+
+// Devices lists the OpenCL devices Open can address, in "opencl:N" order.
+func Devices() ([]DeviceInfo, error) {
+	if openCLDriver.list == nil {
+		return nil, fmt.Errorf("%w: built without OpenCL support: rebuild with -tags opencl", ErrNoOpenCL)
+	}
+	return openCLDriver.list()
+}

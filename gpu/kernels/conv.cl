@@ -1,0 +1,103 @@
+// Convolution helpers: im2col/col2im for the GEMM path and direct depthwise
+// kernels. Geometry arguments follow gpu.ConvGeom; Cg is C/Groups. The
+// summation orders follow the CPU backend's loops element by element.
+
+// im2col writes the (Cg·R·S)×(OH·OW) column matrix of one sample's group.
+__kernel void im2col(__global float* col, int coloff, __global const float* x, int xoff, int Cg, int H, int W,
+                     int R, int S, int sh, int sw, int ph, int pw, int OH, int OW) {
+	int i = get_global_id(0);
+	int ohw = OH * OW;
+	if (i >= Cg * R * S * ohw) return;
+	int row = i / ohw, p = i % ohw;
+	int c = row / (R * S), r = (row / S) % R, s = row % S;
+	int ih = (p / OW) * sh - ph + r, iw = (p % OW) * sw - pw + s;
+	float v = 0.0f;
+	if (ih >= 0 && ih < H && iw >= 0 && iw < W) v = x[xoff + (c * H + ih) * W + iw];
+	col[coloff + i] = v;
+}
+
+// col2im sets dx (Cg×H×W) to the sum of the column entries that read each
+// input element, gathered in (r, s) order: no two items write one element.
+__kernel void col2im(__global float* dx, int dxoff, __global const float* col, int coloff, int Cg, int H, int W,
+                     int R, int S, int sh, int sw, int ph, int pw, int OH, int OW) {
+	int i = get_global_id(0);
+	if (i >= Cg * H * W) return;
+	int c = i / (H * W), ih = (i / W) % H, iw = i % W;
+	int ohw = OH * OW;
+	float acc = 0.0f;
+	for (int r = 0; r < R; r++) {
+		int t = ih + ph - r;
+		if (t < 0 || t % sh != 0 || t / sh >= OH) continue;
+		int oh = t / sh;
+		for (int s = 0; s < S; s++) {
+			int u = iw + pw - s;
+			if (u < 0 || u % sw != 0 || u / sw >= OW) continue;
+			acc += col[coloff + ((c * R + r) * S + s) * ohw + oh * OW + u / sw];
+		}
+	}
+	dx[dxoff + i] = acc;
+}
+
+// Depthwise: output channel k reads input channel k/m, m = K/C.
+__kernel void dw_forward(__global float* y, int yoff, __global const float* x, int xoff, __global const float* w, int woff,
+                         int N, int C, int K, int H, int W, int R, int S, int sh, int sw, int ph, int pw, int OH, int OW) {
+	int i = get_global_id(0);
+	if (i >= N * K * OH * OW) return;
+	int ow = i % OW, oh = (i / OW) % OH, k = (i / (OH * OW)) % K, n = i / (K * OH * OW);
+	__global const float* xc = x + xoff + (n * C + k / (K / C)) * H * W;
+	__global const float* wk = w + woff + k * R * S;
+	float acc = 0.0f;
+	for (int r = 0; r < R; r++) {
+		int ih = oh * sh - ph + r;
+		if (ih < 0 || ih >= H) continue;
+		for (int s = 0; s < S; s++) {
+			int iw = ow * sw - pw + s;
+			if (iw < 0 || iw >= W) continue;
+			acc += wk[r * S + s] * xc[ih * W + iw];
+		}
+	}
+	y[yoff + i] = acc;
+}
+
+__kernel void dw_backward_data(__global float* dx, int dxoff, __global const float* dy, int dyoff, __global const float* w,
+                               int woff, int N, int C, int K, int H, int W, int R, int S, int sh, int sw, int ph, int pw,
+                               int OH, int OW) {
+	int i = get_global_id(0);
+	if (i >= N * C * H * W) return;
+	int iw = i % W, ih = (i / W) % H, c = (i / (H * W)) % C, n = i / (C * H * W);
+	int m = K / C;
+	float acc = 0.0f;
+	for (int k = c * m; k < (c + 1) * m; k++) {
+		__global const float* dyk = dy + dyoff + (n * K + k) * OH * OW;
+		for (int r = 0; r < R; r++) {
+			int t = ih + ph - r;
+			if (t < 0 || t % sh != 0 || t / sh >= OH) continue;
+			for (int s = 0; s < S; s++) {
+				int u = iw + pw - s;
+				if (u < 0 || u % sw != 0 || u / sw >= OW) continue;
+				acc += w[woff + (k * R + r) * S + s] * dyk[(t / sh) * OW + u / sw];
+			}
+		}
+	}
+	dx[dxoff + i] = acc;
+}
+
+// dw_backward_filter: one work-group per filter tap (k, r, s), reducing over
+// the batch and the output positions in a fixed tree.
+__kernel void dw_backward_filter(__global float* dw, int dwoff, __global const float* dy, int dyoff, __global const float* x,
+                                 int xoff, int N, int C, int K, int H, int W, int R, int S, int sh, int sw, int ph, int pw,
+                                 int OH, int OW) {
+	__local acc_t sa[RED_WG], sb[RED_WG];
+	int tap = get_group_id(0), l = get_local_id(0);
+	int k = tap / (R * S), r = (tap / S) % R, s = tap % S;
+	int ohw = OH * OW, c = k / (K / C);
+	acc_t acc = 0, unused = 0;
+	for (int j = l; j < N * ohw; j += RED_WG) {
+		int n = j / ohw, oh = (j % ohw) / OW, ow = j % OW;
+		int ih = oh * sh - ph + r, iw = ow * sw - pw + s;
+		if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+		acc += (acc_t)(dy[dyoff + (n * K + k) * ohw + oh * OW + ow] * x[xoff + ((n * C + c) * H + ih) * W + iw]);
+	}
+	wg_sum2(sa, sb, &acc, &unused);
+	if (l == 0) dw[dwoff + tap] = (float)acc;
+}

@@ -1,0 +1,142 @@
+// Elementwise kernels. Every buffer argument is followed by its offset in
+// elements: a Buffer view is (allocation, offset, length), because sub-buffers
+// would need offsets aligned to CL_DEVICE_MEM_BASE_ADDR_ALIGN.
+
+__kernel void fill(__global float* d, int doff, int n, float v) {
+	int i = get_global_id(0);
+	if (i < n) d[doff + i] = v;
+}
+
+__kernel void axpy(float alpha, __global const float* x, int xoff, __global float* y, int yoff, int n) {
+	int i = get_global_id(0);
+	if (i < n) y[yoff + i] += alpha * x[xoff + i];
+}
+
+__kernel void scale(__global float* x, int xoff, int n, float alpha) {
+	int i = get_global_id(0);
+	if (i < n) x[xoff + i] *= alpha;
+}
+
+__kernel void mul(__global float* d, int doff, __global const float* a, int aoff, __global const float* b, int boff, int n) {
+	int i = get_global_id(0);
+	if (i < n) d[doff + i] = a[aoff + i] * b[boff + i];
+}
+
+// add_bias: x is n×c×hw; total = n*c*hw.
+__kernel void add_bias(__global float* x, int xoff, __global const float* b, int boff, int c, int hw, int total) {
+	int i = get_global_id(0);
+	if (i < total) x[xoff + i] += b[boff + (i / hw) % c];
+}
+
+// bias_grad: one work-group per channel; the CPU sums each (n, c) row in
+// float and adds the rows, this sums all of them in acc_t.
+__kernel void bias_grad(__global float* db, int dboff, __global const float* dy, int dyoff, int n, int c, int hw) {
+	__local acc_t sa[RED_WG], sb[RED_WG];
+	int ch = get_group_id(0), l = get_local_id(0);
+	acc_t s = 0, unused = 0;
+	for (int j = l; j < n * hw; j += RED_WG) {
+		int b = j / hw, p = j % hw;
+		s += dy[dyoff + (b * c + ch) * hw + p];
+	}
+	wg_sum2(sa, sb, &s, &unused);
+	if (l == 0) db[dboff + ch] = (float)s;
+}
+
+// act: kind 1 is ReLU, 2 is ReLU6 (gpu.Act).
+__kernel void act(int kind, __global float* y, int yoff, __global const float* x, int xoff, int n) {
+	int i = get_global_id(0);
+	if (i >= n) return;
+	float v = x[xoff + i];
+	float r = v > 0 ? v : 0;
+	if (kind == 2 && r > 6) r = 6;
+	if (v != v) r = v; // NaN passes through, as Go's max does
+	y[yoff + i] = r;
+}
+
+__kernel void act_backward(int kind, __global float* dx, int dxoff, __global const float* dy, int dyoff,
+                           __global const float* x, int xoff, int n) {
+	int i = get_global_id(0);
+	if (i >= n) return;
+	float v = x[xoff + i];
+	bool pass = v > 0 && (kind != 2 || v < 6);
+	dx[dxoff + i] = pass ? dy[dyoff + i] : 0;
+}
+
+// softmax_xent: one item per row; writes probs and the row's loss in acc_t
+// precision split in two floats (hi, lo) into loss[2*row].
+__kernel void softmax_xent(__global float* probs, int poff, __global const float* logits, int loff,
+                           __global const int* labels, __global float* loss, int n, int classes) {
+	int r = get_global_id(0);
+	if (r >= n) return;
+	__global const float* row = logits + loff + r * classes;
+	__global float* prow = probs + poff + r * classes;
+	float m = row[0];
+	for (int j = 1; j < classes; j++) m = fmax(m, row[j]);
+	acc_t sum = 0;
+	for (int j = 0; j < classes; j++) {
+		acc_t e = exp((acc_t)(row[j] - m));
+		prow[j] = (float)e;
+		sum += e;
+	}
+	acc_t inv = 1 / sum;
+	for (int j = 0; j < classes; j++) prow[j] = (float)((acc_t)prow[j] * inv);
+	acc_t l = log(sum) - (acc_t)(row[labels[r]] - m);
+	float hi = (float)l;
+	loss[2 * r] = hi;
+	loss[2 * r + 1] = (float)(l - (acc_t)hi);
+}
+
+// sum_pairs: one work-group adds n (hi, lo) pairs into out[ooff], out[ooff+1].
+__kernel void sum_pairs(__global float* out, int ooff, __global const float* in, int n) {
+	__local acc_t sa[RED_WG], sb[RED_WG];
+	int l = get_local_id(0);
+	acc_t s = 0, unused = 0;
+	for (int j = l; j < n; j += RED_WG) s += (acc_t)in[2 * j] + (acc_t)in[2 * j + 1];
+	wg_sum2(sa, sb, &s, &unused);
+	if (l == 0) {
+		float hi = (float)s;
+		out[ooff] = hi;
+		out[ooff + 1] = (float)(s - (acc_t)hi);
+	}
+}
+
+__kernel void softmax_xent_backward(__global float* d, int doff, __global const float* p, int poff,
+                                    __global const int* labels, int n, int classes, float scale) {
+	int i = get_global_id(0);
+	if (i >= n * classes) return;
+	float v = scale * p[poff + i];
+	if (labels[i / classes] == i % classes) v -= scale;
+	d[doff + i] = v;
+}
+
+// sgd_step follows torch.optim.SGD with dampening 0 (see Backend.SGDStep).
+__kernel void sgd_step(__global float* p, int poff, __global const float* g, int goff, __global float* v, int voff,
+                       int n, float lr, float momentum, float wd, int nesterov) {
+	int i = get_global_id(0);
+	if (i >= n) return;
+	float pi = p[poff + i];
+	float d = g[goff + i] + wd * pi;
+	if (momentum != 0) {
+		float vi = momentum * v[voff + i] + d;
+		v[voff + i] = vi;
+		d = nesterov ? d + momentum * vi : vi;
+	}
+	p[poff + i] = pi - lr * d;
+}
+
+// adam_step follows torch.optim.Adam; step and bc2sqrt are computed on the
+// host in double, as the CPU backend does.
+__kernel void adam_step(__global float* p, int poff, __global const float* g, int goff, __global float* m, int moff,
+                        __global float* v, int voff, int n, float step, float beta1, float beta2, float eps,
+                        float wd, float bc2sqrt) {
+	int i = get_global_id(0);
+	if (i >= n) return;
+	float pi = p[poff + i];
+	float gv = g[goff + i] + wd * pi;
+	float mi = beta1 * m[moff + i] + (1 - beta1) * gv;
+	float vi = beta2 * v[voff + i] + (1 - beta2) * gv * gv;
+	m[moff + i] = mi;
+	v[voff + i] = vi;
+	float denom = sqrt(vi) / bc2sqrt + eps;
+	p[poff + i] = pi - step * mi / denom;
+}

@@ -1,0 +1,354 @@
+//go:build opencl
+
+package gpu
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"unsafe"
+)
+
+// OpenCL is the Backend on one OpenCL device: one context, one in-order
+// queue, every kernel built once at creation (from the disk cache when it
+// can). It is safe for use by one network at a time, like CPU.
+//
+// Buffers live on the device; only Upload, Download and the loss value of
+// SoftmaxCrossEntropy cross to the host. Kernels are enqueued without
+// waiting, so a training step runs as one stream of launches; Download (a
+// blocking read) is where the host waits.
+//
+// A failing OpenCL call after creation (out of device memory in Alloc, a lost
+// device) panics with a *CLError: the Backend interface has no error returns,
+// and such a failure leaves nothing sensible to continue with.
+type OpenCL struct {
+	ctx   *clContext
+	info  DeviceInfo
+	log   *slog.Logger
+	redWG int // work-group size of the reduction kernels (RED_WG)
+
+	progs   []*clProgram
+	k       map[string]*clKernel
+	gemms   []*gemmVariant // built variants, by increasing tile area
+	gemmSel int            // index of the tuned variant in gemms
+
+	coef   *clMem  // per-channel batch-norm coefficients (4 per channel)
+	loss   *clMem  // per-row losses of SoftmaxCrossEntropy, then their sum
+	labels *clMem  // int32 labels, reused across calls
+	lastLb []int32 // labels now in the labels buffer
+}
+
+var _ Backend = (*OpenCL)(nil)
+
+// clBuf is an OpenCL Buffer: elements [off, off+n) of an allocation. Views
+// are plain (allocation, offset, length) triples, and kernels take the offset
+// as an argument: clCreateSubBuffer would need offsets aligned to
+// CL_DEVICE_MEM_BASE_ADDR_ALIGN (often 4096 bits), which our views are not.
+type clBuf struct {
+	m      *clMem
+	off, n int
+	owner  *OpenCL
+}
+
+// Len implements Buffer.
+func (b *clBuf) Len() int { return b.n }
+
+// Info describes the device.
+func (o *OpenCL) Info() DeviceInfo { return o.info }
+
+// Name implements Backend: "opencl:N <device name>".
+func (o *OpenCL) Name() string { return fmt.Sprintf("opencl:%d %s", o.info.Index, o.info.Name) }
+
+// Close waits for the queue and releases the kernels, programs and context.
+// Buffers still referenced are released by the garbage collector.
+func (o *OpenCL) Close() error {
+	err := o.ctx.finish()
+	for _, k := range o.k {
+		k.release()
+	}
+	for _, v := range o.gemms {
+		v.k.release()
+	}
+	for _, p := range o.progs {
+		p.release()
+	}
+	o.ctx.release()
+	return err
+}
+
+// Finish blocks until every enqueued kernel has run (for timing).
+func (o *OpenCL) Finish() error { return o.ctx.finish() }
+
+// buf unwraps a buffer of this backend; nil stays nil. A foreign buffer is our bug.
+func (o *OpenCL) buf(b Buffer) *clBuf {
+	if b == nil {
+		return nil
+	}
+	cb, ok := b.(*clBuf)
+	if !ok || cb.owner != o {
+		panic(fmt.Sprintf("gpu: OpenCL backend given a %T buffer of another backend", b))
+	}
+	return cb
+}
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+func sameN(op string, a, b *clBuf) {
+	if a.n != b.n {
+		panic(fmt.Sprintf("gpu: %s: length %d != %d", op, a.n, b.n))
+	}
+}
+
+// run1 launches a one-dimensional kernel over n items, in groups of up to 128.
+func (o *OpenCL) run1(name string, n int, args ...any) {
+	if n <= 0 {
+		return
+	}
+	k := o.k[name]
+	wg := min(128, k.maxWG)
+	must(o.ctx.launch(k, []int{(n + wg - 1) / wg * wg}, []int{wg}, args...))
+}
+
+// runGroups launches groups work-groups of redWG items (one per channel, tap...).
+func (o *OpenCL) runGroups(name string, groups int, args ...any) {
+	if groups <= 0 {
+		return
+	}
+	must(o.ctx.launch(o.k[name], []int{groups * o.redWG}, []int{o.redWG}, args...))
+}
+
+// scratch returns s grown to at least n elements.
+func (o *OpenCL) scratch(s **clMem, n int) *clMem {
+	if *s == nil || (*s).n < n {
+		m, err := o.ctx.alloc(max(n, 64))
+		must(err)
+		*s = m
+	}
+	return *s
+}
+
+// Alloc implements Backend. Zero-length buffers hold no device memory.
+func (o *OpenCL) Alloc(n int) Buffer {
+	if n < 0 || n > math.MaxInt32 {
+		panic(fmt.Sprintf("gpu: OpenCL Alloc of %d elements", n))
+	}
+	b := &clBuf{n: n, owner: o}
+	if n > 0 {
+		m, err := o.ctx.alloc(n)
+		must(err)
+		b.m = m
+		o.run1("fill", n, m, 0, n, float32(0))
+	}
+	return b
+}
+
+// View implements Backend.
+func (o *OpenCL) View(b Buffer, off, n int) Buffer {
+	cb := o.buf(b)
+	if off < 0 || n < 0 || off+n > cb.n {
+		panic(fmt.Sprintf("gpu: View [%d, %d) of a buffer of %d", off, off+n, cb.n))
+	}
+	return &clBuf{m: cb.m, off: cb.off + off, n: n, owner: o}
+}
+
+// Upload implements Backend.
+func (o *OpenCL) Upload(dst Buffer, src []float32) {
+	d := o.buf(dst)
+	if len(src) != d.n {
+		panic(fmt.Sprintf("gpu: Upload: length %d != %d", len(src), d.n))
+	}
+	if d.n > 0 {
+		must(o.ctx.write(d.m, 4*d.off, unsafe.Pointer(&src[0]), 4*d.n))
+	}
+}
+
+// Download implements Backend.
+func (o *OpenCL) Download(dst []float32, src Buffer) {
+	s := o.buf(src)
+	if len(dst) != s.n {
+		panic(fmt.Sprintf("gpu: Download: length %d != %d", len(dst), s.n))
+	}
+	if s.n > 0 {
+		must(o.ctx.read(unsafe.Pointer(&dst[0]), s.m, 4*s.off, 4*s.n))
+	}
+}
+
+// Fill implements Backend.
+func (o *OpenCL) Fill(dst Buffer, v float32) {
+	d := o.buf(dst)
+	o.run1("fill", d.n, d.m, d.off, d.n, v)
+}
+
+// Copy implements Backend. Overlapping views of one allocation are refused
+// (clEnqueueCopyBuffer's rule); our layers never copy onto themselves.
+func (o *OpenCL) Copy(dst, src Buffer) {
+	d, s := o.buf(dst), o.buf(src)
+	sameN("Copy", d, s)
+	if d.n == 0 || (d.m == s.m && d.off == s.off) {
+		return
+	}
+	if d.m == s.m && d.off < s.off+s.n && s.off < d.off+d.n {
+		panic("gpu: Copy between overlapping views")
+	}
+	must(o.ctx.copy(d.m, 4*d.off, s.m, 4*s.off, 4*d.n))
+}
+
+// Axpy implements Backend.
+func (o *OpenCL) Axpy(alpha float32, x, y Buffer) {
+	xs, ys := o.buf(x), o.buf(y)
+	sameN("Axpy", xs, ys)
+	o.run1("axpy", xs.n, alpha, xs.m, xs.off, ys.m, ys.off, xs.n)
+}
+
+// Scale implements Backend.
+func (o *OpenCL) Scale(x Buffer, alpha float32) {
+	xs := o.buf(x)
+	o.run1("scale", xs.n, xs.m, xs.off, xs.n, alpha)
+}
+
+// Mul implements Backend.
+func (o *OpenCL) Mul(dst, a, b Buffer) {
+	d, as, bs := o.buf(dst), o.buf(a), o.buf(b)
+	sameN("Mul", d, as)
+	sameN("Mul", d, bs)
+	o.run1("mul", d.n, d.m, d.off, as.m, as.off, bs.m, bs.off, d.n)
+}
+
+// AddBias implements Backend.
+func (o *OpenCL) AddBias(x, bias Buffer, n, c, hw int) {
+	xs, bs := o.buf(x), o.buf(bias)
+	if xs.n != n*c*hw || bs.n != c {
+		panic("gpu: AddBias: shape mismatch")
+	}
+	o.run1("add_bias", xs.n, xs.m, xs.off, bs.m, bs.off, c, hw, xs.n)
+}
+
+// BiasGrad implements Backend.
+func (o *OpenCL) BiasGrad(dbias, dy Buffer, n, c, hw int) {
+	db, ds := o.buf(dbias), o.buf(dy)
+	if ds.n != n*c*hw || db.n != c {
+		panic("gpu: BiasGrad: shape mismatch")
+	}
+	if ds.n == 0 {
+		o.Fill(dbias, 0)
+		return
+	}
+	o.runGroups("bias_grad", c, db.m, db.off, ds.m, ds.off, n, c, hw)
+}
+
+// Activate implements Backend.
+func (o *OpenCL) Activate(a Act, y, x Buffer) {
+	ys, xs := o.buf(y), o.buf(x)
+	sameN("Activate", ys, xs)
+	if a != ReLU && a != ReLU6 {
+		panic(fmt.Sprintf("gpu: unknown activation %v", a))
+	}
+	o.run1("act", xs.n, int(a), ys.m, ys.off, xs.m, xs.off, xs.n)
+}
+
+// ActivateBackward implements Backend.
+func (o *OpenCL) ActivateBackward(a Act, dx, dy, x Buffer) {
+	dxs, dys, xs := o.buf(dx), o.buf(dy), o.buf(x)
+	sameN("ActivateBackward", dxs, dys)
+	sameN("ActivateBackward", dxs, xs)
+	if a != ReLU && a != ReLU6 {
+		panic(fmt.Sprintf("gpu: unknown activation %v", a))
+	}
+	o.run1("act_backward", xs.n, int(a), dxs.m, dxs.off, dys.m, dys.off, xs.m, xs.off, xs.n)
+}
+
+// putLabels uploads labels into the reused int buffer unless it holds them
+// already (the backward pass normally follows the forward pass with the same
+// labels, so a step uploads them once). Labels out of range are the caller's
+// bug, checked here because a kernel would read out of bounds.
+func (o *OpenCL) putLabels(labels []int32, classes int) *clMem {
+	for _, l := range labels {
+		if l < 0 || int(l) >= classes {
+			panic(fmt.Sprintf("gpu: label %d out of [0, %d)", l, classes))
+		}
+	}
+	m := o.scratch(&o.labels, len(labels))
+	if m != o.labels || len(o.lastLb) != len(labels) || !equalInt32(o.lastLb, labels) {
+		must(o.ctx.write(m, 0, unsafe.Pointer(&labels[0]), 4*len(labels)))
+		o.lastLb = append(o.lastLb[:0], labels...)
+	}
+	return m
+}
+
+func equalInt32(a, b []int32) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// SoftmaxCrossEntropy implements Backend: row losses are reduced on the
+// device and one (hi, lo) float pair is read back.
+func (o *OpenCL) SoftmaxCrossEntropy(probs, logits Buffer, labels []int32, n, classes int) float64 {
+	ps, ls := o.buf(probs), o.buf(logits)
+	if ps.n != n*classes || ls.n != n*classes || len(labels) != n {
+		panic("gpu: SoftmaxCrossEntropy: shape mismatch")
+	}
+	if n == 0 {
+		return 0
+	}
+	lb := o.putLabels(labels, classes)
+	loss := o.scratch(&o.loss, 2*n+2)
+	o.run1("softmax_xent", n, ps.m, ps.off, ls.m, ls.off, lb, loss, n, classes)
+	// The sum lands after the row pairs: elements 2n and 2n+1.
+	sum := &clBuf{m: loss, off: 2 * n, n: 2, owner: o}
+	o.runGroups("sum_pairs", 1, loss, 2*n, loss, n)
+	var out [2]float32
+	o.Download(out[:], sum)
+	return float64(out[0]) + float64(out[1])
+}
+
+// SoftmaxCrossEntropyBackward implements Backend.
+func (o *OpenCL) SoftmaxCrossEntropyBackward(dlogits, probs Buffer, labels []int32, n, classes int, scale float32) {
+	ds, ps := o.buf(dlogits), o.buf(probs)
+	if ps.n != n*classes || ds.n != n*classes || len(labels) != n {
+		panic("gpu: SoftmaxCrossEntropyBackward: shape mismatch")
+	}
+	if n == 0 {
+		return
+	}
+	lb := o.putLabels(labels, classes)
+	o.run1("softmax_xent_backward", n*classes, ds.m, ds.off, ps.m, ps.off, lb, n, classes, scale)
+}
+
+// SGDStep implements Backend.
+func (o *OpenCL) SGDStep(p, g, v Buffer, lr, momentum, weightDecay float32, nesterov bool) {
+	ps, gs := o.buf(p), o.buf(g)
+	sameN("SGDStep", ps, gs)
+	vs := gs // not read when momentum is 0
+	if momentum != 0 {
+		vs = o.buf(v)
+		sameN("SGDStep", ps, vs)
+	}
+	nest := 0
+	if nesterov {
+		nest = 1
+	}
+	o.run1("sgd_step", ps.n, ps.m, ps.off, gs.m, gs.off, vs.m, vs.off, ps.n, lr, momentum, weightDecay, nest)
+}
+
+// AdamStep implements Backend, with the bias corrections computed in float64
+// on the host exactly as the CPU backend does.
+func (o *OpenCL) AdamStep(p, g, m, v Buffer, lr, beta1, beta2, eps, weightDecay float32, t int) {
+	ps, gs, ms, vs := o.buf(p), o.buf(g), o.buf(m), o.buf(v)
+	sameN("AdamStep", ps, gs)
+	sameN("AdamStep", ps, ms)
+	sameN("AdamStep", ps, vs)
+	bc1 := 1 - math.Pow(float64(beta1), float64(t))
+	bc2 := 1 - math.Pow(float64(beta2), float64(t))
+	step := float32(float64(lr) / bc1)
+	bc2Sqrt := float32(math.Sqrt(bc2))
+	o.run1("adam_step", ps.n, ps.m, ps.off, gs.m, gs.off, ms.m, ms.off, vs.m, vs.off, ps.n,
+		step, beta1, beta2, eps, weightDecay, bc2Sqrt)
+}

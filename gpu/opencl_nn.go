@@ -1,0 +1,227 @@
+//go:build opencl
+
+package gpu
+
+import "fmt"
+
+// Convolution, pooling and batch normalisation on OpenCL. The convolution
+// follows the CPU backend's plan (cpu_conv.go): per sample and group, im2col
+// into the workspace and one GEMM; pointwise convolutions use the input as
+// the column matrix; depthwise convolutions run direct kernels. The same
+// workspace size therefore serves both backends.
+
+// ConvWorkspace implements Backend.
+func (o *OpenCL) ConvWorkspace(g ConvGeom) int {
+	if g.depthwise() || g.pointwise() {
+		return 0
+	}
+	return g.colRows() * g.OH * g.OW
+}
+
+// convBufs unwraps and checks the convolution's buffers (bias may be nil).
+func (o *OpenCL) convBufs(op string, g *ConvGeom, x, w, y, bias, ws Buffer) (xs, wsl, ys, bs, col *clBuf) {
+	xs, wsl, ys, bs, col = o.buf(x), o.buf(w), o.buf(y), o.buf(bias), o.buf(ws)
+	okBias := bs == nil || bs.n == g.K
+	if xs.n != g.N*g.C*g.H*g.W || wsl.n != g.K*g.colRows() || ys.n != g.N*g.K*g.OH*g.OW || !okBias || g.OH <= 0 || g.OW <= 0 {
+		panic(fmt.Sprintf("gpu: %s: buffers x %d, w %d, y %d do not fit %+v", op, xs.n, wsl.n, ys.n, *g))
+	}
+	if !g.depthwise() && !g.pointwise() && (col == nil || col.n < g.colRows()*g.OH*g.OW) {
+		panic(fmt.Sprintf("gpu: %s: workspace too small for %+v", op, *g))
+	}
+	return
+}
+
+// geomArgs are the trailing geometry arguments of im2col and col2im.
+func (g *ConvGeom) geomArgs() []any {
+	return []any{g.C / g.groups(), g.H, g.W, g.R, g.S, g.StrideH, g.StrideW, g.PadH, g.PadW, g.OH, g.OW}
+}
+
+// dwArgs are the trailing arguments of the depthwise kernels.
+func (g *ConvGeom) dwArgs() []any {
+	return []any{g.N, g.C, g.K, g.H, g.W, g.R, g.S, g.StrideH, g.StrideW, g.PadH, g.PadW, g.OH, g.OW}
+}
+
+// ConvForward implements Backend.
+func (o *OpenCL) ConvForward(g ConvGeom, y, x, w, bias, ws Buffer) {
+	xs, wsl, ys, bs, col := o.convBufs("ConvForward", &g, x, w, y, bias, ws)
+	if g.depthwise() {
+		o.run1("dw_forward", ys.n, append([]any{ys.m, ys.off, xs.m, xs.off, wsl.m, wsl.off}, g.dwArgs()...)...)
+	} else {
+		grp := g.groups()
+		cg, kg, rows, ohw := g.C/grp, g.K/grp, g.colRows(), g.OH*g.OW
+		for n := 0; n < g.N; n++ {
+			for gi := 0; gi < grp; gi++ {
+				xoff := xs.off + (n*g.C+gi*cg)*g.H*g.W
+				cm, coff := xs.m, xoff
+				if !g.pointwise() {
+					cm, coff = col.m, col.off
+					o.run1("im2col", rows*ohw, append([]any{cm, coff, xs.m, xoff}, g.geomArgs()...)...)
+				}
+				o.gemm(false, false, kg, ohw, rows, 1, wsl.m, wsl.off+gi*kg*rows, cm, coff, 0, ys.m, ys.off+(n*g.K+gi*kg)*ohw)
+			}
+		}
+	}
+	if bs != nil {
+		o.AddBias(y, bias, g.N, g.K, g.OH*g.OW)
+	}
+}
+
+// ConvBackwardData implements Backend.
+func (o *OpenCL) ConvBackwardData(g ConvGeom, dx, dy, w, ws Buffer) {
+	dxs, wsl, dys, _, col := o.convBufs("ConvBackwardData", &g, dx, w, dy, nil, ws)
+	if g.depthwise() {
+		o.run1("dw_backward_data", dxs.n, append([]any{dxs.m, dxs.off, dys.m, dys.off, wsl.m, wsl.off}, g.dwArgs()...)...)
+		return
+	}
+	grp := g.groups()
+	cg, kg, rows, ohw := g.C/grp, g.K/grp, g.colRows(), g.OH*g.OW
+	for n := 0; n < g.N; n++ {
+		for gi := 0; gi < grp; gi++ {
+			dxoff := dxs.off + (n*g.C+gi*cg)*g.H*g.W
+			dyoff := dys.off + (n*g.K+gi*kg)*ohw
+			if g.pointwise() {
+				o.gemm(true, false, rows, ohw, kg, 1, wsl.m, wsl.off+gi*kg*rows, dys.m, dyoff, 0, dxs.m, dxoff)
+				continue
+			}
+			o.gemm(true, false, rows, ohw, kg, 1, wsl.m, wsl.off+gi*kg*rows, dys.m, dyoff, 0, col.m, col.off)
+			o.run1("col2im", cg*g.H*g.W, append([]any{dxs.m, dxoff, col.m, col.off}, g.geomArgs()...)...)
+		}
+	}
+}
+
+// ConvBackwardFilter implements Backend.
+func (o *OpenCL) ConvBackwardFilter(g ConvGeom, dw, dbias, dy, x, ws Buffer) {
+	xs, dws, dys, dbs, col := o.convBufs("ConvBackwardFilter", &g, x, dw, dy, dbias, ws)
+	if dbs != nil {
+		o.BiasGrad(dbias, dy, g.N, g.K, g.OH*g.OW)
+	}
+	if g.depthwise() {
+		o.runGroups("dw_backward_filter", dws.n, append([]any{dws.m, dws.off, dys.m, dys.off, xs.m, xs.off}, g.dwArgs()...)...)
+		return
+	}
+	grp := g.groups()
+	cg, kg, rows, ohw := g.C/grp, g.K/grp, g.colRows(), g.OH*g.OW
+	for n := 0; n < g.N; n++ {
+		beta := float32(1)
+		if n == 0 {
+			beta = 0
+		}
+		for gi := 0; gi < grp; gi++ {
+			xoff := xs.off + (n*g.C+gi*cg)*g.H*g.W
+			cm, coff := xs.m, xoff
+			if !g.pointwise() {
+				cm, coff = col.m, col.off
+				o.run1("im2col", rows*ohw, append([]any{cm, coff, xs.m, xoff}, g.geomArgs()...)...)
+			}
+			o.gemm(false, true, kg, rows, ohw, 1, dys.m, dys.off+(n*g.K+gi*kg)*ohw, cm, coff, beta, dws.m, dws.off+gi*kg*rows)
+		}
+	}
+}
+
+// poolArgs are the trailing geometry arguments of the pooling kernels.
+func (g *PoolGeom) poolArgs() []any {
+	return []any{g.N * g.C, g.H, g.W, g.KH, g.KW, g.StrideH, g.StrideW, g.PadH, g.PadW, g.OH, g.OW}
+}
+
+func (o *OpenCL) poolBufs(op string, g *PoolGeom, x, y Buffer) (xs, ys *clBuf) {
+	xs, ys = o.buf(x), o.buf(y)
+	if xs.n != g.N*g.C*g.H*g.W || ys.n != g.N*g.C*g.OH*g.OW || g.OH <= 0 || g.OW <= 0 {
+		panic(fmt.Sprintf("gpu: %s: buffers x %d, y %d do not fit %+v", op, xs.n, ys.n, *g))
+	}
+	return xs, ys
+}
+
+// MaxPoolForward implements Backend.
+func (o *OpenCL) MaxPoolForward(g PoolGeom, y, x Buffer) {
+	xs, ys := o.poolBufs("MaxPoolForward", &g, x, y)
+	o.run1("maxpool_forward", ys.n, append([]any{ys.m, ys.off, xs.m, xs.off}, g.poolArgs()...)...)
+}
+
+// MaxPoolBackward implements Backend: each input element gathers the dy of
+// the windows whose first maximum it is, in window order.
+func (o *OpenCL) MaxPoolBackward(g PoolGeom, dx, dy, x Buffer) {
+	xs, dys := o.poolBufs("MaxPoolBackward", &g, x, dy)
+	dxs := o.buf(dx)
+	sameN("MaxPoolBackward", dxs, xs)
+	o.run1("maxpool_backward", dxs.n, append([]any{dxs.m, dxs.off, dys.m, dys.off, xs.m, xs.off}, g.poolArgs()...)...)
+}
+
+// AvgPoolForward implements Backend.
+func (o *OpenCL) AvgPoolForward(g PoolGeom, y, x Buffer) {
+	xs, ys := o.poolBufs("AvgPoolForward", &g, x, y)
+	o.run1("avgpool_forward", ys.n, append(append([]any{ys.m, ys.off, xs.m, xs.off}, g.poolArgs()...), b2i(g.CountIncludePad))...)
+}
+
+// AvgPoolBackward implements Backend.
+func (o *OpenCL) AvgPoolBackward(g PoolGeom, dx, dy Buffer) {
+	dxs, dys := o.poolBufs("AvgPoolBackward", &g, dx, dy)
+	o.run1("avgpool_backward", dxs.n, append(append([]any{dxs.m, dxs.off, dys.m, dys.off}, g.poolArgs()...), b2i(g.CountIncludePad))...)
+}
+
+// bnBufs checks the per-channel buffers; a nil one is our bug unless allowed.
+func (o *OpenCL) bnBufs(op string, g BNGeom, x *clBuf, per ...Buffer) []*clBuf {
+	if g.N <= 0 || g.C <= 0 || g.HW <= 0 || x.n != g.N*g.C*g.HW {
+		panic(fmt.Sprintf("gpu: %s: %d elements for N=%d C=%d HW=%d", op, x.n, g.N, g.C, g.HW))
+	}
+	out := make([]*clBuf, len(per))
+	for i, p := range per {
+		out[i] = o.buf(p)
+		if out[i] != nil && out[i].n != g.C {
+			panic(fmt.Sprintf("gpu: %s: per-channel buffer of %d for C=%d", op, out[i].n, g.C))
+		}
+	}
+	return out
+}
+
+func nonNil(op string, bs ...*clBuf) {
+	for _, b := range bs {
+		if b == nil {
+			panic("gpu: " + op + ": nil buffer")
+		}
+	}
+}
+
+// BatchNormTrain implements Backend.
+func (o *OpenCL) BatchNormTrain(g BNGeom, y, x, gamma, beta, runMean, runVar, saveMean, saveInvStd Buffer) {
+	ys, xs := o.buf(y), o.buf(x)
+	p := o.bnBufs("BatchNormTrain", g, xs, gamma, beta, runMean, runVar, saveMean, saveInvStd)
+	nonNil("BatchNormTrain", p...)
+	sameN("BatchNormTrain", ys, xs)
+	coef := o.scratch(&o.coef, 4*g.C)
+	o.runGroups("bn_stats", g.C, xs.m, xs.off, p[0].m, p[0].off, p[1].m, p[1].off, p[2].m, p[2].off, p[3].m, p[3].off,
+		p[4].m, p[4].off, p[5].m, p[5].off, coef, g.N, g.C, g.HW, g.Eps, g.Momentum)
+	o.run1("bn_apply", ys.n, ys.m, ys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)
+}
+
+// BatchNormInfer implements Backend.
+func (o *OpenCL) BatchNormInfer(g BNGeom, y, x, gamma, beta, runMean, runVar Buffer) {
+	ys, xs := o.buf(y), o.buf(x)
+	p := o.bnBufs("BatchNormInfer", g, xs, gamma, beta, runMean, runVar)
+	nonNil("BatchNormInfer", p...)
+	sameN("BatchNormInfer", ys, xs)
+	coef := o.scratch(&o.coef, 4*g.C)
+	o.run1("bn_infer_coef", g.C, p[0].m, p[0].off, p[1].m, p[1].off, p[2].m, p[2].off, p[3].m, p[3].off, coef, g.C, g.Eps)
+	o.run1("bn_apply", ys.n, ys.m, ys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)
+}
+
+// BatchNormBackward implements Backend. dx, dgamma and dbeta may be nil.
+func (o *OpenCL) BatchNormBackward(g BNGeom, dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd Buffer) {
+	dxs, dys, xs := o.buf(dx), o.buf(dy), o.buf(x)
+	p := o.bnBufs("BatchNormBackward", g, xs, dgamma, dbeta, gamma, saveMean, saveInvStd)
+	nonNil("BatchNormBackward", p[2:]...)
+	sameN("BatchNormBackward", dys, xs)
+	coef := o.scratch(&o.coef, 4*g.C)
+	want, dg, db := 0, p[2], p[2] // a nil output is replaced by a buffer that is not written
+	if p[0] != nil {
+		want, dg = want|1, p[0]
+	}
+	if p[1] != nil {
+		want, db = want|2, p[1]
+	}
+	o.runGroups("bn_backward_reduce", g.C, dys.m, dys.off, xs.m, xs.off, p[2].m, p[2].off, p[3].m, p[3].off,
+		p[4].m, p[4].off, dg.m, dg.off, db.m, db.off, coef, g.N, g.C, g.HW, want)
+	if dxs != nil {
+		sameN("BatchNormBackward", dxs, xs)
+		o.run1("bn_backward_dx", dxs.n, dxs.m, dxs.off, dys.m, dys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)
+	}
+}

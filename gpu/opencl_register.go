@@ -1,0 +1,169 @@
+//go:build opencl
+
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+)
+
+// Creating an OpenCL backend, and registering it with Open.
+
+func init() {
+	openCLDriver.open = func(req openCLRequest) (Backend, error) {
+		cfg := DefaultOpenCLConfig()
+		cfg.Index, cfg.GPUOnly, cfg.Log = req.Index, req.GPUOnly, req.Log
+		return NewOpenCL(cfg)
+	}
+	openCLDriver.list = listDeviceInfo
+}
+
+// OpenCLConfig says which device to use and how to prepare it.
+type OpenCLConfig struct {
+	Index    int    // device index over all platforms, or -1 for the first suitable one
+	GPUOnly  bool   // with Index -1: accept GPUs and accelerators only
+	CacheDir string // program binaries and tuning; "" for none
+	Tune     bool   // time the GEMM variants when no saved choice exists
+	Log      *slog.Logger
+}
+
+// DefaultOpenCLConfig is the first suitable device of any type, the user's
+// cache folder (COTRAIN_OPENCL_CACHE overrides it; "off" disables it) and
+// tuning on unless COTRAIN_OPENCL_TUNE=0.
+func DefaultOpenCLConfig() OpenCLConfig {
+	return OpenCLConfig{Index: -1, CacheDir: defaultCacheDir(), Tune: os.Getenv("COTRAIN_OPENCL_TUNE") != "0"}
+}
+
+// mainKernels are the kernels of the main program (everything but GEMM).
+var mainKernels = []string{
+	"fill", "axpy", "scale", "mul", "add_bias", "bias_grad", "act", "act_backward",
+	"softmax_xent", "sum_pairs", "softmax_xent_backward", "sgd_step", "adam_step",
+	"im2col", "col2im", "dw_forward", "dw_backward_data", "dw_backward_filter",
+	"maxpool_forward", "maxpool_backward", "avgpool_forward", "avgpool_backward",
+	"bn_stats", "bn_infer_coef", "bn_apply", "bn_backward_reduce", "bn_backward_dx",
+}
+
+// reductionKernels run in work-groups of redWG items.
+var reductionKernels = []string{"bias_grad", "sum_pairs", "dw_backward_filter", "bn_stats", "bn_backward_reduce"}
+
+func listDeviceInfo() ([]DeviceInfo, error) {
+	devs, err := listDevices()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DeviceInfo, len(devs))
+	for i, d := range devs {
+		out[i] = d.info()
+		out[i].Index = i
+	}
+	return out, nil
+}
+
+// pickDevice applies cfg's Index and GPUOnly rules.
+func pickDevice(cfg OpenCLConfig) (clDevice, DeviceInfo, error) {
+	devs, err := listDevices()
+	if err != nil {
+		return clDevice{}, DeviceInfo{}, err
+	}
+	if len(devs) == 0 {
+		return clDevice{}, DeviceInfo{}, fmt.Errorf("%w: the OpenCL platforms list no device", ErrNoDevice)
+	}
+	infos := make([]DeviceInfo, len(devs))
+	for i, d := range devs {
+		infos[i] = d.info()
+		infos[i].Index = i
+	}
+	if cfg.Index >= 0 {
+		if cfg.Index >= len(devs) {
+			return clDevice{}, DeviceInfo{}, fmt.Errorf("%w: opencl:%d requested, %d devices present", ErrNoDevice, cfg.Index, len(devs))
+		}
+		return devs[cfg.Index], infos[cfg.Index], nil
+	}
+	for i, in := range infos {
+		if in.Type == "gpu" || in.Type == "accelerator" {
+			return devs[i], in, nil
+		}
+	}
+	if cfg.GPUOnly {
+		return clDevice{}, DeviceInfo{}, fmt.Errorf("%w: no GPU among %d OpenCL device(s) (first: %s, a %s device; the Go CPU backend is preferred over it)",
+			ErrNoDevice, len(infos), infos[0].Name, infos[0].Type)
+	}
+	return devs[0], infos[0], nil
+}
+
+// NewOpenCL opens a device, builds (or loads) every kernel and tunes GEMM.
+// Errors wrap ErrNoOpenCL, ErrNoDevice, a *CLError or a *BuildError.
+func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	dev, info, err := pickDevice(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, err := newContext(dev)
+	if err != nil {
+		return nil, fmt.Errorf("gpu: opencl: %s: %w", info.Name, err)
+	}
+	o := &OpenCL{ctx: ctx, info: info, log: cfg.Log, k: map[string]*clKernel{}}
+	start := time.Now()
+	if err := o.buildMain(cfg.CacheDir); err != nil {
+		o.Close()
+		return nil, fmt.Errorf("gpu: opencl: %s: kernels: %w", info.Name, err)
+	}
+	if err := o.buildGemms(cfg.CacheDir); err != nil {
+		o.Close()
+		return nil, fmt.Errorf("gpu: opencl: %s: gemm: %w", info.Name, err)
+	}
+	built := time.Since(start)
+	o.tuneGemm(cfg.CacheDir, cfg.Tune)
+	_, sel := o.GemmVariants()
+	cfg.Log.Debug("gpu: opencl: ready", "device", info.String(), "build", built, "gemm", sel, "reduction_wg", o.redWG)
+	return o, nil
+}
+
+// buildMain builds the main program with the largest reduction work-group
+// (256, 128, ... 16) that the device and every reduction kernel accept.
+func (o *OpenCL) buildMain(dir string) error {
+	src := kernelSource("elementwise.cl", "conv.cl", "pool.cl", "norm.cl")
+	wg := 256
+	for wg > o.info.MaxWorkGroup && wg > 16 {
+		wg /= 2
+	}
+	for ; wg >= 16; wg /= 2 {
+		p, _, err := o.ctx.buildCached(o.info, dir, src, fmt.Sprintf("-D RED_WG=%d", wg), o.log)
+		if err != nil {
+			return err
+		}
+		ks := map[string]*clKernel{}
+		fits := true
+		for _, name := range mainKernels {
+			k, err := o.ctx.kernel(p, name)
+			if err != nil {
+				releaseAll(ks)
+				p.release()
+				return err
+			}
+			ks[name] = k
+		}
+		for _, name := range reductionKernels {
+			fits = fits && ks[name].maxWG >= wg
+		}
+		if fits {
+			o.progs, o.k, o.redWG = append(o.progs, p), ks, wg
+			return nil
+		}
+		releaseAll(ks)
+		p.release()
+	}
+	return errors.New("no reduction work-group size fits the device")
+}
+
+func releaseAll(ks map[string]*clKernel) {
+	for _, k := range ks {
+		k.release()
+	}
+}
