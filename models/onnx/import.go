@@ -1,0 +1,307 @@
+package onnx
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/models/onnx/onnxpb"
+	"github.com/cotrain/cotrain/solver"
+)
+
+// maxModelBytes caps what Import reads (protobuf's own limit is 2 GiB).
+const maxModelBytes = 1 << 31
+
+// batchDim stands for the batch size in shape values (Shape, Gather, ...).
+const batchDim = math.MinInt64
+
+// value is what an ONNX name holds during the import: an activation (the
+// output of one of our layers, or the network input), a constant, or a
+// small integer vector computed from shapes (torch's x.view(x.size(0), -1)).
+type value struct {
+	act   bool
+	layer int          // producing layer, solver.Input for the network input
+	shape solver.Shape // per sample
+	rank  int          // 4 (N×C×H×W) or 2 (N×F, stored as F×1×1)
+	pad   [2]int       // zero padding a Pad node left for the consumer
+
+	konst *tensor // a constant
+
+	sym    []int64 // a shape vector; batchDim marks the batch size
+	scalar bool    // sym holds one element of rank 0 (Gather's output)
+}
+
+// importer holds the state of one Import.
+type importer struct {
+	opset  int64
+	vals   map[string]*value
+	uses   map[string]int // consumers of each name, graph outputs included
+	layers []Layer
+	outs   []solver.Shape // output shape of each layer
+	names  map[string]bool
+	params map[string]*tensor // "layer.weight" -> data
+	state  map[string]*tensor
+	notes  []string
+	folded int // convolutions whose weights have no module name
+}
+
+// Import reads an ONNX model as torch.onnx.export writes it (opsets 7 to 18;
+// tested with 9 to 17) and returns a weight file of model GraphModel. The
+// operators it maps are Conv, Gemm, MatMul (+Add of a bias), Relu, Clip
+// (as ReLU6 or ReLU), MaxPool, AveragePool, GlobalAveragePool,
+// BatchNormalization, Flatten, Reshape to [N, -1], Dropout, Add, Concat, a
+// Pad folded into the following Conv or AveragePool, Identity, Constant and
+// the shape arithmetic of x.view(x.size(0), -1) (Shape, Gather, Unsqueeze,
+// Concat). A Softmax at the very end is dropped, because cotrain's networks
+// output logits (the loss applies the softmax); the file's Meta says so.
+// Any other operator is an error naming it and its node.
+func Import(r io.Reader) (*models.File, error) {
+	raw, err := io.ReadAll(io.LimitReader(r, maxModelBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("onnx: read: %w", err)
+	}
+	if len(raw) > maxModelBytes {
+		return nil, fmt.Errorf("%w: larger than 2 GiB", ErrMalformed)
+	}
+	var m onnxpb.ModelProto
+	if err := proto.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	g := m.GetGraph()
+	if g == nil || len(g.GetNode()) == 0 {
+		return nil, fmt.Errorf("%w: no graph (is this an ONNX file?)", ErrMalformed)
+	}
+	im := &importer{vals: map[string]*value{}, uses: map[string]int{}, names: map[string]bool{},
+		params: map[string]*tensor{}, state: map[string]*tensor{}}
+	for _, op := range m.GetOpsetImport() {
+		if d := op.GetDomain(); d == "" || d == "ai.onnx" {
+			im.opset = op.GetVersion()
+		}
+	}
+	if im.opset < 7 || im.opset > 18 {
+		return nil, fmt.Errorf("%w: opset %d (7 to 18 are read)", ErrUnsupported, im.opset)
+	}
+	in, err := im.inputs(g)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range g.GetNode() {
+		for _, name := range n.GetInput() {
+			im.uses[name]++
+		}
+	}
+	if len(g.GetOutput()) != 1 {
+		return nil, fmt.Errorf("%w: %d graph outputs, want 1", ErrUnsupported, len(g.GetOutput()))
+	}
+	outName := g.GetOutput()[0].GetName()
+	im.uses[outName]++
+	for i, n := range g.GetNode() {
+		if err := im.node(n, outName); err != nil {
+			name := n.GetName()
+			if name == "" {
+				name = "#" + strconv.Itoa(i)
+			}
+			return nil, fmt.Errorf("onnx: node %q (%s): %w", name, n.GetOpType(), err)
+		}
+	}
+	out, ok := im.vals[outName]
+	if !ok || !out.act || out.layer == solver.Input {
+		return nil, fmt.Errorf("%w: graph output %q is not computed by a layer", ErrMissing, outName)
+	}
+	if out.layer != len(im.layers)-1 {
+		return nil, fmt.Errorf("%w: graph output %q is not the last layer's output (dead branches?)", ErrUnsupported, outName)
+	}
+	if im.folded > 0 {
+		im.notes = append(im.notes, fmt.Sprintf("%d convolutions have weights without module names (onnx::Conv_*): "+
+			"the exporter folded batch normalization into them (torch.onnx.export in eval mode does). "+
+			"The model runs as exported and can be fine-tuned, but without batch-norm layers or statistics; "+
+			"to keep them, export with training=torch.onnx.TrainingMode.PRESERVE (model in eval mode) or "+
+			"TrainingMode.TRAINING (do_constant_folding=False alone does not stop the folding in PyTorch 1.13)", im.folded))
+	}
+	return im.file(in, m.GetProducerName()+" "+m.GetProducerVersion())
+}
+
+// inputs registers the initializers and the single real graph input.
+func (im *importer) inputs(g *onnxpb.GraphProto) (solver.Shape, error) {
+	for _, p := range g.GetInitializer() {
+		t, err := decodeTensor(p)
+		if err != nil {
+			return solver.Shape{}, err
+		}
+		im.vals[t.name] = &value{konst: t}
+	}
+	var real []*onnxpb.ValueInfoProto
+	for _, vi := range g.GetInput() {
+		if _, isInit := im.vals[vi.GetName()]; !isInit {
+			real = append(real, vi)
+		}
+	}
+	if len(real) != 1 {
+		return solver.Shape{}, fmt.Errorf("%w: %d graph inputs besides initializers, want 1", ErrUnsupported, len(real))
+	}
+	tt := real[0].GetType().GetTensorType()
+	if onnxpb.TensorProto_DataType(tt.GetElemType()) != onnxpb.TensorProto_FLOAT {
+		return solver.Shape{}, fmt.Errorf("%w: input %q of type %d, want float32", ErrUnsupported, real[0].GetName(), tt.GetElemType())
+	}
+	var dims []int
+	for i, d := range tt.GetShape().GetDim() {
+		if i > 0 && d.GetDimValue() <= 0 {
+			return solver.Shape{}, fmt.Errorf("%w: input %q dimension %d is not fixed (only the batch may vary)", ErrUnsupported, real[0].GetName(), i)
+		}
+		dims = append(dims, int(d.GetDimValue()))
+	}
+	v := &value{act: true, layer: solver.Input, rank: len(dims)}
+	switch len(dims) {
+	case 4:
+		v.shape = solver.Shape{C: dims[1], H: dims[2], W: dims[3]}
+	case 2:
+		v.shape = solver.Shape{C: dims[1], H: 1, W: 1}
+	default:
+		return solver.Shape{}, fmt.Errorf("%w: input %q of rank %d, want N×C×H×W or N×F", ErrUnsupported, real[0].GetName(), len(dims))
+	}
+	im.vals[real[0].GetName()] = v
+	return v.shape, nil
+}
+
+// get returns input i of n, or an error naming it.
+func (im *importer) get(n *onnxpb.NodeProto, i int) (*value, error) {
+	if i >= len(n.GetInput()) || n.GetInput()[i] == "" {
+		return nil, fmt.Errorf("%w: input %d not given", ErrMalformed, i)
+	}
+	name := n.GetInput()[i]
+	v, ok := im.vals[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: input %q is neither an initializer nor an earlier node's output", ErrMissing, name)
+	}
+	return v, nil
+}
+
+// act returns input i of n, which must be an activation without pending padding.
+func (im *importer) act(n *onnxpb.NodeProto, i int) (*value, error) {
+	v, err := im.get(n, i)
+	if err == nil && !v.act {
+		err = fmt.Errorf("%w: input %q is a constant, want an activation", ErrUnsupported, n.GetInput()[i])
+	}
+	if err == nil && v.pad != [2]int{} && n.GetOpType() != "Conv" && n.GetOpType() != "AveragePool" {
+		err = fmt.Errorf("%w: padded input %q (a Pad folds only into Conv or AveragePool)", ErrUnsupported, n.GetInput()[i])
+	}
+	return v, err
+}
+
+// konst returns input i of n, which must be a constant; optional inputs
+// that are absent give nil.
+func (im *importer) konst(n *onnxpb.NodeProto, i int, optional bool) (*tensor, error) {
+	if optional && (i >= len(n.GetInput()) || n.GetInput()[i] == "") {
+		return nil, nil
+	}
+	v, err := im.get(n, i)
+	if err != nil {
+		return nil, err
+	}
+	if v.konst == nil {
+		return nil, fmt.Errorf("%w: input %q must be an initializer (weights computed at run time are not supported)",
+			ErrUnsupported, n.GetInput()[i])
+	}
+	return v.konst, nil
+}
+
+// unique returns a layer name from base that no earlier layer has.
+func (im *importer) unique(base string) string {
+	base = strings.Trim(strings.ReplaceAll(base, "/", "."), ".")
+	if base == "" {
+		base = "layer"
+	}
+	name := base
+	for k := 2; im.names[name]; k++ {
+		name = base + "_" + strconv.Itoa(k)
+	}
+	im.names[name] = true
+	return name
+}
+
+// layerName names the layer of node n: after its weight initializer when
+// that has a module path ("features.0.weight" gives "features.0", so tensor
+// names match PyTorch's state_dict), else after the node.
+func (im *importer) layerName(n *onnxpb.NodeProto, weight string) string {
+	if base, ok := strings.CutSuffix(weight, ".weight"); ok && !strings.HasPrefix(weight, "onnx::") {
+		return im.unique(base)
+	}
+	if n.GetName() != "" {
+		return im.unique(n.GetName())
+	}
+	return im.unique(strings.ToLower(n.GetOpType()) + strconv.Itoa(len(im.layers)))
+}
+
+// add appends layer d reading ins, sets it up to learn its output shape, and
+// binds the node's first output to it.
+func (im *importer) add(n *onnxpb.NodeProto, d Layer, ins []*value, rank int) (*value, error) {
+	shapes := make([]solver.Shape, len(ins))
+	d.In = make([]int, len(ins))
+	for i, v := range ins {
+		shapes[i], d.In[i] = v.shape, v.layer
+	}
+	if len(ins) == 1 && ins[0].layer == len(im.layers)-1 {
+		d.In = nil // the previous layer: the common case, kept compact
+	}
+	nodes, err := Nodes([]Layer{d})
+	if err != nil {
+		return nil, err
+	}
+	out, err := nodes[0].Layer.Setup(shapes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrShape, err)
+	}
+	im.layers = append(im.layers, d)
+	im.outs = append(im.outs, out)
+	v := &value{act: true, layer: len(im.layers) - 1, shape: out, rank: rank}
+	im.vals[n.GetOutput()[0]] = v
+	return v, nil
+}
+
+// file assembles the weight file: the graph description in Meta and the
+// parameters in the order the built network lists them.
+func (im *importer) file(in solver.Shape, producer string) (*models.File, error) {
+	graph, err := encodeGraph(im.layers)
+	if err != nil {
+		return nil, err
+	}
+	last := im.outs[len(im.outs)-1]
+	f := &models.File{Model: GraphModel, Config: models.Config{Classes: last.Size(), Input: in}}
+	f.Meta = append(f.Meta, [2]string{MetaGraph, graph}, [2]string{"onnx.producer", strings.TrimSpace(producer)},
+		[2]string{"onnx.opset", strconv.FormatInt(im.opset, 10)})
+	for _, note := range im.notes {
+		f.Meta = append(f.Meta, [2]string{MetaNote, note})
+	}
+	nodes, err := Nodes(im.layers)
+	if err != nil {
+		return nil, err
+	}
+	net, err := solver.NewNet(gpu.NewCPU(), in, nodes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrShape, err)
+	}
+	for _, g := range []struct {
+		want []solver.Tensor
+		have map[string]*tensor
+		dst  *[]models.NamedTensor
+	}{{net.Tensors(), im.params, &f.Params}, {net.StateTensors(), im.state, &f.State}} {
+		for _, t := range g.want {
+			src, ok := g.have[t.Name]
+			if !ok {
+				return nil, fmt.Errorf("%w: no data for %s", ErrMissing, t.Name)
+			}
+			if src.size() != t.Spec.Size() {
+				return nil, fmt.Errorf("%w: %s has %v (%d elements) in the ONNX file, the layer needs %v",
+					ErrShape, t.Name, src.dims, src.size(), t.Dims)
+			}
+			*g.dst = append(*g.dst, models.NamedTensor{Name: t.Name, Dims: t.Dims, Data: src.floats})
+		}
+	}
+	return f, nil
+}

@@ -1,0 +1,330 @@
+package onnx
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/cotrain/cotrain/models/onnx/onnxpb"
+)
+
+// node maps one ONNX node. outName is the graph output, which decides
+// whether a Softmax is the final one.
+func (im *importer) node(n *onnxpb.NodeProto, outName string) error {
+	if d := n.GetDomain(); d != "" && d != "ai.onnx" {
+		return fmt.Errorf("%w operator %s of domain %q", ErrUnsupported, n.GetOpType(), d)
+	}
+	if len(n.GetOutput()) == 0 {
+		return fmt.Errorf("%w: no outputs", ErrMalformed)
+	}
+	// Extra outputs (MaxPool's indices, Dropout's mask, training-mode
+	// BatchNormalization's statistics) must not be used by anything.
+	for _, o := range n.GetOutput()[1:] {
+		if o != "" && im.uses[o] > 0 {
+			return fmt.Errorf("%w: output %q is used; only the first output of a node may be", ErrUnsupported, o)
+		}
+	}
+	a := nodeAttrs(n)
+	switch op := n.GetOpType(); op {
+	case "Constant":
+		return im.constant(n, a)
+	case "Identity":
+		v, err := im.get(n, 0)
+		if err == nil {
+			im.vals[n.GetOutput()[0]] = v
+		}
+		return err
+	case "Conv":
+		return im.conv(n, a)
+	case "Relu":
+		return im.unary(n, Layer{Kind: "relu"})
+	case "Clip":
+		return im.clip(n, a)
+	case "MaxPool", "AveragePool":
+		return im.pool(n, a)
+	case "GlobalAveragePool":
+		return im.unary(n, Layer{Kind: "globalavgpool"})
+	case "BatchNormalization":
+		return im.batchNorm(n, a)
+	case "Flatten":
+		if ax := a.int("axis", 1); ax != 1 {
+			return fmt.Errorf("%w: Flatten axis %d (1 only)", ErrUnsupported, ax)
+		}
+		return im.flatten(n)
+	case "Reshape":
+		return im.reshape(n)
+	case "Dropout":
+		return im.dropout(n, a)
+	case "Gemm":
+		return im.gemm(n, a)
+	case "MatMul":
+		return im.matmul(n)
+	case "Add":
+		return im.addOp(n)
+	case "Concat":
+		return im.concat(n, a)
+	case "Softmax":
+		if n.GetOutput()[0] != outName || im.uses[outName] != 1 {
+			return fmt.Errorf("%w: a Softmax is only dropped at the end of the graph", ErrUnsupported)
+		}
+		v, err := im.act(n, 0)
+		if err != nil {
+			return err
+		}
+		im.vals[outName] = v
+		im.notes = append(im.notes, "the final Softmax was dropped: the network outputs logits "+
+			"(apply a softmax to them for probabilities; training applies it in the loss)")
+		return nil
+	case "Pad":
+		return im.padOp(n, a)
+	case "Shape", "Gather", "Unsqueeze":
+		return im.shapeOp(n, a)
+	default:
+		return fmt.Errorf("%w operator %s", ErrUnsupported, op)
+	}
+}
+
+// floatParam checks that t is float data of the given number of elements.
+func floatParam(t *tensor, what string, want int) error {
+	if t.floats == nil {
+		return fmt.Errorf("%w: %s %q is not float32", ErrUnsupported, what, t.name)
+	}
+	if want >= 0 && t.size() != want {
+		return fmt.Errorf("%w: %s %q has dims %v, want %d elements", ErrShape, what, t.name, t.dims, want)
+	}
+	return nil
+}
+
+func (im *importer) constant(n *onnxpb.NodeProto, a attrs) error {
+	at, ok := a["value"]
+	var t *tensor
+	switch {
+	case ok && at.GetT() != nil:
+		var err error
+		if t, err = decodeTensor(at.GetT()); err != nil {
+			return err
+		}
+	case a["value_float"] != nil:
+		t = &tensor{floats: []float32{a.float("value_float", 0)}}
+	case a["value_int"] != nil:
+		t = &tensor{ints: []int64{a.int("value_int", 0)}}
+	case a["value_ints"] != nil:
+		t = &tensor{ints: a.ints("value_ints"), dims: []int{len(a.ints("value_ints"))}}
+	default:
+		return fmt.Errorf("%w: Constant without a tensor, float or int value", ErrUnsupported)
+	}
+	t.name = n.GetOutput()[0]
+	im.vals[t.name] = &value{konst: t}
+	return nil
+}
+
+func (im *importer) unary(n *onnxpb.NodeProto, d Layer) error {
+	x, err := im.act(n, 0)
+	if err != nil {
+		return err
+	}
+	d.Name = im.layerName(n, "")
+	_, err = im.add(n, d, []*value{x}, x.rank)
+	return err
+}
+
+func (im *importer) conv(n *onnxpb.NodeProto, a attrs) error {
+	x, err := im.act(n, 0)
+	if err != nil {
+		return err
+	}
+	w, err := im.konst(n, 1, false)
+	if err != nil {
+		return err
+	}
+	b, err := im.konst(n, 2, true)
+	if err != nil {
+		return err
+	}
+	if err := floatParam(w, "weight", -1); err != nil {
+		return err
+	}
+	if len(w.dims) != 4 || x.rank != 4 {
+		return fmt.Errorf("%w: weight %v on input of rank %d (2-D convolution only)", ErrUnsupported, w.dims, x.rank)
+	}
+	k, s, p, err := window(a, w.dims[2:])
+	if err != nil {
+		return err
+	}
+	if k != [2]int{w.dims[2], w.dims[3]} {
+		return fmt.Errorf("%w: kernel_shape %v, weight %v", ErrShape, k, w.dims)
+	}
+	d := Layer{Kind: "conv2d", Name: im.layerName(n, w.name), Out: w.dims[0], KH: k[0], KW: k[1], SH: s[0], SW: s[1],
+		PH: p[0] + x.pad[0], PW: p[1] + x.pad[1], Groups: int(a.int("group", 1)), NoBias: b == nil}
+	if b != nil {
+		if err := floatParam(b, "bias", w.dims[0]); err != nil {
+			return err
+		}
+		im.params[d.Name+".bias"] = b
+	}
+	im.params[d.Name+".weight"] = w
+	if strings.HasPrefix(w.name, "onnx::") {
+		im.folded++
+	}
+	_, err = im.add(n, d, []*value{x}, 4)
+	return err
+}
+
+// clip maps Clip(0, 6) to ReLU6 and Clip(0, +inf) to ReLU; bounds are
+// attributes before opset 11 and optional inputs from it.
+func (im *importer) clip(n *onnxpb.NodeProto, a attrs) error {
+	lo, hi := float64(a.float("min", float32(math.Inf(-1)))), float64(a.float("max", float32(math.Inf(1))))
+	if im.opset >= 11 {
+		lo, hi = math.Inf(-1), math.Inf(1)
+		for i, dst := range []*float64{&lo, &hi} {
+			t, err := im.konst(n, i+1, true)
+			if err != nil {
+				return err
+			}
+			if t != nil {
+				v, ok := t.scalar()
+				if !ok {
+					return fmt.Errorf("%w: Clip bound %q is not a scalar", ErrShape, t.name)
+				}
+				*dst = v
+			}
+		}
+	}
+	switch {
+	case lo == 0 && hi == 6:
+		return im.unary(n, Layer{Kind: "relu6"})
+	case math.IsInf(lo, -1) && hi == 6:
+		// PyTorch's opset-9 ReLU6: Relu then Clip(max=6). Fuse them when the
+		// Relu's output feeds only this Clip.
+		x, err := im.act(n, 0)
+		if err != nil {
+			return err
+		}
+		last := len(im.layers) - 1
+		if x.layer == last && last >= 0 && im.layers[last].Kind == "relu" && im.uses[n.GetInput()[0]] == 1 {
+			im.layers[last].Kind = "relu6"
+			im.vals[n.GetOutput()[0]] = x
+			return nil
+		}
+	case lo == 0 && math.IsInf(hi, 1):
+		return im.unary(n, Layer{Kind: "relu"})
+	}
+	return fmt.Errorf("%w: Clip(%g, %g) (only ReLU6, Clip(0, 6), and ReLU, Clip(0, inf))", ErrUnsupported, lo, hi)
+}
+
+func (im *importer) pool(n *onnxpb.NodeProto, a attrs) error {
+	x, err := im.act(n, 0)
+	if err != nil {
+		return err
+	}
+	if x.rank != 4 {
+		return fmt.Errorf("%w: pooling on an input of rank %d", ErrUnsupported, x.rank)
+	}
+	k, s, p, err := window(a, nil)
+	if err != nil {
+		return err
+	}
+	d := Layer{Kind: "maxpool2d", Name: im.layerName(n, ""), KH: k[0], KW: k[1], SH: s[0], SW: s[1],
+		PH: p[0], PW: p[1], Ceil: a.int("ceil_mode", 0) != 0}
+	if n.GetOpType() == "AveragePool" {
+		d.Kind, d.Incl = "avgpool2d", a.int("count_include_pad", 0) != 0
+		if x.pad != [2]int{} {
+			// A zero Pad before the pool: the zeros count in every window.
+			if p != [2]int{} && !d.Incl {
+				return fmt.Errorf("%w: a Pad before an AveragePool that pads without counting the padding", ErrUnsupported)
+			}
+			d.PH, d.PW, d.Incl = p[0]+x.pad[0], p[1]+x.pad[1], true
+		}
+	}
+	_, err = im.add(n, d, []*value{x}, 4)
+	return err
+}
+
+func (im *importer) batchNorm(n *onnxpb.NodeProto, a attrs) error {
+	x, err := im.act(n, 0)
+	if err != nil {
+		return err
+	}
+	var ts [4]*tensor
+	for i := range ts {
+		if ts[i], err = im.konst(n, i+1, false); err != nil {
+			return err
+		}
+		if err := floatParam(ts[i], "batch-norm input", x.shape.C); err != nil {
+			return err
+		}
+	}
+	// ONNX's momentum weighs the old running value; PyTorch's the new batch.
+	d := Layer{Kind: "batchnorm", Name: im.layerName(n, ts[0].name), Eps: a.float("epsilon", 1e-5),
+		Momentum: 1 - a.float("momentum", 0.9)}
+	im.params[d.Name+".weight"], im.params[d.Name+".bias"] = ts[0], ts[1]
+	im.state[d.Name+".running_mean"], im.state[d.Name+".running_var"] = ts[2], ts[3]
+	_, err = im.add(n, d, []*value{x}, x.rank)
+	return err
+}
+
+func (im *importer) flatten(n *onnxpb.NodeProto) error {
+	x, err := im.act(n, 0)
+	if err != nil {
+		return err
+	}
+	if x.rank == 2 {
+		im.vals[n.GetOutput()[0]] = x // already N×F
+		return nil
+	}
+	_, err = im.add(n, Layer{Kind: "flatten", Name: im.layerName(n, "")}, []*value{x}, 2)
+	return err
+}
+
+// reshape accepts only a flatten to [N, -1]: the target may spell the batch
+// as Shape's batch, 0 (copy), -1 or a fixed number, and the features as -1
+// or their count.
+func (im *importer) reshape(n *onnxpb.NodeProto) error {
+	x, err := im.act(n, 0)
+	if err != nil {
+		return err
+	}
+	sv, err := im.get(n, 1)
+	if err != nil {
+		return err
+	}
+	target := sv.sym
+	if sv.konst != nil {
+		target = sv.konst.ints
+	}
+	size := int64(x.shape.Size())
+	if len(target) == 2 && (target[1] == -1 || target[1] == size) && !(target[0] == -1 && target[1] == -1) &&
+		(target[0] == batchDim || target[0] == 0 || target[0] == -1 || target[0] > 0) {
+		return im.flatten(n)
+	}
+	show := slices.Clone(target)
+	for i := range show {
+		if show[i] == batchDim {
+			show[i] = -2 // printed as the batch size
+		}
+	}
+	return fmt.Errorf("%w: Reshape to %v (only a flatten to [N, -1] is supported; -2 is the batch size)", ErrUnsupported, show)
+}
+
+func (im *importer) dropout(n *onnxpb.NodeProto, a attrs) error {
+	x, err := im.act(n, 0)
+	if err != nil {
+		return err
+	}
+	p := float64(a.float("ratio", 0.5))
+	if im.opset >= 12 {
+		p = 0.5
+		if t, err := im.konst(n, 1, true); err != nil {
+			return err
+		} else if t != nil {
+			v, ok := t.scalar()
+			if !ok {
+				return fmt.Errorf("%w: dropout ratio %q is not a scalar", ErrShape, t.name)
+			}
+			p = v
+		}
+	}
+	_, err = im.add(n, Layer{Kind: "dropout", Name: im.layerName(n, ""), P: float32(p)}, []*value{x}, x.rank)
+	return err
+}

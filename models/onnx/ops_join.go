@@ -1,0 +1,279 @@
+package onnx
+
+import (
+	"fmt"
+
+	"github.com/cotrain/cotrain/models/onnx/onnxpb"
+)
+
+// Linear layers, joins, padding and shape arithmetic.
+
+// transpose returns t's r×c float matrix transposed (c×r), scaled by alpha.
+func transpose(t *tensor, alpha float32) *tensor {
+	r, c := t.dims[0], t.dims[1]
+	out := &tensor{name: t.name, dims: []int{c, r}, floats: make([]float32, r*c)}
+	for i := range r {
+		for j := range c {
+			out.floats[j*r+i] = alpha * t.floats[i*c+j]
+		}
+	}
+	return out
+}
+
+func scaled(t *tensor, alpha float32) *tensor {
+	if alpha == 1 {
+		return t
+	}
+	out := &tensor{name: t.name, dims: t.dims, floats: make([]float32, len(t.floats))}
+	for i, v := range t.floats {
+		out.floats[i] = alpha * v
+	}
+	return out
+}
+
+// gemm maps Gemm(A, B, C) = alpha·A·op(B) + beta·C with a constant B to a
+// linear layer (weight out×in, PyTorch's layout: transB=1 is nn.Linear).
+func (im *importer) gemm(n *onnxpb.NodeProto, a attrs) error {
+	x, err := im.act(n, 0)
+	if err != nil {
+		return err
+	}
+	w, err := im.konst(n, 1, false)
+	if err != nil {
+		return err
+	}
+	c, err := im.konst(n, 2, true)
+	if err != nil {
+		return err
+	}
+	if a.int("transA", 0) != 0 {
+		return fmt.Errorf("%w: Gemm with transA=1", ErrUnsupported)
+	}
+	if err := floatParam(w, "weight", -1); err != nil {
+		return err
+	}
+	if len(w.dims) != 2 {
+		return fmt.Errorf("%w: Gemm weight %q has dims %v, want 2", ErrShape, w.name, w.dims)
+	}
+	alpha, beta := a.float("alpha", 1), a.float("beta", 1)
+	if a.int("transB", 0) == 0 {
+		w = transpose(w, alpha)
+	} else {
+		w = scaled(w, alpha)
+	}
+	if w.dims[1] != x.shape.Size() {
+		return fmt.Errorf("%w: Gemm weight %q is %v for %d input features", ErrShape, w.name, w.dims, x.shape.Size())
+	}
+	return im.linear(n, x, w, c, beta)
+}
+
+// matmul maps MatMul(A, B) with a constant B (in×out) to a linear layer
+// without bias; an Add of a constant vector that follows becomes its bias.
+func (im *importer) matmul(n *onnxpb.NodeProto) error {
+	x, err := im.act(n, 0)
+	if err != nil {
+		return err
+	}
+	w, err := im.konst(n, 1, false)
+	if err != nil {
+		return err
+	}
+	if err := floatParam(w, "weight", -1); err != nil {
+		return err
+	}
+	if len(w.dims) != 2 || x.rank != 2 || w.dims[0] != x.shape.Size() {
+		return fmt.Errorf("%w: MatMul of N×%d (rank %d) by %v (a 2-D product by a constant in×out matrix only)",
+			ErrShape, x.shape.Size(), x.rank, w.dims)
+	}
+	return im.linear(n, x, transpose(w, 1), nil, 1)
+}
+
+func (im *importer) linear(n *onnxpb.NodeProto, x *value, w, bias *tensor, beta float32) error {
+	d := Layer{Kind: "linear", Name: im.layerName(n, w.name), Out: w.dims[0], NoBias: bias == nil}
+	if bias != nil {
+		if err := floatParam(bias, "bias", d.Out); err != nil {
+			return err
+		}
+		im.params[d.Name+".bias"] = scaled(bias, beta)
+	}
+	im.params[d.Name+".weight"] = w
+	_, err := im.add(n, d, []*value{x}, 2)
+	return err
+}
+
+// addOp maps Add of two activations to an add layer, and Add of a constant
+// vector to the bias of the bias-less linear layer (a MatMul) before it.
+func (im *importer) addOp(n *onnxpb.NodeProto) error {
+	x, err := im.get(n, 0)
+	if err != nil {
+		return err
+	}
+	y, err := im.get(n, 1)
+	if err != nil {
+		return err
+	}
+	if x.konst != nil {
+		x, y = y, x
+	}
+	if x.act && y.act {
+		x, _ = im.act(n, 0)
+		if _, err := im.act(n, 1); err != nil {
+			return err
+		}
+		if x.layer == y.layer {
+			return fmt.Errorf("%w: Add of a tensor to itself", ErrUnsupported)
+		}
+		_, err = im.add(n, Layer{Kind: "add", Name: im.layerName(n, "")}, []*value{x, y}, x.rank)
+		return err
+	}
+	if !x.act || y.konst == nil {
+		return fmt.Errorf("%w: Add of %q and %q (two activations, or a MatMul and its bias)", ErrUnsupported, n.GetInput()[0], n.GetInput()[1])
+	}
+	last := len(im.layers) - 1
+	if x.layer != last || x.layer < 0 || im.layers[last].Kind != "linear" || !im.layers[last].NoBias {
+		return fmt.Errorf("%w: Add of the constant %q to something other than a MatMul's output", ErrUnsupported, y.konst.name)
+	}
+	d := &im.layers[last]
+	if err := floatParam(y.konst, "bias", d.Out); err != nil {
+		return err
+	}
+	for name, v := range im.vals {
+		if v == x && im.uses[name] > 1 {
+			return fmt.Errorf("%w: the MatMul output %q is also used without its bias", ErrUnsupported, name)
+		}
+	}
+	d.NoBias = false
+	im.params[d.Name+".bias"] = y.konst
+	im.vals[n.GetOutput()[0]] = x
+	return nil
+}
+
+// concat joins activations along channels (axis 1), or shape vectors (axis 0).
+func (im *importer) concat(n *onnxpb.NodeProto, a attrs) error {
+	var ins []*value
+	for i := range n.GetInput() {
+		v, err := im.get(n, i)
+		if err != nil {
+			return err
+		}
+		ins = append(ins, v)
+	}
+	if len(ins) == 0 {
+		return fmt.Errorf("%w: Concat without inputs", ErrMalformed)
+	}
+	if !ins[0].act {
+		var out []int64
+		for i, v := range ins {
+			switch {
+			case v.sym != nil && !v.scalar:
+				out = append(out, v.sym...)
+			case v.konst != nil && v.konst.ints != nil && len(v.konst.dims) == 1:
+				out = append(out, v.konst.ints...)
+			default:
+				return fmt.Errorf("%w: Concat input %d mixes shapes and tensors", ErrUnsupported, i)
+			}
+		}
+		im.vals[n.GetOutput()[0]] = &value{sym: out}
+		return nil
+	}
+	rank := ins[0].rank
+	if ax := a.int("axis", 1); ax != 1 && ax != -int64(rank)+1 {
+		return fmt.Errorf("%w: Concat along axis %d (channels, axis 1, only)", ErrUnsupported, ax)
+	}
+	for i := range ins {
+		if _, err := im.act(n, i); err != nil {
+			return err
+		}
+		if ins[i].rank != rank {
+			return fmt.Errorf("%w: Concat of ranks %d and %d", ErrShape, rank, ins[i].rank)
+		}
+	}
+	_, err := im.add(n, Layer{Kind: "concat", Name: im.layerName(n, "")}, ins, rank)
+	return err
+}
+
+// padOp records a symmetric spatial zero padding for the consumer to fold.
+func (im *importer) padOp(n *onnxpb.NodeProto, a attrs) error {
+	x, err := im.act(n, 0)
+	if err != nil {
+		return err
+	}
+	if m := a.str("mode"); m != "" && m != "constant" {
+		return fmt.Errorf("%w: Pad mode %s", ErrUnsupported, m)
+	}
+	pads, value := a.ints("pads"), float64(a.float("value", 0))
+	if im.opset >= 11 {
+		t, err := im.konst(n, 1, false)
+		if err != nil {
+			return err
+		}
+		pads = t.ints
+		if c, err := im.konst(n, 2, true); err != nil {
+			return err
+		} else if c != nil {
+			value, _ = c.scalar()
+		}
+	}
+	if x.rank != 4 || len(pads) != 8 || value != 0 {
+		return fmt.Errorf("%w: Pad %v with value %g (zero padding of N×C×H×W only)", ErrUnsupported, pads, value)
+	}
+	if pads[0] != 0 || pads[1] != 0 || pads[4] != 0 || pads[5] != 0 || pads[2] != pads[6] || pads[3] != pads[7] || pads[2] < 0 || pads[3] < 0 {
+		return fmt.Errorf("%w: Pad %v (symmetric spatial padding only)", ErrUnsupported, pads)
+	}
+	padded := *x
+	padded.pad = [2]int{x.pad[0] + int(pads[2]), x.pad[1] + int(pads[3])}
+	im.vals[n.GetOutput()[0]] = &padded
+	return nil
+}
+
+// shapeOp computes the integer vectors of x.view(x.size(0), -1): Shape of an
+// activation, Gather of one of its elements, Unsqueeze to a vector.
+func (im *importer) shapeOp(n *onnxpb.NodeProto, a attrs) error {
+	x, err := im.get(n, 0)
+	if err != nil {
+		return err
+	}
+	out := &value{}
+	switch n.GetOpType() {
+	case "Shape":
+		if !x.act {
+			return fmt.Errorf("%w: Shape of a constant", ErrUnsupported)
+		}
+		out.sym = []int64{batchDim, int64(x.shape.C)}
+		if x.rank == 4 {
+			out.sym = []int64{batchDim, int64(x.shape.C), int64(x.shape.H), int64(x.shape.W)}
+		}
+	case "Gather":
+		idx, err := im.konst(n, 1, false)
+		if err != nil {
+			return err
+		}
+		i, ok := idx.scalar()
+		if x.sym == nil || !ok || len(idx.dims) != 0 || a.int("axis", 0) != 0 {
+			return fmt.Errorf("%w: Gather other than one element of a shape", ErrUnsupported)
+		}
+		k := int(i)
+		if k < 0 {
+			k += len(x.sym)
+		}
+		if k < 0 || k >= len(x.sym) {
+			return fmt.Errorf("%w: Gather index %d of a shape of %d", ErrShape, int(i), len(x.sym))
+		}
+		out.sym, out.scalar = []int64{x.sym[k]}, true
+	case "Unsqueeze":
+		axes := a.ints("axes")
+		if im.opset >= 13 {
+			t, err := im.konst(n, 1, false)
+			if err != nil {
+				return err
+			}
+			axes = t.ints
+		}
+		if !x.scalar || len(axes) != 1 || axes[0] != 0 {
+			return fmt.Errorf("%w: Unsqueeze other than a shape element to a vector", ErrUnsupported)
+		}
+		out.sym = x.sym
+	}
+	im.vals[n.GetOutput()[0]] = out
+	return nil
+}

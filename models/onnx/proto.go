@@ -1,0 +1,188 @@
+package onnx
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/cotrain/cotrain/models/onnx/onnxpb"
+)
+
+// tensor is a constant: an initializer or a Constant node's value, as
+// float32 (FLOAT) or int64 (INT64, INT32) data.
+type tensor struct {
+	name   string
+	dims   []int
+	floats []float32
+	ints   []int64
+}
+
+func (t *tensor) size() int {
+	n := 1
+	for _, d := range t.dims {
+		n *= d
+	}
+	return n
+}
+
+// maxElems caps one constant's elements, so that a corrupt dimension cannot
+// make the importer allocate without bound.
+const maxElems = 1 << 30
+
+// decodeTensor reads a TensorProto. It refuses external data, data types
+// other than float32 and integers, and data that does not fill the dims.
+func decodeTensor(p *onnxpb.TensorProto) (*tensor, error) {
+	t := &tensor{name: p.GetName()}
+	n := 1
+	for _, d := range p.GetDims() {
+		if d < 0 || d > maxElems || int64(n)*d > maxElems {
+			return nil, fmt.Errorf("%w: tensor %q has dimension %d", ErrMalformed, t.name, d)
+		}
+		n *= int(d)
+		t.dims = append(t.dims, int(d))
+	}
+	if p.GetDataLocation() == onnxpb.TensorProto_EXTERNAL || len(p.GetExternalData()) > 0 {
+		return nil, fmt.Errorf("%w: tensor %q stores its data in an external file", ErrUnsupported, t.name)
+	}
+	raw := p.GetRawData()
+	switch onnxpb.TensorProto_DataType(p.GetDataType()) {
+	case onnxpb.TensorProto_FLOAT:
+		if raw != nil {
+			if len(raw) != 4*n {
+				return nil, fmt.Errorf("%w: tensor %q: %d raw bytes for %d floats", ErrMalformed, t.name, len(raw), n)
+			}
+			t.floats = make([]float32, n)
+			for i := range t.floats {
+				t.floats[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+			}
+		} else {
+			t.floats = p.GetFloatData()
+		}
+		if len(t.floats) != n {
+			return nil, fmt.Errorf("%w: tensor %q: %d floats for dims %v", ErrMalformed, t.name, len(t.floats), t.dims)
+		}
+	case onnxpb.TensorProto_INT64, onnxpb.TensorProto_INT32:
+		width := 8
+		if onnxpb.TensorProto_DataType(p.GetDataType()) == onnxpb.TensorProto_INT32 {
+			width = 4
+		}
+		switch {
+		case raw != nil:
+			if len(raw) != width*n {
+				return nil, fmt.Errorf("%w: tensor %q: %d raw bytes for %d integers", ErrMalformed, t.name, len(raw), n)
+			}
+			t.ints = make([]int64, n)
+			for i := range t.ints {
+				if width == 8 {
+					t.ints[i] = int64(binary.LittleEndian.Uint64(raw[8*i:]))
+				} else {
+					t.ints[i] = int64(int32(binary.LittleEndian.Uint32(raw[4*i:])))
+				}
+			}
+		case width == 8:
+			t.ints = p.GetInt64Data()
+		default:
+			for _, v := range p.GetInt32Data() {
+				t.ints = append(t.ints, int64(v))
+			}
+		}
+		if len(t.ints) != n {
+			return nil, fmt.Errorf("%w: tensor %q: %d integers for dims %v", ErrMalformed, t.name, len(t.ints), t.dims)
+		}
+	default:
+		return nil, fmt.Errorf("%w: tensor %q of data type %s (float32 and integers only)",
+			ErrUnsupported, t.name, onnxpb.TensorProto_DataType(p.GetDataType()))
+	}
+	return t, nil
+}
+
+// scalar returns a one-element constant as a float64.
+func (t *tensor) scalar() (float64, bool) {
+	switch {
+	case len(t.floats) == 1:
+		return float64(t.floats[0]), true
+	case len(t.ints) == 1:
+		return float64(t.ints[0]), true
+	}
+	return 0, false
+}
+
+// attrs indexes a node's attributes by name.
+type attrs map[string]*onnxpb.AttributeProto
+
+func nodeAttrs(n *onnxpb.NodeProto) attrs {
+	a := attrs{}
+	for _, at := range n.GetAttribute() {
+		a[at.GetName()] = at
+	}
+	return a
+}
+
+func (a attrs) int(name string, def int64) int64 {
+	if at, ok := a[name]; ok {
+		return at.GetI()
+	}
+	return def
+}
+
+func (a attrs) float(name string, def float32) float32 {
+	if at, ok := a[name]; ok {
+		return at.GetF()
+	}
+	return def
+}
+
+func (a attrs) ints(name string) []int64 {
+	if at, ok := a[name]; ok {
+		return at.GetInts()
+	}
+	return nil
+}
+
+func (a attrs) str(name string) string {
+	if at, ok := a[name]; ok {
+		return string(at.GetS())
+	}
+	return ""
+}
+
+// window reads the kernel, strides and symmetric pads of a 2-D Conv or pool
+// node: ONNX pads are [top, left, bottom, right]; cotrain pads both sides
+// alike, so asymmetric padding is refused, as are dilations and auto_pad.
+func window(a attrs, kernel []int) (k, s, p [2]int, err error) {
+	if ks := a.ints("kernel_shape"); ks != nil {
+		if len(ks) != 2 {
+			return k, s, p, fmt.Errorf("%w: kernel_shape %v (2-D only)", ErrUnsupported, ks)
+		}
+		kernel = []int{int(ks[0]), int(ks[1])}
+	}
+	if len(kernel) != 2 {
+		return k, s, p, fmt.Errorf("%w: no 2-D kernel_shape", ErrMalformed)
+	}
+	k = [2]int{kernel[0], kernel[1]}
+	s = [2]int{1, 1}
+	if st := a.ints("strides"); st != nil {
+		if len(st) != 2 {
+			return k, s, p, fmt.Errorf("%w: strides %v", ErrMalformed, st)
+		}
+		s = [2]int{int(st[0]), int(st[1])}
+	}
+	if ps := a.ints("pads"); ps != nil {
+		if len(ps) != 4 {
+			return k, s, p, fmt.Errorf("%w: pads %v", ErrMalformed, ps)
+		}
+		if ps[0] != ps[2] || ps[1] != ps[3] {
+			return k, s, p, fmt.Errorf("%w: asymmetric pads %v", ErrUnsupported, ps)
+		}
+		p = [2]int{int(ps[0]), int(ps[1])}
+	}
+	for _, d := range a.ints("dilations") {
+		if d != 1 {
+			return k, s, p, fmt.Errorf("%w: dilations %v", ErrUnsupported, a.ints("dilations"))
+		}
+	}
+	if ap := a.str("auto_pad"); ap != "" && ap != "NOTSET" && !(ap == "VALID" && p == [2]int{}) {
+		return k, s, p, fmt.Errorf("%w: auto_pad %s (give explicit pads)", ErrUnsupported, ap)
+	}
+	return k, s, p, nil
+}
