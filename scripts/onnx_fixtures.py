@@ -351,6 +351,8 @@ def evaluate(model, x):
             y = F.batch_norm(ins[0], ins[3], ins[4], ins[1], ins[2], False, 0.0, a.get("epsilon", 1e-5))
         elif op == "Flatten":
             y = torch.flatten(ins[0], a.get("axis", 1))
+        elif op == "Identity":
+            y = ins[0]
         elif op == "Add":
             y = ins[0] + ins[1]
         elif op == "Concat":

@@ -1,0 +1,227 @@
+package onnx
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/models/onnx/onnxpb"
+	"github.com/cotrain/cotrain/solver"
+)
+
+// ExportOpset is the opset Export writes (IR version 7).
+const ExportOpset = 13
+
+// exporter builds one graph.
+type exporter struct {
+	g *onnxpb.GraphProto
+}
+
+// Export writes the network of weight file f (a registered model or an
+// imported graph) as an ONNX model: input "input" (batch×C×H×W, the batch
+// dynamic), output "output" (batch×classes). Dropout layers are left out
+// (they are the identity at inference); ReLU6 is Clip(0, 6); every tensor
+// keeps its cotrain name ("features.0.weight").
+func Export(w io.Writer, f *models.File) error {
+	c, nodes, err := FileNodes(f)
+	if err != nil {
+		return err
+	}
+	net, err := solver.NewNet(gpu.NewCPU(), c.Input, nodes)
+	if err != nil {
+		return fmt.Errorf("onnx: export: %w", err)
+	}
+	if err := f.Apply(net, nil); err != nil {
+		return fmt.Errorf("onnx: export: %w", err)
+	}
+	e := &exporter{g: &onnxpb.GraphProto{Name: proto.String(f.Model)}}
+	params := make([]float32, net.Params.Len())
+	net.B.Download(params, net.Params)
+	for _, t := range net.Tensors() {
+		e.initializer(t.Name, t.Dims, params[t.Off:t.Off+t.Spec.Size()])
+	}
+	state := make([]float32, net.State.Len())
+	net.B.Download(state, net.State)
+	for _, t := range net.StateTensors() {
+		e.initializer(t.Name, t.Dims, state[t.Off:t.Off+t.Spec.Size()])
+	}
+	in := c.Input
+	e.g.Input = []*onnxpb.ValueInfoProto{valueInfo("input", "batch", in.C, in.H, in.W)}
+
+	names := make([]string, len(nodes)) // the ONNX value each layer outputs
+	ranks := make([]int, len(nodes))    // its rank: 4, or 2 after flatten/linear
+	for i, nd := range nodes {
+		ins := nd.Inputs
+		if ins == nil {
+			ins = []int{i - 1}
+		}
+		var xs []string
+		rank := 0
+		for _, j := range ins {
+			if j == solver.Input {
+				xs, rank = append(xs, "input"), 4
+			} else {
+				xs, rank = append(xs, names[j]), ranks[j]
+			}
+		}
+		names[i], ranks[i], err = e.layer(nd.Layer, xs, rank)
+		if err != nil {
+			return fmt.Errorf("onnx: export layer %s: %w", nd.Layer.Name(), err)
+		}
+	}
+	last := names[len(nodes)-1]
+	if ranks[len(nodes)-1] == 4 {
+		last = e.node("Flatten", "output_flatten", []string{last}, attrInt("axis", 1))
+	}
+	if final := e.g.Node[len(e.g.Node)-1]; final.Output[0] == last {
+		final.Output[0] = "output" // the last node's value is read by no other node
+	} else {
+		e.node("Identity", "output", []string{last}) // a trailing dropout aliased an earlier value
+		e.g.Node[len(e.g.Node)-1].Output = []string{"output"}
+	}
+	e.g.Output = []*onnxpb.ValueInfoProto{valueInfo("output", "batch", net.Out.Size())}
+	m := &onnxpb.ModelProto{
+		IrVersion:       proto.Int64(7),
+		ProducerName:    proto.String("cotrain"),
+		ProducerVersion: proto.String(strconv.Itoa(models.FormatVersion)),
+		OpsetImport:     []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(ExportOpset)}},
+		Graph:           e.g,
+	}
+	raw, err := proto.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("onnx: export: %w", err)
+	}
+	if _, err := w.Write(raw); err != nil {
+		return fmt.Errorf("onnx: export: %w", err)
+	}
+	return nil
+}
+
+// layer emits the nodes of one layer reading xs (of the given rank) and
+// returns its output value and rank.
+func (e *exporter) layer(l solver.Layer, xs []string, rank int) (string, int, error) {
+	name := l.Name()
+	p := func(s string) string { return name + "." + s }
+	switch l := l.(type) {
+	case *solver.Conv2D:
+		if rank != 4 {
+			return "", 0, fmt.Errorf("%w: convolution of a flattened tensor", ErrUnsupported)
+		}
+		c := l.Cfg
+		ins := []string{xs[0], p("weight")}
+		if !c.NoBias {
+			ins = append(ins, p("bias"))
+		}
+		return e.node("Conv", name, ins, attrInts("kernel_shape", c.KH, c.KW), attrInts("strides", c.StrideH, c.StrideW),
+			attrInts("pads", c.PadH, c.PadW, c.PadH, c.PadW), attrInts("dilations", 1, 1), attrInt("group", c.Groups)), 4, nil
+	case *solver.Pool2D:
+		c := l.Cfg
+		switch l.Kind() {
+		case "globalavgpool":
+			return e.node("GlobalAveragePool", name, xs), 4, nil
+		case "maxpool2d":
+			return e.node("MaxPool", name, xs, attrInts("kernel_shape", c.KH, c.KW), attrInts("strides", c.StrideH, c.StrideW),
+				attrInts("pads", c.PadH, c.PadW, c.PadH, c.PadW), attrInt("ceil_mode", b2i(c.CeilMode))), 4, nil
+		}
+		return e.node("AveragePool", name, xs, attrInts("kernel_shape", c.KH, c.KW), attrInts("strides", c.StrideH, c.StrideW),
+			attrInts("pads", c.PadH, c.PadW, c.PadH, c.PadW), attrInt("ceil_mode", b2i(c.CeilMode)),
+			attrInt("count_include_pad", b2i(c.CountIncludePad))), 4, nil
+	case *solver.Linear:
+		x := xs[0]
+		if rank == 4 {
+			x = e.node("Flatten", name+".flatten", xs, attrInt("axis", 1))
+		}
+		ins := []string{x, p("weight")}
+		if !l.NoBias {
+			ins = append(ins, p("bias"))
+		}
+		return e.node("Gemm", name, ins, attrInt("transB", 1)), 2, nil
+	case *solver.Activation:
+		if l.Act == gpu.ReLU6 {
+			lo, hi := name+".min", name+".max"
+			e.initializer(lo, nil, []float32{0})
+			e.initializer(hi, nil, []float32{6})
+			return e.node("Clip", name, []string{xs[0], lo, hi}), rank, nil
+		}
+		return e.node("Relu", name, xs), rank, nil
+	case *solver.BatchNorm:
+		return e.node("BatchNormalization", name, []string{xs[0], p("weight"), p("bias"), p("running_mean"), p("running_var")},
+			attrFloat("epsilon", l.Eps), attrFloat("momentum", 1-l.Momentum)), rank, nil
+	case *solver.Flatten:
+		if rank == 2 {
+			return xs[0], 2, nil
+		}
+		return e.node("Flatten", name, xs, attrInt("axis", 1)), 2, nil
+	case *solver.Dropout:
+		return xs[0], rank, nil
+	case *solver.Add:
+		out := xs[0]
+		for k, x := range xs[1:] {
+			suffix := ""
+			if k > 0 {
+				suffix = "_" + strconv.Itoa(k)
+			}
+			out = e.node("Add", name+suffix, []string{out, x})
+		}
+		return out, rank, nil
+	case *solver.Concat:
+		return e.node("Concat", name, xs, attrInt("axis", 1)), rank, nil
+	}
+	return "", 0, fmt.Errorf("%w: layer kind %s", ErrUnsupported, l.Kind())
+}
+
+// node appends a node named name and returns its output's name.
+func (e *exporter) node(op, name string, ins []string, attrs ...*onnxpb.AttributeProto) string {
+	out := name + ".out"
+	e.g.Node = append(e.g.Node, &onnxpb.NodeProto{OpType: proto.String(op), Name: proto.String(name),
+		Input: ins, Output: []string{out}, Attribute: attrs})
+	return out
+}
+
+func (e *exporter) initializer(name string, dims []int, v []float32) {
+	t := &onnxpb.TensorProto{Name: proto.String(name), DataType: proto.Int32(int32(onnxpb.TensorProto_FLOAT)),
+		FloatData: append([]float32(nil), v...)}
+	for _, d := range dims {
+		t.Dims = append(t.Dims, int64(d))
+	}
+	e.g.Initializer = append(e.g.Initializer, t)
+}
+
+func valueInfo(name, batch string, dims ...int) *onnxpb.ValueInfoProto {
+	shape := &onnxpb.TensorShapeProto{Dim: []*onnxpb.TensorShapeProto_Dimension{
+		{Value: &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: batch}}}}
+	for _, d := range dims {
+		shape.Dim = append(shape.Dim, &onnxpb.TensorShapeProto_Dimension{
+			Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: int64(d)}})
+	}
+	return &onnxpb.ValueInfoProto{Name: proto.String(name), Type: &onnxpb.TypeProto{
+		Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{
+			ElemType: proto.Int32(int32(onnxpb.TensorProto_FLOAT)), Shape: shape}}}}
+}
+
+func attrInt(name string, v int) *onnxpb.AttributeProto {
+	return &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(int64(v))}
+}
+
+func attrFloat(name string, v float32) *onnxpb.AttributeProto {
+	return &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_FLOAT.Enum(), F: proto.Float32(v)}
+}
+
+func attrInts(name string, vs ...int) *onnxpb.AttributeProto {
+	a := &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_INTS.Enum()}
+	for _, v := range vs {
+		a.Ints = append(a.Ints, int64(v))
+	}
+	return a
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
