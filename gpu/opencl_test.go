@@ -255,3 +255,45 @@ func TestOpenCLSoftmaxCrossEntropy(t *testing.T) {
 		d.check(t, o, fmt.Sprintf("dlogits, new labels %+v", s))
 	}
 }
+
+// TestOpenCLOpen: "opencl" accepts any device type (PoCL's CPU device too),
+// and "opencl:N" addresses the Devices list.
+func TestOpenCLOpen(t *testing.T) {
+	openCLForTest(t)
+	b, err := Open("opencl", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	devs, err := Devices()
+	if err != nil || len(devs) == 0 {
+		t.Fatalf("Devices() = %v, %v", devs, err)
+	}
+	b.(*OpenCL).Close()
+	last := len(devs) - 1
+	b, err = Open(fmt.Sprintf("opencl:%d", last), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.(*OpenCL).Close()
+	if want := fmt.Sprintf("opencl:%d %s", last, devs[last].Name); b.Name() != want {
+		t.Errorf("Name() = %q, want %q", b.Name(), want)
+	}
+	t.Logf("devices: %v", devs)
+}
+
+func TestOpenCLErrors(t *testing.T) {
+	err := clErr("clBuildProgram", int32(-11))
+	var ce *CLError
+	if !errors.As(err, &ce) || ce.Code != -11 || ce.Name() != "CL_BUILD_PROGRAM_FAILURE" {
+		t.Errorf("clErr: %v", err)
+	}
+	if !errors.Is(err, &CLError{Code: -11}) || errors.Is(err, &CLError{Code: -5}) {
+		t.Error("errors.Is does not match on the code")
+	}
+	if got := err.Error(); got != "gpu: opencl: clBuildProgram: CL_BUILD_PROGRAM_FAILURE (-11)" {
+		t.Errorf("Error() = %q", got)
+	}
+	if clErr("x", 0) != nil || (&CLError{Code: -9999}).Name() != "CL_ERROR" {
+		t.Error("success or unknown codes mishandled")
+	}
+}

@@ -1,0 +1,155 @@
+//go:build opencl
+
+package gpu_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/solver"
+)
+
+// End to end: the same LeNet-5, the same initial weights and the same
+// batches, trained five steps on the CPU and on OpenCL, must end with the
+// same parameters (to 1e-4) and losses.
+
+func openForE2E(t testing.TB) *gpu.OpenCL {
+	t.Helper()
+	cfg := gpu.DefaultOpenCLConfig()
+	cfg.Tune = false
+	o, err := gpu.NewOpenCL(cfg)
+	if errors.Is(err, gpu.ErrNoOpenCL) || errors.Is(err, gpu.ErrNoDevice) {
+		t.Skipf("no OpenCL device: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// lenetRun trains model on b for steps batches and returns the losses and
+// the final parameters.
+func lenetRun(t *testing.T, b gpu.Backend, model, opt string, steps int) ([]float64, []float32) {
+	t.Helper()
+	net, err := models.Build(b, model, models.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	net.InitParams(rand.New(rand.NewPCG(1, 2)))
+	o, err := solver.NewOptimizer(b, opt, net.NumParams(), 0.9, 1e-4, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lr := float32(0.01)
+	if opt == "adam" {
+		lr = 1e-3
+	}
+	tr := solver.NewTrainer(net, o, solver.Constant(lr))
+	r := rand.New(rand.NewPCG(3, 4))
+	const batch = 16
+	x := make([]float32, batch*net.In.Size())
+	labels := make([]int32, batch)
+	var losses []float64
+	for s := 0; s < steps; s++ {
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		for i := range labels {
+			labels[i] = int32(r.IntN(10))
+		}
+		loss, err := tr.Step(x, labels)
+		if err != nil {
+			t.Fatal(err)
+		}
+		losses = append(losses, loss)
+	}
+	params := make([]float32, net.NumParams())
+	b.Download(params, net.Params)
+	return losses, params
+}
+
+func TestOpenCLLeNetTraining(t *testing.T) {
+	o := openForE2E(t)
+	defer o.Close()
+	for _, c := range []struct{ model, opt string }{{"lenet5", "sgd"}, {"lenet5", "adam"}, {"lenet-caffe", "sgd"}} {
+		t.Run(c.model+"/"+c.opt, func(t *testing.T) {
+			wantLoss, want := lenetRun(t, gpu.NewCPU(), c.model, c.opt, 5)
+			gotLoss, got := lenetRun(t, o, c.model, c.opt, 5)
+			for i := range wantLoss {
+				if math.Abs(gotLoss[i]-wantLoss[i]) > 1e-4*math.Abs(wantLoss[i]) {
+					t.Errorf("step %d: loss %v, want %v", i, gotLoss[i], wantLoss[i])
+				}
+			}
+			// Every parameter within 1e-4 (relative, floor 1e-3) for SGD. Adam
+			// divides each update by the gradient's own running RMS, so a
+			// parameter whose few gradients are tiny (a ReLU input near 0, a tie
+			// in a pooling window: float rounding picks the side) moves by up to
+			// lr per step whatever the gradient's size; there, 1e-4 cannot
+			// hold. For Adam all but 1 in 10,000 parameters must be within 1e-4
+			// and none may differ by more than 0.1·lr·steps.
+			var worst, worstAbs float64
+			bad := 0
+			for i := range want {
+				d := math.Abs(float64(got[i]-want[i])) / (math.Abs(float64(want[i])) + 1e-3)
+				worst, worstAbs = max(worst, d), max(worstAbs, math.Abs(float64(got[i]-want[i])))
+				if d > 1e-4 {
+					bad++
+				}
+			}
+			switch {
+			case c.opt != "adam" && bad > 0:
+				t.Errorf("%d parameters differ by more than 1e-4: worst relative difference %.3g", bad, worst)
+			case c.opt == "adam" && (bad > len(want)/10000 || worstAbs > 0.1*1e-3*5):
+				t.Errorf("%d parameters differ by more than 1e-4, worst by %.3g", bad, worstAbs)
+			}
+			t.Logf("losses %v; worst parameter difference %.3g relative, %.3g absolute; %d over 1e-4", gotLoss, worst, worstAbs, bad)
+			// The same run again on OpenCL gives the same bits.
+			_, again := lenetRun(t, o, c.model, c.opt, 5)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(again[i]) {
+					t.Fatalf("second OpenCL run differs at parameter %d", i)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkOpenCLTrainStep times one training step (batch 64) as
+// models.BenchmarkTrainStep does on the CPU.
+func BenchmarkOpenCLTrainStep(b *testing.B) {
+	o := openForE2E(b)
+	defer o.Close()
+	for _, model := range []string{"lenet5", "lenet-caffe"} {
+		b.Run(fmt.Sprintf("%s/b64", model), func(b *testing.B) {
+			net, err := models.Build(o, model, models.Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			net.InitParams(rand.New(rand.NewPCG(1, 2)))
+			tr := solver.NewTrainer(net, solver.NewSGD(o, net.NumParams(), 0.9, 0, false), solver.Constant(0.01))
+			const batch = 64
+			r := rand.New(rand.NewPCG(5, 6))
+			x := make([]float32, batch*net.In.Size())
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+			}
+			labels := make([]int32, batch)
+			for i := range labels {
+				labels[i] = int32(i % 10)
+			}
+			tr.Step(x, labels)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := tr.Step(x, labels); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "img/s")
+		})
+	}
+}

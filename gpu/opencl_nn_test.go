@@ -1,0 +1,198 @@
+//go:build opencl
+
+package gpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+var clConvGeoms = []ConvGeom{
+	{N: 2, C: 3, H: 7, W: 9, K: 4, R: 3, S: 3, PadH: 1, PadW: 1},                                    // same padding
+	{N: 1, C: 1, H: 28, W: 28, K: 6, R: 5, S: 5},                                                    // LeNet conv1
+	{N: 3, C: 4, H: 9, W: 8, K: 6, R: 3, S: 2, StrideH: 2, StrideW: 3, PadH: 1},                     // strides, rectangular
+	{N: 2, C: 6, H: 6, W: 6, K: 4, R: 3, S: 3, Groups: 2, PadH: 1, PadW: 1},                         // groups
+	{N: 2, C: 5, H: 7, W: 7, K: 5, R: 3, S: 3, Groups: 5, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1}, // depthwise
+	{N: 2, C: 3, H: 5, W: 6, K: 6, R: 3, S: 3, Groups: 3, PadH: 2, PadW: 0},                         // depthwise, multiplier 2
+	{N: 2, C: 8, H: 5, W: 5, K: 12, R: 1, S: 1},                                                     // pointwise
+	{N: 1, C: 4, H: 6, W: 6, K: 4, R: 1, S: 1, StrideH: 2, StrideW: 2, Groups: 2},                   // 1x1 strided, groups
+}
+
+func TestOpenCLConv(t *testing.T) {
+	o := openCLForTest(t)
+	cpu := NewCPU()
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, g := range clConvGeoms {
+		if err := g.Setup(); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(fmt.Sprintf("%+v", g), func(t *testing.T) {
+			x := newTwin(o, clRand(r, g.N*g.C*g.H*g.W))
+			w := newTwin(o, clRand(r, g.K*g.colRows()))
+			bias := newTwin(o, clRand(r, g.K))
+			y := newTwin(o, clRand(r, g.N*g.K*g.OH*g.OW))
+			wsC, wsO := cpu.Alloc(cpu.ConvWorkspace(g)), o.Alloc(o.ConvWorkspace(g))
+			for _, withBias := range []bool{false, true} {
+				bc, bo := Buffer(nil), Buffer(nil)
+				if withBias {
+					bc, bo = bias.cpu, bias.cl
+				}
+				cpu.ConvForward(g, y.cpu, x.cpu, w.cpu, bc, wsC)
+				o.ConvForward(g, y.cl, x.cl, w.cl, bo, wsO)
+				y.check(t, o, fmt.Sprintf("forward bias=%v", withBias))
+			}
+			dy := newTwin(o, clRand(r, y.cpu.Len()))
+			dx := newTwin(o, clRand(r, x.cpu.Len())) // garbage: must be overwritten
+			cpu.ConvBackwardData(g, dx.cpu, dy.cpu, w.cpu, wsC)
+			o.ConvBackwardData(g, dx.cl, dy.cl, w.cl, wsO)
+			dx.check(t, o, "backward data")
+			dw := newTwin(o, clRand(r, w.cpu.Len()))
+			cpu.ConvBackwardFilter(g, dw.cpu, bias.cpu, dy.cpu, x.cpu, wsC)
+			o.ConvBackwardFilter(g, dw.cl, bias.cl, dy.cl, x.cl, wsO)
+			dw.check(t, o, "backward filter")
+			bias.check(t, o, "backward bias")
+			cpu.ConvBackwardFilter(g, dw.cpu, nil, dy.cpu, x.cpu, wsC)
+			o.ConvBackwardFilter(g, dw.cl, nil, dy.cl, x.cl, wsO)
+			dw.check(t, o, "backward filter, no bias")
+		})
+	}
+}
+
+var clPoolGeoms = []PoolGeom{
+	{N: 2, C: 3, H: 8, W: 8, KH: 2, KW: 2},                                                           // LeNet
+	{N: 1, C: 2, H: 7, W: 9, KH: 3, KW: 3, StrideH: 2, StrideW: 2},                                   // overlap
+	{N: 2, C: 2, H: 7, W: 7, KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1},                 // overlap + padding
+	{N: 1, C: 3, H: 6, W: 7, KH: 3, KW: 2, StrideH: 2, StrideW: 2, CeilMode: true},                   // ceil
+	{N: 2, C: 2, H: 5, W: 5, KH: 2, KW: 3, StrideH: 2, StrideW: 1, PadW: 1, CeilMode: true},          // ceil + pad
+	{N: 1, C: 2, H: 9, W: 9, KH: 4, KW: 4, StrideH: 1, StrideW: 3, PadH: 2, PadW: 2},                 // heavy overlap
+	{N: 2, C: 4, H: 7, W: 6, KH: 7, KW: 6},                                                           // global
+	{N: 1, C: 1, H: 6, W: 6, KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1, CeilMode: true}, // both
+}
+
+func TestOpenCLPool(t *testing.T) {
+	o := openCLForTest(t)
+	cpu := NewCPU()
+	r := rand.New(rand.NewPCG(23, 24))
+	for _, base := range clPoolGeoms {
+		for _, incl := range []bool{false, true} {
+			g := base
+			g.CountIncludePad = incl
+			if err := g.Setup(); err != nil {
+				t.Fatal(err)
+			}
+			t.Run(fmt.Sprintf("%+v", g), func(t *testing.T) {
+				// Values on a coarse grid, so windows hold ties: the first
+				// maximum must get the gradient, as on the CPU.
+				xv := clRand(r, g.N*g.C*g.H*g.W)
+				for i := range xv {
+					xv[i] = float32(math.Round(float64(xv[i]) * 3))
+				}
+				x := newTwin(o, xv)
+				y := newTwin(o, clRand(r, g.N*g.C*g.OH*g.OW))
+				dy := newTwin(o, clRand(r, y.cpu.Len()))
+				dx := newTwin(o, clRand(r, x.cpu.Len()))
+				cpu.MaxPoolForward(g, y.cpu, x.cpu)
+				o.MaxPoolForward(g, y.cl, x.cl)
+				y.check(t, o, "max forward")
+				cpu.MaxPoolBackward(g, dx.cpu, dy.cpu, x.cpu)
+				o.MaxPoolBackward(g, dx.cl, dy.cl, x.cl)
+				// Same summation order as the CPU's scatter: bit-identical.
+				if got := download(o, dx.cl); !slices.Equal(got, dx.cpu.(Host)) {
+					dx.check(t, o, "max backward")
+					t.Error("max backward: not bit-identical to the CPU")
+				}
+				cpu.AvgPoolForward(g, y.cpu, x.cpu)
+				o.AvgPoolForward(g, y.cl, x.cl)
+				y.check(t, o, "avg forward")
+				cpu.AvgPoolBackward(g, dx.cpu, dy.cpu)
+				o.AvgPoolBackward(g, dx.cl, dy.cl)
+				dx.check(t, o, "avg backward")
+			})
+		}
+	}
+}
+
+func TestOpenCLBatchNorm(t *testing.T) {
+	o := openCLForTest(t)
+	cpu := NewCPU()
+	r := rand.New(rand.NewPCG(25, 26))
+	for _, g := range []BNGeom{
+		{N: 4, C: 3, HW: 25, Eps: 1e-5, Momentum: 0.1},
+		{N: 64, C: 10, HW: 1, Eps: 1e-5, Momentum: 0.1},
+		{N: 2, C: 5, HW: 300, Eps: 1e-3, Momentum: 0.3},
+		{N: 1, C: 2, HW: 1, Eps: 1e-5, Momentum: 0.1}, // M == 1
+	} {
+		t.Run(fmt.Sprintf("%+v", g), func(t *testing.T) {
+			n := g.N * g.C * g.HW
+			xv := clRand(r, n)
+			for i := range xv {
+				xv[i] = xv[i]*3 + 5 // a mean away from zero
+			}
+			x, y, dy := newTwin(o, xv), newTwin(o, make([]float32, n)), newTwin(o, clRand(r, n))
+			gamma, beta := newTwin(o, clRand(r, g.C)), newTwin(o, clRand(r, g.C))
+			rm, rv := newTwin(o, clRand(r, g.C)), newTwin(o, scaled(clRand(r, g.C), 0)) // runVar 0 then updated
+			sm, si := newTwin(o, make([]float32, g.C)), newTwin(o, make([]float32, g.C))
+			for step := 0; step < 2; step++ {
+				cpu.BatchNormTrain(g, y.cpu, x.cpu, gamma.cpu, beta.cpu, rm.cpu, rv.cpu, sm.cpu, si.cpu)
+				o.BatchNormTrain(g, y.cl, x.cl, gamma.cl, beta.cl, rm.cl, rv.cl, sm.cl, si.cl)
+			}
+			y.check(t, o, "train y")
+			rm.check(t, o, "running mean")
+			rv.check(t, o, "running var")
+			sm.check(t, o, "saved mean")
+			si.check(t, o, "saved inv std")
+			cpu.BatchNormInfer(g, y.cpu, x.cpu, gamma.cpu, beta.cpu, rm.cpu, rv.cpu)
+			o.BatchNormInfer(g, y.cl, x.cl, gamma.cl, beta.cl, rm.cl, rv.cl)
+			y.check(t, o, "infer y")
+			dx, dg, db := newTwin(o, make([]float32, n)), newTwin(o, clRand(r, g.C)), newTwin(o, clRand(r, g.C))
+			for mask := 0; mask < 8; mask++ {
+				pick := func(on bool, tw twin) (Buffer, Buffer) {
+					if on {
+						return tw.cpu, tw.cl
+					}
+					return nil, nil
+				}
+				dxc, dxo := pick(mask&1 != 0, dx)
+				dgc, dgo := pick(mask&2 != 0, dg)
+				dbc, dbo := pick(mask&4 != 0, db)
+				cpu.BatchNormBackward(g, dxc, dgc, dbc, dy.cpu, x.cpu, gamma.cpu, sm.cpu, si.cpu)
+				o.BatchNormBackward(g, dxo, dgo, dbo, dy.cl, x.cl, gamma.cl, sm.cl, si.cl)
+				dx.check(t, o, fmt.Sprintf("dx (outputs %03b)", mask))
+				dg.check(t, o, fmt.Sprintf("dgamma (outputs %03b)", mask))
+				db.check(t, o, fmt.Sprintf("dbeta (outputs %03b)", mask))
+			}
+		})
+	}
+}
+
+// TestOpenCLDeterministic runs a convolution and batch-norm backward pass
+// twice on the same inputs: the bits must not change between runs.
+func TestOpenCLDeterministic(t *testing.T) {
+	o := openCLForTest(t)
+	r := rand.New(rand.NewPCG(27, 28))
+	g := ConvGeom{N: 8, C: 6, H: 14, W: 14, K: 16, R: 5, S: 5, PadH: 2, PadW: 2}
+	if err := g.Setup(); err != nil {
+		t.Fatal(err)
+	}
+	bn := BNGeom{N: g.N, C: g.K, HW: g.OH * g.OW, Eps: 1e-5, Momentum: 0.1}
+	x, w, dy := o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.K*g.colRows()), o.Alloc(g.N*g.K*g.OH*g.OW)
+	for _, b := range []Buffer{x, w, dy} {
+		o.Upload(b, clRand(r, b.Len()))
+	}
+	gamma := o.Alloc(g.K)
+	o.Fill(gamma, 1)
+	run := func() []float32 {
+		ws, dw, db, dg := o.Alloc(o.ConvWorkspace(g)), o.Alloc(w.Len()), o.Alloc(g.K), o.Alloc(g.K)
+		sm, si, dx := o.Alloc(g.K), o.Alloc(g.K), o.Alloc(dy.Len())
+		o.ConvBackwardFilter(g, dw, db, dy, x, ws)
+		o.BatchNormTrain(bn, dx, dy, gamma, db, o.Alloc(g.K), o.Alloc(g.K), sm, si)
+		o.BatchNormBackward(bn, dx, dg, db, dy, dy, gamma, sm, si)
+		return slices.Concat(download(o, dw), download(o, db), download(o, dg), download(o, dx))
+	}
+	if a, b := run(), run(); !slices.Equal(a, b) {
+		t.Error("two runs on the same inputs differ")
+	}
+}
