@@ -20,6 +20,8 @@ Usage:
   cotrain finetune --weights FILE --data mnist|DIR --train-last N|all [flags]
   cotrain eval     --weights FILE --data mnist|DIR [--json]
   cotrain predict  --weights FILE --input FILE... [--json]
+  cotrain import   --onnx FILE --out WEIGHTS [--json]
+  cotrain export   --weights FILE --onnx OUT [--json]
   cotrain models   list the models
 
 Run "cotrain COMMAND --help" for a command's flags.
@@ -59,6 +61,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runEval(ctx, rest, stdout, stderr)
 	case "predict":
 		return runPredict(ctx, rest, stdout, stderr)
+	case "import":
+		return runImport(ctx, rest, stdout, stderr)
+	case "export":
+		return runExport(ctx, rest, stdout, stderr)
 	case "models":
 		return runModels(stdout)
 	case "-h", "-help", "--help", "help":

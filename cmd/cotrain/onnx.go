@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/cotrain/cotrain/cmd/internal/cli"
+	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/models/onnx"
+)
+
+// runImport converts an ONNX model into a cotrain weight file of model
+// onnx-graph. It builds the result once before saving, so a file that is
+// written always loads.
+func runImport(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("import", stderr, "cotrain import --onnx FILE --out WEIGHTS [--json]")
+	in := fs.String("onnx", "", "ONNX model to read (required)")
+	out := fs.String("out", "", "weight file to write (required)")
+	asJSON := fs.Bool("json", false, "print one JSON line")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *in == "" || *out == "" {
+		return fmt.Errorf("%w: import needs --onnx and --out", errUsage)
+	}
+	fh, err := os.Open(*in)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	f, err := onnx.Import(fh)
+	if err != nil {
+		return fmt.Errorf("%s: %w", *in, err)
+	}
+	net, err := onnx.Build(gpu.NewCPU(), f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", *in, err)
+	}
+	if err := models.SaveFile(*out, f); err != nil {
+		return err
+	}
+	var notes []string
+	for _, kv := range f.Meta {
+		if kv[0] == onnx.MetaNote {
+			notes = append(notes, kv[1])
+		}
+	}
+	if *asJSON {
+		return cli.NewEvents(stdout).Emit("done", map[string]any{"weights": *out, "model": f.Model,
+			"input": net.In.String(), "classes": net.Out.Size(), "layers": len(net.Layers()),
+			"params": net.NumParams(), "notes": notes})
+	}
+	fmt.Fprintf(stdout, "%s: %d layers, %d parameters, input %v, %d outputs -> %s\n",
+		*in, len(net.Layers()), net.NumParams(), net.In, net.Out.Size(), *out)
+	for _, n := range notes {
+		fmt.Fprintf(stdout, "note: %s\n", n)
+	}
+	return nil
+}
+
+// runExport writes a weight file's network as an ONNX model (opset 13).
+func runExport(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("export", stderr, "cotrain export --weights FILE --onnx OUT [--json]")
+	weights := fs.String("weights", "", "weight file to read (required)")
+	out := fs.String("onnx", "", "ONNX file to write (required)")
+	asJSON := fs.Bool("json", false, "print one JSON line")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *weights == "" || *out == "" {
+		return fmt.Errorf("%w: export needs --weights and --onnx", errUsage)
+	}
+	f, err := models.LoadFile(*weights)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := onnx.Export(&buf, f); err != nil {
+		return fmt.Errorf("%s: %w", *weights, err)
+	}
+	if err := os.WriteFile(*out, buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	if *asJSON {
+		return cli.NewEvents(stdout).Emit("done", map[string]any{"onnx": *out, "model": f.Model,
+			"opset": onnx.ExportOpset, "bytes": buf.Len()})
+	}
+	fmt.Fprintf(stdout, "%s (%s) -> %s: ONNX opset %d, %d bytes\n", *weights, f.Model, *out, onnx.ExportOpset, buf.Len())
+	return nil
+}
