@@ -95,6 +95,16 @@ func (c *Core) Iteration() uint64 { return c.iter }
 // calls its Gradient for a ComputeRequest and otherwise only reads it.
 func (c *Core) Trainer() *solver.Trainer { return c.tr }
 
+// Model returns the model name and config of the hub's Welcome (zero
+// before it).
+func (c *Core) Model() (string, models.Config) {
+	if c.mcfg == nil {
+		return c.model, models.Config{}
+	}
+	cfg, _ := state.DecodeConfig(c.mcfg) // decoded once already when the model was built
+	return c.model, cfg
+}
+
 // Mismatches returns how many times the weights' hash after a step differed
 // from the hub's.
 func (c *Core) Mismatches() int { return c.mismatches }

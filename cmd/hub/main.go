@@ -1,0 +1,136 @@
+// Command hub coordinates a cooperative training run: workers register with
+// it, push gradients, and it merges them behind a per-iteration barrier and
+// broadcasts the merged update. It advertises itself over mDNS.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cotrain/cotrain/hub"
+	"github.com/cotrain/cotrain/models"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if err == nil {
+		err = run(ctx, cfg, os.Stdout, os.Stderr)
+	}
+	stop()
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, context.Canceled):
+		// Stopped by a signal after saying goodbye and saving: not a failure.
+	default:
+		fmt.Fprintln(os.Stderr, "hub:", err)
+		if errors.Is(err, errUsage) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+var errUsage = errors.New("usage")
+
+// config is everything the hub's flags set.
+type config struct {
+	model, dataSpec, out, session, optimizer, schedule, policy, identity, psk string
+	listen                                                                    []string
+	minWorkers, maxWorkers, batch, epochs, patience, evalEvery, logEvery      int
+	maxMisses                                                                 int
+	iterations                                                                uint64
+	lr, momentum, weightDecay                                                 float64
+	nesterov, json, mdns, verbose                                             bool
+	seed                                                                      uint64
+	deadline, tick                                                            time.Duration
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("hub", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: hub --model lenet5 --data mnist --min-workers 2 --batch 192 --iterations 300 [--listen MULTIADDR] [--out DIR] [--json]\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	def := hub.DefaultConfig()
+	fs.StringVar(&c.model, "model", "lenet5", "model: "+fmt.Sprint(models.Names()))
+	fs.StringVar(&c.dataSpec, "data", "mnist", "the hub's evaluation data: \"mnist\" or a folder (workers bring the training data)")
+	fs.IntVar(&c.minWorkers, "min-workers", def.MinWorkers, "workers that must register before training starts")
+	fs.IntVar(&c.maxWorkers, "max-workers", def.MaxWorkers, "most workers at once")
+	fs.IntVar(&c.batch, "batch", 192, "global batch: samples per iteration, split between the workers")
+	fs.Uint64Var(&c.iterations, "iterations", 300, "stop after this many iterations (0: use --epochs or --patience)")
+	fs.IntVar(&c.epochs, "epochs", 0, "stop after this many passes over the training set (overrides --iterations)")
+	fs.IntVar(&c.patience, "patience", 0, "stop when the held-out loss has not improved for this many evaluations (0: off)")
+	fs.IntVar(&c.evalEvery, "eval-every", 50, "iterations between held-out evaluations")
+	fs.IntVar(&c.logEvery, "log-every", 10, "iterations between progress lines")
+	fs.Var((*listFlag)(&c.listen), "listen", "multiaddr to listen on (repeatable; default TCP and QUIC on every IPv4 interface)")
+	fs.StringVar(&c.out, "out", "cotrain-hub", "folder for the final weights")
+	fs.StringVar(&c.session, "session", "cotrain", "session name advertised over mDNS")
+	fs.BoolVar(&c.mdns, "mdns", true, "advertise the hub over mDNS")
+	fs.StringVar(&c.identity, "identity", "", "libp2p key file (created if missing); empty: a new identity each run")
+	fs.StringVar(&c.psk, "psk", "", "swarm.key file: only peers with the same key can connect")
+	fs.StringVar(&c.optimizer, "optimizer", "adam", "adam or sgd (Adam is the default: it copes best with a global batch whose split changes)")
+	fs.Float64Var(&c.lr, "lr", 0.004, "learning rate (try 0.05 with sgd)")
+	fs.Float64Var(&c.momentum, "momentum", 0.9, "SGD momentum")
+	fs.BoolVar(&c.nesterov, "nesterov", false, "Nesterov momentum")
+	fs.Float64Var(&c.weightDecay, "weight-decay", 0, "L2 weight decay")
+	fs.StringVar(&c.schedule, "schedule", "cosine", "learning-rate schedule: cosine or constant")
+	fs.StringVar(&c.policy, "policy", "adaptive", "batch split: adaptive (by measured throughput) or fixed (equal)")
+	fs.DurationVar(&c.deadline, "deadline", 10*time.Second, "barrier deadline: workers that have not pushed by then are marked late")
+	fs.DurationVar(&c.tick, "tick", 50*time.Millisecond, "the hub's clock resolution")
+	fs.IntVar(&c.maxMisses, "max-misses", def.MaxMisses, "deadlines in a row a worker may miss before it is dropped (0: never)")
+	fs.Uint64Var(&c.seed, "seed", 1, "seed for the initial weights")
+	fs.BoolVar(&c.json, "json", false, "print JSON lines instead of progress")
+	fs.BoolVar(&c.verbose, "v", false, "log every merge")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
+		}
+		return c, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	switch {
+	case c.batch < 1, c.minWorkers < 1, c.lr <= 0, c.tick <= 0, c.deadline < c.tick, c.evalEvery < 1, c.logEvery < 1:
+		return c, fmt.Errorf("%w: --batch, --min-workers, --lr, --eval-every, --log-every must be positive and --deadline at least --tick", errUsage)
+	case c.iterations == 0 && c.epochs == 0 && c.patience == 0:
+		return c, fmt.Errorf("%w: nothing stops the run: give --iterations, --epochs or --patience", errUsage)
+	}
+	if c.maxWorkers > c.batch {
+		c.maxWorkers = c.batch
+	}
+	if len(c.listen) == 0 && c.psk == "" {
+		c.listen = []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1"}
+	} else if len(c.listen) == 0 {
+		c.listen = []string{"/ip4/0.0.0.0/tcp/0"}
+	}
+	return c, nil
+}
+
+func newLogger(w io.Writer, verbose bool) *slog.Logger {
+	level := slog.LevelInfo
+	if verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}

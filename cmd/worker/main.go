@@ -1,0 +1,109 @@
+// Command worker joins a cooperative training run: it finds the hub (by
+// --hub, or over mDNS by --session), trains on its own shard of the data,
+// pushes gradients and applies the hub's merged updates.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if err == nil {
+		err = run(ctx, cfg, os.Stdout, os.Stderr)
+	}
+	stop()
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(os.Stderr, "worker: stopped; left the session")
+	default:
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		if errors.Is(err, errUsage) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+var errUsage = errors.New("usage")
+
+type config struct {
+	hubAddr, session, dataSpec, shard, out, name, identity, psk, device string
+	listen                                                              []string
+	seed                                                                uint64
+	json, verbose                                                       bool
+	find                                                                time.Duration
+	logEvery                                                            int
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string { return fmt.Sprint(*l) }
+func (l *listFlag) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: worker [--hub MULTIADDR] [--session NAME] --data mnist --shard I/N [--out DIR] [--json]\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	host, _ := os.Hostname()
+	fs.StringVar(&c.hubAddr, "hub", "", "the hub's multiaddr (with /p2p/<peer id>); empty: find it over mDNS")
+	fs.StringVar(&c.session, "session", "", "with no --hub: join the hub of this session (empty: the only hub found)")
+	fs.DurationVar(&c.find, "find-timeout", 3*time.Second, "how long to listen for hubs over mDNS")
+	fs.StringVar(&c.dataSpec, "data", "mnist", `training data: "mnist", a folder of MNIST IDX files, or an image folder`)
+	fs.StringVar(&c.shard, "shard", "0/1", "this worker's shard I/N of the training data (I from 0 to N-1)")
+	fs.StringVar(&c.out, "out", "cotrain-worker", "folder for the final weights")
+	fs.StringVar(&c.name, "name", host, "device name shown on the hub")
+	fs.StringVar(&c.device, "device", "cpu", "compute device: cpu")
+	fs.StringVar(&c.identity, "identity", "", "libp2p key file (created if missing); empty: a new identity each run")
+	fs.StringVar(&c.psk, "psk", "", "swarm.key file of the hub's private network")
+	fs.Var((*listFlag)(&c.listen), "listen", "multiaddr for this worker's own host (repeatable; default loopback TCP and QUIC)")
+	fs.Uint64Var(&c.seed, "seed", 1, "seed for this worker's shuffling")
+	fs.IntVar(&c.logEvery, "log-every", 10, "iterations between progress lines")
+	fs.BoolVar(&c.json, "json", false, "print JSON lines instead of progress")
+	fs.BoolVar(&c.verbose, "v", false, "log every push and merge")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
+		}
+		return c, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	if c.device != "cpu" {
+		return c, fmt.Errorf("%w: --device %q: this build has the cpu device only", errUsage, c.device)
+	}
+	if c.logEvery < 1 {
+		return c, fmt.Errorf("%w: --log-every must be positive", errUsage)
+	}
+	if len(c.listen) == 0 {
+		c.listen = []string{"/ip4/0.0.0.0/tcp/0"}
+	}
+	return c, nil
+}
+
+func newLogger(w io.Writer, verbose bool) *slog.Logger {
+	level := slog.LevelInfo
+	if verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/cotrain/cotrain/cmd/internal/cli"
+	"github.com/cotrain/cotrain/data"
+	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/sync/discovery"
+	"github.com/cotrain/cotrain/sync/p2p"
+	"github.com/cotrain/cotrain/sync/state"
+	"github.com/cotrain/cotrain/worker"
+)
+
+func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
+	log := newLogger(stderr, c.verbose)
+	var ev *cli.Events
+	if c.json {
+		ev = cli.NewEvents(stdout)
+	}
+	si, sn, err := data.ParseShard(c.shard)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+
+	hostCfg := p2p.HostConfig{Listen: c.listen, Logger: log}
+	if c.identity != "" {
+		if hostCfg.Identity, err = p2p.LoadOrCreateIdentity(c.identity); err != nil {
+			return err
+		}
+	}
+	if c.psk != "" {
+		if hostCfg.PSK, err = p2p.LoadPSK(c.psk); err != nil {
+			return err
+		}
+	}
+	host, err := p2p.NewHost(ctx, hostCfg)
+	if err != nil {
+		return err
+	}
+	defer host.Close()
+
+	addr := c.hubAddr
+	if addr == "" {
+		info, err := discovery.Find(ctx, c.session, discovery.WithWindow(c.find))
+		if err != nil {
+			return fmt.Errorf("no --hub given and mDNS found none: %w", err)
+		}
+		addr = pickAddr(info.Addrs)
+		log.Info("found hub over mDNS", "session", info.Session, "model", info.Model, "addr", addr)
+	}
+	conn, err := host.Dial(ctx, addr)
+	if err != nil {
+		return err
+	}
+
+	wc := worker.DefaultConfig()
+	wc.Name, wc.Hub, wc.Device, wc.Backend, wc.Shard = host.ID(), conn.RemotePeer(), c.name, "cpu", c.shard
+	core, err := worker.NewCore(wc, gpu.NewCPU())
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	// The shard is loaded once the Welcome says which model (and so which
+	// input shape) the run trains: until then the data source is lazy.
+	src := &lazyShard{spec: c.dataSpec, i: si, n: sn, seed: c.seed + uint64(si)}
+	d := &worker.Driver{Core: core, Conn: conn, Data: src, Log: log}
+	start := time.Now()
+	var pushes int
+	d.OnReady = func(rd worker.Ready) {
+		for _, e := range rd.Events {
+			switch e.Kind {
+			case worker.EventWelcomed:
+				if err := src.load(core); err != nil {
+					log.Error("cannot load the data for this model", "err", err)
+				}
+				if ev != nil {
+					ev.Emit("welcomed", map[string]any{"iteration": e.Iteration, "id": e.Text})
+				} else {
+					fmt.Fprintf(stderr, "joined at iteration %d\n", e.Iteration)
+				}
+			case worker.EventPushed:
+				pushes++
+				if pushes%c.logEvery == 0 {
+					if ev != nil {
+						ev.Emit("progress", map[string]any{"iteration": e.Iteration, "loss": e.Loss, "pushes": pushes})
+					} else {
+						fmt.Fprintf(stderr, "iter %d loss %.4f (%d pushes in %.0fs)\n", e.Iteration, e.Loss, pushes, time.Since(start).Seconds())
+					}
+				}
+			}
+		}
+	}
+	runErr := d.Run(ctx)
+	if src.err != nil {
+		return src.err
+	}
+	weights, st := core.Final()
+	if runErr != nil || weights == nil {
+		if runErr == nil {
+			runErr = fmt.Errorf("the session ended without final weights")
+		}
+		return runErr
+	}
+	tr := core.Trainer()
+	if err := state.CheckFinite("final weights", weights); err != nil {
+		return err
+	}
+	if len(weights) != tr.Net.Params.Len() || len(st) != tr.Net.State.Len() {
+		return fmt.Errorf("final weights of %d/%d values for a model of %d/%d", len(weights), len(st), tr.Net.Params.Len(), tr.Net.State.Len())
+	}
+	tr.Net.B.Upload(tr.Net.Params, weights)
+	tr.Net.B.Upload(tr.Net.State, st)
+	path, sum, err := cli.SaveFinal(c.out, src.model, src.mcfg, tr.Net, int(core.Iteration()))
+	if err != nil {
+		return err
+	}
+	result := map[string]any{"iterations": core.Iteration(), "weights_sha256": sum, "weights": path,
+		"pushes": pushes, "mismatches": core.Mismatches(), "seconds": time.Since(start).Seconds()}
+	if ev != nil {
+		return ev.Emit("done", result)
+	}
+	fmt.Fprintf(stdout, "done after %d iterations (%d pushes): weights %s (sha256 %s)\n", core.Iteration(), pushes, path, sum)
+	return nil
+}
+
+// pickAddr prefers a TCP address (QUIC needs UDP, which some Wi-Fi networks
+// filter) and otherwise takes the first.
+func pickAddr(addrs []string) string {
+	for _, a := range addrs {
+		if strings.Contains(a, "/tcp/") {
+			return a
+		}
+	}
+	if len(addrs) > 0 {
+		return addrs[0]
+	}
+	return ""
+}
+
+// lazyShard is the worker's shard of the training data, loaded when the
+// hub's Welcome has fixed the model.
+type lazyShard struct {
+	spec       string
+	i, n       int
+	seed       uint64
+	loader     *data.Loader
+	batch      int
+	err        error
+	model      string
+	mcfg       models.Config
+	loadedOnce bool
+}
+
+func (s *lazyShard) load(core *worker.Core) error {
+	if s.loadedOnce {
+		return s.err
+	}
+	s.loadedOnce = true
+	tr := core.Trainer()
+	s.model, s.mcfg = core.Model()
+	ds, err := cli.LoadData(s.spec, tr.Net.In, nil, s.seed)
+	if err != nil {
+		s.err = err
+		return err
+	}
+	shard, err := data.Shard(ds.Train, s.i, s.n)
+	if err != nil {
+		s.err = err
+		return err
+	}
+	s.loader = data.NewLoader(shard, max(s.batch, 1), s.seed, true)
+	return nil
+}
+
+// SetBatch implements worker.Batches.
+func (s *lazyShard) SetBatch(n int) {
+	s.batch = n
+	if s.loader != nil {
+		s.loader.SetBatch(n)
+	}
+}
+
+// Next implements worker.Batches. Without data (the load failed) it fills
+// nothing and reports one zero sample, which the hub refuses; the driver
+// then ends on s.err.
+func (s *lazyShard) Next(x []float32, labels []int32) (int, bool) {
+	if s.loader == nil {
+		return 0, false
+	}
+	return s.loader.Next(x, labels)
+}

@@ -1,0 +1,274 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cotrain/cotrain/sync/transport"
+	"github.com/cotrain/cotrain/sync/wire"
+)
+
+// Driver runs a Core over a transport: it owns the goroutines, the ticker
+// and the connections, and the core owns every decision.
+//
+// Threading: one goroutine (Run's) calls every Core method. Each connection
+// has a reader goroutine that hands messages to it and a writer goroutine
+// with a bounded queue, so a slow or stalled worker never blocks the hub:
+// a worker whose queue overflows is disconnected (and, for the core, has
+// left). The reader's identity for a message is the transport's
+// authenticated RemotePeer, never what the message claims.
+type Driver struct {
+	Core     *Core
+	Listener transport.Listener
+	// Tick is the period of Core.Tick; it must equal Config.Tick for the
+	// deadline to mean what the config says.
+	Tick time.Duration
+	// Log receives the core's events and the driver's own (connections).
+	Log *slog.Logger
+	// OnReady, when set, sees every Ready (after its messages are queued)
+	// on Run's goroutine, before Advance: progress output and checkpoints
+	// hang off it. It may read the core's trainer.
+	OnReady func(Ready)
+	// OnStep, when set, sees every message from a worker (with the peer id)
+	// on Run's goroutine just before the core does: timing pushes for
+	// progress output hangs off it.
+	OnStep func(from string, m wire.Message)
+	// QueueLen bounds each worker's outgoing queue (messages); 0 means 64.
+	QueueLen int
+	// DrainTimeout bounds how long Run waits, at the end, for the final
+	// messages (Goodbyes with the weights) to reach the workers; 0 means 10 s.
+	DrainTimeout time.Duration
+
+	stop string // set by RequestStop
+}
+
+// RequestStop ends the run after the current Ready is handled (Core.Stop
+// with reason): for stopping rules decided in OnReady, such as a held-out
+// loss that no longer improves. Call it only from OnReady or OnStep.
+func (d *Driver) RequestStop(reason string) { d.stop = reason }
+
+type inbound struct {
+	c   *peerConn
+	msg wire.Message
+	err error
+}
+
+type peerConn struct {
+	id   string
+	conn transport.Conn
+	out  chan wire.Message
+	done chan struct{} // closed when the writer has finished
+	read chan struct{} // closed when the reader has finished (the peer closed, or an error)
+	gone bool
+}
+
+// Run serves until the core is done (its Goodbyes delivered, or
+// DrainTimeout passed) or ctx ends. When ctx ends first, the hub stops the
+// run itself (Stop: Goodbye with the final weights to every worker) and
+// drains as at a normal end, so SIGINT and SIGTERM lose nothing.
+func (d *Driver) Run(ctx context.Context) error {
+	if d.Core == nil || d.Listener == nil || d.Tick <= 0 {
+		return errors.New("hub: driver needs a core, a listener and a tick")
+	}
+	log := d.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	queue := d.QueueLen
+	if queue <= 0 {
+		queue = 64
+	}
+	drain := d.DrainTimeout
+	if drain <= 0 {
+		drain = 10 * time.Second
+	}
+	// The serving context outlives ctx by the drain, so the last Goodbyes
+	// still go out after an interrupt.
+	serve, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	accepted := make(chan transport.Conn)
+	acceptErr := make(chan error, 1)
+	go func() {
+		for {
+			c, err := d.Listener.Accept(serve)
+			if err != nil {
+				acceptErr <- err
+				return
+			}
+			select {
+			case accepted <- c:
+			case <-serve.Done():
+				c.Close()
+				return
+			}
+		}
+	}()
+
+	inbox := make(chan inbound, 256)
+	conns := map[string]*peerConn{}
+	closeConn := func(p *peerConn, why string) {
+		if p.gone {
+			return
+		}
+		p.gone = true
+		close(p.out)
+		p.conn.Close() // an error or a stalled peer: nothing more to deliver
+		if conns[p.id] == p {
+			delete(conns, p.id)
+			d.Core.Leave(p.id)
+		}
+		log.Info("connection closed", "peer", p.id, "why", why)
+	}
+	var flush func() bool
+	flush = func() bool {
+		rd := d.Core.Ready()
+		for _, env := range rd.Messages {
+			p := conns[env.To]
+			if p == nil {
+				continue // gone since: the core learns it through Leave
+			}
+			select {
+			case p.out <- env.Msg:
+			default:
+				closeConn(p, fmt.Sprintf("outgoing queue of %d messages full", queue))
+			}
+		}
+		for _, e := range rd.Events {
+			logEvent(log, e)
+		}
+		if d.OnReady != nil {
+			d.OnReady(rd)
+		}
+		d.Core.Advance()
+		if d.stop != "" && !rd.Done {
+			d.Core.Stop(d.stop)
+			d.stop = ""
+			return flush()
+		}
+		return rd.Done
+	}
+
+	ticker := time.NewTicker(d.Tick)
+	defer ticker.Stop()
+	interrupted := ctx.Done()
+	for !flush() {
+		select {
+		case c := <-accepted:
+			p := &peerConn{id: c.RemotePeer(), conn: c, out: make(chan wire.Message, queue),
+				done: make(chan struct{}), read: make(chan struct{})}
+			if old := conns[p.id]; old != nil {
+				// The same identity again: the new connection replaces the old.
+				delete(conns, p.id)
+				old.gone = true
+				close(old.out)
+			}
+			conns[p.id] = p
+			log.Info("connection", "peer", p.id)
+			go writer(serve, p, drain, log)
+			go reader(serve, p, inbox)
+		case in := <-inbox:
+			if in.c.gone || conns[in.c.id] != in.c {
+				continue
+			}
+			if in.err != nil {
+				closeConn(in.c, in.err.Error())
+				continue
+			}
+			if d.OnStep != nil {
+				d.OnStep(in.c.id, in.msg)
+			}
+			if err := d.Core.Step(in.c.id, in.msg); err != nil {
+				log.Warn("refused", "peer", in.c.id, "kind", in.msg.Kind().String(), "err", err)
+			}
+		case <-ticker.C:
+			d.Core.Tick()
+		case err := <-acceptErr:
+			return fmt.Errorf("hub: accept: %w", err)
+		case <-interrupted:
+			interrupted = nil
+			log.Info("interrupted: saying goodbye to every worker")
+			d.Core.Stop("the hub was stopped")
+		}
+	}
+	// Done: close the queues and let the writers deliver the Goodbyes.
+	deadline := time.After(drain)
+	for _, p := range conns {
+		if !p.gone {
+			p.gone = true
+			close(p.out)
+		}
+	}
+	for _, p := range conns {
+		select {
+		case <-p.done:
+		case <-deadline:
+			log.Warn("goodbye not delivered in time", "peer", p.id)
+		}
+	}
+	return ctx.Err()
+}
+
+// reader hands every message of p to the inbox, then its error.
+func reader(ctx context.Context, p *peerConn, inbox chan<- inbound) {
+	defer close(p.read)
+	for {
+		m, err := p.conn.Recv(ctx)
+		select {
+		case inbox <- inbound{c: p, msg: m, err: err}:
+		case <-ctx.Done():
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// writer sends p's queue in order. When the queue is closed it waits for
+// the peer to close its end (a worker closes after reading its Goodbye) or
+// for linger to pass, then closes the connection: closing at once could
+// drop the last frames.
+func writer(ctx context.Context, p *peerConn, linger time.Duration, log *slog.Logger) {
+	defer close(p.done)
+	defer p.conn.Close()
+	for m := range p.out {
+		if err := p.conn.Send(ctx, m); err != nil {
+			log.Info("send failed", "peer", p.id, "kind", m.Kind().String(), "err", err)
+			for range p.out { // drain so the driver never blocks on us
+			}
+			return
+		}
+	}
+	select {
+	case <-p.read:
+	case <-time.After(linger):
+	}
+}
+
+func logEvent(log *slog.Logger, e Event) {
+	attrs := []any{"iteration", e.Iteration}
+	if e.Peer != "" {
+		attrs = append(attrs, "peer", e.Peer)
+	}
+	switch e.Kind {
+	case EventMerged:
+		attrs = append(attrs, "workers", e.Workers, "samples", e.Samples, "loss", e.Loss, "lr", e.LR)
+		log.Debug(e.Kind.String(), attrs...)
+		return
+	case EventRefused:
+		attrs = append(attrs, "err", e.Err)
+		log.Warn(e.Kind.String(), attrs...)
+		return
+	}
+	if e.Text != "" {
+		attrs = append(attrs, "text", e.Text)
+	}
+	if e.Workers > 0 {
+		attrs = append(attrs, "workers", e.Workers)
+	}
+	log.Info(e.Kind.String(), attrs...)
+}

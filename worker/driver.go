@@ -1,0 +1,155 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cotrain/cotrain/sync/transport"
+	"github.com/cotrain/cotrain/sync/wire"
+)
+
+// Batches is where a worker's mini-batches come from; *data.Loader
+// satisfies it.
+type Batches interface {
+	SetBatch(n int)
+	Next(x []float32, labels []int32) (n int, epochDone bool)
+}
+
+// Driver runs a Core over one connection to the hub: a reader goroutine
+// hands the hub's messages to Run's goroutine, which owns the core, and the
+// forward/backward pass runs on a goroutine of its own so that messages
+// keep flowing while it computes (the core holds those that would change
+// the network until the pass is reported).
+type Driver struct {
+	Core *Core
+	Conn transport.Conn
+	Data Batches
+	// Log receives the core's events.
+	Log *slog.Logger
+	// OnReady, when set, sees every Ready on Run's goroutine before Advance.
+	OnReady func(Ready)
+}
+
+// ErrHubGone is returned when the connection to the hub ends before its
+// Goodbye.
+var ErrHubGone = errors.New("worker: connection to the hub lost")
+
+type computed struct {
+	done ComputeDone
+	err  error
+}
+
+// Run works until the hub says Goodbye (nil), refuses the worker (the
+// core's error), the connection drops (ErrHubGone) or ctx ends. On ctx's end
+// the worker leaves cleanly: it closes the connection, which the hub sees as
+// the worker leaving.
+func (d *Driver) Run(ctx context.Context) error {
+	log := d.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	defer d.Conn.Close()
+	recvCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type inbound struct {
+		msg wire.Message
+		err error
+	}
+	inbox := make(chan inbound, 16)
+	go func() {
+		for {
+			m, err := d.Conn.Recv(recvCtx)
+			select {
+			case inbox <- inbound{m, err}:
+			case <-recvCtx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	results := make(chan computed, 1)
+	var x []float32
+	var labels []int32
+	hub := d.Conn.RemotePeer()
+	for {
+		rd := d.Core.Ready()
+		for _, m := range rd.Messages {
+			if err := d.Conn.Send(ctx, m); err != nil {
+				return fmt.Errorf("%w: send %s: %v", ErrHubGone, m.Kind(), err)
+			}
+		}
+		for _, e := range rd.Events {
+			logEvent(log, e)
+		}
+		// OnReady first: it may prepare what the compute reads (the data
+		// for the model a Welcome just named).
+		if d.OnReady != nil {
+			d.OnReady(rd)
+		}
+		if rd.Compute != nil {
+			req := *rd.Compute
+			tr := d.Core.Trainer()
+			size := tr.Net.In.Size()
+			if req.Batch > len(labels) {
+				x, labels = make([]float32, req.Batch*size), make([]int32, req.Batch)
+			}
+			go func(x []float32, labels []int32) {
+				start := time.Now()
+				d.Data.SetBatch(req.Batch)
+				n, _ := d.Data.Next(x, labels)
+				if n == 0 {
+					results <- computed{err: errors.New("worker: the data source gave no samples")}
+					return
+				}
+				loss := tr.Gradient(x[:n*size], labels[:n])
+				results <- computed{done: ComputeDone{Iteration: req.Iteration, Samples: n, Loss: loss,
+					ComputeNanos: time.Since(start).Nanoseconds()}}
+			}(x, labels)
+		}
+		d.Core.Advance()
+		if rd.Done {
+			return d.Core.Err()
+		}
+		select {
+		case in := <-inbox:
+			if in.err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return fmt.Errorf("%w: %v", ErrHubGone, in.err)
+			}
+			if err := d.Core.Step(hub, in.msg); err != nil {
+				log.Warn("refused", "kind", in.msg.Kind().String(), "err", err)
+			}
+		case r := <-results:
+			if r.err != nil {
+				return r.err
+			}
+			if err := d.Core.Computed(r.done); err != nil {
+				log.Warn("compute refused", "err", err)
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func logEvent(log *slog.Logger, e Event) {
+	attrs := []any{"iteration", e.Iteration}
+	if e.Text != "" {
+		attrs = append(attrs, "text", e.Text)
+	}
+	switch e.Kind {
+	case EventPushed, EventMerged:
+		log.Debug(e.Kind.String(), append(attrs, "loss", e.Loss)...)
+	case EventRefused, EventMismatch:
+		log.Warn(e.Kind.String(), append(attrs, "err", e.Err)...)
+	default:
+		log.Info(e.Kind.String(), attrs...)
+	}
+}
