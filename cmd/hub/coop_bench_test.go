@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/hub"
+	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/solver"
+	"github.com/cotrain/cotrain/sync/p2p"
+	"github.com/cotrain/cotrain/worker"
+)
+
+// randomBatches serves fixed random MNIST-shaped samples: the step's cost
+// does not depend on the values, and the benchmark measures the system.
+type randomBatches struct {
+	x      []float32
+	labels []int32
+	batch  int
+}
+
+func newRandomBatches(seed uint64, max int) *randomBatches {
+	r := rand.New(rand.NewPCG(seed, 1))
+	rb := &randomBatches{x: make([]float32, max*784), labels: make([]int32, max)}
+	for i := range rb.x {
+		rb.x[i] = float32(r.NormFloat64())
+	}
+	for i := range rb.labels {
+		rb.labels[i] = int32(r.IntN(10))
+	}
+	return rb
+}
+
+func (r *randomBatches) SetBatch(n int) { r.batch = n }
+func (r *randomBatches) Next(x []float32, labels []int32) (int, bool) {
+	n := min(r.batch, len(r.labels))
+	copy(x, r.x[:n*784])
+	copy(labels, r.labels[:n])
+	return n, false
+}
+
+// BenchmarkCooperative runs a hub and two workers in this process over real
+// libp2p streams (TCP on loopback, encrypted), LeNet-5, 64 samples per
+// worker per iteration (fixed shares), SGD with momentum: the same setting
+// as scripts/bench_ddp.py's PyTorch DDP anchor. Reports images/s from the
+// first iteration to the last.
+func BenchmarkCooperative(b *testing.B) {
+	const perWorker, workers = 64, 2
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	be := gpu.NewCPU()
+	net, err := models.Build(be, "lenet5", models.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	net.InitParams(rand.New(rand.NewPCG(1, 1)))
+	tr := solver.NewTrainer(net, solver.NewSGD(be, net.NumParams(), 0.9, 0, false), solver.Constant(0.01))
+
+	hh, err := p2p.NewHost(ctx, p2p.HostConfig{Listen: []string{"/ip4/127.0.0.1/tcp/0"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer hh.Close()
+	hc := hub.DefaultConfig()
+	hc.ID, hc.MinWorkers, hc.MaxWorkers, hc.GlobalBatch = hh.ID(), workers, workers, workers*perWorker
+	hc.Iterations, hc.Batch, hc.Tick, hc.DeadlineTicks = uint64(b.N)+5, hub.Fixed, 10*time.Millisecond, 1000
+	core, err := hub.NewCore(hc, hub.Model{Name: "lenet5", Config: models.Config{}, Trainer: tr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var started, ended time.Time
+	var startIter uint64
+	d := &hub.Driver{Core: core, Listener: hh.Listen(), Tick: hc.Tick}
+	d.OnReady = func(rd hub.Ready) {
+		for _, e := range rd.Events {
+			// Time from the end of the 5th iteration: connections, the
+			// Welcomes and first-use allocations are behind us then.
+			if e.Kind == hub.EventMerged && e.Iteration == 4 {
+				started, startIter = time.Now(), e.Iteration+1
+			}
+			if e.Kind == hub.EventDone {
+				ended = time.Now()
+			}
+		}
+	}
+	hubErr := make(chan error, 1)
+	go func() { hubErr <- d.Run(ctx) }()
+
+	workErr := make(chan error, workers)
+	for i := range workers {
+		wh, err := p2p.NewHost(ctx, p2p.HostConfig{Listen: []string{"/ip4/127.0.0.1/tcp/0"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer wh.Close()
+		conn, err := wh.Dial(ctx, hh.Addrs()[0])
+		if err != nil {
+			b.Fatal(err)
+		}
+		wc := worker.DefaultConfig()
+		wc.Name, wc.Hub = wh.ID(), conn.RemotePeer()
+		wcore, err := worker.NewCore(wc, gpu.NewCPU())
+		if err != nil {
+			b.Fatal(err)
+		}
+		wd := &worker.Driver{Core: wcore, Conn: conn, Data: newRandomBatches(uint64(i), perWorker)}
+		go func() { workErr <- wd.Run(ctx) }()
+	}
+	b.ResetTimer()
+	for range workers {
+		if err := <-workErr; err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := <-hubErr; err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	iters := core.Iteration() - startIter
+	b.ReportMetric(float64(iters*workers*perWorker)/ended.Sub(started).Seconds(), "img/s")
+	b.ReportMetric(float64(ended.Sub(started).Milliseconds())/float64(iters), "ms/iter")
+}
