@@ -23,6 +23,7 @@ var (
 	ErrBadLength   = errors.New("hub: gradient length does not match the model")
 	ErrNonFinite   = errors.New("hub: non-finite value in a push")
 	ErrFull        = errors.New("hub: the run takes no more workers")
+	ErrNotAllowed  = errors.New("hub: peer not on the allowlist")
 	ErrDone        = errors.New("hub: the run is over")
 )
 
@@ -66,6 +67,13 @@ type Config struct {
 	// never pushes otherwise costs a deadline every other iteration. 0 means
 	// never drop.
 	MaxMisses int
+	// Allow, when not nil, is the set of peer ids that may register (the
+	// ids the transport authenticated). A Register from any other peer is
+	// answered with Reject{Code: wire.CodeAuth} naming its id, and refused
+	// with ErrNotAllowed. Nil lets any peer that reaches the hub register
+	// (a private network's key is then the only gate). The core only reads
+	// it.
+	Allow map[string]bool
 }
 
 // DefaultConfig returns a config for a few phones: start with 2 workers, at

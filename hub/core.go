@@ -195,6 +195,11 @@ func (c *Core) step(from string, m wire.Message) error {
 }
 
 func (c *Core) register(from string, m *wire.Register) error {
+	if c.cfg.Allow != nil && !c.cfg.Allow[from] {
+		c.send(from, &wire.Reject{Code: wire.CodeAuth,
+			Message: fmt.Sprintf("peer id %s is not on this hub's allowlist", from)})
+		return fmt.Errorf("%w: %q", ErrNotAllowed, from)
+	}
 	if old := c.peers[from]; old != nil {
 		// A reconnect: whatever the old session held is lost on its side.
 		c.remove(old, "registered again")

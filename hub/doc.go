@@ -51,7 +51,9 @@
 // after the iteration opened, or was late), twice (ErrDuplicate), with a
 // sample count outside 1..its batch or a negative time (ErrBadSamples), a
 // gradient of the wrong length (ErrBadLength), or a NaN or infinity
-// (ErrNonFinite).
+// (ErrNonFinite). A Register from a peer off Config.Allow is answered with
+// Reject{Code: wire.CodeAuth} and refused (ErrNotAllowed); one beyond
+// MaxWorkers with Reject{Code: wire.CodeFull} (ErrFull).
 //
 // # States
 //

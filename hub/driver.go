@@ -20,6 +20,16 @@ import (
 // a worker whose queue overflows is disconnected (and, for the core, has
 // left). The reader's identity for a message is the transport's
 // authenticated RemotePeer, never what the message claims.
+//
+// Bounds: no peer can make the hub hold more than a fixed amount. A frame
+// is capped by the transport (p2p.HostConfig.MaxFrame); each connection's
+// reader holds at most one decoded message while it waits for the shared
+// inbox of 256 messages, and the transport reads at most one frame ahead;
+// registered workers are capped by Config.MaxWorkers, connections that have
+// not registered by MaxPending (more are closed at once) and each of them
+// by RegisterTimeout. A peer the core rejects (allowlist, run full) is sent
+// its Reject and then disconnected. So what the hub buffers from peers is
+// at most (256 + 2·(MaxWorkers + MaxPending)) frames.
 type Driver struct {
 	Core     *Core
 	Listener transport.Listener
@@ -41,6 +51,12 @@ type Driver struct {
 	// DrainTimeout bounds how long Run waits, at the end, for the final
 	// messages (Goodbyes with the weights) to reach the workers; 0 means 10 s.
 	DrainTimeout time.Duration
+	// MaxPending caps the connections open at once that have not (yet)
+	// registered; a connection beyond it is closed as it arrives. 0 means 16.
+	MaxPending int
+	// RegisterTimeout is how long a connection may stay open without a
+	// Register the core accepted; then it is closed. 0 means 10 s.
+	RegisterTimeout time.Duration
 
 	stop string // set by RequestStop
 }
@@ -63,6 +79,10 @@ type peerConn struct {
 	done chan struct{} // closed when the writer has finished
 	read chan struct{} // closed when the reader has finished (the peer closed, or an error)
 	gone bool
+	// pending is true from Accept until the core accepts a Register from
+	// this connection or its goroutines have ended; since is when it came.
+	pending bool
+	since   time.Time
 }
 
 // Run serves until the core is done (its Goodbyes delivered, or
@@ -84,6 +104,14 @@ func (d *Driver) Run(ctx context.Context) error {
 	drain := d.DrainTimeout
 	if drain <= 0 {
 		drain = 10 * time.Second
+	}
+	maxPending := d.MaxPending
+	if maxPending <= 0 {
+		maxPending = 16
+	}
+	regTimeout := d.RegisterTimeout
+	if regTimeout <= 0 {
+		regTimeout = 10 * time.Second
 	}
 	// The serving context outlives ctx by the drain, so the last Goodbyes
 	// still go out after an interrupt.
@@ -110,6 +138,29 @@ func (d *Driver) Run(ctx context.Context) error {
 
 	inbox := make(chan inbound, 256)
 	conns := map[string]*peerConn{}
+	// ended receives each connection once its reader and writer are done:
+	// only then has it stopped costing memory.
+	ended := make(chan *peerConn)
+	pending := 0
+	unpend := func(p *peerConn) {
+		if p.pending {
+			p.pending = false
+			pending--
+		}
+	}
+	// retire stops a connection the core refused: its queue (the Reject)
+	// is still delivered, then the writer closes it.
+	retire := func(p *peerConn) {
+		if p.gone {
+			return
+		}
+		p.gone = true
+		close(p.out)
+		if conns[p.id] == p {
+			delete(conns, p.id)
+		}
+		log.Info("connection refused", "peer", p.id)
+	}
 	closeConn := func(p *peerConn, why string) {
 		if p.gone {
 			return
@@ -133,6 +184,9 @@ func (d *Driver) Run(ctx context.Context) error {
 			}
 			select {
 			case p.out <- env.Msg:
+				if _, ok := env.Msg.(*wire.Reject); ok {
+					retire(p)
+				}
 			default:
 				closeConn(p, fmt.Sprintf("outgoing queue of %d messages full", queue))
 			}
@@ -158,8 +212,15 @@ func (d *Driver) Run(ctx context.Context) error {
 	for !flush() {
 		select {
 		case c := <-accepted:
+			if pending >= maxPending {
+				log.Warn("connection closed: too many connections that have not registered",
+					"peer", c.RemotePeer(), "max", maxPending)
+				c.Close()
+				continue
+			}
 			p := &peerConn{id: c.RemotePeer(), conn: c, out: make(chan wire.Message, queue),
-				done: make(chan struct{}), read: make(chan struct{})}
+				done: make(chan struct{}), read: make(chan struct{}), pending: true, since: time.Now()}
+			pending++
 			if old := conns[p.id]; old != nil {
 				// The same identity again: the new connection replaces the old.
 				delete(conns, p.id)
@@ -170,6 +231,16 @@ func (d *Driver) Run(ctx context.Context) error {
 			log.Info("connection", "peer", p.id)
 			go writer(serve, p, drain, log)
 			go reader(serve, p, inbox)
+			go func() {
+				<-p.done
+				<-p.read
+				select {
+				case ended <- p:
+				case <-serve.Done():
+				}
+			}()
+		case p := <-ended:
+			unpend(p)
 		case in := <-inbox:
 			if in.c.gone || conns[in.c.id] != in.c {
 				continue
@@ -181,11 +252,20 @@ func (d *Driver) Run(ctx context.Context) error {
 			if d.OnStep != nil {
 				d.OnStep(in.c.id, in.msg)
 			}
-			if err := d.Core.Step(in.c.id, in.msg); err != nil {
+			err := d.Core.Step(in.c.id, in.msg)
+			if err != nil {
 				log.Warn("refused", "peer", in.c.id, "kind", in.msg.Kind().String(), "err", err)
+			} else if _, ok := in.msg.(*wire.Register); ok {
+				unpend(in.c)
 			}
 		case <-ticker.C:
 			d.Core.Tick()
+			now := time.Now()
+			for _, p := range conns {
+				if p.pending && now.Sub(p.since) > regTimeout {
+					closeConn(p, fmt.Sprintf("no registration within %v", regTimeout))
+				}
+			}
 		case err := <-acceptErr:
 			return fmt.Errorf("hub: accept: %w", err)
 		case <-interrupted:

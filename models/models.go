@@ -5,8 +5,10 @@
 //  1. Pick a model by name (Names lists them) and a Config (Default gives the
 //     model's own; Classes and the input shape may be changed).
 //  2. Build it on a backend with Build, then initialise it with a seeded
-//     generator (solver.Net.InitParams) or load a weight file (Read, then
-//     File.Apply).
+//     generator (solver.Net.InitParams); or read a weight file (Read or
+//     LoadFile) and build it with File.Build, which also loads the weights.
+//     File.Build takes graph files too (GraphModel: imported ONNX models),
+//     whose layers are stored in the file rather than registered.
 //  3. Save with Snapshot and Write (or SaveFile, which writes atomically).
 //
 // A model is a config plus a list of layers; the parameter table follows from
@@ -115,20 +117,38 @@ func (s Spec) Resolve(c Config) Config {
 	return c
 }
 
-// Build makes a network of the named model on b. Its parameters are zero:
-// initialise or load them next.
-func Build(b gpu.Backend, name string, c Config) (*solver.Net, error) {
+// Nodes returns the layers of the named model for config c (zero fields
+// resolved from the model's defaults), not yet set up: solver.NewNet sets
+// them up. It is what Build does before NewNet, for callers that must see
+// the layers' configurations, such as the ONNX exporter.
+func Nodes(name string, c Config) (Config, []solver.Node, error) {
 	s, err := Lookup(name)
 	if err != nil {
-		return nil, err
+		return Config{}, nil, err
 	}
 	c = s.Resolve(c)
 	if c.Classes < 1 || c.Input.Size() <= 0 {
-		return nil, fmt.Errorf("models: %s: %d classes on input %v", name, c.Classes, c.Input)
+		return Config{}, nil, fmt.Errorf("models: %s: %d classes on input %v", name, c.Classes, c.Input)
 	}
 	nodes, err := s.layers(c)
 	if err != nil {
-		return nil, fmt.Errorf("models: %s: %w", name, err)
+		return Config{}, nil, fmt.Errorf("models: %s: %w", name, err)
+	}
+	return c, nodes, nil
+}
+
+// Build makes a network of the named registered model on b. Its parameters
+// are zero: initialise or load them next. A GraphModel file carries its own
+// layers and is built with File.Build instead; naming GraphModel here is an
+// error wrapping ErrUnknownModel.
+func Build(b gpu.Backend, name string, c Config) (*solver.Net, error) {
+	if name == GraphModel {
+		return nil, fmt.Errorf("%w %q: its layers are stored in its weight file; build it with File.Build",
+			ErrUnknownModel, name)
+	}
+	c, nodes, err := Nodes(name, c)
+	if err != nil {
+		return nil, err
 	}
 	net, err := solver.NewNet(b, c.Input, nodes)
 	if err != nil {

@@ -436,12 +436,28 @@ func (f *File) Check(model string) error {
 	return nil
 }
 
-// Build makes the file's model, with the file's config, on b and loads the
-// weights and state into it.
+// Build makes the file's network on b and loads the weights and state into
+// it: a registered model with the file's config, or, for a GraphModel file,
+// the layers stored in its Meta (FileNodes). The network's output must have
+// as many values as the file's config has classes.
 func (f *File) Build(b gpu.Backend) (*solver.Net, error) {
-	net, err := Build(b, f.Model, f.Config)
-	if err != nil {
-		return nil, err
+	var net *solver.Net
+	if f.Model != GraphModel {
+		var err error
+		if net, err = Build(b, f.Model, f.Config); err != nil {
+			return nil, err
+		}
+	} else {
+		c, nodes, err := FileNodes(f)
+		if err != nil {
+			return nil, err
+		}
+		if net, err = solver.NewNet(b, c.Input, nodes); err != nil {
+			return nil, fmt.Errorf("models: %s: %w", GraphModel, err)
+		}
+		if net.Out.Size() != c.Classes {
+			return nil, fmt.Errorf("%w: the graph outputs %v, the file says %d classes", ErrModelMismatch, net.Out, c.Classes)
+		}
 	}
 	if err := f.Apply(net, nil); err != nil {
 		return nil, err

@@ -36,7 +36,7 @@ func runImport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("%s: %w", *in, err)
 	}
-	net, err := onnx.Build(gpu.NewCPU(), f)
+	net, err := f.Build(gpu.NewCPU())
 	if err != nil {
 		return fmt.Errorf("%s: %w", *in, err)
 	}

@@ -31,7 +31,7 @@ func TestImportExportCommands(t *testing.T) {
 		t.Errorf("import notes: %v", done["notes"])
 	}
 	done, _ = cotrain(t, "export", "--weights", w1, "--onnx", x, "--json")
-	if done["opset"] != float64(onnx.ExportOpset) || done["model"] != onnx.GraphModel {
+	if done["opset"] != float64(onnx.ExportOpset) || done["model"] != models.GraphModel {
 		t.Errorf("export: %v", done)
 	}
 	var text, errb bytes.Buffer
@@ -79,7 +79,7 @@ func TestExportRegisteredModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := onnx.Build(b, f)
+	got, err := f.Build(b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -203,6 +203,9 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 	f := models.Snapshot(model, mcfg, net, opt)
 	f.Meta = [][2]string{{"iterations", strconv.Itoa(tr.Iter)}, {"epoch", strconv.Itoa(loader.Epoch())},
 		{"data", c.dataSpec}, {"seed", strconv.FormatUint(c.seed, 10)}}
+	if file != nil {
+		f.Meta = carryMeta(f.Meta, file.Meta)
+	}
 	path := filepath.Join(c.out, "weights.ctw")
 	if err := models.SaveFile(path, f); err != nil {
 		return err
@@ -224,6 +227,23 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "test accuracy %.4f, test loss %.4f after %d steps in %.1fs (%.0f img/s)\nweights %s (sha256 %s)\nloss curve %s\n",
 		acc, testLoss, tr.Iter, elapsed.Seconds(), result["samples_per_sec"], path, sum, plotPath)
 	return nil
+}
+
+// carryMeta appends to meta the entries of the fine-tuned file's meta whose
+// keys meta does not set: above all an imported model's graph
+// (models.MetaGraph), without which the new file could not be built, and
+// its import notes.
+func carryMeta(meta, from [][2]string) [][2]string {
+	set := map[string]bool{}
+	for _, kv := range meta {
+		set[kv[0]] = true
+	}
+	for _, kv := range from {
+		if !set[kv[0]] {
+			meta = append(meta, kv)
+		}
+	}
+	return meta
 }
 
 func trainable(net *solver.Net) int {

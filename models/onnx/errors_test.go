@@ -133,7 +133,7 @@ func TestImportTinyGraphs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	net, err := Build(gpu.NewCPU(), f)
+	net, err := f.Build(gpu.NewCPU())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestBuildErrors(t *testing.T) {
 	good := importFile(t, "testdata/inception_lite_op9.onnx")
 	withGraph := func(g string) *models.File {
 		f := *good
-		f.Meta = [][2]string{{MetaGraph, g}}
+		f.Meta = [][2]string{{models.MetaGraph, g}}
 		return &f
 	}
 	cases := []struct {
@@ -154,15 +154,15 @@ func TestBuildErrors(t *testing.T) {
 		file *models.File
 		want error
 	}{
-		{"no graph", withGraph(""), ErrGraph},
-		{"bad json", withGraph("[{"), ErrGraph},
-		{"unknown kind", withGraph(`[{"kind":"lstm","name":"r"}]`), ErrGraph},
+		{"no graph", withGraph(""), models.ErrGraph},
+		{"bad json", withGraph("[{"), models.ErrGraph},
+		{"unknown kind", withGraph(`[{"kind":"lstm","name":"r"}]`), models.ErrGraph},
 		{"weights do not fit", withGraph(`[{"kind":"conv2d","name":"stem","out":9,"kh":3,"kw":3},{"kind":"globalavgpool","name":"g"},{"kind":"linear","name":"fc","out":5}]`),
 			models.ErrModelMismatch},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := Build(gpu.NewCPU(), tc.file); !errors.Is(err, tc.want) {
+			if _, err := tc.file.Build(gpu.NewCPU()); !errors.Is(err, tc.want) {
 				t.Errorf("error %v, want %v", err, tc.want)
 			}
 			if err := Export(&bytes.Buffer{}, tc.file); err == nil {
@@ -179,7 +179,7 @@ func FuzzImport(f *testing.F) {
 	f.Add([]byte{0x08, 0x07})
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		if file, err := Import(bytes.NewReader(raw)); err == nil {
-			if _, err := Build(gpu.NewCPU(), file); err != nil {
+			if _, err := file.Build(gpu.NewCPU()); err != nil {
 				t.Errorf("imported file does not build: %v", err)
 			}
 		}

@@ -27,7 +27,7 @@ type exporter struct {
 // (they are the identity at inference); ReLU6 is Clip(0, 6); every tensor
 // keeps its cotrain name ("features.0.weight").
 func Export(w io.Writer, f *models.File) error {
-	c, nodes, err := FileNodes(f)
+	c, nodes, err := models.FileNodes(f)
 	if err != nil {
 		return err
 	}

@@ -60,7 +60,7 @@ func TestExportRoundTrip(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			want, err := Build(gpu.NewCPU(), c.file)
+			want, err := c.file.Build(gpu.NewCPU())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,7 +72,7 @@ func TestExportRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := Build(gpu.NewCPU(), back)
+			got, err := back.Build(gpu.NewCPU())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -42,7 +42,7 @@ type importer struct {
 	opset  int64
 	vals   map[string]*value
 	uses   map[string]int // consumers of each name, graph outputs included
-	layers []Layer
+	layers []models.Layer
 	outs   []solver.Shape // output shape of each layer
 	names  map[string]bool
 	params map[string]*tensor // "layer.weight" -> data
@@ -52,7 +52,7 @@ type importer struct {
 }
 
 // Import reads an ONNX model as torch.onnx.export writes it (opsets 7 to 18;
-// tested with 9 to 17) and returns a weight file of model GraphModel. The
+// tested with 9 to 17) and returns a weight file of model models.GraphModel. The
 // operators it maps are Conv, Gemm, MatMul (+Add of a bias), Relu, Clip
 // (as ReLU6 or ReLU), MaxPool, AveragePool, GlobalAveragePool,
 // BatchNormalization, Flatten, Reshape to [N, -1], Dropout, Add, Concat, a
@@ -240,7 +240,7 @@ func (im *importer) layerName(n *onnxpb.NodeProto, weight string) string {
 
 // add appends layer d reading ins, sets it up to learn its output shape, and
 // binds the node's first output to it.
-func (im *importer) add(n *onnxpb.NodeProto, d Layer, ins []*value, rank int) (*value, error) {
+func (im *importer) add(n *onnxpb.NodeProto, d models.Layer, ins []*value, rank int) (*value, error) {
 	shapes := make([]solver.Shape, len(ins))
 	d.In = make([]int, len(ins))
 	for i, v := range ins {
@@ -249,7 +249,7 @@ func (im *importer) add(n *onnxpb.NodeProto, d Layer, ins []*value, rank int) (*
 	if len(ins) == 1 && ins[0].layer == len(im.layers)-1 {
 		d.In = nil // the previous layer: the common case, kept compact
 	}
-	nodes, err := Nodes([]Layer{d})
+	nodes, err := models.GraphNodes([]models.Layer{d})
 	if err != nil {
 		return nil, err
 	}
@@ -267,18 +267,18 @@ func (im *importer) add(n *onnxpb.NodeProto, d Layer, ins []*value, rank int) (*
 // file assembles the weight file: the graph description in Meta and the
 // parameters in the order the built network lists them.
 func (im *importer) file(in solver.Shape, producer string) (*models.File, error) {
-	graph, err := encodeGraph(im.layers)
+	graph, err := models.EncodeGraph(im.layers)
 	if err != nil {
 		return nil, err
 	}
 	last := im.outs[len(im.outs)-1]
-	f := &models.File{Model: GraphModel, Config: models.Config{Classes: last.Size(), Input: in}}
-	f.Meta = append(f.Meta, [2]string{MetaGraph, graph}, [2]string{"onnx.producer", strings.TrimSpace(producer)},
+	f := &models.File{Model: models.GraphModel, Config: models.Config{Classes: last.Size(), Input: in}}
+	f.Meta = append(f.Meta, [2]string{models.MetaGraph, graph}, [2]string{"onnx.producer", strings.TrimSpace(producer)},
 		[2]string{"onnx.opset", strconv.FormatInt(im.opset, 10)})
 	for _, note := range im.notes {
 		f.Meta = append(f.Meta, [2]string{MetaNote, note})
 	}
-	nodes, err := Nodes(im.layers)
+	nodes, err := models.GraphNodes(im.layers)
 	if err != nil {
 		return nil, err
 	}

@@ -103,7 +103,7 @@ func TestImportMatchesPyTorch(t *testing.T) {
 			f := importFile(t, base+".onnx")
 			x, _ := readNPY(t, base+".x.npy")
 			want, _ := readNPY(t, base+".y.npy")
-			net, err := Build(gpu.NewCPU(), f)
+			net, err := f.Build(gpu.NewCPU())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +135,7 @@ func TestImportMatchesPyTorch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			net2, err := Build(gpu.NewCPU(), back)
+			net2, err := back.Build(gpu.NewCPU())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/models/onnx/onnxpb"
 )
 
@@ -38,13 +39,13 @@ func (im *importer) node(n *onnxpb.NodeProto, outName string) error {
 	case "Conv":
 		return im.conv(n, a)
 	case "Relu":
-		return im.unary(n, Layer{Kind: "relu"})
+		return im.unary(n, models.Layer{Kind: "relu"})
 	case "Clip":
 		return im.clip(n, a)
 	case "MaxPool", "AveragePool":
 		return im.pool(n, a)
 	case "GlobalAveragePool":
-		return im.unary(n, Layer{Kind: "globalavgpool"})
+		return im.unary(n, models.Layer{Kind: "globalavgpool"})
 	case "BatchNormalization":
 		return im.batchNorm(n, a)
 	case "Flatten":
@@ -119,7 +120,7 @@ func (im *importer) constant(n *onnxpb.NodeProto, a attrs) error {
 	return nil
 }
 
-func (im *importer) unary(n *onnxpb.NodeProto, d Layer) error {
+func (im *importer) unary(n *onnxpb.NodeProto, d models.Layer) error {
 	x, err := im.act(n, 0)
 	if err != nil {
 		return err
@@ -155,7 +156,7 @@ func (im *importer) conv(n *onnxpb.NodeProto, a attrs) error {
 	if k != [2]int{w.dims[2], w.dims[3]} {
 		return fmt.Errorf("%w: kernel_shape %v, weight %v", ErrShape, k, w.dims)
 	}
-	d := Layer{Kind: "conv2d", Name: im.layerName(n, w.name), Out: w.dims[0], KH: k[0], KW: k[1], SH: s[0], SW: s[1],
+	d := models.Layer{Kind: "conv2d", Name: im.layerName(n, w.name), Out: w.dims[0], KH: k[0], KW: k[1], SH: s[0], SW: s[1],
 		PH: p[0] + x.pad[0], PW: p[1] + x.pad[1], Groups: int(a.int("group", 1)), NoBias: b == nil}
 	if b != nil {
 		if err := floatParam(b, "bias", w.dims[0]); err != nil {
@@ -193,7 +194,7 @@ func (im *importer) clip(n *onnxpb.NodeProto, a attrs) error {
 	}
 	switch {
 	case lo == 0 && hi == 6:
-		return im.unary(n, Layer{Kind: "relu6"})
+		return im.unary(n, models.Layer{Kind: "relu6"})
 	case math.IsInf(lo, -1) && hi == 6:
 		// PyTorch's opset-9 ReLU6: Relu then Clip(max=6). Fuse them when the
 		// Relu's output feeds only this Clip.
@@ -208,7 +209,7 @@ func (im *importer) clip(n *onnxpb.NodeProto, a attrs) error {
 			return nil
 		}
 	case lo == 0 && math.IsInf(hi, 1):
-		return im.unary(n, Layer{Kind: "relu"})
+		return im.unary(n, models.Layer{Kind: "relu"})
 	}
 	return fmt.Errorf("%w: Clip(%g, %g) (only ReLU6, Clip(0, 6), and ReLU, Clip(0, inf))", ErrUnsupported, lo, hi)
 }
@@ -225,7 +226,7 @@ func (im *importer) pool(n *onnxpb.NodeProto, a attrs) error {
 	if err != nil {
 		return err
 	}
-	d := Layer{Kind: "maxpool2d", Name: im.layerName(n, ""), KH: k[0], KW: k[1], SH: s[0], SW: s[1],
+	d := models.Layer{Kind: "maxpool2d", Name: im.layerName(n, ""), KH: k[0], KW: k[1], SH: s[0], SW: s[1],
 		PH: p[0], PW: p[1], Ceil: a.int("ceil_mode", 0) != 0}
 	if n.GetOpType() == "AveragePool" {
 		d.Kind, d.Incl = "avgpool2d", a.int("count_include_pad", 0) != 0
@@ -256,7 +257,7 @@ func (im *importer) batchNorm(n *onnxpb.NodeProto, a attrs) error {
 		}
 	}
 	// ONNX's momentum weighs the old running value; PyTorch's the new batch.
-	d := Layer{Kind: "batchnorm", Name: im.layerName(n, ts[0].name), Eps: a.float("epsilon", 1e-5),
+	d := models.Layer{Kind: "batchnorm", Name: im.layerName(n, ts[0].name), Eps: a.float("epsilon", 1e-5),
 		Momentum: 1 - a.float("momentum", 0.9)}
 	im.params[d.Name+".weight"], im.params[d.Name+".bias"] = ts[0], ts[1]
 	im.state[d.Name+".running_mean"], im.state[d.Name+".running_var"] = ts[2], ts[3]
@@ -273,7 +274,7 @@ func (im *importer) flatten(n *onnxpb.NodeProto) error {
 		im.vals[n.GetOutput()[0]] = x // already N×F
 		return nil
 	}
-	_, err = im.add(n, Layer{Kind: "flatten", Name: im.layerName(n, "")}, []*value{x}, 2)
+	_, err = im.add(n, models.Layer{Kind: "flatten", Name: im.layerName(n, "")}, []*value{x}, 2)
 	return err
 }
 
@@ -325,6 +326,6 @@ func (im *importer) dropout(n *onnxpb.NodeProto, a attrs) error {
 			p = v
 		}
 	}
-	_, err = im.add(n, Layer{Kind: "dropout", Name: im.layerName(n, ""), P: float32(p)}, []*value{x}, x.rank)
+	_, err = im.add(n, models.Layer{Kind: "dropout", Name: im.layerName(n, ""), P: float32(p)}, []*value{x}, x.rank)
 	return err
 }

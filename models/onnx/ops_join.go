@@ -3,6 +3,7 @@ package onnx
 import (
 	"fmt"
 
+	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/models/onnx/onnxpb"
 )
 
@@ -89,7 +90,7 @@ func (im *importer) matmul(n *onnxpb.NodeProto) error {
 }
 
 func (im *importer) linear(n *onnxpb.NodeProto, x *value, w, bias *tensor, beta float32) error {
-	d := Layer{Kind: "linear", Name: im.layerName(n, w.name), Out: w.dims[0], NoBias: bias == nil}
+	d := models.Layer{Kind: "linear", Name: im.layerName(n, w.name), Out: w.dims[0], NoBias: bias == nil}
 	if bias != nil {
 		if err := floatParam(bias, "bias", d.Out); err != nil {
 			return err
@@ -123,7 +124,7 @@ func (im *importer) addOp(n *onnxpb.NodeProto) error {
 		if x.layer == y.layer {
 			return fmt.Errorf("%w: Add of a tensor to itself", ErrUnsupported)
 		}
-		_, err = im.add(n, Layer{Kind: "add", Name: im.layerName(n, "")}, []*value{x, y}, x.rank)
+		_, err = im.add(n, models.Layer{Kind: "add", Name: im.layerName(n, "")}, []*value{x, y}, x.rank)
 		return err
 	}
 	if !x.act || y.konst == nil {
@@ -188,7 +189,7 @@ func (im *importer) concat(n *onnxpb.NodeProto, a attrs) error {
 			return fmt.Errorf("%w: Concat of ranks %d and %d", ErrShape, rank, ins[i].rank)
 		}
 	}
-	_, err := im.add(n, Layer{Kind: "concat", Name: im.layerName(n, "")}, ins, rank)
+	_, err := im.add(n, models.Layer{Kind: "concat", Name: im.layerName(n, "")}, ins, rank)
 	return err
 }
 

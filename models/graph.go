@@ -1,55 +1,34 @@
-// Package onnx reads ONNX models into cotrain weight files and writes
-// cotrain networks as ONNX models.
-//
-// Caller's duties:
-//  1. Import an ONNX file with Import: the result is a models.File of the
-//     model kind "onnx-graph" (GraphModel) whose layer list is kept in the
-//     file's Meta (key MetaGraph) and whose parameters are the ONNX
-//     initializers. Read File.Meta's "onnx.note" entries: they say what the
-//     import changed (a final Softmax dropped, batch norm folded by the
-//     exporter).
-//  2. Build an imported file with Build (not File.Build, which knows only
-//     registered models): it reconstructs the network from the graph and
-//     loads the weights. Build also accepts files of registered models.
-//  3. Export any weight file with Export: opset 13, input "input"
-//     (batch×C×H×W, dynamic batch), output "output" (batch×classes).
-//
-// The graph description is a JSON list of layers (Layer): kind, name, the
-// indices of the layers it reads, and the layer's configuration. It covers
-// every layer kind solver has, so a network of registered layers round-trips
-// through it exactly.
-package onnx
+package models
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
 
-	"github.com/cotrain/cotrain/gpu"
-	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
 
+// A graph file is a weight file that carries its own network: its Model is
+// GraphModel and its Meta holds, under MetaGraph, the JSON list of its
+// layers (Layer). Imported ONNX models are such files (models/onnx writes
+// them), and so is anything fine-tuned from one. File.Build and FileNodes
+// read the list back, so every command that takes a weight file takes a
+// graph file too; models.Build, which knows only registered names, does not.
+//
+// The description covers every layer kind solver has, so a network of
+// registered layers round-trips through it exactly.
+
 const (
 	// GraphModel is the model name of weight files that carry their own
-	// layer list (imported ONNX graphs).
+	// layer list. It is never a registered name.
 	GraphModel = "onnx-graph"
 	// MetaGraph is the File.Meta key of the JSON layer list.
 	MetaGraph = "onnx.graph"
-	// MetaNote is the File.Meta key of each note the import made (repeated).
-	MetaNote = "onnx.note"
-	// maxGraphJSON is the weight file's cap on a string (models' maxString).
-	maxGraphJSON = 1<<16 - 1
 )
 
-// Errors; the returned errors wrap these and say more.
-var (
-	ErrMalformed   = errors.New("onnx: malformed model")
-	ErrUnsupported = errors.New("onnx: unsupported")
-	ErrMissing     = errors.New("onnx: missing tensor")
-	ErrShape       = errors.New("onnx: shape mismatch")
-	ErrGraph       = errors.New("onnx: bad graph description")
-)
+// ErrGraph is wrapped by errors about a graph description: missing, not
+// JSON, or naming a layer kind this cotrain does not have.
+var ErrGraph = errors.New("models: bad graph description")
 
 // Layer is one layer of a graph description. Zero fields are omitted from
 // the JSON; which fields apply depends on Kind (solver's Layer.Kind names).
@@ -77,7 +56,8 @@ type Layer struct {
 	P        float32 `json:"p,omitempty"`        // dropout
 }
 
-// Describe turns layers (set up or not) into their description.
+// Describe turns layers (set up or not) into their description. A layer
+// kind the description does not cover is an error wrapping ErrGraph.
 func Describe(nodes []solver.Node) ([]Layer, error) {
 	out := make([]Layer, len(nodes))
 	for i, nd := range nodes {
@@ -101,15 +81,17 @@ func Describe(nodes []solver.Node) ([]Layer, error) {
 			d.P = l.P
 		case *solver.Activation, *solver.Flatten, *solver.Add, *solver.Concat:
 		default:
-			return nil, fmt.Errorf("%w: layer %s of kind %s has no description", ErrUnsupported, d.Name, d.Kind)
+			return nil, fmt.Errorf("%w: layer %s of kind %s has no description", ErrGraph, d.Name, d.Kind)
 		}
 		out[i] = d
 	}
 	return out, nil
 }
 
-// Nodes turns a description back into layers, ready for solver.NewNet.
-func Nodes(layers []Layer) ([]solver.Node, error) {
+// GraphNodes turns a description back into layers, not yet set up: ready
+// for solver.NewNet. An unknown kind or a pool without a window is an error
+// wrapping ErrGraph; shapes are checked later, by NewNet.
+func GraphNodes(layers []Layer) ([]solver.Node, error) {
 	nodes := make([]solver.Node, len(layers))
 	for i, d := range layers {
 		var l solver.Layer
@@ -156,57 +138,50 @@ func Nodes(layers []Layer) ([]solver.Node, error) {
 	return nodes, nil
 }
 
-// encodeGraph is the compact JSON that goes into File.Meta.
-func encodeGraph(layers []Layer) (string, error) {
+// EncodeGraph returns the compact JSON of layers for File.Meta under
+// MetaGraph. A description longer than a weight file's string limit (64 KiB,
+// about 500 layers) is an error wrapping ErrGraph: the file could be written
+// but never read back.
+func EncodeGraph(layers []Layer) (string, error) {
 	b, err := json.Marshal(layers)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%w: %v", ErrGraph, err)
 	}
-	if len(b) > maxGraphJSON {
-		return "", fmt.Errorf("%w: graph description of %d bytes exceeds the weight file's %d-byte string limit",
-			ErrUnsupported, len(b), maxGraphJSON)
+	if len(b) > maxString {
+		return "", fmt.Errorf("%w: %d bytes exceed the weight file's %d-byte string limit", ErrGraph, len(b), maxString)
 	}
 	return string(b), nil
 }
 
-// FileNodes returns the layers of any weight file: the graph stored in an
-// imported file, or the registered model's layers.
-func FileNodes(f *models.File) (models.Config, []solver.Node, error) {
-	if f.Model != GraphModel {
-		return models.Nodes(f.Model, f.Config)
-	}
-	raw := f.MetaValue(MetaGraph)
+// DecodeGraph is the inverse of EncodeGraph.
+func DecodeGraph(raw string) ([]Layer, error) {
 	if raw == "" {
-		return models.Config{}, nil, fmt.Errorf("%w: %s file without %s meta", ErrGraph, GraphModel, MetaGraph)
+		return nil, fmt.Errorf("%w: empty", ErrGraph)
 	}
 	var layers []Layer
 	if err := json.Unmarshal([]byte(raw), &layers); err != nil {
-		return models.Config{}, nil, fmt.Errorf("%w: %v", ErrGraph, err)
+		return nil, fmt.Errorf("%w: %v", ErrGraph, err)
 	}
-	nodes, err := Nodes(layers)
-	return f.Config, nodes, err
+	if len(layers) == 0 {
+		return nil, fmt.Errorf("%w: no layers", ErrGraph)
+	}
+	return layers, nil
 }
 
-// Build makes the network of any weight file on b and loads its weights and
-// state: imported graphs (GraphModel) from their stored description,
-// registered models as models.Build does.
-func Build(b gpu.Backend, f *models.File) (*solver.Net, error) {
+// FileNodes returns the config and the layers (not set up) of any weight
+// file: the graph stored in a GraphModel file, or the registered model's
+// layers for f.Config (zero fields resolved from the model's defaults).
+func FileNodes(f *File) (Config, []solver.Node, error) {
 	if f.Model != GraphModel {
-		return f.Build(b)
+		return Nodes(f.Model, f.Config)
 	}
-	c, nodes, err := FileNodes(f)
+	layers, err := DecodeGraph(f.MetaValue(MetaGraph))
 	if err != nil {
-		return nil, err
+		return Config{}, nil, fmt.Errorf("%s file, meta %s: %w", GraphModel, MetaGraph, err)
 	}
-	net, err := solver.NewNet(b, c.Input, nodes)
+	nodes, err := GraphNodes(layers)
 	if err != nil {
-		return nil, fmt.Errorf("onnx: %w", err)
+		return Config{}, nil, err
 	}
-	if net.Out.Size() != c.Classes {
-		return nil, fmt.Errorf("%w: the graph gives %v outputs, the file says %d classes", ErrShape, net.Out, c.Classes)
-	}
-	if err := f.Apply(net, nil); err != nil {
-		return nil, err
-	}
-	return net, nil
+	return f.Config, nodes, nil
 }

@@ -1,0 +1,35 @@
+// Package onnx reads ONNX models into cotrain weight files and writes
+// cotrain networks as ONNX models. It is the protobuf side only: the graph
+// description an imported file carries, and building a network from it,
+// belong to package models (models.Layer, models.File.Build), so every
+// command that takes a weight file takes an imported one without importing
+// this package.
+//
+// Caller's duties:
+//  1. Import an ONNX file with Import: the result is a models.File of the
+//     model kind models.GraphModel whose layer list is kept in the file's
+//     Meta (key models.MetaGraph) and whose parameters are the ONNX
+//     initializers. Read File.Meta's MetaNote entries: they say what the
+//     import changed (a final Softmax dropped, batch norm folded by the
+//     exporter).
+//  2. Build it like any weight file, with File.Build: it reconstructs the
+//     network from the stored graph and loads the weights. Save it with
+//     models.SaveFile.
+//  3. Export any weight file, registered model or graph, with Export:
+//     opset 13, input "input" (batch×C×H×W, dynamic batch), output "output"
+//     (batch×classes).
+package onnx
+
+import "errors"
+
+// MetaNote is the File.Meta key of each note the import made (repeated).
+const MetaNote = "onnx.note"
+
+// Errors; the returned errors wrap these and say more. A bad graph
+// description in a weight file is models.ErrGraph.
+var (
+	ErrMalformed   = errors.New("onnx: malformed model")
+	ErrUnsupported = errors.New("onnx: unsupported")
+	ErrMissing     = errors.New("onnx: missing tensor")
+	ErrShape       = errors.New("onnx: shape mismatch")
+)
