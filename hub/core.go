@@ -151,6 +151,13 @@ func (c *Core) Step(from string, m wire.Message) error {
 }
 
 func (c *Core) step(from string, m wire.Message) error {
+	if _, ok := m.(*wire.Register); ok && c.cfg.Allow != nil && !c.cfg.Allow[from] {
+		// Before anything else: even after the run, a Goodbye would hand a
+		// stranger the final weights.
+		c.send(from, &wire.Reject{Code: wire.CodeAuth,
+			Message: fmt.Sprintf("peer id %s is not on this hub's allowlist", from)})
+		return fmt.Errorf("%w: %q", ErrNotAllowed, from)
+	}
 	if c.phase == phaseDone {
 		if _, ok := m.(*wire.Register); ok {
 			c.goodbye(from, "the run is over")
@@ -195,11 +202,6 @@ func (c *Core) step(from string, m wire.Message) error {
 }
 
 func (c *Core) register(from string, m *wire.Register) error {
-	if c.cfg.Allow != nil && !c.cfg.Allow[from] {
-		c.send(from, &wire.Reject{Code: wire.CodeAuth,
-			Message: fmt.Sprintf("peer id %s is not on this hub's allowlist", from)})
-		return fmt.Errorf("%w: %q", ErrNotAllowed, from)
-	}
 	if old := c.peers[from]; old != nil {
 		// A reconnect: whatever the old session held is lost on its side.
 		c.remove(old, "registered again")
