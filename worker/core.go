@@ -190,6 +190,19 @@ func (c *Core) step(m wire.Message) error {
 	return fmt.Errorf("%w: %s from the hub", ErrUnexpected, m.Kind())
 }
 
+// Leave ends the session from the worker's side (the user stopped it):
+// the next Ready holds a Goodbye for the hub, which then forgets this
+// worker at once instead of waiting for its deadline, and Done. A compute
+// out is abandoned: Computed then returns ErrDone. After the end it does
+// nothing.
+func (c *Core) Leave(reason string) {
+	if c.phase == phaseDone {
+		return
+	}
+	c.send(&wire.Goodbye{Header: wire.Header{Iteration: c.iter}, Reason: reason})
+	c.end("left: " + reason)
+}
+
 func (c *Core) end(why string) {
 	c.phase = phaseDone
 	c.ready.Done = true

@@ -27,6 +27,13 @@
 //     calls into the core must still come from one goroutine.
 //  5. When Ready().Done, the session is over: Final() holds the hub's final
 //     weights (Goodbye) or Err() says why the hub refused (Reject).
+//  6. To leave early (the user stopped the worker), call Leave and send the
+//     Goodbye it queues, so the hub forgets the worker at once.
+//
+// Driver runs one core over one connection; Session runs a worker across
+// connections: when the hub's connection drops before its Goodbye, it dials
+// again with exponential backoff and jitter (Backoff) and registers with a
+// fresh Core, which the hub's Welcome brings to the current state.
 //
 // # States
 //

@@ -31,6 +31,10 @@ type Driver struct {
 	Log *slog.Logger
 	// OnReady, when set, sees every Ready on Run's goroutine before Advance.
 	OnReady func(Ready)
+	// Slowdown, for tests, makes the worker play a slower device: after
+	// each pass it sleeps (Slowdown−1) times the pass's duration, inside
+	// the time it reports. 0 or 1 means none.
+	Slowdown float64
 }
 
 // ErrHubGone is returned when the connection to the hub ends before its
@@ -44,8 +48,10 @@ type computed struct {
 
 // Run works until the hub says Goodbye (nil), refuses the worker (the
 // core's error), the connection drops (ErrHubGone) or ctx ends. On ctx's end
-// the worker leaves cleanly: it closes the connection, which the hub sees as
-// the worker leaving.
+// the worker leaves cleanly: it sends the hub a Goodbye (Core.Leave; for at
+// most a second) and closes the connection. Run returns only once no
+// compute is running, so the data source and the trainer are free again
+// for another session.
 func (d *Driver) Run(ctx context.Context) error {
 	log := d.Log
 	if log == nil {
@@ -73,6 +79,27 @@ func (d *Driver) Run(ctx context.Context) error {
 		}
 	}()
 	results := make(chan computed, 1)
+	computing := false
+	defer func() {
+		if computing {
+			<-results
+		}
+	}()
+	leave := func() error {
+		d.Core.Leave("the worker was stopped")
+		sendCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		for _, m := range d.Core.Ready().Messages {
+			if err := d.Conn.Send(sendCtx, m); err != nil {
+				break
+			}
+		}
+		for _, e := range d.Core.Ready().Events {
+			logEvent(log, e)
+		}
+		d.Core.Advance()
+		return ctx.Err()
+	}
 	var x []float32
 	var labels []int32
 	hub := d.Conn.RemotePeer()
@@ -98,6 +125,7 @@ func (d *Driver) Run(ctx context.Context) error {
 			if req.Batch > len(labels) {
 				x, labels = make([]float32, req.Batch*size), make([]int32, req.Batch)
 			}
+			computing = true
 			go func(x []float32, labels []int32) {
 				start := time.Now()
 				d.Data.SetBatch(req.Batch)
@@ -107,6 +135,9 @@ func (d *Driver) Run(ctx context.Context) error {
 					return
 				}
 				loss := tr.Gradient(x[:n*size], labels[:n])
+				if d.Slowdown > 1 {
+					time.Sleep(time.Duration(float64(time.Since(start)) * (d.Slowdown - 1)))
+				}
 				results <- computed{done: ComputeDone{Iteration: req.Iteration, Samples: n, Loss: loss,
 					ComputeNanos: time.Since(start).Nanoseconds()}}
 			}(x, labels)
@@ -119,7 +150,7 @@ func (d *Driver) Run(ctx context.Context) error {
 		case in := <-inbox:
 			if in.err != nil {
 				if ctx.Err() != nil {
-					return ctx.Err()
+					return leave()
 				}
 				return fmt.Errorf("%w: %v", ErrHubGone, in.err)
 			}
@@ -127,6 +158,7 @@ func (d *Driver) Run(ctx context.Context) error {
 				log.Warn("refused", "kind", in.msg.Kind().String(), "err", err)
 			}
 		case r := <-results:
+			computing = false
 			if r.err != nil {
 				return r.err
 			}
@@ -134,7 +166,7 @@ func (d *Driver) Run(ctx context.Context) error {
 				log.Warn("compute refused", "err", err)
 			}
 		case <-ctx.Done():
-			return ctx.Err()
+			return leave()
 		}
 	}
 }
