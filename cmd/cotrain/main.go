@@ -23,6 +23,7 @@ Usage:
   cotrain import   --onnx FILE --out WEIGHTS [--json]
   cotrain export   --weights FILE --onnx OUT [--json]
   cotrain models   list the models
+  cotrain keygen   [--out swarm.key]: a new key for hub and worker --psk
 
 Run "cotrain COMMAND --help" for a command's flags.
 `
@@ -67,6 +68,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runExport(ctx, rest, stdout, stderr)
 	case "models":
 		return runModels(stdout)
+	case "keygen":
+		return runKeygen(ctx, rest, stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil
