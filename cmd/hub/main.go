@@ -45,6 +45,9 @@ var errUsage = errors.New("usage")
 // config is everything the hub's flags set.
 type config struct {
 	model, dataSpec, out, session, optimizer, schedule, policy, identity, psk string
+	allow                                                                     string
+	checkpointEvery                                                           int
+	resume                                                                    bool
 	listen                                                                    []string
 	minWorkers, maxWorkers, batch, epochs, patience, evalEvery, logEvery      int
 	maxMisses                                                                 int
@@ -86,8 +89,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.out, "out", "cotrain-hub", "folder for the final weights")
 	fs.StringVar(&c.session, "session", "cotrain", "session name advertised over mDNS")
 	fs.BoolVar(&c.mdns, "mdns", true, "advertise the hub over mDNS")
-	fs.StringVar(&c.identity, "identity", "", "libp2p key file (created if missing); empty: a new identity each run")
-	fs.StringVar(&c.psk, "psk", "", "swarm.key file: only peers with the same key can connect")
+	fs.StringVar(&c.identity, "identity", "", "libp2p key file (created if missing); empty: "+identityName+" in --out, so a restarted hub keeps its peer id")
+	fs.StringVar(&c.psk, "psk", "", "swarm.key file (cotrain keygen writes one): only peers with the same key can connect")
+	fs.StringVar(&c.allow, "allow", "", "file of worker peer ids allowed to join, one per line (# comments); empty: any peer that can connect")
+	fs.IntVar(&c.checkpointEvery, "checkpoint-every", 50, "iterations between checkpoints ("+checkpointName+" in --out; also written on exit); 0: only on exit")
+	fs.BoolVar(&c.resume, "resume", false, "continue from the checkpoint in --out")
 	fs.StringVar(&c.optimizer, "optimizer", "adam", "adam or sgd (Adam is the default: it copes best with a global batch whose split changes)")
 	fs.Float64Var(&c.lr, "lr", 0.004, "learning rate (try 0.05 with sgd)")
 	fs.Float64Var(&c.momentum, "momentum", 0.9, "SGD momentum")
@@ -111,8 +117,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	}
 	switch {
-	case c.batch < 1, c.minWorkers < 1, c.lr <= 0, c.tick <= 0, c.deadline < c.tick, c.evalEvery < 1, c.logEvery < 1:
-		return c, fmt.Errorf("%w: --batch, --min-workers, --lr, --eval-every, --log-every must be positive and --deadline at least --tick", errUsage)
+	case c.batch < 1, c.minWorkers < 1, c.lr <= 0, c.tick <= 0, c.deadline < c.tick, c.evalEvery < 1, c.logEvery < 1, c.checkpointEvery < 0:
+		return c, fmt.Errorf("%w: --batch, --min-workers, --lr, --eval-every, --log-every must be positive, --checkpoint-every not negative, and --deadline at least --tick", errUsage)
 	case c.iterations == 0 && c.epochs == 0 && c.patience == 0:
 		return c, fmt.Errorf("%w: nothing stops the run: give --iterations, --epochs or --patience", errUsage)
 	}

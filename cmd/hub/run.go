@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -63,11 +64,41 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: --schedule %q: want cosine or constant", errUsage, c.schedule)
 	}
 	tr := solver.NewTrainer(net, opt, sched)
+	if c.resume {
+		it, planned, err := loadCheckpoint(c.out, c.model, tr)
+		if err != nil {
+			return err
+		}
+		if planned != iterations {
+			log.Warn("the checkpoint was written for a run of another length: the learning-rate schedule changes",
+				"checkpoint", planned, "now", iterations)
+		}
+		if ev != nil {
+			ev.Emit("resumed", map[string]any{"iteration": it, "checkpoint": filepath.Join(c.out, checkpointName)})
+		} else {
+			fmt.Fprintf(stdout, "resumed from %s at iteration %d\n", filepath.Join(c.out, checkpointName), it)
+		}
+	}
+	checkpoint := func() {
+		path, err := saveCheckpoint(c.out, c.model, mcfg, tr, iterations)
+		if err != nil {
+			log.Error("checkpoint failed", "err", err)
+			return
+		}
+		if ev != nil {
+			ev.Emit("checkpoint", map[string]any{"iteration": tr.Iter, "path": path})
+		}
+	}
 
 	hc := hub.DefaultConfig()
 	hc.MinWorkers, hc.MaxWorkers, hc.GlobalBatch = c.minWorkers, max(c.maxWorkers, c.minWorkers), c.batch
 	hc.Iterations, hc.Tick, hc.MaxMisses = iterations, c.tick, c.maxMisses
 	hc.DeadlineTicks = int((c.deadline + c.tick - 1) / c.tick)
+	if c.allow != "" {
+		if hc.Allow, err = loadAllow(c.allow); err != nil {
+			return err
+		}
+	}
 	switch c.policy {
 	case "adaptive":
 		hc.Batch = hub.Adaptive
@@ -80,10 +111,14 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	hostCfg := p2p.HostConfig{Listen: c.listen, Logger: log,
 		// A push is the biggest thing a worker sends: the gradient.
 		MaxFrame: 4*net.NumParams() + 1<<20}
-	if c.identity != "" {
-		if hostCfg.Identity, err = p2p.LoadOrCreateIdentity(c.identity); err != nil {
-			return err
-		}
+	// The identity persists (by default in --out), so that a hub restarted
+	// with --resume has the same peer id and workers can dial it again.
+	idPath := c.identity
+	if idPath == "" {
+		idPath = filepath.Join(c.out, identityName)
+	}
+	if hostCfg.Identity, err = p2p.LoadOrCreateIdentity(idPath); err != nil {
+		return err
 	}
 	if c.psk != "" {
 		if hostCfg.PSK, err = p2p.LoadPSK(c.psk); err != nil {
@@ -135,6 +170,9 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 				continue
 			}
 			p.merged(e, rd)
+			if c.checkpointEvery > 0 && (e.Iteration+1)%uint64(c.checkpointEvery) == 0 {
+				checkpoint()
+			}
 			if c.patience > 0 && (e.Iteration+1)%uint64(c.evalEvery) == 0 {
 				_, loss := val.Evaluate(firstN{ds.Test, heldOut}, 500)
 				if p.heldOut(e.Iteration+1, loss) {
@@ -144,6 +182,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		}
 	}
 	runErr := d.Run(ctx)
+	checkpoint() // at every exit, SIGINT and SIGTERM included
 
 	acc, testLoss := val.Evaluate(ds.Test, 500)
 	path, sum, err := cli.SaveFinal(c.out, c.model, mcfg, net, tr.Iter)
