@@ -74,6 +74,19 @@ type Config struct {
 	// (a private network's key is then the only gate). The core only reads
 	// it.
 	Allow map[string]bool
+	// Park lets the adaptive policy park a worker whose contribution does
+	// not pay for its communication: it gets no batch (batch 0 in a Welcome
+	// or absent from Merged.BatchSizes), stays connected and in sync by
+	// applying every Merged, and is taken back when the prediction turns
+	// (see ParkMargin and Core.ObserveComm). The hub emits
+	// EventWorkerParked and EventWorkerResumed. Ignored under Fixed.
+	Park bool
+	// ParkMargin is the hysteresis of parking, in [0, 1): a worker is
+	// parked only when the predicted time per sample without it is below
+	// (1−ParkMargin) times the time with it, and taken back only when the
+	// time with it is below (1−ParkMargin) times the time without it, so
+	// that a noisy measurement does not flip a worker every iteration.
+	ParkMargin float64
 }
 
 // DefaultConfig returns a config for a few phones: start with 2 workers, at
@@ -119,6 +132,8 @@ func (c Config) Validate() error {
 		return bad("Smoothing %v, want (0, 1]", c.Smoothing)
 	case c.MaxMisses < 0:
 		return bad("MaxMisses %d, want 0 (never) or more", c.MaxMisses)
+	case !(c.ParkMargin >= 0 && c.ParkMargin < 1):
+		return bad("ParkMargin %v, want [0, 1)", c.ParkMargin)
 	}
 	return nil
 }
@@ -128,21 +143,23 @@ type EventKind uint8
 
 // The event kinds.
 const (
-	EventJoined  EventKind = iota + 1 // a worker registered (Peer)
-	EventStarted                      // the first iteration opened (Workers)
-	EventLeft                         // a worker left or was forgotten (Peer, Text)
-	EventLate                         // a worker missed the deadline (Peer, Iteration)
-	EventDropped                      // a worker missed MaxMisses deadlines in a row and was dropped
-	EventResync                       // a worker was sent the full state (Peer, Iteration, Text)
-	EventMerged                       // an iteration closed (Iteration, Workers, Samples, Loss, LR)
-	EventRetry                        // the deadline passed with no push: the iteration reopens
-	EventParked                       // no worker is left: the run waits for one to register
-	EventRefused                      // an input was refused (Peer, Err)
-	EventDone                         // the run ended (Iteration, Text)
+	EventJoined        EventKind = iota + 1 // a worker registered (Peer)
+	EventStarted                            // the first iteration opened (Workers)
+	EventLeft                               // a worker left or was forgotten (Peer, Text)
+	EventLate                               // a worker missed the deadline (Peer, Iteration)
+	EventDropped                            // a worker missed MaxMisses deadlines in a row and was dropped
+	EventResync                             // a worker was sent the full state (Peer, Iteration, Text)
+	EventMerged                             // an iteration closed (Iteration, Workers, Samples, Loss, LR)
+	EventRetry                              // the deadline passed with no push: the iteration reopens
+	EventParked                             // no worker is left: the run waits for one to register
+	EventRefused                            // an input was refused (Peer, Err)
+	EventDone                               // the run ended (Iteration, Text)
+	EventWorkerParked                       // a worker gets no batch: it does not pay for its communication (Peer, Iteration, Text)
+	EventWorkerResumed                      // a parked worker gets a batch again (Peer, Iteration, Text)
 )
 
 var eventNames = [...]string{"", "joined", "started", "left", "late", "dropped", "resync",
-	"merged", "retry", "parked", "refused", "done"}
+	"merged", "retry", "parked", "refused", "done", "worker-parked", "worker-resumed"}
 
 // String returns the kind's name ("merged").
 func (k EventKind) String() string {

@@ -51,6 +51,9 @@ type peer struct {
 	misses    int     // deadlines missed in a row
 	perSample float64 // smoothed nanoseconds per sample (adaptive policy)
 	measured  bool
+	comm      float64 // smoothed nanoseconds of communication per iteration (ObserveComm)
+	commSeen  bool
+	parked    bool // gets no batch (Config.Park)
 }
 
 // Core is the hub's protocol state machine. It is not safe for concurrent
@@ -378,7 +381,9 @@ func (c *Core) reopen() {
 // welcome set each member gets a Welcome carrying its batch size; otherwise
 // the caller has already told them (in a Merged).
 func (c *Core) open(ids []string, welcome bool) map[string]int {
-	shares := c.shares(ids)
+	// Parked workers (Config.Park) get no share: they stay idle, apply
+	// the Merged of the iteration and are weighed again at the next open.
+	shares := c.shares(c.active(ids))
 	c.bar.reset(c.iter, shares)
 	c.phase = phaseOpen
 	var st wire.ModelState
@@ -386,7 +391,11 @@ func (c *Core) open(ids []string, welcome bool) map[string]int {
 		st = state.Capture(c.tr.Net, c.tr.Opt)
 	}
 	for _, id := range ids {
-		c.peers[id].role = roleMember
+		if _, in := shares[id]; in {
+			c.peers[id].role = roleMember
+		} else {
+			c.peers[id].role = roleIdle
+		}
 		if welcome {
 			c.sendWelcome(id, st, shares[id])
 		}

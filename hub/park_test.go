@@ -1,0 +1,210 @@
+package hub_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cotrain/cotrain/hub"
+	"github.com/cotrain/cotrain/sync/wire"
+)
+
+// parkHub registers "fast" and "slow" on a hub with the given policy and
+// parking settings, and returns it with iteration 0 open (batches 32/32 by
+// the registered speeds, which are equal).
+func parkHub(t *testing.T, policy hub.BatchPolicy, park bool, margin float64) (*hub.Core, int) {
+	t.Helper()
+	cfg := trainConfig(2, 0)
+	cfg.GlobalBatch = 64
+	cfg.Batch = policy
+	cfg.Park, cfg.ParkMargin = park, margin
+	cfg.Smoothing = 1 // the newest measurement is the estimate: easy numbers
+	h := newHubCore(t, cfg, 1)
+	for _, id := range []string{"fast", "slow"} {
+		if err := h.Step(id, &wire.Register{Device: "test"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.Advance()
+	return h, h.Trainer().Net.NumParams()
+}
+
+// pushTimed is push with a compute time of perSample ns per sample.
+func pushTimed(it uint64, samples, n int, perSample int64) *wire.Push {
+	p := push(it, samples, n, 0.01)
+	p.ComputeNanos = int64(samples) * perSample
+	return p
+}
+
+// mergedTo returns the batch sizes of the Merged sent to each peer of the
+// last Ready, and the events of the kinds asked for.
+func lastMerged(t *testing.T, h *hub.Core) (to []string, batches wire.BatchSizes) {
+	t.Helper()
+	for _, e := range h.Ready().Messages {
+		if m, ok := e.Msg.(*wire.Merged); ok {
+			to = append(to, e.To)
+			batches = m.BatchSizes
+		}
+	}
+	return to, batches
+}
+
+func events(h *hub.Core, kind hub.EventKind) []hub.Event {
+	var out []hub.Event
+	for _, e := range h.Ready().Events {
+		if e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestParkSlowWorker: over a costly network, a worker ten times slower than
+// the other adds 10% throughput and a whole push of airtime: the hub parks
+// it, keeps sending it every Merged, and takes it back when the fast worker
+// leaves. Without Park, under Fixed, or when the gain is below the margin,
+// nobody is parked.
+func TestParkSlowWorker(t *testing.T) {
+	const ms = int64(1e6)
+	cases := []struct {
+		name     string
+		policy   hub.BatchPolicy
+		park     bool
+		margin   float64
+		comm     int64 // ns of communication per push, both workers
+		wantPark bool
+	}{
+		// Both: 64/(1/1ms+1/10ms) = 58 ms + 800 ms; fast alone: 64 + 400 ms.
+		{"costly network", hub.Adaptive, true, 0.1, 400 * ms, true},
+		{"park off", hub.Adaptive, false, 0.1, 400 * ms, false},
+		{"fixed policy", hub.Fixed, true, 0.1, 400 * ms, false},
+		// Both: 58 + 2 ms; fast alone: 64 + 1 ms: the slow one pays.
+		{"cheap network", hub.Adaptive, true, 0.1, 1 * ms, false},
+		// Both: 58 + 12 = 70 ms; fast alone 64 + 6 = 70 ms: no gain at all
+		// beyond rounding, far below a 10% margin.
+		{"within margin", hub.Adaptive, true, 0.1, 6 * ms, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h, n := parkHub(t, tc.policy, tc.park, tc.margin)
+			h.ObserveComm("fast", tc.comm)
+			h.ObserveComm("slow", tc.comm)
+			h.ObserveComm("stranger", tc.comm) // ignored
+			if err := h.Step("fast", pushTimed(0, 32, n, 1*ms)); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Step("slow", pushTimed(0, 32, n, 10*ms)); err != nil {
+				t.Fatal(err)
+			}
+			to, batches := lastMerged(t, h)
+			if !slices.Equal(to, []string{"fast", "slow"}) {
+				t.Fatalf("Merged went to %v, want both (a parked worker stays in sync)", to)
+			}
+			parked := events(h, hub.EventWorkerParked)
+			_, slowHas := batches["slow"]
+			if tc.wantPark {
+				if len(parked) != 1 || parked[0].Peer != "slow" || !strings.Contains(parked[0].Text, "parked") {
+					t.Fatalf("parked events %+v, want one for slow", parked)
+				}
+				if slowHas || batches["fast"] != 64 {
+					t.Fatalf("batches %v, want fast 64 and nothing for slow", batches)
+				}
+				if got := h.Parked(); !slices.Equal(got, []string{"slow"}) {
+					t.Fatalf("Parked() = %v", got)
+				}
+			} else {
+				if len(parked) != 0 || !slowHas || batches["slow"] < 1 {
+					t.Fatalf("parked %+v, batches %v: want nobody parked", parked, batches)
+				}
+				return
+			}
+			h.Advance()
+			// A parked worker cannot push; the fast one closes alone.
+			if err := h.Step("slow", pushTimed(1, 1, n, 10*ms)); err == nil {
+				t.Fatal("a parked worker's push was accepted")
+			}
+			if err := h.Step("fast", pushTimed(1, 64, n, 1*ms)); err != nil {
+				t.Fatal(err)
+			}
+			if h.Iteration() != 2 {
+				t.Fatalf("iteration %d, want 2", h.Iteration())
+			}
+			if to, _ := lastMerged(t, h); !slices.Equal(to, []string{"fast", "slow"}) {
+				t.Fatalf("Merged 1 went to %v, want both", to)
+			}
+			h.Advance()
+			// The fast worker leaves: the parked one is all there is.
+			h.Leave("fast")
+			resumed := events(h, hub.EventWorkerResumed)
+			if len(resumed) != 1 || resumed[0].Peer != "slow" {
+				t.Fatalf("resumed events %+v, want one for slow", resumed)
+			}
+			var welcome *wire.Welcome
+			for _, e := range h.Ready().Messages {
+				if w, ok := e.Msg.(*wire.Welcome); ok && e.To == "slow" {
+					welcome = w
+				}
+			}
+			if welcome == nil || welcome.BatchSize != 64 {
+				t.Fatalf("slow got %+v, want a Welcome with batch 64", welcome)
+			}
+			if len(h.Parked()) != 0 {
+				t.Fatalf("Parked() = %v after the resume", h.Parked())
+			}
+		})
+	}
+}
+
+// TestParkTakenBackWhenFasterWorkerSlows: the prediction is weighed again
+// at every open, so when the active worker slows down (a throttled phone),
+// the parked one pays again and gets a batch.
+func TestParkTakenBackWhenFasterWorkerSlows(t *testing.T) {
+	const ms = int64(1e6)
+	h, n := parkHub(t, hub.Adaptive, true, 0.1)
+	h.ObserveComm("fast", 400*ms)
+	h.ObserveComm("slow", 400*ms)
+	for _, p := range []struct {
+		id string
+		ps int64
+	}{{"fast", 1 * ms}, {"slow", 10 * ms}} {
+		if err := h.Step(p.id, pushTimed(0, 32, n, p.ps)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(events(h, hub.EventWorkerParked)) != 1 {
+		t.Fatal("slow not parked")
+	}
+	h.Advance()
+	// The fast phone throttles to 100 ms per sample: alone it would need
+	// 6.4 s + 0.4 s; with the slow one (10 ms) 0.58 s + 0.8 s.
+	if err := h.Step("fast", pushTimed(1, 64, n, 100*ms)); err != nil {
+		t.Fatal(err)
+	}
+	resumed := events(h, hub.EventWorkerResumed)
+	if len(resumed) != 1 || resumed[0].Peer != "slow" {
+		t.Fatalf("resumed %+v, want slow", resumed)
+	}
+	_, batches := lastMerged(t, h)
+	if batches["slow"] <= batches["fast"] {
+		t.Fatalf("batches %v: the slow worker is now the faster one", batches)
+	}
+}
+
+// TestParkConfig: ParkMargin outside [0, 1) is refused.
+func TestParkConfig(t *testing.T) {
+	for _, m := range []float64{-0.1, 1, 2} {
+		cfg := hub.DefaultConfig()
+		cfg.ParkMargin = m
+		if err := cfg.Validate(); err == nil {
+			t.Errorf("ParkMargin %v accepted", m)
+		}
+	}
+	cfg := hub.DefaultConfig()
+	cfg.Park, cfg.ParkMargin = true, 0.1
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if hub.EventWorkerParked.String() != "worker-parked" || hub.EventWorkerResumed.String() != "worker-resumed" {
+		t.Fatal("event names")
+	}
+}
