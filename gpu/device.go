@@ -45,6 +45,11 @@ type DeviceInfo struct {
 	BaseAlign    int  // CL_DEVICE_MEM_BASE_ADDR_ALIGN, in bits
 	FP16         bool // cl_khr_fp16: half arithmetic (storage is optional, unused yet)
 	FP64         bool // cl_khr_fp64: reductions accumulate in double when set
+	// CorrectDivSqrt is CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT: the device can
+	// build with -cl-fp32-correctly-rounded-divide-sqrt, which the backend
+	// then does, so that float division and sqrt round as Go's do (the Adam
+	// step must match the CPU backend's bits; see kernels/elementwise.cl).
+	CorrectDivSqrt bool
 }
 
 // String is a one-line summary for logs.

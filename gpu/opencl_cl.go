@@ -132,6 +132,7 @@ const (
 	clDeviceMaxWorkGroup    = 0x1004
 	clDeviceMaxClock        = 0x100C
 	clDeviceMemBaseAlign    = 0x1019
+	clDeviceSingleFPConfig  = 0x101B
 	clDeviceGlobalMemSize   = 0x101F
 	clDeviceLocalMemSize    = 0x1023
 	clDeviceName            = 0x102B
@@ -140,6 +141,8 @@ const (
 	clDeviceVersion         = 0x102F
 	clDeviceExtensions      = 0x1030
 	clPlatformName          = 0x0902
+
+	clFPCorrectlyRoundedDivideSqrt = 1 << 7
 )
 
 var (
@@ -272,6 +275,7 @@ func (d clDevice) info() DeviceInfo {
 		MaxWorkGroup: int(d.num(clDeviceMaxWorkGroup, int(unsafe.Sizeof(C.size_t(0))))),
 		BaseAlign:    int(d.num(clDeviceMemBaseAlign, 4)),
 		FP16:         strings.Contains(ext, "cl_khr_fp16"), FP64: strings.Contains(ext, "cl_khr_fp64"),
+		CorrectDivSqrt: d.num(clDeviceSingleFPConfig, 8)&clFPCorrectlyRoundedDivideSqrt != 0,
 	}
 }
 

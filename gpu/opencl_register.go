@@ -133,8 +133,15 @@ func (o *OpenCL) buildMain(dir string) error {
 	for wg > o.info.MaxWorkGroup && wg > 16 {
 		wg /= 2
 	}
+	// Correctly rounded float division and sqrt where the device offers
+	// them: the Adam step then rounds as the CPU backend's does (see
+	// kernels/elementwise.cl). Never -cl-mad-enable or -cl-fast-relaxed-math.
+	var opts string
+	if o.info.CorrectDivSqrt {
+		opts = " -cl-fp32-correctly-rounded-divide-sqrt"
+	}
 	for ; wg >= 16; wg /= 2 {
-		p, _, err := o.ctx.buildCached(o.info, dir, src, fmt.Sprintf("-D RED_WG=%d", wg), o.log)
+		p, _, err := o.ctx.buildCached(o.info, dir, src, fmt.Sprintf("-D RED_WG=%d", wg)+opts, o.log)
 		if err != nil {
 			return err
 		}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/cotrain/cotrain/cmd/internal/cli"
 	"github.com/cotrain/cotrain/data"
-	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -24,6 +23,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	classes := fs.String("classes", "", `evaluate only on these labels, e.g. "5-9"`)
 	batch := fs.Int("batch", 500, "evaluation batch size")
 	asJSON := fs.Bool("json", false, "print one JSON line")
+	device := fs.String("device", "auto", deviceUsage)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -37,7 +37,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	net, err := f.Build(gpu.NewCPU())
+	b, release, err := openDevice(*device, stderr)
+	if err != nil {
+		return err
+	}
+	defer release()
+	net, err := f.Build(b)
 	if err != nil {
 		return fmt.Errorf("%s: %w", *weights, err)
 	}
@@ -65,6 +70,7 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Var(&inputs, "input", "PNG or JPEG image, or .npy float32 NCHW tensor used as is (repeatable; more may follow the flags)")
 	top := fs.Int("top", 5, "how many classes to show")
 	asJSON := fs.Bool("json", false, "one JSON object per input with logits and top classes")
+	device := fs.String("device", "auto", deviceUsage)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -76,7 +82,12 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	net, err := f.Build(gpu.NewCPU())
+	b, release, err := openDevice(*device, stderr)
+	if err != nil {
+		return err
+	}
+	defer release()
+	net, err := f.Build(b)
 	if err != nil {
 		return fmt.Errorf("%s: %w", *weights, err)
 	}

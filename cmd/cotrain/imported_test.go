@@ -2,7 +2,10 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -85,7 +88,7 @@ func TestPredictImportedModels(t *testing.T) {
 			w := filepath.Join(t.TempDir(), "m.ctw")
 			cotrain(t, "import", "--onnx", base+".onnx", "--out", w, "--json")
 			want, shape := readFixtureNPY(t, base+".y.npy")
-			got := predictLogits(t, "--weights", w, "--input", base+".x.npy")
+			got := predictLogits(t, "--weights", w, "--input", base+".x.npy", "--device", "cpu")
 			if len(got) != len(want) {
 				t.Fatalf("%d logits, the fixture has %d (shape %v)", len(got), len(want), shape)
 			}
@@ -105,7 +108,7 @@ func TestFinetuneImportedModel(t *testing.T) {
 	base := filepath.Join(fixtureDir, "lenet5_softmax_op9")
 	cotrain(t, "import", "--onnx", base+".onnx", "--out", w, "--json")
 	done, _ := cotrain(t, "finetune", "--weights", w, "--data", "mnist", "--train-last", "1", "--iterations", "10",
-		"--batch", "32", "--json", "--out", ft)
+		"--batch", "32", "--device", "cpu", "--json", "--out", ft)
 	if done["event"] != "done" || done["iterations"] != float64(10) {
 		t.Fatalf("finetune: %v", done)
 	}
@@ -133,7 +136,7 @@ func TestFinetuneImportedModel(t *testing.T) {
 			t.Errorf("%s: changed %v, but only %s should change", p.Name, !same, last)
 		}
 	}
-	done, _ = cotrain(t, "eval", "--weights", tuned, "--data", "mnist", "--json")
+	done, _ = cotrain(t, "eval", "--weights", tuned, "--data", "mnist", "--device", "cpu", "--json")
 	if acc, ok := done["test_accuracy"].(float64); !ok || acc < 0.05 || done["model"] != models.GraphModel {
 		t.Errorf("eval of the fine-tuned file: %v", done)
 	}
@@ -150,7 +153,45 @@ func TestFinetuneImportedModel(t *testing.T) {
 	n := len(x) / net.In.Size()
 	want := make([]float32, n*net.Out.Size())
 	net.B.Download(want, net.Forward(xb, n, false))
-	if got := predictLogits(t, "--weights", tuned, "--input", base+".x.npy"); !slices.Equal(got, want) {
+	if got := predictLogits(t, "--weights", tuned, "--input", base+".x.npy", "--device", "cpu"); !slices.Equal(got, want) {
 		t.Errorf("predict on the fine-tuned file: %v, want %v", got[:3], want[:3])
+	}
+}
+
+func TestDeviceFlag(t *testing.T) {
+	dir := t.TempDir()
+	w := filepath.Join(dir, "m.ctw")
+	cotrain(t, "import", "--onnx", filepath.Join(fixtureDir, "lenet5_softmax_op9.onnx"), "--out", w, "--json")
+	x := filepath.Join(fixtureDir, "lenet5_softmax_op9.x.npy")
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		target error // nil: the command succeeds; else a usage error wrapping it
+	}{
+		{"auto", []string{"predict", "--weights", w, "--input", x, "--device", "auto"}, nil},
+		{"cpu", []string{"eval", "--weights", w, "--data", "mnist", "--device", "cpu"}, nil},
+		{"bad spec", []string{"predict", "--weights", w, "--input", x, "--device", "tpu"}, gpu.ErrDeviceSpec},
+		{"bad index", []string{"train", "--iterations", "1", "--device", "opencl:x"}, gpu.ErrDeviceSpec},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			err := run(context.Background(), tc.args, &out, &errb)
+			if tc.target == nil {
+				if err != nil {
+					t.Fatalf("%v\n%s", err, errb.String())
+				}
+				return
+			}
+			if !errors.Is(err, errUsage) || !errors.Is(err, tc.target) || !strings.Contains(err.Error(), "--device") {
+				t.Errorf("error %v, want a usage error about --device", err)
+			}
+		})
+	}
+	// Without -tags opencl (as here) "opencl" is refused with the reason; a
+	// build with OpenCL may have a device, so only the refusal is checked.
+	var out, errb bytes.Buffer
+	err := run(context.Background(), []string{"predict", "--weights", w, "--input", x, "--device", "opencl"}, &out, &errb)
+	if err != nil && (!strings.Contains(err.Error(), "opencl") || errors.Is(err, errUsage)) {
+		t.Errorf("--device opencl: %v", err)
 	}
 }

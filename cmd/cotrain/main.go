@@ -8,9 +8,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/cotrain/cotrain/gpu"
 )
 
 const usage = `cotrain: train and run neural networks on this device
@@ -20,6 +23,7 @@ Usage:
   cotrain finetune --weights FILE --data mnist|DIR --train-last N|all [flags]
   cotrain eval     --weights FILE --data mnist|DIR [--json]
   cotrain predict  --weights FILE --input FILE... [--json]
+  (these four take --device auto|cpu|opencl[:N]; FILE may be an imported ONNX model)
   cotrain import   --onnx FILE --out WEIGHTS [--json]
   cotrain export   --weights FILE --onnx OUT [--json]
   cotrain models   list the models
@@ -98,4 +102,26 @@ func parse(fs *flag.FlagSet, args []string) error {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	return nil
+}
+
+// deviceUsage is the help text of the --device flag.
+const deviceUsage = "compute device: auto (an OpenCL GPU if this build and the phone have one, else the CPU), cpu, opencl or opencl:N"
+
+// openDevice returns the backend --device names (gpu.Open), logging the
+// choice and any fallback to stderr, and a function that releases it. A
+// spec gpu.Open does not understand is a usage error.
+func openDevice(spec string, stderr io.Writer) (gpu.Backend, func(), error) {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	b, err := gpu.Open(spec, log)
+	if errors.Is(err, gpu.ErrDeviceSpec) {
+		return nil, nil, fmt.Errorf("%w: --device: %w", errUsage, err)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("--device %s: %w", spec, err)
+	}
+	release := func() {}
+	if c, ok := b.(io.Closer); ok {
+		release = func() { c.Close() }
+	}
+	return b, release, nil
 }

@@ -14,18 +14,17 @@ import (
 
 	"github.com/cotrain/cotrain/cmd/internal/cli"
 	"github.com/cotrain/cotrain/data"
-	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
 
 // trainConfig is what train and finetune take.
 type trainConfig struct {
-	model, weights, dataSpec, classes, out, optimizer, schedule, trainLast string
-	epochs, iterations, batch, stepEvery, evalBatch                        int
-	lr, momentum, weightDecay, gamma                                       float64
-	nesterov, json                                                         bool
-	seed                                                                   uint64
+	model, weights, dataSpec, classes, out, optimizer, schedule, trainLast, device string
+	epochs, iterations, batch, stepEvery, evalBatch                                int
+	lr, momentum, weightDecay, gamma                                               float64
+	nesterov, json                                                                 bool
+	seed                                                                           uint64
 }
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer, finetune bool) error {
@@ -59,6 +58,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer, fine
 	fs.Uint64Var(&c.seed, "seed", 1, "seed for initialisation, shuffling and dropout")
 	fs.StringVar(&c.out, "out", "cotrain-out", "folder for the weight file and plots")
 	fs.BoolVar(&c.json, "json", false, "print JSON lines instead of progress")
+	fs.StringVar(&c.device, "device", "auto", deviceUsage)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -75,7 +75,11 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer, fine
 }
 
 func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
-	b := gpu.NewCPU()
+	b, release, err := openDevice(c.device, stderr)
+	if err != nil {
+		return err
+	}
+	defer release()
 	var (
 		net   *solver.Net
 		mcfg  models.Config
@@ -83,7 +87,6 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 		file  *models.File
 	)
 	if c.weights != "" {
-		var err error
 		if file, err = models.LoadFile(c.weights); err != nil {
 			return err
 		}

@@ -35,6 +35,12 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	mcfg := spec.Resolve(models.Config{})
+	// The hub's master copy stays on the CPU backend, whatever the workers
+	// use: the hub computes no gradients, it only applies each merged
+	// gradient with the optimizer, and every worker applies the same step to
+	// its own copy. The OpenCL optimizer kernels give the CPU's bits where the
+	// device rounds division and sqrt correctly (docs/opencl.md,
+	// "Determinism"); elsewhere a worker's hash differs and it resyncs.
 	b := gpu.NewCPU()
 	net, err := models.Build(b, c.model, mcfg)
 	if err != nil {

@@ -109,19 +109,52 @@ __kernel void softmax_xent_backward(__global float* d, int doff, __global const 
 	d[doff + i] = v;
 }
 
+// The optimizer steps must give the CPU backend's bits (CPU.SGDStep and
+// CPU.AdamStep in gpu/cpu_optim.go): every cooperative worker applies the
+// hub's merged gradient to its own weights, and one differing bit fails the
+// per-iteration hash check and costs a full weight download. So:
+//   - the operations and their order mirror the Go code exactly;
+//   - no a*b+c may become an fma: FP_CONTRACT is off (again here, besides
+//     common.cl, so the rule stays next to the code that depends on it), and
+//     each product is its own statement: C allows contraction only within
+//     one expression, so this holds even where a compiler ignores the pragma;
+//   - the program is built without -cl-mad-enable or -cl-fast-relaxed-math;
+//   - sqrt and division must be correctly rounded, as Go's are. OpenCL allows
+//     float sqrt 3 ulp and division 2.5 ulp of error (NVIDIA's defaults are
+//     approximate: on an H100 30-39% of the weights after 8 Adam steps differed
+//     in the last bits) unless the program is built with
+//     -cl-fp32-correctly-rounded-divide-sqrt, which buildMain passes when
+//     the device reports CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT. Computing them
+//     in double and rounding once is no substitute: on the H100 that still
+//     left 28-37% of the weights different, as a compiler may narrow
+//     (float)sqrt((double)x) back to a float sqrt.
+//     On a device without the flag (some phone GPUs) Adam may differ from
+//     the CPU in the last bit; the hash check then resyncs the worker
+//     (docs/opencl.md, "Determinism"). SGD has no division or sqrt and is
+//     bit-identical everywhere.
+#pragma OPENCL FP_CONTRACT OFF
+
 // sgd_step follows torch.optim.SGD with dampening 0 (see Backend.SGDStep).
 __kernel void sgd_step(__global float* p, int poff, __global const float* g, int goff, __global float* v, int voff,
                        int n, float lr, float momentum, float wd, int nesterov) {
 	int i = get_global_id(0);
 	if (i >= n) return;
 	float pi = p[poff + i];
-	float d = g[goff + i] + wd * pi;
+	float wp = wd * pi;
+	float d = g[goff + i] + wp;
 	if (momentum != 0) {
-		float vi = momentum * v[voff + i] + d;
+		float mv = momentum * v[voff + i];
+		float vi = mv + d;
 		v[voff + i] = vi;
-		d = nesterov ? d + momentum * vi : vi;
+		if (nesterov) {
+			float mvi = momentum * vi;
+			d = d + mvi;
+		} else {
+			d = vi;
+		}
 	}
-	p[poff + i] = pi - lr * d;
+	float step = lr * d;
+	p[poff + i] = pi - step;
 }
 
 // adam_step follows torch.optim.Adam; step and bc2sqrt are computed on the
@@ -132,11 +165,20 @@ __kernel void adam_step(__global float* p, int poff, __global const float* g, in
 	int i = get_global_id(0);
 	if (i >= n) return;
 	float pi = p[poff + i];
-	float gv = g[goff + i] + wd * pi;
-	float mi = beta1 * m[moff + i] + (1 - beta1) * gv;
-	float vi = beta2 * v[voff + i] + (1 - beta2) * gv * gv;
+	float wp = wd * pi;
+	float gv = g[goff + i] + wp;
+	float c1 = 1 - beta1, c2 = 1 - beta2;
+	float bm = beta1 * m[moff + i];
+	float cg = c1 * gv;
+	float mi = bm + cg;
+	float bv = beta2 * v[voff + i];
+	float cgg = c2 * gv;
+	cgg = cgg * gv;
+	float vi = bv + cgg;
 	m[moff + i] = mi;
 	v[voff + i] = vi;
-	float denom = sqrt(vi) / bc2sqrt + eps;
-	p[poff + i] = pi - step * mi / denom;
+	float denom = sqrt(vi) / bc2sqrt;
+	denom = denom + eps;
+	float num = step * mi;
+	p[poff + i] = pi - num / denom;
 }
