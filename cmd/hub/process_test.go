@@ -85,6 +85,7 @@ func start(t *testing.T, ctx context.Context, name, bin string, args ...string) 
 		for sc.Scan() {
 			var ev map[string]any
 			if json.Unmarshal(sc.Bytes(), &ev) == nil {
+				ev["_received"] = time.Now() // for the fault tests' timings
 				p.events <- ev
 			}
 		}

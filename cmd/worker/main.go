@@ -43,7 +43,8 @@ type config struct {
 	listen                                                              []string
 	seed                                                                uint64
 	json, verbose                                                       bool
-	find                                                                time.Duration
+	find, reconnect                                                     time.Duration
+	slowdown                                                            float64
 	logEvery                                                            int
 }
 
@@ -67,6 +68,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.hubAddr, "hub", "", "the hub's multiaddr (with /p2p/<peer id>); empty: find it over mDNS")
 	fs.StringVar(&c.session, "session", "", "with no --hub: join the hub of this session (empty: the only hub found)")
 	fs.DurationVar(&c.find, "find-timeout", 3*time.Second, "how long to listen for hubs over mDNS")
+	fs.DurationVar(&c.reconnect, "reconnect-timeout", 2*time.Minute, "when the hub's connection drops, how long to keep dialling it again (backoff 100ms doubling to 5s; 0: give up at once)")
+	fs.Float64Var(&c.slowdown, "slowdown", 1, "for tests: play a device this many times slower (sleeps after each pass)")
 	fs.StringVar(&c.dataSpec, "data", "mnist", `training data: "mnist", a folder of MNIST IDX files, or an image folder`)
 	fs.StringVar(&c.shard, "shard", "0/1", "this worker's shard I/N of the training data (I from 0 to N-1)")
 	fs.StringVar(&c.out, "out", "cotrain-worker", "folder for the final weights")
@@ -90,6 +93,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.device != "cpu" {
 		return c, fmt.Errorf("%w: --device %q: this build has the cpu device only", errUsage, c.device)
+	}
+	if c.slowdown < 1 || c.reconnect < 0 {
+		return c, fmt.Errorf("%w: --slowdown must be at least 1 and --reconnect-timeout not negative", errUsage)
 	}
 	if c.logEvery < 1 {
 		return c, fmt.Errorf("%w: --log-every must be positive", errUsage)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -14,7 +15,9 @@ import (
 	"github.com/cotrain/cotrain/sync/discovery"
 	"github.com/cotrain/cotrain/sync/p2p"
 	"github.com/cotrain/cotrain/sync/state"
+	"github.com/cotrain/cotrain/sync/transport"
 	"github.com/cotrain/cotrain/worker"
+	"github.com/libp2p/go-libp2p/core/network"
 )
 
 func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
@@ -54,25 +57,28 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		addr = pickAddr(info.Addrs)
 		log.Info("found hub over mDNS", "session", info.Session, "model", info.Model, "addr", addr)
 	}
-	conn, err := host.Dial(ctx, addr)
-	if err != nil {
-		return err
+	// libp2p backs an address that failed off for seconds to minutes; the
+	// session has a backoff of its own, so every dial is forced.
+	dial := func(ctx context.Context) (transport.Conn, error) {
+		return host.Dial(network.WithForceDirectDial(ctx, "cotrain redial"), addr)
 	}
 
 	wc := worker.DefaultConfig()
-	wc.Name, wc.Hub, wc.Device, wc.Backend, wc.Shard = host.ID(), conn.RemotePeer(), c.name, "cpu", c.shard
-	core, err := worker.NewCore(wc, gpu.NewCPU())
-	if err != nil {
-		conn.Close()
-		return err
-	}
+	wc.Name, wc.Device, wc.Backend, wc.Shard = host.ID(), c.name, "cpu", c.shard
 	// The shard is loaded once the Welcome says which model (and so which
 	// input shape) the run trains: until then the data source is lazy.
 	src := &lazyShard{spec: c.dataSpec, i: si, n: sn, seed: c.seed + uint64(si)}
-	d := &worker.Driver{Core: core, Conn: conn, Data: src, Log: log}
+	sess := &worker.Session{Config: wc, Backend: gpu.NewCPU(), Data: src, Dial: dial, Log: log,
+		Backoff: worker.DefaultBackoff(), ReconnectTimeout: c.reconnect,
+		Rand: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), c.seed)), Slowdown: c.slowdown}
+	sess.OnConnect = func(n int) {
+		if ev != nil {
+			ev.Emit("connected", map[string]any{"hub": addr, "reconnect": n})
+		}
+	}
 	start := time.Now()
 	var pushes int
-	d.OnReady = func(rd worker.Ready) {
+	sess.OnReady = func(core *worker.Core, rd worker.Ready) {
 		for _, e := range rd.Events {
 			switch e.Kind {
 			case worker.EventWelcomed:
@@ -96,7 +102,11 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	runErr := d.Run(ctx)
+	runErr := sess.Run(ctx)
+	core := sess.Core()
+	if core == nil {
+		return runErr // the first dial failed
+	}
 	if src.err != nil {
 		return src.err
 	}
