@@ -381,7 +381,7 @@ func TestFaultWrongKeyAndStranger(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := faultHub(t, ctx, "hub", filepath.Join(dir, "hub"), "/ip4/127.0.0.1/tcp/0", "--min-workers", "1",
-		"--batch", "32", "--iterations", "60", "--psk", keyA, "--allow", allow)
+		"--batch", "32", "--iterations", "300", "--psk", keyA, "--allow", allow)
 	addr := h.until(t, "listening", 30*time.Second)["addrs"].([]any)[0].(string)
 	good := faultWorker(t, ctx, "good", addr, dir, 0, 1, "--psk", keyA)
 	good.until(t, "progress", time.Minute)
@@ -392,9 +392,13 @@ func TestFaultWrongKeyAndStranger(t *testing.T) {
 		{"wrongkey", keyB, "swarm key"},
 		{"stranger", keyA, "allowlist"},
 	}
+	began := time.Now() // both at once, while the run goes on
+	var strangers []*proc
 	for _, c := range cases {
-		began := time.Now()
-		w := faultWorker(t, ctx, c.name, addr, dir, 0, 1, "--psk", c.key)
+		strangers = append(strangers, faultWorker(t, ctx, c.name, addr, dir, 0, 1, "--psk", c.key))
+	}
+	for i, c := range cases {
+		w := strangers[i]
 		code := w.exit(t, 30*time.Second)
 		took := time.Since(began)
 		msg := w.stderr.String()
@@ -404,10 +408,13 @@ func TestFaultWrongKeyAndStranger(t *testing.T) {
 		}
 	}
 	hubDone := h.until(t, "done", 2*time.Minute)
-	if hubDone["iterations"].(float64) != 60 {
-		t.Errorf("hub ended at %v iterations, want 60", hubDone["iterations"])
+	if hubDone["iterations"].(float64) != 300 {
+		t.Errorf("hub ended at %v iterations, want 300", hubDone["iterations"])
 	}
 	sameWeights(t, hubDone, good)
+	if hubDone["refused"].(float64) < 1 {
+		t.Errorf("the hub counted %v refused inputs, want the stranger's", hubDone["refused"])
+	}
 	if !strings.Contains(h.stderr.String(), "peer not on the allowlist") {
 		t.Errorf("the hub did not log the stranger's refusal")
 	}

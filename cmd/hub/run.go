@@ -169,6 +169,9 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	d.OnReady = func(rd hub.Ready) {
 		for _, e := range rd.Events {
+			if e.Kind == hub.EventRefused {
+				p.refused++
+			}
 			if e.Kind == hub.EventStarted {
 				p.start = time.Now() // throughput counts from the first iteration
 			}
@@ -197,7 +200,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	result := map[string]any{"iterations": tr.Iter, "weights_sha256": sum, "weights": path,
 		"test_accuracy": acc, "test_loss": testLoss, "seconds": time.Since(p.start).Seconds(),
-		"samples_per_sec": float64(p.samples) / time.Since(p.start).Seconds()}
+		"samples_per_sec": float64(p.samples) / time.Since(p.start).Seconds(), "refused": p.refused}
 	if c.json {
 		ev.Emit("done", result)
 	} else {
@@ -225,6 +228,7 @@ type progress struct {
 	samples int
 	best    float64
 	stale   int
+	refused int // inputs the core refused (each also logged)
 }
 
 func (p *progress) merged(e hub.Event, rd hub.Ready) {
