@@ -74,7 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.shard, "shard", "0/1", "this worker's shard I/N of the training data (I from 0 to N-1)")
 	fs.StringVar(&c.out, "out", "cotrain-worker", "folder for the final weights")
 	fs.StringVar(&c.name, "name", host, "device name shown on the hub")
-	fs.StringVar(&c.device, "device", "cpu", "compute device: cpu")
+	fs.StringVar(&c.device, "device", "auto", "compute device: auto (an OpenCL GPU if this build and the phone have one, else the CPU), cpu, opencl or opencl:N")
 	fs.StringVar(&c.identity, "identity", "", "libp2p key file (created if missing); empty: a new identity each run")
 	fs.StringVar(&c.psk, "psk", "", "swarm.key file of the hub's private network")
 	fs.Var((*listFlag)(&c.listen), "listen", "multiaddr for this worker's own host (repeatable; default loopback TCP and QUIC)")
@@ -90,9 +90,6 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
-	}
-	if c.device != "cpu" {
-		return c, fmt.Errorf("%w: --device %q: this build has the cpu device only", errUsage, c.device)
 	}
 	if c.slowdown < 1 || c.reconnect < 0 {
 		return c, fmt.Errorf("%w: --slowdown must be at least 1 and --reconnect-timeout not negative", errUsage)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -29,6 +30,22 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	si, sn, err := data.ParseShard(c.shard)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	// The backend is opened before anything is dialled, so that a bad
+	// --device fails fast; its Name goes into the Register message. Its
+	// optimizer steps match the hub's CPU bit for bit on devices with
+	// correctly rounded division and sqrt; on others Adam may differ in the
+	// last bit, the weight hash then differs and this worker resyncs
+	// (docs/opencl.md, "Determinism").
+	b, err := gpu.Open(c.device, log)
+	if errors.Is(err, gpu.ErrDeviceSpec) {
+		return fmt.Errorf("%w: --device: %w", errUsage, err)
+	}
+	if err != nil {
+		return fmt.Errorf("--device %s: %w", c.device, err)
+	}
+	if cl, ok := b.(io.Closer); ok {
+		defer cl.Close()
 	}
 
 	hostCfg := p2p.HostConfig{Listen: c.listen, Logger: log}
@@ -64,11 +81,11 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 
 	wc := worker.DefaultConfig()
-	wc.Name, wc.Device, wc.Backend, wc.Shard = host.ID(), c.name, "cpu", c.shard
+	wc.Name, wc.Device, wc.Backend, wc.Shard = host.ID(), c.name, b.Name(), c.shard
 	// The shard is loaded once the Welcome says which model (and so which
 	// input shape) the run trains: until then the data source is lazy.
 	src := &lazyShard{spec: c.dataSpec, i: si, n: sn, seed: c.seed + uint64(si)}
-	sess := &worker.Session{Config: wc, Backend: gpu.NewCPU(), Data: src, Dial: dial, Log: log,
+	sess := &worker.Session{Config: wc, Backend: b, Data: src, Dial: dial, Log: log,
 		Backoff: worker.DefaultBackoff(), ReconnectTimeout: c.reconnect,
 		Rand: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), c.seed)), Slowdown: c.slowdown}
 	sess.OnConnect = func(n int) {
