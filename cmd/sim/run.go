@@ -1,0 +1,299 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cotrain/cotrain/cmd/internal/cli"
+	"github.com/cotrain/cotrain/sim"
+)
+
+// config is what the flags say.
+type config struct {
+	Scenario   string
+	Seed       uint64
+	JSON       bool
+	Out        string
+	Iterations int
+	Policy     string
+	Bandwidth  string
+	Parallel   int
+	List       bool
+}
+
+// run loads the scenario, simulates it, and writes the report: a table (or
+// JSON lines) to stdout, progress to stderr, plots to cfg.Out.
+func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
+	if cfg.List {
+		return list(stdout)
+	}
+	sc, err := sim.LoadScenario(cfg.Scenario)
+	if err != nil {
+		return err
+	}
+	if cfg.Seed != 0 {
+		sc.Seed = cfg.Seed
+	}
+	if cfg.Policy != "" {
+		sc.Primary = cfg.Policy
+	}
+	if cfg.Bandwidth != "" {
+		if err := sc.SetBandwidth(cfg.Bandwidth); err != nil {
+			return err
+		}
+	}
+	if err := sc.Validate(); err != nil {
+		return err
+	}
+	start := time.Now()
+	d, err := sim.LoadData(sc)
+	if err != nil {
+		return err
+	}
+	var ev *cli.Events
+	if cfg.JSON {
+		ev = cli.NewEvents(stdout)
+		ev.Emit("start", map[string]any{"scenario": sc.Name, "seed": sc.Seed, "description": sc.Description})
+	} else {
+		fmt.Fprintf(stdout, "scenario %s (seed %d): %s\n", sc.Name, sc.Seed, sc.Description)
+	}
+	prog := newProgress(stderr, ev, sc.EvalEvery)
+	rep, err := sim.Run(ctx, sc, d, sim.Options{Iterations: cfg.Iterations, Parallel: cfg.Parallel, Progress: prog.update})
+	prog.done()
+	if err != nil {
+		return err
+	}
+	wall := time.Since(start)
+	if cfg.Out != "" {
+		if err := writePlots(cfg.Out, sc, rep); err != nil {
+			return err
+		}
+	}
+	if cfg.JSON {
+		ev.Emit("wall", map[string]any{"seconds": wall.Seconds()})
+		return ev.Emit("done", doneFields(sc, rep))
+	}
+	writeTable(stdout, sc, rep)
+	fmt.Fprintf(stdout, "\nwall time %.1f s", wall.Seconds())
+	if cfg.Out != "" {
+		fmt.Fprintf(stdout, "; plots in %s", cfg.Out)
+	}
+	fmt.Fprintln(stdout)
+	return nil
+}
+
+func list(w io.Writer) error {
+	fmt.Fprintln(w, "scenarios:")
+	for _, name := range sim.BuiltinScenarios() {
+		sc, err := sim.LoadScenario(name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "  %-14s %s\n", name, sc.Description)
+	}
+	fmt.Fprintln(w, "device profiles (time of one lenet-caffe step at batch 64):")
+	for _, p := range sim.Profiles() {
+		fmt.Fprintf(w, "  %-10s %-6v %s\n", p.Name, p.RefStep, p.Source)
+	}
+	return nil
+}
+
+// progress shows the runs' progress: one line on a terminal, a JSON line
+// per evaluation with --json, nothing otherwise. Runs report from several
+// goroutines.
+type progress struct {
+	mu    sync.Mutex
+	w     io.Writer
+	tty   bool
+	ev    *cli.Events
+	every int
+	last  map[string]sim.Progress
+	drawn time.Time
+}
+
+func newProgress(w io.Writer, ev *cli.Events, every int) *progress {
+	f, ok := w.(*os.File)
+	return &progress{w: w, tty: ok && cli.IsTerminal(f), ev: ev, every: every, last: map[string]sim.Progress{}}
+}
+
+func (p *progress) update(s sim.Progress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.last[s.Run] = s
+	if p.ev != nil && s.Iteration%p.every == 0 {
+		p.ev.Emit("progress", map[string]any{"run": s.Run, "iteration": s.Iteration,
+			"sim_seconds": s.SimSeconds, "test_accuracy": s.Accuracy})
+	}
+	if !p.tty || time.Since(p.drawn) < 200*time.Millisecond {
+		return
+	}
+	p.drawn = time.Now()
+	var parts []string
+	for _, name := range sortedKeys(p.last) {
+		l := p.last[name]
+		acc := "  -  "
+		if l.Accuracy >= 0 {
+			acc = fmt.Sprintf("%.3f", l.Accuracy)
+		}
+		parts = append(parts, fmt.Sprintf("%s %d/%d %.0fs %s", name, l.Iteration, l.Of, l.SimSeconds, acc))
+	}
+	fmt.Fprintf(p.w, "\r\033[K%s", strings.Join(parts, " | "))
+}
+
+func (p *progress) done() {
+	if p.tty {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// writeTable prints the comparison and where each co-training run's time
+// went.
+func writeTable(w io.Writer, sc *sim.Scenario, rep *sim.Report) {
+	target := fmt.Sprintf("to %.0f%% (s)", 100*sc.Target)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "\nrun\t10 iterations (s)\tsamples/s\t%s\tMB sent\tfinal accuracy\titerations\t\n", target)
+	for _, r := range rep.Runs {
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%.1f\t%s\t%d\t\n", r.Name, secs(r.TenIterations), r.SamplesPerSecond(),
+			secs(r.TimeToTarget), float64(r.Bytes)/1e6, pct(r.FinalAccuracy()), r.Iterations)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\naccuracy on %d MNIST test images, evaluated every %d iterations; times are simulated, from the first compute\n",
+		sc.TestImages, sc.EvalEvery)
+	for _, r := range rep.Runs {
+		if r.Policy == "solo" {
+			continue
+		}
+		fmt.Fprintf(w, "\nwhere the time goes, %s (medium busy %.0f%% of the run with gradients):\n", r.Name, 100*r.MediumBusy)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "device\tsamples\tcompute\tsend\treceive\twait for air\tidle\t\n")
+		for _, d := range r.Devices {
+			tot := d.Compute + d.Send + d.Receive + d.AirWait + d.Idle
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", d.Name, d.Samples, share(d.Compute, tot), share(d.Send, tot),
+				share(d.Receive, tot), share(d.AirWait, tot), share(d.Idle, tot))
+		}
+		tw.Flush()
+		for _, l := range r.Log {
+			if strings.Contains(l, "worker-") || strings.Contains(l, "fault") || strings.Contains(l, "left") {
+				fmt.Fprintf(w, "  %s\n", l)
+			}
+		}
+	}
+}
+
+func secs(s float64) string {
+	if s <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", s)
+}
+
+func pct(a float64) string {
+	if a < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f%%", 100*a)
+}
+
+func share(x, tot float64) string {
+	if tot <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*x/tot)
+}
+
+// doneFields is the JSON done event: no wall-clock figure, so that the
+// same seed gives the same line.
+func doneFields(sc *sim.Scenario, rep *sim.Report) map[string]any {
+	var runs []map[string]any
+	for _, r := range rep.Runs {
+		m := map[string]any{"name": r.Name, "policy": r.Policy, "iterations": r.Iterations, "samples": r.Samples,
+			"sim_seconds_10_iterations": r.TenIterations, "samples_per_second": r.SamplesPerSecond(),
+			"bytes": r.Bytes, "test_accuracy": r.FinalAccuracy(), "sim_seconds": r.End, "parks": r.Parks}
+		if r.TimeToTarget >= 0 {
+			m["sim_seconds_to_target"] = r.TimeToTarget
+		}
+		runs = append(runs, m)
+	}
+	out := map[string]any{"scenario": sc.Name, "seed": sc.Seed, "policy": sc.Primary, "target": sc.Target, "runs": runs}
+	if p := rep.Run(sc.Primary); p != nil {
+		out["test_accuracy"] = p.FinalAccuracy()
+		out["sim_seconds_10_iterations"] = p.TenIterations
+		out["samples_per_second"] = p.SamplesPerSecond()
+	}
+	if f := rep.FastestSolo(); f != nil {
+		out["fastest_solo"] = f.Solo
+		out["fastest_solo_sim_seconds_10_iterations"] = f.TenIterations
+	}
+	return out
+}
+
+// writePlots writes accuracy.png and a timeline per co-training run.
+func writePlots(dir string, sc *sim.Scenario, rep *sim.Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	var series []cli.Series
+	for _, r := range rep.Runs {
+		s := cli.Series{Name: r.Name}
+		for _, p := range r.Curve {
+			s.X, s.Y = append(s.X, p.Seconds), append(s.Y, p.Accuracy)
+		}
+		series = append(series, s)
+	}
+	if err := cli.LinePlot(filepath.Join(dir, "accuracy.png"), sc.Name+": test accuracy",
+		"simulated seconds", "test accuracy", series...); err != nil {
+		return err
+	}
+	kinds := []string{"compute", "send", "receive", "wait-air"}
+	for _, r := range rep.Runs {
+		if r.Policy == "solo" {
+			continue
+		}
+		rows := []string{"hub"}
+		for _, d := range r.Devices {
+			rows = append(rows, d.Name)
+		}
+		var spans []cli.Span
+		for _, s := range r.Timeline {
+			row, kind := index(rows, s.Device), index(kinds, s.Kind)
+			if row >= 0 && kind >= 0 {
+				spans = append(spans, cli.Span{Row: row, Kind: kind, Start: s.Start, End: s.End})
+			}
+		}
+		name := "timeline-" + strings.ReplaceAll(r.Name, " ", "-") + ".png"
+		if err := cli.TimelinePlot(filepath.Join(dir, name), fmt.Sprintf("%s, %s: first iterations (blank: idle)", sc.Name, r.Name),
+			"simulated seconds from the first compute", rows, kinds, spans); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func index(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}

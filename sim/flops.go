@@ -1,0 +1,61 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/solver"
+)
+
+// FLOPs returns the floating-point operations of one sample's forward pass
+// through the named model (zero config fields take the model's defaults),
+// counting a multiply-add as 2:
+//
+//   - convolution: 2·K·(C/G)·R·S·OH·OW, plus K·OH·OW for the bias;
+//   - linear: 2·in·out, plus out for the bias;
+//   - pooling, activations, batch norm and the like: one per output element.
+//
+// A training step (forward and backward) costs about 3 times the forward
+// pass: the backward pass computes the gradient with respect to the input
+// and to the weights, each about as costly as the forward pass. TrainFLOPs
+// says so.
+func FLOPs(model string, c models.Config) (float64, error) {
+	c, nodes, err := models.Nodes(model, c)
+	if err != nil {
+		return 0, fmt.Errorf("sim: %w", err)
+	}
+	// NewNet sets the layers up: their geometry is known afterwards.
+	net, err := solver.NewNet(gpu.NewCPU(), c.Input, nodes)
+	if err != nil {
+		return 0, fmt.Errorf("sim: model %s: %w", model, err)
+	}
+	infos := net.Layers()
+	var total float64
+	for i, nd := range nodes {
+		out := float64(infos[i].Out.Size())
+		switch l := nd.Layer.(type) {
+		case *solver.Conv2D:
+			g := l.Geom
+			total += 2 * float64(g.K) * float64(g.C/g.Groups) * float64(g.R*g.S) * float64(g.OH*g.OW)
+			if !l.Cfg.NoBias {
+				total += out
+			}
+		case *solver.Linear:
+			total += 2 * float64(l.In) * float64(l.Out)
+			if !l.NoBias {
+				total += out
+			}
+		default:
+			total += out
+		}
+	}
+	return total, nil
+}
+
+// TrainFLOPs returns the operations of one training step on batch samples:
+// 3·FLOPs·batch (see FLOPs).
+func TrainFLOPs(model string, c models.Config, batch int) (float64, error) {
+	f, err := FLOPs(model, c)
+	return 3 * f * float64(batch), err
+}

@@ -1,0 +1,291 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/cotrain/cotrain/hub"
+	"github.com/cotrain/cotrain/sync/wire"
+	"github.com/cotrain/cotrain/worker"
+)
+
+// This file moves messages and computes between the cores, as the real
+// drivers do (worker.Driver, hub.Driver), with virtual time: every message
+// goes through the in-memory transport (so through the wire codec) and
+// takes the network's time; every compute takes the device's time.
+
+// flushWorker handles p's Ready: messages to the hub, a compute to run.
+func (r *runner) flushWorker(p *phone) {
+	rd := p.core.Ready()
+	p.core.Advance()
+	for _, m := range rd.Messages {
+		r.sendUp(p, m)
+	}
+	for _, e := range rd.Events {
+		switch e.Kind {
+		case worker.EventMismatch:
+			r.fail(fmt.Errorf("%w: %s: %s", ErrInvariant, p.spec.Name, e.Text))
+		case worker.EventRefused, worker.EventResync, worker.EventDiscarded:
+			r.note(fmt.Sprintf("%s: %s %s %v", p.spec.Name, e.Kind, e.Text, e.Err))
+		}
+	}
+	if rd.Compute != nil {
+		r.startCompute(p, *rd.Compute)
+	}
+	if rd.Done && p.alive {
+		p.stats.end(r.clk.now, r.t0)
+	}
+}
+
+// startCompute runs the forward and backward pass now (the gradient is
+// real) and reports it to the core when the device would have finished.
+// The core holds messages that arrive meanwhile, as with a real driver.
+func (r *runner) startCompute(p *phone, req worker.ComputeRequest) {
+	tr := p.core.Trainer()
+	size := tr.Net.In.Size()
+	if len(p.labels) < req.Batch {
+		p.x, p.labels = make([]float32, req.Batch*size), make([]int32, req.Batch)
+	}
+	p.loader.SetBatch(req.Batch)
+	n, _ := p.loader.Next(p.x, p.labels)
+	loss := r.memo.gradient(tr, req.Iteration, p.x[:n*size], p.labels[:n])
+	start := max(r.clk.now, p.busy)
+	if r.t0 < 0 {
+		r.t0 = start
+	}
+	dur := p.dev.compute(start, r.sampleFLOPs*float64(n))
+	if p.dev.throttled() {
+		p.stats.Throttled++
+	}
+	p.busy = start + dur
+	p.stats.Compute += float64(dur) / 1e9
+	p.stats.Samples += n
+	r.segment(p.spec.Name, "compute", start, start+dur, req.Iteration)
+	done := worker.ComputeDone{Iteration: req.Iteration, Samples: n, Loss: loss, ComputeNanos: dur}
+	gen := p.gen
+	r.clk.at(start+dur, func() {
+		if p.gen != gen {
+			return // the phone left meanwhile
+		}
+		before := p.core.Iteration()
+		if err := p.core.Computed(done); err != nil {
+			r.note(fmt.Sprintf("%s: compute refused: %v", p.spec.Name, err))
+		}
+		r.afterWorkerInput(p, before)
+		r.flushWorker(p)
+	})
+}
+
+// sendUp sends m from p to the hub over the network.
+func (r *runner) sendUp(p *phone, m wire.Message) {
+	size := r.frameSize(m)
+	if err := p.conn.Send(r.ctx, m); err != nil {
+		r.fail(fmt.Errorf("sim: %s sends %s: %w", p.spec.Name, m.Kind(), err))
+		return
+	}
+	now := r.clk.now
+	start, _, arrive := r.net.transfer(now, p.spec.Name, size)
+	p.stats.AirWait += r.span(now, start)
+	p.stats.Send += r.span(start, arrive)
+	p.stats.BytesSent += int64(size)
+	r.trainAir(m, start, arrive-r.net.latency)
+	it := m.Head().Iteration
+	r.segment(p.spec.Name, "wait-air", now, start, it)
+	r.segment(p.spec.Name, "send", start, arrive, it)
+	gen := p.gen
+	r.clk.at(arrive, func() {
+		if p.gen != gen {
+			return
+		}
+		r.deliverUp(p, arrive-start)
+	})
+}
+
+// deliverUp hands the hub the next message from p. xfer is how long the
+// message was on the network: a push's is reported to the hub as the
+// worker's communication cost (hub.Core.ObserveComm).
+func (r *runner) deliverUp(p *phone, xfer int64) {
+	m, err := p.hubConn.Recv(r.ctx)
+	if err != nil {
+		r.fail(fmt.Errorf("sim: hub receives from %s: %w", p.spec.Name, err))
+		return
+	}
+	push, isPush := m.(*wire.Push)
+	if isPush {
+		r.hub.ObserveComm(p.spec.Name, xfer)
+	}
+	if err := r.hub.Step(p.spec.Name, m); err != nil {
+		r.note(fmt.Sprintf("hub refused %s from %s: %v", m.Kind(), p.spec.Name, err))
+	} else if isPush {
+		r.check.pushed(push)
+	}
+	r.flushHub()
+}
+
+// flushHub handles the hub's Ready: checks and evaluation at every merge,
+// then the messages, sent once the merge is done (the hub's compute time).
+func (r *runner) flushHub() {
+	for {
+		rd := r.hub.Ready()
+		r.hub.Advance()
+		for _, e := range rd.Events {
+			switch e.Kind {
+			case hub.EventMerged:
+				merge := r.hubDev.flops
+				work := float64(r.paramCount) * float64(2*e.Workers+4)
+				start := max(r.clk.now, r.hubFree)
+				r.hubFree = start + int64(work/merge*1e9)
+				r.segment("hub", "compute", start, r.hubFree, e.Iteration)
+				r.merged(e, rd.Messages)
+			case hub.EventRetry:
+				r.check.reset()
+				r.note(fmt.Sprintf("hub: %s %d: %s", e.Kind, e.Iteration, e.Text))
+			case hub.EventWorkerParked, hub.EventWorkerResumed, hub.EventLeft, hub.EventJoined,
+				hub.EventLate, hub.EventDropped, hub.EventStarted, hub.EventResync, hub.EventParked:
+				r.note(fmt.Sprintf("hub: %s %s (iteration %d) %s", e.Kind, e.Peer, e.Iteration, e.Text))
+				if e.Kind == hub.EventWorkerParked {
+					r.res.Parks++
+				}
+			}
+		}
+		at := max(r.clk.now, r.hubFree)
+		for _, env := range rd.Messages {
+			r.sendDown(env.To, env.Msg, at)
+		}
+		if rd.Done {
+			r.hubDone = true
+		}
+		if r.stop != "" && !rd.Done {
+			r.hub.Stop(r.stop)
+			r.stop = ""
+			continue
+		}
+		return
+	}
+}
+
+// sendDown sends m from the hub to the phone named to, at time at.
+func (r *runner) sendDown(to string, m wire.Message, at int64) {
+	p := r.byName[to]
+	if p == nil || !p.alive {
+		return // gone: the hub learns it through Leave
+	}
+	size := r.frameSize(m)
+	if err := p.hubConn.Send(r.ctx, m); err != nil {
+		r.fail(fmt.Errorf("sim: hub sends %s to %s: %w", m.Kind(), to, err))
+		return
+	}
+	start, _, arrive := r.net.transfer(at, to, size)
+	p.stats.AirWait += r.span(at, start)
+	p.stats.Receive += r.span(start, arrive)
+	r.trainAir(m, start, arrive-r.net.latency)
+	r.res.HubBytesSent += int64(size)
+	it := m.Head().Iteration
+	r.segment(to, "wait-air", at, start, it)
+	r.segment(to, "receive", start, arrive, it)
+	gen := p.gen
+	r.clk.at(arrive, func() {
+		if p.gen == gen {
+			r.deliverDown(p)
+		}
+	})
+}
+
+// deliverDown hands p's core the next message from the hub.
+func (r *runner) deliverDown(p *phone) {
+	m, err := p.conn.Recv(r.ctx)
+	if err != nil {
+		r.fail(fmt.Errorf("sim: %s receives: %w", p.spec.Name, err))
+		return
+	}
+	before := p.core.Iteration()
+	if err := p.core.Step("hub", m); err != nil {
+		r.note(fmt.Sprintf("%s refused %s: %v", p.spec.Name, m.Kind(), err))
+	}
+	r.afterWorkerInput(p, before)
+	r.flushWorker(p)
+}
+
+// afterWorkerInput checks a phone whose state moved to a new iteration:
+// its weights must be the hub's at that iteration. An applied Merged also
+// costs the phone its optimizer step's time before it computes again.
+func (r *runner) afterWorkerInput(p *phone, before uint64) {
+	now := p.core.Iteration()
+	if p.core.Trainer() == nil || now == before {
+		return
+	}
+	if now == before+1 {
+		// One optimizer step applied: about 4 operations per parameter.
+		p.busy = max(p.busy, r.clk.now+int64(4*float64(r.paramCount)/p.dev.flops*1e9))
+	}
+	if err := r.check.weights(p.spec.Name, now, p.core.Trainer().Net); err != nil {
+		r.fail(err)
+	}
+	if before == 9 && now == 10 && !p.reached {
+		p.reached = true
+		r.res.TenIterations = max(r.res.TenIterations, r.rel(max(r.clk.now, p.busy)))
+	}
+}
+
+// merged runs at every merge: the merged gradient is checked against the
+// pushes the hub received, the hub's weights are kept for the workers'
+// checks, and the accuracy is evaluated when due.
+func (r *runner) merged(e hub.Event, msgs []hub.Envelope) {
+	for _, env := range msgs {
+		if m, ok := env.Msg.(*wire.Merged); ok && m.Iteration == e.Iteration {
+			if err := r.check.merged(m); err != nil {
+				r.fail(err)
+				return
+			}
+			break
+		}
+	}
+	r.check.reset()
+	k := e.Iteration + 1
+	r.check.snapshot(k, r.hub.Trainer().Net)
+	r.res.Iterations = int(k)
+	r.res.Samples += e.Samples
+	r.res.Checks++
+	end := r.rel(r.hubFree)
+	r.res.End = end
+	if r.opt.Progress != nil {
+		r.opt.Progress(Progress{Run: r.spec.Name, Iteration: int(k), Of: r.iterations(), SimSeconds: end, Accuracy: r.res.lastAccuracy()})
+	}
+	if int(k)%r.sc.EvalEvery != 0 && int(k) != r.iterations() {
+		return
+	}
+	acc := r.memo.evaluate(r.hub.Trainer(), r.d.Test)
+	r.res.Curve = append(r.res.Curve, Point{Iteration: int(k), Seconds: end, Accuracy: acc})
+	if r.sc.Target > 0 && acc >= r.sc.Target && r.res.TimeToTarget < 0 {
+		r.res.TimeToTarget = end
+		r.stop = fmt.Sprintf("reached %.1f%% test accuracy", 100*r.sc.Target)
+		r.note(fmt.Sprintf("hub: %s at iteration %d", r.stop, k))
+	}
+}
+
+// segment records a span of one device's time for the timeline plot
+// (iterations below Options.Timeline only).
+func (r *runner) segment(dev, kind string, start, end int64, it uint64) {
+	if end <= start || int(it) >= r.opt.timeline() {
+		return
+	}
+	// Absolute times: finish shifts them to the start of training.
+	r.res.Timeline = append(r.res.Timeline, Segment{Device: dev, Kind: kind,
+		Start: float64(start) / 1e9, End: float64(end) / 1e9, Iteration: int(it)})
+}
+
+// span returns the seconds of [start, end] after the start of training.
+func (r *runner) span(start, end int64) float64 {
+	if r.t0 < 0 {
+		return 0
+	}
+	return float64(end-max(start, r.t0)) / 1e9
+}
+
+// trainAir accounts the airtime of the training traffic (pushes and
+// merged gradients), for Result.MediumBusy.
+func (r *runner) trainAir(m wire.Message, start, end int64) {
+	switch m.(type) {
+	case *wire.Push, *wire.Merged:
+		r.air += end - start
+	}
+}

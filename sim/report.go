@@ -1,0 +1,341 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+)
+
+// Options tune a simulation without changing its scenario.
+type Options struct {
+	// Iterations, when > 0, caps every run at fewer iterations than the
+	// scenario says (for quick checks and tests).
+	Iterations int
+	// Policies, when not nil, replaces the scenario's list of runs.
+	Policies []string
+	// Parallel is how many runs go on at once (each is single-threaded and
+	// deterministic on its own); 0 means runtime.GOMAXPROCS.
+	Parallel int
+	// Timeline is how many iterations the per-device timeline records;
+	// 0 means 10.
+	Timeline int
+	// Progress, when set, is called after every merge of every run. Runs
+	// go on in parallel: it must be safe for concurrent use.
+	Progress func(Progress)
+}
+
+func (o Options) timeline() int {
+	if o.Timeline > 0 {
+		return o.Timeline
+	}
+	return 10
+}
+
+// Progress is a run's state after a merge.
+type Progress struct {
+	Run        string
+	Iteration  int
+	Of         int
+	SimSeconds float64
+	Accuracy   float64 // the last evaluated, -1 before any
+}
+
+// Report is the outcome of a scenario: one result per run, in plan order.
+// It holds no wall-clock measurement, so the same scenario and seed give
+// the same report bit for bit.
+type Report struct {
+	Scenario string
+	Seed     uint64
+	// Runs are the solo runs (one per distinct device profile), then the
+	// co-training policies, in the scenario's order.
+	Runs []*RunResult
+}
+
+// RunResult is one run's figures. Times are simulated seconds from the
+// start of training (the first compute of iteration 0): the model's
+// distribution before it is not counted.
+type RunResult struct {
+	Name   string
+	Policy string
+	Solo   string // the device of a solo run
+	// Iterations and Samples merged.
+	Iterations int
+	Samples    int
+	// TenIterations is the time until every phone holds the state after
+	// 10 iterations (0 when the run had fewer).
+	TenIterations float64
+	// End is when the last merge was done.
+	End float64
+	// TimeToTarget is when an evaluation first reached the scenario's
+	// target accuracy, -1 if none did.
+	TimeToTarget float64
+	// Bytes is what crossed the network, both ways (0 for a solo run,
+	// whose hub is on the phone); HubBytesSent is the hub's part.
+	Bytes        int64
+	HubBytesSent int64
+	// MediumBusy is the fraction of End the medium carried data (shared),
+	// or the links' mean (links).
+	MediumBusy float64
+	// Curve is the test accuracy at each evaluation.
+	Curve []Point
+	// Devices is where each phone's time went.
+	Devices []*DeviceTime
+	// Timeline holds the spans of the first iterations, for the plot.
+	Timeline []Segment
+	// Parks counts the hub's worker-parked events.
+	Parks int
+	// Checks counts the iterations whose invariants were checked.
+	Checks int
+	// Log holds the run's notable events with their absolute virtual time.
+	Log []string
+}
+
+// Point is one evaluation.
+type Point struct {
+	Iteration int
+	Seconds   float64
+	Accuracy  float64
+}
+
+// DeviceTime splits a phone's time from the start of training to its end
+// (the run's end, or when it left).
+type DeviceTime struct {
+	Name, Profile string
+	Samples       int
+	// Seconds computing (forward, backward and optimizer steps), sending,
+	// receiving (transfer and latency), waiting for the medium, and idle
+	// (waiting for the others at the barrier).
+	Compute, Send, Receive, AirWait, Idle float64
+	// Throttled counts computes run throttled.
+	Throttled int
+	// BytesSent counts the phone's frames.
+	BytesSent int64
+	ended     bool
+	endAt     int64
+}
+
+// end marks the phone's end at t (once).
+func (d *DeviceTime) end(t, t0 int64) {
+	if !d.ended {
+		d.ended, d.endAt = true, t
+	}
+}
+
+// Segment is a span of one device's time (Kind: compute, send, receive,
+// wait-air) during iteration Iteration; the rest is idle.
+type Segment struct {
+	Device    string
+	Kind      string
+	Start     float64
+	End       float64
+	Iteration int
+}
+
+// SamplesPerSecond is the run's throughput: samples merged over End.
+func (r *RunResult) SamplesPerSecond() float64 {
+	if r.End <= 0 {
+		return 0
+	}
+	return float64(r.Samples) / r.End
+}
+
+// FinalAccuracy is the last evaluated test accuracy (-1 if none).
+func (r *RunResult) FinalAccuracy() float64 { return r.lastAccuracy() }
+
+func (r *RunResult) lastAccuracy() float64 {
+	if len(r.Curve) == 0 {
+		return -1
+	}
+	return r.Curve[len(r.Curve)-1].Accuracy
+}
+
+// Run returns the named run, or nil.
+func (rep *Report) Run(name string) *RunResult {
+	for _, r := range rep.Runs {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
+}
+
+// FastestSolo returns the solo run with the shortest TenIterations (the
+// first such), or nil.
+func (rep *Report) FastestSolo() *RunResult {
+	var best *RunResult
+	for _, r := range rep.Runs {
+		if r.Policy == "solo" && r.TenIterations > 0 && (best == nil || r.TenIterations < best.TenIterations) {
+			best = r
+		}
+	}
+	return best
+}
+
+// finish closes the books of a run.
+func (r *runner) finish() {
+	res := r.res
+	res.Bytes = r.net.bytes
+	if res.End > 0 {
+		busy := float64(r.air) / 1e9
+		if r.net.kind == "links" && len(r.phones) > 0 {
+			busy /= float64(len(r.phones))
+		}
+		res.MediumBusy = busy / res.End
+	}
+	t0 := max(r.t0, 0)
+	for _, p := range r.phones {
+		d := p.stats
+		end := r.clk.now
+		if d.ended {
+			end = d.endAt
+		}
+		d.Idle = max(0, float64(end-t0)/1e9-d.Compute-d.Send-d.Receive-d.AirWait)
+	}
+	off := float64(t0) / 1e9
+	for i := range res.Timeline {
+		res.Timeline[i].Start -= off
+		res.Timeline[i].End -= off
+	}
+}
+
+// plan lists the runs of a scenario: for "solo", one per distinct device
+// profile (its first device), in the scenario's order.
+func plan(sc *Scenario, policies []string) []runSpec {
+	var out []runSpec
+	for _, pol := range policies {
+		if pol != "solo" {
+			out = append(out, runSpec{Name: pol, Policy: pol})
+			continue
+		}
+		var seen []string
+		for _, d := range sc.Devices {
+			if slices.Contains(seen, d.Profile) {
+				continue
+			}
+			seen = append(seen, d.Profile)
+			out = append(out, runSpec{Name: "solo " + d.Name, Policy: "solo", Solo: d.Name})
+		}
+	}
+	return out
+}
+
+// Run simulates every run of the scenario on d and returns the report.
+// Runs go on in parallel (Options.Parallel), each on its own virtual clock
+// and its own cores; the report does not depend on how they interleave.
+// The first error (an invariant, a stall, ctx) is returned with the seed
+// that reproduces it.
+func Run(ctx context.Context, sc *Scenario, d *Data, opt Options) (*Report, error) {
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	policies := sc.Policies
+	if opt.Policies != nil {
+		policies = opt.Policies
+	}
+	specs := plan(sc, policies)
+	// Units of work: the solo runs train identically and share their
+	// gradients (see memo), so they go together; every other run alone.
+	var units [][]int
+	var solo []int
+	for i, s := range specs {
+		if s.Policy == "solo" {
+			solo = append(solo, i)
+		} else {
+			units = append(units, []int{i})
+		}
+	}
+	if len(solo) > 0 {
+		units = append([][]int{solo}, units...)
+	}
+	par := opt.Parallel
+	if par <= 0 {
+		par = runtime.GOMAXPROCS(0)
+	}
+	results := make([]*RunResult, len(specs))
+	errs := make([]error, len(specs))
+	sem := make(chan struct{}, par)
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for _, unit := range units {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			group := make([]runSpec, len(unit))
+			for j, i := range unit {
+				group[j] = specs[i]
+			}
+			res, err := runGroup(ctx, sc, group, d, opt)
+			if err != nil {
+				errs[unit[0]] = err
+				cancel()
+				return
+			}
+			for j, i := range unit {
+				results[i] = res[j]
+			}
+		}()
+	}
+	wg.Wait()
+	// The first real error; a cancellation only if nothing else failed.
+	var first error
+	for _, err := range errs {
+		if err != nil && (first == nil || errors.Is(first, context.Canceled) && !errors.Is(err, context.Canceled)) {
+			first = err
+		}
+	}
+	if first != nil {
+		return nil, first
+	}
+	return &Report{Scenario: sc.Name, Seed: sc.Seed, Runs: results}, nil
+}
+
+// runGroup runs specs in lockstep, one iteration at a time each, sharing
+// a memo when there are several (they must train identically: solo runs).
+func runGroup(ctx context.Context, sc *Scenario, specs []runSpec, d *Data, opt Options) ([]*RunResult, error) {
+	var m *memo
+	if len(specs) > 1 {
+		m = newMemo()
+	}
+	runners := make([]*runner, len(specs))
+	for i, spec := range specs {
+		r, err := newRunner(ctx, sc, spec, d, opt)
+		if err != nil {
+			return nil, fmt.Errorf("sim: run %q: %w", spec.Name, err)
+		}
+		if m != nil && memoizable(r.hub.Trainer().Net) {
+			r.memo = m
+		}
+		runners[i] = r
+		r.start()
+	}
+	live := runners
+	for k := 1; len(live) > 0; k++ {
+		var next []*runner
+		for _, r := range live {
+			if r.advance(k) {
+				next = append(next, r)
+			} else if r.err != nil {
+				break
+			}
+		}
+		live = next
+		if m != nil {
+			m.evict(uint64(max(k-1, 0)))
+		}
+	}
+	out := make([]*RunResult, len(runners))
+	for i, r := range runners {
+		res, err := r.result()
+		if err != nil {
+			return nil, fmt.Errorf("sim: run %q: %w", r.spec.Name, err)
+		}
+		out[i] = res
+	}
+	return out, nil
+}

@@ -1,0 +1,352 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/cotrain/cotrain/data"
+	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/hub"
+	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/solver"
+	"github.com/cotrain/cotrain/sync/transport"
+	"github.com/cotrain/cotrain/sync/wire"
+	"github.com/cotrain/cotrain/worker"
+)
+
+// ErrInvariant is wrapped by the error of a run whose invariants broke:
+// a worker's weights differ from the hub's, or a merged gradient is not the
+// sample-weighted mean of the pushes the hub received.
+var ErrInvariant = errors.New("sim: invariant violated")
+
+// tick is the hub's tick in virtual time when the scenario has a deadline.
+const tick = 100 * time.Millisecond
+
+// runSpec is one run of a scenario: a policy, and for a solo run the
+// device that trains alone.
+type runSpec struct {
+	Name   string
+	Policy string
+	Solo   string
+}
+
+// runner is one simulated run: a hub core and its phones' worker cores on
+// a virtual clock, connected through an in-memory transport.
+type runner struct {
+	ctx  context.Context
+	sc   *Scenario
+	spec runSpec
+	d    *Data
+	opt  Options
+
+	clk     clock
+	net     *network
+	mem     *transport.MemNetwork
+	ln      transport.Listener
+	hub     *hub.Core
+	hubDev  *device
+	hubFree int64 // the hub sends nothing before: it is merging
+	phones  []*phone
+	byName  map[string]*phone
+	sizer   *wire.Writer
+	counted *countWriter
+
+	sampleFLOPs float64 // training FLOPs per sample
+	paramCount  int
+
+	check   checker
+	res     *RunResult
+	t0      int64 // first compute's start; -1 before
+	hubDone bool
+	stop    string
+	events  int
+	err     error
+	air     int64 // ns of airtime of pushes and merged gradients
+	memo    *memo // shared with the runs that train identically; nil if none
+}
+
+// phone is one simulated device: its worker core, its data and its
+// compute model.
+type phone struct {
+	spec    DeviceSpec
+	idx     int
+	dev     *device
+	shard   data.Dataset
+	core    *worker.Core
+	conn    transport.Conn // the phone's end
+	hubConn transport.Conn // the hub's end
+	loader  *data.Loader
+	x       []float32
+	labels  []int32
+	gen     int  // bumped when the phone leaves: its pending events are void
+	alive   bool // connected
+	busy    int64
+	reached bool // has reached iteration 10
+	stats   *DeviceTime
+}
+
+// countWriter counts the bytes written to it.
+type countWriter struct{ n int }
+
+func (w *countWriter) Write(p []byte) (int, error) { w.n += len(p); return len(p), nil }
+
+func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Options) (*runner, error) {
+	r := &runner{ctx: ctx, sc: sc, spec: spec, d: d, opt: opt, byName: map[string]*phone{}, t0: -1,
+		counted: &countWriter{}}
+	r.sizer = wire.NewWriter(r.counted)
+	r.res = &RunResult{Name: spec.Name, Policy: spec.Policy, Solo: spec.Solo, TimeToTarget: -1}
+	refFLOPs, err := TrainFLOPs(RefModel, models.Config{}, RefBatch)
+	if err != nil {
+		return nil, err
+	}
+	f, err := TrainFLOPs(sc.Model, models.Config{}, 1)
+	if err != nil {
+		return nil, err
+	}
+	r.sampleFLOPs = f
+	solo := spec.Policy == "solo"
+	r.net = newNetwork(sc.Network, solo)
+	mem, err := transport.NewMemNetwork(transport.MemConfig{QueueLen: 1 << 12, MaxFrame: 64 << 20, FailWhenFull: true})
+	if err != nil {
+		return nil, err
+	}
+	r.mem = mem
+	if r.ln, err = mem.Listen("hub"); err != nil {
+		return nil, err
+	}
+
+	// The phones: all of the scenario's, or the solo one with the whole
+	// training set (and the data order of device 0, so that every solo run
+	// trains identically and only its time differs).
+	hubProfile := sc.Hub
+	for i, ds := range sc.Devices {
+		if solo && ds.Name != spec.Solo {
+			continue
+		}
+		prof, err := lookupProfile(sc.Profiles, ds.Profile)
+		if err != nil {
+			return nil, err
+		}
+		p := &phone{spec: ds, idx: i, stats: &DeviceTime{Name: ds.Name, Profile: ds.Profile}}
+		p.dev = newDevice(prof, refFLOPs, ds, rand.New(rand.NewPCG(sc.Seed, 1000+uint64(i))))
+		if solo {
+			hubProfile = ds.Profile
+			p.shard = d.Train
+			p.idx = 0
+			p.dev.jitter = ds.Jitter
+		} else if p.shard, err = data.Shard(d.Train, i, len(sc.Devices)); err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+		r.phones = append(r.phones, p)
+		r.byName[ds.Name] = p
+		r.res.Devices = append(r.res.Devices, p.stats)
+	}
+	hp, err := lookupProfile(sc.Profiles, hubProfile)
+	if err != nil {
+		return nil, err
+	}
+	r.hubDev = newDevice(hp, refFLOPs, DeviceSpec{Throttle: 1}, nil)
+
+	// The hub: the master network from the seed, the scenario's optimizer.
+	b := gpu.NewCPU()
+	net, err := models.Build(b, sc.Model, models.Config{})
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	net.InitParams(rand.New(rand.NewPCG(sc.Seed, 1)))
+	r.paramCount = net.NumParams()
+	var opt2 solver.Optimizer
+	if sc.Optimizer == "adam" {
+		opt2 = solver.NewAdam(b, net.NumParams(), float32(sc.WeightDecay))
+	} else {
+		opt2 = solver.NewSGD(b, net.NumParams(), float32(sc.Momentum), float32(sc.WeightDecay), false)
+	}
+	tr := solver.NewTrainer(net, opt2, solver.Constant(float32(sc.LR)))
+	cfg := hub.DefaultConfig()
+	cfg.GlobalBatch = sc.GlobalBatch
+	cfg.Iterations = uint64(r.iterations())
+	cfg.MaxWorkers = len(r.phones)
+	cfg.MinWorkers = 0
+	for _, p := range r.phones {
+		if solo || !p.spec.Absent {
+			cfg.MinWorkers++
+		}
+	}
+	cfg.DeadlineTicks, cfg.Tick = 0, tick
+	if sc.Deadline > 0 {
+		cfg.DeadlineTicks = int((sc.Deadline + tick - 1) / tick)
+	}
+	cfg.MaxMisses = 3
+	cfg.Smoothing, cfg.ParkMargin = sc.Smoothing, sc.ParkMargin
+	cfg.Batch = hub.Adaptive
+	switch spec.Policy {
+	case "fixed", "solo":
+		cfg.Batch = hub.Fixed
+	case "adaptive-park":
+		cfg.Park = true
+	}
+	if r.hub, err = hub.NewCore(cfg, hub.Model{Name: sc.Model, Trainer: tr}); err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	r.check = newChecker(r.paramCount)
+	return r, nil
+}
+
+// iterations is the run's cap.
+func (r *runner) iterations() int {
+	if r.opt.Iterations > 0 {
+		return min(r.opt.Iterations, r.sc.Iterations)
+	}
+	return r.sc.Iterations
+}
+
+// fail records the first error; the run stops at the next event.
+func (r *runner) fail(err error) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w (run %q of scenario %s, seed %d: rerun with --scenario %s --seed %d)",
+			err, r.spec.Name, r.sc.Name, r.sc.Seed, r.sc.Name, r.sc.Seed)
+	}
+}
+
+// run simulates until the hub is done and every message has landed.
+func (r *runner) run() (*RunResult, error) {
+	r.start()
+	for r.advance(math.MaxInt) {
+	}
+	return r.result()
+}
+
+// start connects the phones present at the start and schedules the faults
+// and the hub's ticks.
+func (r *runner) start() {
+	for _, p := range r.phones {
+		if r.spec.Policy == "solo" || !p.spec.Absent {
+			r.connect(p)
+		}
+	}
+	if r.spec.Policy != "solo" {
+		for _, f := range r.sc.Faults {
+			r.clk.at(f.At.Nanoseconds(), func() { r.fault(f) })
+		}
+	}
+	if r.sc.Deadline > 0 {
+		var tickFn func()
+		tickFn = func() {
+			if r.hubDone {
+				return
+			}
+			r.hub.Tick()
+			r.flushHub()
+			r.clk.at(r.clk.now+tick.Nanoseconds(), tickFn)
+		}
+		r.clk.at(tick.Nanoseconds(), tickFn)
+	}
+}
+
+// advance runs events until the hub has merged k iterations, and reports
+// whether anything is left to run.
+func (r *runner) advance(k int) bool {
+	for r.err == nil && r.res.Iterations < k {
+		if !r.clk.step() {
+			return false
+		}
+		if r.events++; r.events%64 == 0 {
+			if err := r.ctx.Err(); err != nil {
+				r.err = err
+			}
+		}
+	}
+	return r.err == nil && r.clk.pending() > 0
+}
+
+// result returns the run's figures once advance has nothing left.
+func (r *runner) result() (*RunResult, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	if !r.hubDone {
+		return nil, fmt.Errorf("sim: run %q of %s stalled at %.3f s: nothing left to happen and the hub is not done (seed %d)",
+			r.spec.Name, r.sc.Name, float64(r.clk.now)/1e9, r.sc.Seed)
+	}
+	r.finish()
+	return r.res, nil
+}
+
+// connect dials the hub for p with a fresh worker core (a phone that
+// rejoins starts over, as worker.Session does) and sends its Register.
+func (r *runner) connect(p *phone) {
+	conn, err := r.mem.Dialer(p.spec.Name).Dial(r.ctx, "hub")
+	if err != nil {
+		r.fail(fmt.Errorf("sim: dial for %s: %w", p.spec.Name, err))
+		return
+	}
+	server, err := r.ln.Accept(r.ctx)
+	if err != nil {
+		r.fail(fmt.Errorf("sim: accept for %s: %w", p.spec.Name, err))
+		return
+	}
+	cfg := worker.DefaultConfig()
+	cfg.Name, cfg.Hub, cfg.Device = p.spec.Name, "hub", p.spec.Profile
+	cfg.Speed = p.dev.flops / r.sampleFLOPs // what a phone's benchmark would say
+	core, err := worker.NewCore(cfg, gpu.NewCPU())
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	seed := r.sc.Seed*1_000_003 + uint64(p.idx)
+	p.core, p.conn, p.hubConn = core, conn, server
+	p.loader = data.NewLoader(p.shard, 1, seed, true)
+	p.alive, p.reached = true, false
+	r.flushWorker(p)
+}
+
+// fault makes a phone leave (its connection drops) or join.
+func (r *runner) fault(f Fault) {
+	p := r.byName[f.Device]
+	if r.hubDone || p == nil {
+		return
+	}
+	r.note(fmt.Sprintf("fault: %s %s", f.Device, map[bool]string{true: "leaves", false: "joins"}[f.Leave]))
+	if !f.Leave {
+		if !p.alive {
+			r.connect(p)
+		}
+		return
+	}
+	if !p.alive {
+		return
+	}
+	p.alive = false
+	p.gen++
+	p.conn.Close()
+	p.hubConn.Close()
+	p.stats.end(r.clk.now, r.t0)
+	r.hub.Leave(p.spec.Name)
+	r.flushHub()
+}
+
+// note records a line of the run's log with the virtual time.
+func (r *runner) note(s string) {
+	r.res.Log = append(r.res.Log, fmt.Sprintf("%9.3f s  %s", float64(r.clk.now)/1e9, s))
+}
+
+// rel returns t in seconds from the start of training.
+func (r *runner) rel(t int64) float64 {
+	if r.t0 < 0 {
+		return float64(t) / 1e9
+	}
+	return float64(t-r.t0) / 1e9
+}
+
+// frameSize returns the bytes of m's frame on the wire.
+func (r *runner) frameSize(m wire.Message) int {
+	r.counted.n = 0
+	if err := r.sizer.WriteMessage(m); err != nil {
+		r.fail(fmt.Errorf("sim: encode %s: %w", m.Kind(), err))
+	}
+	return r.counted.n
+}
