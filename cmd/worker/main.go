@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -28,7 +29,12 @@ func main() {
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintln(os.Stderr, "worker: stopped; left the session")
 	default:
-		fmt.Fprintln(os.Stderr, "worker:", err)
+		// Errors from the worker packages already say "worker: ".
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "worker: ") {
+			msg = "worker: " + msg
+		}
+		fmt.Fprintln(os.Stderr, msg)
 		if errors.Is(err, errUsage) {
 			os.Exit(2)
 		}

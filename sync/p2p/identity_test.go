@@ -123,3 +123,36 @@ func mustEncode(t *testing.T, psk []byte) []byte {
 	}
 	return b
 }
+
+// FuzzDecodePSK feeds arbitrary bytes to the swarm.key reader: no panic, and
+// an accepted key is 32 bytes that encode back to a key that decodes the same.
+func FuzzDecodePSK(f *testing.F) {
+	psk := make([]byte, 32)
+	for i := range psk {
+		psk[i] = byte(i * 7)
+	}
+	good, err := EncodePSK(psk)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add([]byte("/key/swarm/psk/1.0.0/\n/base16/\nzz\n"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, err := DecodePSK(b)
+		if err != nil {
+			return
+		}
+		if len(k) != 32 {
+			t.Fatalf("accepted a %d-byte key", len(k))
+		}
+		enc, err := EncodePSK(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k2, err := DecodePSK(enc)
+		if err != nil || string(k2) != string(k) {
+			t.Fatalf("key does not round-trip: %v", err)
+		}
+	})
+}
