@@ -18,8 +18,10 @@ import (
 // never run-time state, so it does not break "no globals" (every backend is
 // still created and passed explicitly).
 
-// ErrNoOpenCL is returned when OpenCL cannot be used at all: the binary was
-// built without it, or no OpenCL runtime library could be loaded.
+// ErrNoOpenCL is returned when OpenCL cannot be used at all because the
+// binary was built without it. (A binary built with -tags opencl links the
+// OpenCL ICD loader, libOpenCL.so.1, and does not start without it; with the
+// loader but no vendor driver, Open reports ErrNoDevice.)
 var ErrNoOpenCL = errors.New("gpu: OpenCL unavailable")
 
 // ErrNoDevice is returned when OpenCL is present but has no suitable device.

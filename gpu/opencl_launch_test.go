@@ -1,0 +1,57 @@
+//go:build opencl
+
+package gpu
+
+import "testing"
+
+// BenchmarkOpenCLLaunch measures the host-side cost of one kernel launch:
+// argument setting plus clEnqueueNDRangeKernel on kernels that do almost no
+// work (one element), with a clFinish every 256 launches so the queue stays
+// short. It is the figure that moves when the binding changes (the
+// per-launch event, argument marshalling); BenchmarkOpenCLTrainStep shows
+// what that means for a training step.
+func BenchmarkOpenCLLaunch(b *testing.B) {
+	o := openCLForTest(b)
+	x, y := o.Alloc(1), o.Alloc(1)
+	cases := []struct {
+		name string
+		run  func()
+	}{
+		{"fill/4args", func() { o.Fill(x, 1) }},
+		{"axpy/6args", func() { o.Axpy(0.5, x, y) }},
+		{"adam/16args", func() { o.AdamStep(x, y, x, y, 1e-3, 0.9, 0.999, 1e-8, 0, 1) }},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			must(o.Finish())
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				c.run()
+				if i%256 == 255 {
+					must(o.Finish())
+				}
+			}
+			must(o.Finish())
+		})
+	}
+}
+
+// TestOpenCLManyLaunches enqueues a long stream of dependent launches without
+// waiting (each reads what the previous one wrote) and checks the result: the
+// queue must stay in order and no per-launch resource may run out.
+func TestOpenCLManyLaunches(t *testing.T) {
+	o := openCLForTest(t)
+	x := o.Alloc(3)
+	const launches = 20000
+	for i := 0; i < launches; i++ {
+		o.Axpy(1, o.View(x, 0, 1), o.View(x, 1, 1)) // x[1] += x[0]
+		if i == 0 {
+			o.Fill(o.View(x, 0, 1), 1) // from now on x[0] = 1
+		}
+	}
+	got := download(o, x)
+	if want := float32(launches - 1); got[1] != want || got[0] != 1 || got[2] != 0 {
+		t.Errorf("after %d launches x = %v, want [1 %v 0]", launches, got, want)
+	}
+}
