@@ -248,7 +248,9 @@ func (r *runner) merged(e hub.Event, msgs []hub.Envelope) {
 	end := r.rel(r.hubFree)
 	r.res.End = end
 	if r.opt.Progress != nil {
-		r.opt.Progress(Progress{Run: r.spec.Name, Iteration: int(k), Of: r.iterations(), SimSeconds: end, Accuracy: r.res.lastAccuracy()})
+		defer func() {
+			r.opt.Progress(Progress{Run: r.spec.Name, Iteration: int(k), Of: r.iterations(), SimSeconds: end, Accuracy: r.res.lastAccuracy()})
+		}()
 	}
 	if int(k)%r.sc.EvalEvery != 0 && int(k) != r.iterations() {
 		return

@@ -83,9 +83,12 @@ func TestPaperTable1(t *testing.T) {
 		t.Errorf("adaptive: %.2f s, want between the Nexus alone (%.2f) and fixed (%.2f)",
 			adaptive.TenIterations, nexus.TenIterations, fixed.TenIterations)
 	}
-	if park.Parks < 1 || park.TenIterations >= adaptive.TenIterations {
-		t.Errorf("adaptive-park: %d parks, %.2f s: want the Meizu parked and faster than adaptive (%.2f)",
-			park.Parks, park.TenIterations, adaptive.TenIterations)
+	// Parking saves the Meizu's pushes (bytes) but hardly time: it still
+	// receives every Merged, and the adaptive split already overlaps its
+	// compute with the Nexus's transfers (docs/simulator.md).
+	if park.Parks < 1 || park.Bytes >= adaptive.Bytes || !almost(park.TenIterations, adaptive.TenIterations, 0.1) {
+		t.Errorf("adaptive-park: %d parks, %.2f s, %d bytes: want the Meizu parked, fewer bytes than adaptive (%d) and about its time (%.2f)",
+			park.Parks, park.TenIterations, park.Bytes, adaptive.Bytes, adaptive.TenIterations)
 	}
 	if nexus.Bytes != 0 || fixed.Bytes == 0 {
 		t.Errorf("bytes: solo %d (loopback, want 0), fixed %d", nexus.Bytes, fixed.Bytes)
