@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"math/rand/v2"
 	"time"
 
@@ -269,8 +270,9 @@ func (r *runner) result() (*RunResult, error) {
 		return nil, r.err
 	}
 	if !r.hubDone {
-		return nil, fmt.Errorf("sim: run %q of %s stalled at %.3f s: nothing left to happen and the hub is not done (seed %d)",
-			r.spec.Name, r.sc.Name, float64(r.clk.now)/1e9, r.sc.Seed)
+		last := r.res.Log[max(0, len(r.res.Log)-5):]
+		return nil, fmt.Errorf("sim: run %q of %s stalled at %.3f s, hub at iteration %d: nothing left to happen and the hub is not done (seed %d); last events:\n%s",
+			r.spec.Name, r.sc.Name, float64(r.clk.now)/1e9, r.hub.Iteration(), r.sc.Seed, strings.Join(last, "\n"))
 	}
 	r.finish()
 	return r.res, nil
