@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/cotrain/cotrain/data"
