@@ -4,7 +4,6 @@ package gpu_test
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -119,37 +118,52 @@ func TestOpenCLLeNetTraining(t *testing.T) {
 	}
 }
 
-// BenchmarkOpenCLTrainStep times one training step (batch 64) as
-// models.BenchmarkTrainStep does on the CPU.
+// BenchmarkOpenCLTrainStep times one training step (forward, loss,
+// backward, SGD with momentum) on the OpenCL device and on the CPU backend
+// side by side, so the ratio comes from one run: lenet5 and lenet-caffe at
+// batch 64, mobilenet-v1 (α 0.5, 128×128, 1000 classes) at batch 16.
 func BenchmarkOpenCLTrainStep(b *testing.B) {
 	o := openForE2E(b)
 	defer o.Close()
-	for _, model := range []string{"lenet5", "lenet-caffe"} {
-		b.Run(fmt.Sprintf("%s/b64", model), func(b *testing.B) {
-			net, err := models.Build(o, model, models.Config{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			net.InitParams(rand.New(rand.NewPCG(1, 2)))
-			tr := solver.NewTrainer(net, solver.NewSGD(o, net.NumParams(), 0.9, 0, false), solver.Constant(0.01))
-			const batch = 64
-			r := rand.New(rand.NewPCG(5, 6))
-			x := make([]float32, batch*net.In.Size())
-			for i := range x {
-				x[i] = float32(r.NormFloat64())
-			}
-			labels := make([]int32, batch)
-			for i := range labels {
-				labels[i] = int32(i % 10)
-			}
-			tr.Step(x, labels)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, err := tr.Step(x, labels); err != nil {
+	cases := []struct {
+		name, model string
+		cfg         models.Config
+		batch       int
+	}{
+		{"lenet5/b64", "lenet5", models.Config{}, 64},
+		{"lenet-caffe/b64", "lenet-caffe", models.Config{}, 64},
+		{"mobilenet-v1-0.5-128/b16", "mobilenet-v1", models.Config{Width: 0.5, Input: solver.Shape{C: 3, H: 128, W: 128}}, 16},
+	}
+	for _, be := range []struct {
+		name string
+		b    gpu.Backend
+	}{{"opencl", o}, {"cpu", gpu.NewCPU()}} {
+		for _, c := range cases {
+			b.Run(be.name+"/"+c.name, func(b *testing.B) {
+				net, err := models.Build(be.b, c.model, c.cfg)
+				if err != nil {
 					b.Fatal(err)
 				}
-			}
-			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "img/s")
-		})
+				net.InitParams(rand.New(rand.NewPCG(1, 2)))
+				tr := solver.NewTrainer(net, solver.NewSGD(be.b, net.NumParams(), 0.9, 0, false), solver.Constant(0.01))
+				r := rand.New(rand.NewPCG(5, 6))
+				x := make([]float32, c.batch*net.In.Size())
+				for i := range x {
+					x[i] = float32(r.NormFloat64())
+				}
+				labels := make([]int32, c.batch)
+				for i := range labels {
+					labels[i] = int32(i % net.Out.Size())
+				}
+				tr.Step(x, labels)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if _, err := tr.Step(x, labels); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.N*c.batch)/b.Elapsed().Seconds(), "img/s")
+			})
+		}
 	}
 }
