@@ -33,19 +33,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *batch < 1 {
 		return fmt.Errorf("%w: --batch must be positive", errUsage)
 	}
-	f, err := models.LoadFile(*weights)
-	if err != nil {
-		return err
-	}
-	b, release, err := openDevice(*device, stderr)
+	f, net, release, err := loadNet(*weights, *device, stderr)
 	if err != nil {
 		return err
 	}
 	defer release()
-	net, err := f.Build(b)
-	if err != nil {
-		return fmt.Errorf("%s: %w", *weights, err)
-	}
 	cls, err := cli.ParseClasses(*classes)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
@@ -78,19 +70,11 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *weights == "" || len(inputs) == 0 {
 		return fmt.Errorf("%w: predict needs --weights and at least one --input", errUsage)
 	}
-	f, err := models.LoadFile(*weights)
-	if err != nil {
-		return err
-	}
-	b, release, err := openDevice(*device, stderr)
+	_, net, release, err := loadNet(*weights, *device, stderr)
 	if err != nil {
 		return err
 	}
 	defer release()
-	net, err := f.Build(b)
-	if err != nil {
-		return fmt.Errorf("%s: %w", *weights, err)
-	}
 	tr := solver.NewTrainer(net, nil, nil)
 	ev := cli.NewEvents(stdout)
 	classes := net.Out.Size()
@@ -196,4 +180,23 @@ func runModels(stdout io.Writer) error {
 		fmt.Fprintf(stdout, "%-14s %s\n", name, s.Description)
 	}
 	return nil
+}
+
+// loadNet reads a weight file, opens the compute device and builds the
+// file's network on it with its weights; call release when done.
+func loadNet(weights, device string, stderr io.Writer) (*models.File, *solver.Net, func(), error) {
+	f, err := models.LoadFile(weights)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	b, release, err := openDevice(device, stderr)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	net, err := f.Build(b)
+	if err != nil {
+		release()
+		return nil, nil, nil, fmt.Errorf("%s: %w", weights, err)
+	}
+	return f, net, release, nil
 }

@@ -8,11 +8,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/cotrain/cotrain/cmd/internal/cli"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -58,14 +57,6 @@ type config struct {
 	deadline, tick                                                            time.Duration
 }
 
-type listFlag []string
-
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
-func (l *listFlag) Set(s string) error {
-	*l = append(*l, s)
-	return nil
-}
-
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("hub", flag.ContinueOnError)
@@ -85,7 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.patience, "patience", 0, "stop when the held-out loss has not improved for this many evaluations (0: off)")
 	fs.IntVar(&c.evalEvery, "eval-every", 50, "iterations between held-out evaluations")
 	fs.IntVar(&c.logEvery, "log-every", 10, "iterations between progress lines")
-	fs.Var((*listFlag)(&c.listen), "listen", "multiaddr to listen on (repeatable; default TCP and QUIC on every IPv4 interface)")
+	fs.Var((*cli.ListFlag)(&c.listen), "listen", "multiaddr to listen on (repeatable; default TCP and QUIC on every IPv4 interface)")
 	fs.StringVar(&c.out, "out", "cotrain-hub", "folder for the final weights")
 	fs.StringVar(&c.session, "session", "cotrain", "session name advertised over mDNS")
 	fs.BoolVar(&c.mdns, "mdns", true, "advertise the hub over mDNS")
@@ -131,12 +122,4 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		c.listen = []string{"/ip4/0.0.0.0/tcp/0"}
 	}
 	return c, nil
-}
-
-func newLogger(w io.Writer, verbose bool) *slog.Logger {
-	level := slog.LevelInfo
-	if verbose {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }

@@ -25,7 +25,7 @@ import (
 const heldOut = 2000
 
 func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
-	log := newLogger(stderr, c.verbose)
+	log := cli.NewLogger(stderr, c.verbose)
 	var ev *cli.Events
 	if c.json {
 		ev = cli.NewEvents(stdout)

@@ -8,8 +8,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/cotrain/cotrain/cmd/internal/cli"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -54,14 +54,6 @@ type config struct {
 	logEvery                                                            int
 }
 
-type listFlag []string
-
-func (l *listFlag) String() string { return fmt.Sprint(*l) }
-func (l *listFlag) Set(s string) error {
-	*l = append(*l, s)
-	return nil
-}
-
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
@@ -83,7 +75,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.device, "device", "auto", "compute device: auto (an OpenCL GPU if this build and the phone have one, else the CPU), cpu, opencl or opencl:N")
 	fs.StringVar(&c.identity, "identity", "", "libp2p key file (created if missing); empty: a new identity each run")
 	fs.StringVar(&c.psk, "psk", "", "swarm.key file of the hub's private network")
-	fs.Var((*listFlag)(&c.listen), "listen", "multiaddr for this worker's own host (repeatable; default loopback TCP and QUIC)")
+	fs.Var((*cli.ListFlag)(&c.listen), "listen", "multiaddr for this worker's own host (repeatable; default loopback TCP and QUIC)")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed for this worker's shuffling")
 	fs.IntVar(&c.logEvery, "log-every", 10, "iterations between progress lines")
 	fs.BoolVar(&c.json, "json", false, "print JSON lines instead of progress")
@@ -107,12 +99,4 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		c.listen = []string{"/ip4/0.0.0.0/tcp/0"}
 	}
 	return c, nil
-}
-
-func newLogger(w io.Writer, verbose bool) *slog.Logger {
-	level := slog.LevelInfo
-	if verbose {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }

@@ -22,7 +22,7 @@ import (
 )
 
 func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
-	log := newLogger(stderr, c.verbose)
+	log := cli.NewLogger(stderr, c.verbose)
 	var ev *cli.Events
 	if c.json {
 		ev = cli.NewEvents(stdout)
