@@ -47,6 +47,9 @@ type node struct {
 	// steady-state step allocates nothing.
 	out, dout gpu.Buffer
 	ins, dins []gpu.Buffer
+	// scratch[k] is a view of the net's scratch for input slot k, sized
+	// for input k's gradient: used when another consumer wrote it first.
+	scratch []gpu.Buffer
 }
 
 // Net is a network of layers whose parameters live in one flat buffer
@@ -349,6 +352,12 @@ func (n *Net) reserve(nb int) {
 		nd.dout = n.B.View(n.dacts[i], 0, sz)
 		nd.ins = make([]gpu.Buffer, len(nd.inputs))
 		nd.dins = make([]gpu.Buffer, len(nd.inputs))
+		nd.scratch = make([]gpu.Buffer, len(nd.inputs))
+		for k, j := range nd.inputs {
+			if j >= 0 && n.consumers[j] > 1 {
+				nd.scratch[k] = n.B.View(n.scratch[k], 0, nb*n.nodes[j].shape.Size())
+			}
+		}
 	}
 	n.pass = Pass{B: n.B, N: nb, WS: n.ws}
 }
@@ -397,7 +406,7 @@ func (n *Net) Backward(dout gpu.Buffer) {
 				continue
 			}
 			if n.written[j] {
-				nd.dins[k] = n.B.View(n.scratch[k], 0, n.curN*n.nodes[j].shape.Size())
+				nd.dins[k] = nd.scratch[k]
 			} else {
 				nd.dins[k] = n.nodes[j].dout
 			}
