@@ -107,6 +107,12 @@ func (d *Driver) Run(ctx context.Context) error {
 		rd := d.Core.Ready()
 		for _, m := range rd.Messages {
 			if err := d.Conn.Send(ctx, m); err != nil {
+				if ctx.Err() != nil {
+					// Stopped by the user mid-send: a clean leave, not a lost
+					// hub (the cancelled send reset the stream; if the Goodbye
+					// cannot follow, the hub sees the worker leave anyway).
+					return leave()
+				}
 				return fmt.Errorf("%w: send %s: %v", ErrHubGone, m.Kind(), err)
 			}
 		}
