@@ -55,6 +55,27 @@
 // Reject{Code: wire.CodeAuth} and refused (ErrNotAllowed); one beyond
 // MaxWorkers with Reject{Code: wire.CodeFull} (ErrFull).
 //
+// # Batch sizes and parking
+//
+// Config.Batch chooses how the global batch is split among the members of
+// an iteration: Fixed gives equal shares (SplitEqual); Adaptive splits it in
+// proportion to each worker's throughput (SplitThroughput), the samples per
+// second it reports in every Push (compute time over samples), smoothed by
+// an exponential moving average (Config.Smoothing) and re-estimated every
+// iteration, so a phone that throttles or speeds up gets a new share at the
+// next iteration. A worker with no measurement yet gets a share from the
+// speed it declared at Register, or the mean of the others.
+//
+// With Config.Park, the hub also weighs what each worker brings against
+// what its communication costs: the driver reports how long a worker's push
+// took (ObserveComm), and a worker whose removal lowers the predicted time
+// per sample by more than Config.ParkMargin is parked: it gets batch 0,
+// keeps receiving Merged (so its weights stay current and it can come back
+// at any iteration), and an EventWorkerParked says why, with its figures.
+// Every iteration the choice is made again; a parked worker is taken back
+// (EventWorkerResumed) when its figures say it pays again. park.go holds
+// the model and its limits.
+//
 // # States
 //
 // The run:
