@@ -77,12 +77,45 @@ func Params(net *solver.Net) []float32 {
 // CheckFinite returns an error wrapping ErrNonFinite naming the first
 // non-finite element of v, or nil.
 func CheckFinite(name string, v []float32) error {
-	for i, x := range v {
-		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			return fmt.Errorf("%w: %s[%d] = %v", ErrNonFinite, name, i, x)
-		}
+	if i := firstNonFinite(v); i >= 0 {
+		return fmt.Errorf("%w: %s[%d] = %v", ErrNonFinite, name, i, v[i])
 	}
 	return nil
+}
+
+// firstNonFinite returns the index of v's first NaN or infinity, or -1.
+// A float32 is NaN or infinite when its exponent bits are all ones; adding
+// one to the lowest exponent bit then carries into the sign bit, and only
+// then. So OR-ing (bits&exp)+lsb over a block and testing the sign bit
+// tells, with no branch per element, whether the block holds one. It is
+// about twice as fast as testing each element with math.IsNaN and
+// math.IsInf (BenchmarkCheckFinite), which matters since every push and
+// every Merged is checked.
+func firstNonFinite(v []float32) int {
+	const exp, lsb, sign = 0x7f800000, 0x00800000, 0x80000000
+	const block = 256
+	for lo := 0; lo < len(v); lo += block {
+		w := v[lo:min(lo+block, len(v))]
+		var a0, a1, a2, a3 uint32
+		i := 0
+		for ; i+4 <= len(w); i += 4 {
+			a0 |= math.Float32bits(w[i])&exp + lsb
+			a1 |= math.Float32bits(w[i+1])&exp + lsb
+			a2 |= math.Float32bits(w[i+2])&exp + lsb
+			a3 |= math.Float32bits(w[i+3])&exp + lsb
+		}
+		for ; i < len(w); i++ {
+			a0 |= math.Float32bits(w[i])&exp + lsb
+		}
+		if (a0|a1|a2|a3)&sign != 0 {
+			for j, x := range w {
+				if math.Float32bits(x)&exp == exp {
+					return lo + j
+				}
+			}
+		}
+	}
+	return -1
 }
 
 // Capture copies net's weights and state and opt's tensors and step count
