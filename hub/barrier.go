@@ -27,6 +27,7 @@ type arrival struct {
 	samples int
 	loss    float64
 	grad    []float32
+	state   []float32 // batch-norm statistics; nil when the push had none
 }
 
 // reset opens iteration iter with the given members, keeping the maps'
@@ -90,7 +91,44 @@ func (b *barrier) merge(dst []float32, acc []float64) (samples int, loss float64
 	return samples, loss / n
 }
 
+// mergeState writes into dst the sample-weighted mean of the batch-norm
+// statistics of the arrivals that carried them, summed in float64 in worker
+// id order like merge, and reports whether any did. Averaging the running
+// means and variances of workers that started the iteration from the same
+// statistics gives the same moving average as one update with the mean of
+// their batch statistics.
+func (b *barrier) mergeState(dst []float32) bool {
+	ids := make([]string, 0, len(b.pushes))
+	for id, a := range b.pushes {
+		if a.state != nil {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return false
+	}
+	slices.Sort(ids)
+	acc := make([]float64, len(dst))
+	n := 0.0
+	for _, id := range ids {
+		a := b.pushes[id]
+		w := float64(a.samples)
+		for j, v := range a.state {
+			acc[j] += w * float64(v)
+		}
+		n += w
+	}
+	for j, s := range acc {
+		dst[j] = float32(s / n)
+	}
+	return true
+}
+
 // store copies a push into the barrier: the message stays the caller's.
 func (b *barrier) store(id string, m *wire.Push) {
-	b.pushes[id] = &arrival{samples: m.Samples, loss: float64(m.Loss), grad: slices.Clone([]float32(m.Gradient))}
+	a := &arrival{samples: m.Samples, loss: float64(m.Loss), grad: slices.Clone([]float32(m.Gradient))}
+	if len(m.State) > 0 {
+		a.state = slices.Clone([]float32(m.State))
+	}
+	b.pushes[id] = a
 }

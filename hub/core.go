@@ -107,6 +107,13 @@ func NewCore(cfg Config, m Model) (*Core, error) {
 	if err := state.Describe(&c.session, tr.Opt, tr.Sched); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	// Workers freeze what the master net has frozen: a node that stepped a
+	// layer the others keep fixed would differ from them after one merge.
+	for _, l := range tr.Net.Layers() {
+		if l.Frozen && l.Params > 0 {
+			c.session.Frozen = append(c.session.Frozen, l.Name)
+		}
+	}
 	if cfg.Iterations > 0 && c.iter >= cfg.Iterations {
 		return nil, fmt.Errorf("%w: trainer at iteration %d, the run ends at %d", ErrConfig, c.iter, cfg.Iterations)
 	}
@@ -278,6 +285,14 @@ func (c *Core) push(p *peer, m *wire.Push) error {
 	if err := state.CheckFinite("gradient", m.Gradient); err != nil {
 		return fmt.Errorf("%w: %q: %w", ErrNonFinite, p.id, err)
 	}
+	if len(m.State) > 0 {
+		if err := m.State.CheckLen("batch-norm state", c.tr.Net.State.Len()); err != nil {
+			return fmt.Errorf("%w: %q: %w", ErrBadLength, p.id, err)
+		}
+		if err := state.CheckFinite("batch-norm state", m.State); err != nil {
+			return fmt.Errorf("%w: %q: %w", ErrNonFinite, p.id, err)
+		}
+	}
 	c.bar.store(p.id, m)
 	p.misses = 0
 	if m.ComputeNanos > 0 {
@@ -440,6 +455,17 @@ func (c *Core) close(late []string) {
 	c.tr.Net.B.Upload(c.tr.Net.Grads, merged)
 	c.tr.Apply()
 	c.iter = uint64(c.tr.Iter)
+	// The master net runs no forward pass: its batch-norm statistics are
+	// the mean of the workers'.
+	var bn wire.Floats
+	if n := c.tr.Net.State.Len(); n > 0 {
+		bn = make(wire.Floats, n)
+		if c.bar.mergeState(bn) {
+			c.tr.Net.B.Upload(c.tr.Net.State, bn)
+		} else {
+			bn = nil
+		}
+	}
 	hash := state.NetHash(c.tr.Net)
 	c.event(Event{Kind: EventMerged, Iteration: k, Workers: workers, Samples: samples, Loss: loss, LR: lr})
 
@@ -450,7 +476,7 @@ func (c *Core) close(late []string) {
 			next = append(next, id)
 		}
 	}
-	msg := &wire.Merged{Header: wire.Header{Iteration: k}, Gradient: merged, WeightsHash: hash, LR: lr}
+	msg := &wire.Merged{Header: wire.Header{Iteration: k}, Gradient: merged, WeightsHash: hash, LR: lr, State: bn}
 	if c.cfg.Iterations > 0 && c.iter >= c.cfg.Iterations {
 		for _, id := range next {
 			c.send(id, msg)

@@ -32,8 +32,9 @@ type memoKey struct {
 }
 
 type memoGrad struct {
-	grad []float32
-	loss float64
+	grad  []float32
+	state []float32 // batch-norm statistics after the forward pass
+	loss  float64
 }
 
 func newMemo() *memo {
@@ -79,12 +80,17 @@ func (m *memo) gradient(tr *solver.Trainer, iter uint64, x []float32, labels []i
 	if g, ok := m.grads[k]; ok {
 		m.hits++
 		tr.Net.B.Upload(tr.Net.Grads, g.grad)
+		tr.Net.B.Upload(tr.Net.State, g.state)
 		return g.loss
 	}
 	loss := tr.Gradient(x, labels)
 	g := make([]float32, tr.Net.Grads.Len())
 	tr.Net.B.Download(g, tr.Net.Grads)
-	m.grads[k] = memoGrad{grad: g, loss: loss}
+	// The forward pass also moved the batch-norm statistics, which the
+	// push carries: a hit must leave them as the computation would have.
+	st := make([]float32, tr.Net.State.Len())
+	tr.Net.B.Download(st, tr.Net.State)
+	m.grads[k] = memoGrad{grad: g, state: st, loss: loss}
 	return loss
 }
 

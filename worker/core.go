@@ -248,6 +248,9 @@ func (c *Core) build(m *wire.Welcome) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrModel, err)
 	}
+	if err := net.Freeze(m.Session.Frozen...); err != nil {
+		return fmt.Errorf("%w: the session's frozen layers: %w", ErrModel, err)
+	}
 	c.tr = solver.NewTrainer(net, opt, &c.lr)
 	c.model, c.mcfg = m.Model, slices.Clone(m.ModelConfig)
 	return nil
@@ -309,6 +312,11 @@ func (c *Core) merged(m *wire.Merged) error {
 	if err == nil && (math.IsNaN(float64(m.LR)) || math.IsInf(float64(m.LR), 0)) {
 		err = fmt.Errorf("learning rate %v", m.LR)
 	}
+	if err == nil && len(m.State) > 0 {
+		if err = m.State.CheckLen("merged batch-norm state", c.tr.Net.State.Len()); err == nil {
+			err = state.CheckFinite("merged batch-norm state", m.State)
+		}
+	}
 	if err != nil {
 		c.askResync("malformed Merged")
 		return fmt.Errorf("%w: %w", ErrBadMessage, err)
@@ -316,6 +324,9 @@ func (c *Core) merged(m *wire.Merged) error {
 	c.tr.Net.B.Upload(c.tr.Net.Grads, m.Gradient)
 	c.lr.lr = m.LR
 	c.tr.Apply()
+	if len(m.State) > 0 {
+		c.tr.Net.B.Upload(c.tr.Net.State, m.State)
+	}
 	c.iter = uint64(c.tr.Iter)
 	c.event(Event{Kind: EventMerged, Iteration: m.Iteration})
 	if !m.WeightsHash.IsZero() && state.NetHash(c.tr.Net) != m.WeightsHash {
@@ -347,6 +358,11 @@ func (c *Core) Computed(d ComputeDone) error {
 	c.phase = phaseIdle
 	grad := make(wire.Floats, c.tr.Net.NumParams())
 	c.tr.Net.B.Download(grad, c.tr.Net.Grads)
+	var bn wire.Floats // the statistics this iteration's forward pass moved
+	if n := c.tr.Net.State.Len(); n > 0 {
+		bn = make(wire.Floats, n)
+		c.tr.Net.B.Download(bn, c.tr.Net.State)
+	}
 	switch {
 	case c.superseded():
 		c.event(Event{Kind: EventDiscarded, Iteration: d.Iteration, Text: "the hub moved on during the compute"})
@@ -355,7 +371,7 @@ func (c *Core) Computed(d ComputeDone) error {
 		c.event(Event{Kind: EventDiscarded, Iteration: d.Iteration, Text: "non-finite loss or gradient"})
 	default:
 		c.send(&wire.Push{Header: wire.Header{Iteration: d.Iteration}, Samples: d.Samples,
-			ComputeNanos: d.ComputeNanos, Loss: float32(d.Loss), Gradient: grad})
+			ComputeNanos: d.ComputeNanos, Loss: float32(d.Loss), Gradient: grad, State: bn})
 		c.phase = phasePushed
 		c.event(Event{Kind: EventPushed, Iteration: d.Iteration, Loss: d.Loss})
 	}

@@ -13,8 +13,8 @@
 //	kind  type           direction        carries
 //	1     Register       worker → hub     device, backend, measured speed, shard, extras
 //	2     Welcome        hub → worker     worker id, model and config, ModelState, batch size, Session
-//	3     Push           worker → hub     samples, compute time, loss, gradient
-//	4     Merged         hub → workers    merged gradient, next batch sizes, weights hash, lr
+//	3     Push           worker → hub     samples, compute time, loss, gradient, batch-norm statistics
+//	4     Merged         hub → workers    merged gradient, next batch sizes, weights hash, lr, mean batch-norm statistics
 //	5     ResyncRequest  worker → hub     reason
 //	6     ResyncAnswer   hub → worker     ModelState
 //	7     Goodbye        either way       reason, final weights and batch-norm state

@@ -190,6 +190,9 @@ type Session struct {
 	Momentum    float32 `msgpack:"momentum"`
 	WeightDecay float32 `msgpack:"weight_decay"`
 	Nesterov    bool    `msgpack:"nesterov"`
+	// Frozen names the layers that do not learn (solver.Net.Freeze): every
+	// node freezes them, so that all apply the step to the same ranges.
+	Frozen []string `msgpack:"frozen,omitempty"`
 }
 
 // Schedule describes a learning-rate schedule of the solver package by its
@@ -219,6 +222,12 @@ type Push struct {
 	// Gradient is the flat gradient, as long as the weights (the hub checks
 	// this with CheckLen).
 	Gradient Floats `msgpack:"grad"`
+	// State is the worker's batch-norm running statistics after this
+	// iteration's forward pass (solver.Net.State), or empty for a model
+	// without any. The hub averages them like the gradients, so that the
+	// statistics every node evaluates with are the same and reflect every
+	// worker's data.
+	State Floats `msgpack:"bn_state,omitempty"`
 }
 
 // Merged closes the header's Iteration: every node applies Gradient with
@@ -235,6 +244,10 @@ type Merged struct {
 	WeightsHash Hash `msgpack:"weights_hash"`
 	// LR is the learning rate of this step.
 	LR float32 `msgpack:"lr"`
+	// State is the sample-weighted mean of the pushes' batch-norm
+	// statistics; every node loads it after the step. Empty when no push
+	// carried any: nodes then keep their own.
+	State Floats `msgpack:"bn_state,omitempty"`
 }
 
 // ResyncRequest asks the hub for the model state again (after a missed
@@ -306,8 +319,8 @@ func (*Reject) Kind() Kind { return KindReject }
 func (m *Register) reset()      { *m = Register{} }
 func (m *ResyncRequest) reset() { *m = ResyncRequest{} }
 func (m *Reject) reset()        { *m = Reject{} }
-func (m *Push) reset()          { *m = Push{Gradient: m.Gradient[:0]} }
-func (m *Merged) reset()        { *m = Merged{Gradient: m.Gradient[:0]} }
+func (m *Push) reset()          { *m = Push{Gradient: m.Gradient[:0], State: m.State[:0]} }
+func (m *Merged) reset()        { *m = Merged{Gradient: m.Gradient[:0], State: m.State[:0]} }
 func (m *Welcome) reset()       { *m = Welcome{ModelState: m.ModelState.kept()} }
 func (m *ResyncAnswer) reset()  { *m = ResyncAnswer{ModelState: m.ModelState.kept()} }
 func (m *Goodbye) reset() {
