@@ -1,0 +1,358 @@
+package compress
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// lenetParams is lenet-caffe's parameter count: the size that matters.
+const lenetParams = 431080
+
+// gradLike returns n values shaped like a gradient: mostly small, a few
+// large, some exact zeros (a ReLU that never fired).
+func gradLike(n int, seed uint64) []float32 {
+	r := rand.New(rand.NewPCG(seed, 7))
+	out := make([]float32, n)
+	for i := range out {
+		switch r.IntN(20) {
+		case 0:
+			out[i] = 0
+		case 1:
+			out[i] = float32(r.NormFloat64() * 0.1)
+		default:
+			out[i] = float32(r.NormFloat64() * 1e-3)
+		}
+	}
+	return out
+}
+
+// refHalf is the slow reference of toHalf: the nearest of all finite half
+// floats by exhaustive search over the sorted positive ones, ties to the
+// even bit pattern, saturating at 65504.
+func refHalf(v float32) uint16 {
+	sign := uint16(0)
+	if math.Signbit(float64(v)) {
+		sign = 0x8000
+	}
+	a := math.Abs(float64(v))
+	if a >= maxHalf {
+		return sign | 0x7bff
+	}
+	// Positive halves 0..0x7bff increase with their bits.
+	i, _ := slices.BinarySearchFunc(positiveHalves, a, func(h uint16, t float64) int {
+		switch x := float64(fromHalf(h)); {
+		case x < t:
+			return -1
+		case x > t:
+			return 1
+		}
+		return 0
+	})
+	if i < len(positiveHalves) && float64(fromHalf(positiveHalves[i])) == a {
+		return sign | positiveHalves[i]
+	}
+	lo, hi := positiveHalves[i-1], positiveHalves[i]
+	dl, dh := a-float64(fromHalf(lo)), float64(fromHalf(hi))-a
+	switch {
+	case dl < dh:
+		return sign | lo
+	case dh < dl:
+		return sign | hi
+	case lo&1 == 0:
+		return sign | lo
+	}
+	return sign | hi
+}
+
+var positiveHalves = func() []uint16 {
+	var out []uint16
+	for h := uint16(0); h <= 0x7bff; h++ {
+		out = append(out, h)
+	}
+	return out
+}()
+
+func TestHalfMatchesReference(t *testing.T) {
+	// Every half float round-trips.
+	for h := 0; h < 1<<16; h++ {
+		if !halfFinite(uint16(h)) {
+			continue
+		}
+		if got := toHalf(fromHalf(uint16(h))); got != uint16(h) && !(h == 0x8000 && got == 0x8000) {
+			t.Fatalf("toHalf(fromHalf(%#04x)) = %#04x", h, got)
+		}
+	}
+	// Random float32 of every magnitude, and the midpoints between halves.
+	r := rand.New(rand.NewPCG(1, 1))
+	var vals []float32
+	for range 200_000 {
+		vals = append(vals, math.Float32frombits(r.Uint32()&0xc7ffffff)) // exponents up to ~2^16
+		vals = append(vals, float32(r.NormFloat64()*1e-5))
+	}
+	for h := uint16(0); h < 0x7bff; h += 37 {
+		mid := (float64(fromHalf(h)) + float64(fromHalf(h+1))) / 2
+		vals = append(vals, float32(mid), -float32(mid))
+	}
+	vals = append(vals, 65504, 65519, 65520, 1e9, -1e30, 0, float32(math.Copysign(0, -1)), math.SmallestNonzeroFloat32)
+	for _, v := range vals {
+		if nonFinite(v) {
+			continue
+		}
+		if got, want := toHalf(v), refHalf(v); got != want {
+			t.Fatalf("toHalf(%g) = %#04x (%g), reference %#04x (%g)", v, got, fromHalf(got), want, fromHalf(want))
+		}
+	}
+	if h := toHalf(float32(math.NaN())); halfFinite(h) {
+		t.Errorf("NaN became the finite half %#04x", h)
+	}
+	if h := toHalf(float32(math.Inf(-1))); h != 0xfc00 {
+		t.Errorf("-Inf became %#04x", h)
+	}
+}
+
+func TestParse(t *testing.T) {
+	for _, tt := range []struct{ in, name string }{
+		{"", "none"}, {"none", "none"}, {"fp16", "fp16"}, {"int8", "int8"},
+		{"topk", "topk:0.01"}, {"topk:0.05", "topk:0.05"}, {"topk:1", "topk:1"},
+	} {
+		c, err := Parse(tt.in)
+		if err != nil || c.String() != tt.name {
+			t.Errorf("Parse(%q) = %v, %v; want %s", tt.in, c, err, tt.name)
+		}
+		if again, err := Parse(c.String()); err != nil || again.String() != c.String() {
+			t.Errorf("Parse(%q) does not round-trip: %v %v", c.String(), again, err)
+		}
+	}
+	for _, in := range []string{"zip", "topk:0", "topk:1.5", "topk:x", "topk:NaN", "fp16:2", "TOPK"} {
+		if _, err := Parse(in); !errors.Is(err, ErrCodec) {
+			t.Errorf("Parse(%q): %v, want ErrCodec", in, err)
+		}
+	}
+}
+
+// TestRoundTrip checks each codec's error bound against the input.
+func TestRoundTrip(t *testing.T) {
+	for _, n := range []int{0, 1, 255, 256, 257, 1000, 10_007} {
+		src := gradLike(n, uint64(n))
+		for _, name := range []string{"none", "fp16", "int8", "topk:0.01", "topk:0.3", "topk:1"} {
+			c, _ := Parse(name)
+			p := c.Append(nil, src)
+			got := make([]float32, n)
+			if err := Decode(got, p, c.Format()); err != nil {
+				t.Fatalf("%s n=%d: %v", name, n, err)
+			}
+			switch c.(type) {
+			case Float32:
+				if !slices.Equal(got, src) {
+					t.Errorf("%s n=%d: not exact", name, n)
+				}
+			case Float16:
+				for i := range src {
+					if got[i] != fromHalf(refHalf(src[i])) {
+						t.Fatalf("%s n=%d: value %d is %g, want fp16 of %g", name, n, i, got[i], src[i])
+					}
+				}
+			case Int8:
+				for b := 0; b < n; b += BlockSize {
+					blk := src[b:min(n, b+BlockSize)]
+					var peak float64
+					for _, v := range blk {
+						peak = max(peak, math.Abs(float64(v)))
+					}
+					for i, v := range blk {
+						if d := math.Abs(float64(got[b+i]) - float64(v)); d > peak/127/2*1.0001 {
+							t.Fatalf("%s n=%d: value %d off by %g, bound %g", name, n, b+i, d, peak/254)
+						}
+					}
+				}
+			case *TopK:
+				checkTopK(t, c.(*TopK), src, got)
+			}
+		}
+	}
+}
+
+// checkTopK compares a decoded top-k vector with a sort-based reference:
+// exactly the k largest magnitudes (ties to lower indices, zeros never),
+// each as its half float.
+func checkTopK(t *testing.T, c *TopK, src, got []float32) {
+	t.Helper()
+	idx := make([]int, len(src))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		x, y := math.Abs(float64(src[a])), math.Abs(float64(src[b]))
+		switch {
+		case x > y:
+			return -1
+		case x < y:
+			return 1
+		}
+		return 0
+	})
+	want := make([]float32, len(src))
+	for _, i := range idx[:c.K(len(src))] {
+		want[i] = fromHalf(toHalf(src[i]))
+	}
+	if !slices.Equal(got, want) {
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("%s n=%d: value %d is %g, want %g (source %g)", c, len(src), i, got[i], want[i], src[i])
+			}
+		}
+	}
+}
+
+// TestTopKTies: many equal magnitudes; the lowest indices win.
+func TestTopKTies(t *testing.T) {
+	src := make([]float32, 1000)
+	for i := range src {
+		src[i] = float32(1 - 2*(i%2)) // ±1
+	}
+	src[700] = 3
+	c := NewTopK(0.005) // k = 5
+	got := make([]float32, len(src))
+	if err := Decode(got, c.Append(nil, src), FormatSparse); err != nil {
+		t.Fatal(err)
+	}
+	checkTopK(t, c, src, got)
+	if got[700] != 3 || got[0] != 1 || got[3] != -1 || got[4] != 0 {
+		t.Errorf("ties not broken by index: %v ... %v", got[:6], got[700])
+	}
+	// All zeros: nothing is sent.
+	p := c.Append(nil, make([]float32, 1000))
+	if _, _, body, _ := Header(p); body[0] != 0 {
+		t.Errorf("zeros sent: %v", p)
+	}
+}
+
+// TestSizes checks the bytes each codec needs for lenet-caffe's gradient
+// and logs them (the table in docs/compression.md comes from the
+// simulator; this is the codec alone).
+func TestSizes(t *testing.T) {
+	src := gradLike(lenetParams, 3)
+	raw := 4 * lenetParams
+	for _, tt := range []struct {
+		name     string
+		maxRatio float64 // payload / raw at most
+	}{{"none", 1.0001}, {"fp16", 0.5001}, {"int8", 0.26}, {"topk:0.01", 0.009}, {"topk:0.001", 0.0011}} {
+		c, _ := Parse(tt.name)
+		p := c.Append(nil, src)
+		t.Logf("%-10s %8d bytes (%.4f of float32, %.1fx fewer)", tt.name, len(p), float64(len(p))/float64(raw), float64(raw)/float64(len(p)))
+		if float64(len(p)) > tt.maxRatio*float64(raw) {
+			t.Errorf("%s: %d bytes, want at most %.4f of %d", tt.name, len(p), tt.maxRatio, raw)
+		}
+	}
+}
+
+// TestDecodeRefuses: malformed payloads get errors naming what is wrong.
+func TestDecodeRefuses(t *testing.T) {
+	good16 := Float16{}.Append(nil, []float32{1, 2, 3})
+	goodSparse := AppendSparse(nil, []float32{0, 5, 0})
+	nan16 := Float16{}.Append(nil, []float32{1, float32(math.NaN()), 3})
+	inf8 := binary.LittleEndian.AppendUint32(appendHeader(nil, FormatInt8, 3), math.Float32bits(float32(math.Inf(1))))
+	inf8 = append(inf8, 1, 2, 3)
+	neg8 := binary.LittleEndian.AppendUint32(appendHeader(nil, FormatInt8, 3), math.Float32bits(-1))
+	neg8 = append(neg8, 1, 2, 3)
+	sparse := func(k uint64, entries ...byte) []byte {
+		return append(binary.AppendUvarint(appendHeader(nil, FormatSparse, 3), k), entries...)
+	}
+	for _, tt := range []struct {
+		name string
+		p    []byte
+		n    int
+		want Format
+		err  error
+		text string
+	}{
+		{"empty", nil, 3, 0, ErrMalformed, "empty payload"},
+		{"no count", []byte{2}, 3, 0, ErrMalformed, "bad value count"},
+		{"huge count", binary.AppendUvarint([]byte{2}, 1<<40), 3, 0, ErrMalformed, "claims"},
+		{"length", good16, 4, 0, ErrLength, "of 3 values, want 4"},
+		{"wrong codec", good16, 3, FormatInt8, ErrMalformed, "a fp16 payload, the session's codec writes int8"},
+		{"unknown format", appendHeader(nil, 9, 3), 3, 0, ErrMalformed, "unknown format 9"},
+		{"fp16 short", good16[:len(good16)-1], 3, 0, ErrMalformed, "has 5 bytes, want 6"},
+		{"fp16 trailing", append(good16[:len(good16):len(good16)], 0), 3, 0, ErrMalformed, "has 7 bytes"},
+		{"fp16 NaN", nan16, 3, 0, ErrNonFinite, "value 1"},
+		{"int8 Inf scale", inf8, 3, 0, ErrNonFinite, "block 0"},
+		{"int8 negative scale", neg8, 3, 0, ErrNonFinite, "scale -1"},
+		{"int8 short", inf8[:len(inf8)-1], 3, 0, ErrMalformed, "want 7"},
+		{"sparse too many", sparse(4, 0, 0, 60, 0, 0, 60, 0, 0, 60, 0, 0, 60), 3, 0, ErrMalformed, "4 entries for 3"},
+		{"sparse past end", sparse(2, 0, 0, 60), 3, 0, ErrMalformed, "2 entries in 3 bytes"},
+		{"sparse index", sparse(1, 3, 0, 60), 3, 0, ErrMalformed, "beyond the 3 values"},
+		{"sparse second index", sparse(2, 1, 0, 60, 1, 0, 60), 3, 0, ErrMalformed, "entry 1: index 2+1"},
+		{"sparse huge gap", sparse(1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 60), 3, 0, ErrMalformed, "beyond"},
+		{"sparse bad varint", sparse(1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff), 3, 0, ErrMalformed, "bad index gap"},
+		{"sparse Inf", sparse(1, 0, 0x00, 0x7c), 3, 0, ErrNonFinite, "entry 0 (index 0)"},
+		{"sparse trailing", append(goodSparse[:len(goodSparse):len(goodSparse)], 1, 2, 3), 3, 0, ErrMalformed, "3 bytes after"},
+	} {
+		dst := make([]float32, tt.n)
+		err := Decode(dst, tt.p, tt.want)
+		if !errors.Is(err, tt.err) || !strings.Contains(err.Error(), tt.text) {
+			t.Errorf("%s: %v, want %v mentioning %q", tt.name, err, tt.err, tt.text)
+		}
+	}
+	dst := make([]float32, 3)
+	if err := Decode(dst, goodSparse, FormatSparse); err != nil || !slices.Equal(dst, []float32{0, 5, 0}) {
+		t.Errorf("good sparse payload: %v %v", dst, err)
+	}
+}
+
+// TestFeedback: with error feedback, what was delivered plus the residual
+// is what was fed in, so nothing is lost; and every value is eventually
+// sent, even one far below the top-k threshold.
+func TestFeedback(t *testing.T) {
+	const n = 2000
+	for _, name := range []string{"topk:0.01", "int8", "fp16", "none"} {
+		c, _ := Parse(name)
+		f := NewFeedback(c, n)
+		fed := make([]float64, n)
+		got := make([]float64, n)
+		part := make([]float32, n/2)
+		g := gradLike(n, 9)
+		for it := range 1000 {
+			for i := range g {
+				g[i] = float32(1e-4 * float64(1+i%7)) // small and steady
+				if i == it%n {
+					g[i] = 1 // one large value moving around
+				}
+				fed[i] += float64(g[i])
+			}
+			// Two parts, the second first, as the layer-wise push does.
+			for _, off := range []int{n / 2, 0} {
+				p := f.Append(nil, g[off:off+n/2], off)
+				if err := Decode(part, p, c.Format()); err != nil {
+					t.Fatal(err)
+				}
+				for i, v := range part {
+					got[off+i] += float64(v)
+				}
+			}
+		}
+		res := f.Residual()
+		for i := range fed {
+			r := 0.0
+			if res != nil {
+				r = float64(res[i])
+			}
+			if d := math.Abs(got[i] + r - fed[i]); d > 1e-4 {
+				t.Fatalf("%s: value %d: delivered %g + residual %g, fed %g", name, i, got[i], r, fed[i])
+			}
+			if got[i] == 0 {
+				t.Fatalf("%s: value %d was never sent in 1000 iterations", name, i)
+			}
+		}
+		f.Reset()
+		for _, v := range f.Residual() {
+			if v != 0 {
+				t.Fatalf("%s: Reset left a residual", name)
+			}
+		}
+	}
+}
