@@ -6,6 +6,7 @@ Run from the repository root with the system Python (PyTorch 1.13, onnx):
     /usr/bin/python3 scripts/onnx_fixtures.py            # counts + fixtures
     /usr/bin/python3 scripts/onnx_fixtures.py counts     # models/testdata/param_counts.json
     /usr/bin/python3 scripts/onnx_fixtures.py fixtures   # models/onnx/testdata/
+    /usr/bin/python3 scripts/onnx_fixtures.py generated  # α=0.75 and 1 MobileNets, weights by rule
     /usr/bin/python3 scripts/onnx_fixtures.py check FILE.onnx X.npy Y.npy
 
 "counts" builds the PyTorch twins of models/alexnet.go and models/mobilenet.go
@@ -308,6 +309,130 @@ def fixtures():
         f.write("\n")
 
 
+# --- Generated-weight fixtures (large models) ------------------------------------
+#
+# MobileNet v1 at α=0.75 and α=1 has 1.8 M and 3.2 M parameters: 7 and 13 MB
+# of float32 that git would keep forever, for a test whose point is the graph
+# and the arithmetic, not the particular numbers. These fixtures therefore
+# commit the ONNX file as torch.onnx.export wrote it but with the data of the
+# module's parameters and buffers removed (NAME.skel.onnx, a few tens of kB),
+# and the rule that produced the data, which models/onnx/generated_test.go
+# implements too: it refills the file and imports the result. The inputs and
+# PyTorch's outputs are committed as usual (NAME.x.npy, NAME.y.npy).
+#
+# The rule, for a tensor named N with dims D in fixture seed S: element i is
+# drawn from splitmix64 at state (fnv1a64(N) xor S) + (i+1)·0x9E3779B97F4A7C15;
+# its top 16 bits give u in [0, 65536). Then
+#   N ends in "running_var":                    (0.5 + u/65536) / 4
+#   D is 1-D and N ends in ".weight" (BN scale): 0.5 + u/65536
+#   other 1-D tensors (biases, running means):  (u-32768)/131072
+#   weights of rank >= 2 with fan-in F = prod(D[1:]):
+#       (u-32768)/32768 · 2^-k · 2, with k the least integer where 4^k >= F
+# Every value is exact in float32, so both sides hold the same bits. The
+# small variances make each batch norm amplify by about 2, which keeps the
+# activations of the random network at a scale where the logits depend on
+# the input (the two samples' logits differ by about 20% of their scale)
+# while float32 rounding stays small (PyTorch float32 against float64:
+# 3e-6, cotrain 2.5e-6); with variances near 1 the signal dies within ten
+# layers, with half as large ones rounding grows to 5e-5, too close to the
+# 1e-4 the test allows.
+
+GOLDEN = 0x9E3779B97F4A7C15
+MASK64 = (1 << 64) - 1
+
+
+def fnv1a64(s):
+    h = 0xCBF29CE484222325
+    for b in s.encode():
+        h = ((h ^ b) * 0x100000001B3) & MASK64
+    return h
+
+
+def rule_values(name, dims, seed):
+    n = int(np.prod(dims)) if dims else 1
+    with np.errstate(over="ignore"):
+        z = np.uint64((fnv1a64(name) ^ seed) & MASK64) + (np.arange(1, n + 1, dtype=np.uint64) * np.uint64(GOLDEN))
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    u = (z >> np.uint64(48)).astype(np.int64)
+    if name.endswith("running_var"):
+        v = (0.5 + u / 65536.0) / 4.0
+    elif len(dims) == 1 and name.endswith(".weight"):
+        v = 0.5 + u / 65536.0
+    elif len(dims) == 1:
+        v = (u - 32768) / 131072.0
+    else:
+        fan_in = int(np.prod(dims[1:]))
+        k = 0
+        while 4 ** k < fan_in:
+            k += 1
+        v = (u - 32768) / 32768.0 * 2.0 ** (1 - k)
+    out = v.astype(np.float32)
+    assert np.array_equal(out.astype(np.float64), v), name  # exact in float32
+    return out.reshape(dims)
+
+
+GENERATED_SPECS = [
+    # name, alpha, input shape, opset, seed
+    ("mobilenet_a1_op15", 1.0, [3, 64, 64], 15, 1),
+    ("mobilenet_a075_op11", 0.75, [3, 64, 64], 11, 2),
+]
+
+
+def generated():
+    os.makedirs(FIXTURES, exist_ok=True)
+    manifest = []
+    for name, alpha, shape, opset, seed in GENERATED_SPECS:
+        net = MobileNetV1(alpha, 10)
+        state = net.state_dict()
+        with torch.no_grad():
+            for key, t in state.items():
+                if key.endswith("num_batches_tracked"):
+                    continue
+                t.copy_(torch.from_numpy(rule_values(key, list(t.shape), seed)))
+        net.eval()
+        gen = torch.Generator().manual_seed(300 + seed)
+        x = torch.randn([2] + shape, generator=gen)
+        buf = io.BytesIO()
+        torch.onnx.export(net, x, buf, opset_version=opset, training=torch.onnx.TrainingMode.PRESERVE,
+                          input_names=["input"], output_names=["output"],
+                          dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
+        model = onnx.load_from_string(buf.getvalue())
+        onnx.checker.check_model(model)
+        stripped = 0
+        for init in model.graph.initializer:
+            if init.name not in state or init.name.endswith("num_batches_tracked"):
+                continue
+            got = numpy_helper.to_array(init)
+            want = rule_values(init.name, list(init.dims), seed)
+            if not np.array_equal(got, want):
+                sys.exit(f"{name}: initializer {init.name} is not the rule's data")
+            init.ClearField("raw_data")
+            init.ClearField("float_data")
+            stripped += got.size
+        with torch.no_grad():
+            y = net.double()(x.double())
+        net.float()
+        # Intermediate scale: the test is weak if the logits barely depend
+        # on the input, so say how much they do.
+        spread = float((y[0] - y[1]).abs().max() / y.abs().max())
+        path = os.path.join(FIXTURES, name)
+        with open(path + ".skel.onnx", "wb") as f:
+            f.write(model.SerializeToString())
+        np.save(path + ".x.npy", x.numpy().astype("<f4"))
+        np.save(path + ".y.npy", y.numpy().astype("<f4"))
+        params = sum(p.numel() for p in net.parameters())
+        manifest.append({"name": name, "alpha": alpha, "opset": opset, "input": shape, "classes": 10,
+                         "params": params, "seed": seed, "generated_values": stripped})
+        print(f"{name}: α={alpha}, opset {opset}, {params:,} params ({stripped:,} values generated), "
+              f"skeleton {os.path.getsize(path + '.skel.onnx'):,} bytes (full file {len(buf.getvalue()):,}), "
+              f"logits {y.abs().max():.3g} max, samples differ by {spread:.2f} of it")
+    with open(os.path.join(FIXTURES, "generated.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.write("\n")
+
+
 # --- Checking files cotrain exported -----------------------------------------
 
 def attrs(node):
@@ -383,6 +508,8 @@ if __name__ == "__main__":
         counts()
     if what in ("all", "fixtures"):
         fixtures()
+    if what in ("all", "generated"):
+        generated()
     if what == "check":
         if len(sys.argv) != 5:
             sys.exit("usage: onnx_fixtures.py check FILE.onnx X.npy Y.npy")
