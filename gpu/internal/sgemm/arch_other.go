@@ -1,0 +1,4 @@
+package sgemm
+
+// asmArchs returns nothing: this build uses the pure-Go kernels only.
+func asmArchs() []*arch { return nil }

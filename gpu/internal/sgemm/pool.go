@@ -1,0 +1,167 @@
+package sgemm
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// Thread is one goroutine's state for products and parallel work: pack
+// buffers, an edge-tile buffer, spare scratch slots and the descriptor of the
+// parallel job it leads. The zero value is ready. A Thread must not be used
+// by two goroutines at once.
+type Thread struct {
+	packedA, packedB []float32
+	tile             [maxTile]float32
+	spare            [4][]float32
+
+	job    job      // the job this thread leads in Parallel
+	task   gemmTask // GemmParallel's task, kept here so that it does not escape per call
+	helper bool     // a pool goroutine's Thread: Parallel runs serially on it
+	busy   bool     // leading a job: a nested Parallel runs serially
+}
+
+// Floats returns scratch slot i (0..3) with n elements, grown when too small
+// and otherwise reused: its contents are whatever the last user left.
+func (t *Thread) Floats(i, n int) []float32 {
+	t.spare[i] = grow(t.spare[i], n)
+	return t.spare[i]
+}
+
+// Task is work split into independent parts, for Parallel. Run does part i
+// with th, the executing goroutine's Thread. Parts may run in any order and
+// concurrently; for reproducible results each must write only its own
+// outputs and compute them the same way whichever thread runs it.
+type Task interface {
+	Run(th *Thread, i int)
+}
+
+// job is one Parallel call: parts are claimed from next until n.
+type job struct {
+	task Task
+	n    int64
+	next atomic.Int64
+	wg   sync.WaitGroup
+}
+
+func (j *job) work(t *Thread) {
+	for {
+		i := j.next.Add(1) - 1
+		if i >= j.n {
+			return
+		}
+		j.task.Run(t, int(i))
+	}
+}
+
+// The pool: helper goroutines started on demand (up to GOMAXPROCS-1 at the
+// largest GOMAXPROCS seen) that live for the rest of the process, parked on
+// jobs between calls. Every Parallel call sends its job to as many helpers as
+// it wants and does parts itself too, so it makes progress even when all
+// helpers are busy with another caller's job.
+var pool struct {
+	mu      sync.Mutex
+	started atomic.Int32
+	jobs    chan *job
+}
+
+func init() { pool.jobs = make(chan *job, 1024) }
+
+func startHelpers(n int) {
+	if int(pool.started.Load()) >= n {
+		return
+	}
+	pool.mu.Lock()
+	defer pool.mu.Unlock()
+	for int(pool.started.Load()) < n {
+		pool.started.Add(1)
+		go helper()
+	}
+}
+
+func helper() {
+	t := &Thread{helper: true}
+	for j := range pool.jobs {
+		j.work(t)
+		j.wg.Done()
+	}
+}
+
+// Threads is the number of threads Parallel uses at most: GOMAXPROCS.
+func Threads() int { return runtime.GOMAXPROCS(0) }
+
+// Parallel runs task.Run(th, i) for every i in [0, n) on up to GOMAXPROCS
+// threads, t's goroutine among them, and returns when all parts are done.
+// It runs the parts in order on t alone when n or GOMAXPROCS is 1 or when
+// called from inside a part (nested parallelism would only oversubscribe).
+func (t *Thread) Parallel(n int, task Task) {
+	threads := runtime.GOMAXPROCS(0)
+	if n <= 1 || threads <= 1 || t.helper || t.busy {
+		for i := 0; i < n; i++ {
+			task.Run(t, i)
+		}
+		return
+	}
+	h := min(threads, n) - 1
+	startHelpers(h)
+	j := &t.job
+	j.task, j.n = task, int64(n)
+	j.next.Store(0)
+	j.wg.Add(h)
+	for range h {
+		pool.jobs <- j
+	}
+	t.busy = true
+	j.work(t)
+	t.busy = false
+	j.wg.Wait()
+	j.task = nil
+}
+
+// parallelMin is the smallest product, in multiply-adds, that GemmParallel
+// splits: below it, waking a helper costs more than it saves.
+const parallelMin = 1 << 18
+
+// GemmParallel is Gemm on up to GOMAXPROCS threads. C is cut into blocks of
+// whole register tiles, one per thread, split along n when it has enough
+// tiles and along m otherwise; each block runs the serial algorithm with
+// its thread's pack buffers, so every element of C sees the same arithmetic
+// as in Gemm and the result has the same bits whatever the thread count.
+func (t *Thread) GemmParallel(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	threads := runtime.GOMAXPROCS(0)
+	if threads <= 1 || t.helper || t.busy || m*n*k < parallelMin {
+		t.Gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	g := &t.task.g
+	*g = args{transA, transB, m, n, k, alpha, beta, a, b, c, lda, ldb, ldc}
+	if g.trivial() {
+		return
+	}
+	ar := best
+	tm, tn := (m+ar.mr-1)/ar.mr, (n+ar.nr-1)/ar.nr
+	gm, gn := 1, min(tn, threads)
+	if gn < threads {
+		gm = min(tm, (threads+gn-1)/gn)
+	}
+	t.task.ar, t.task.tm, t.task.tn, t.task.gm, t.task.gn = ar, tm, tn, gm, gn
+	t.Parallel(gm*gn, &t.task)
+	t.task.g = args{} // drop the caller's slices
+}
+
+// gemmTask is GemmParallel's Task: part i computes block (i/gn, i%gn) of a
+// gm×gn grid over C's tm×tn register tiles.
+type gemmTask struct {
+	g              args
+	ar             *arch
+	tm, tn, gm, gn int
+}
+
+func (w *gemmTask) Run(t *Thread, i int) {
+	bi, bj := i/w.gn, i%w.gn
+	i0, i1 := bi*w.tm/w.gm*w.ar.mr, min((bi+1)*w.tm/w.gm*w.ar.mr, w.g.m)
+	j0, j1 := bj*w.tn/w.gn*w.ar.nr, min((bj+1)*w.tn/w.gn*w.ar.nr, w.g.n)
+	if i0 < i1 && j0 < j1 {
+		t.rect(w.ar, &w.g, i0, i1, j0, j1)
+	}
+}
