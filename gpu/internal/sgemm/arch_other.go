@@ -1,3 +1,5 @@
+//go:build purego || !(amd64 || arm64)
+
 package sgemm
 
 // asmArchs returns nothing: this build uses the pure-Go kernels only.

@@ -1,0 +1,3 @@
+package sgemm
+
+//go:generate go run gen_asm.go
