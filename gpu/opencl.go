@@ -27,10 +27,11 @@ type OpenCL struct {
 	log   *slog.Logger
 	redWG int // work-group size of the reduction kernels (RED_WG)
 
-	progs   []*clProgram
-	k       map[string]*clKernel
-	gemms   []*gemmVariant // built variants, by increasing tile area
-	gemmSel int            // index of the tuned variant in gemms
+	progs      []*clProgram
+	k          map[string]*clKernel
+	gemms      []*gemmVariant   // built variants, by increasing tile area
+	gemmSel    int              // index of the default variant in gemms
+	gemmBySize []gemmSizeChoice // the tuner's winner per timed size, by size
 
 	coef   *clMem  // per-channel batch-norm coefficients (4 per channel)
 	loss   *clMem  // per-row losses of SoftmaxCrossEntropy, then their sum
@@ -67,7 +68,7 @@ func (o *OpenCL) Close() error {
 		k.release()
 	}
 	for _, v := range o.gemms {
-		v.k.release()
+		v.release()
 	}
 	for _, p := range o.progs {
 		p.release()

@@ -107,9 +107,10 @@ func (d clDevice) info() DeviceInfo {
 
 // clContext owns a context and its one in-order queue on one device.
 type clContext struct {
-	dev   clDevice
-	ctx   *cl.Context
-	queue *cl.CommandQueue
+	dev      clDevice
+	ctx      *cl.Context
+	queue    *cl.CommandQueue
+	launches int // kernels enqueued so far (tests count a layer's launches)
 }
 
 func newContext(d clDevice) (*clContext, error) {
@@ -280,6 +281,7 @@ func (c *clContext) launch(k *clKernel, global, loc []int, args ...any) error {
 			return clWrap(fmt.Sprintf("clSetKernelArg %s #%d", k.name, i), err)
 		}
 	}
+	c.launches++
 	ev, err := c.queue.EnqueueNDRangeKernel(k.k, nil, global, loc, nil)
 	if err != nil { // the operation's name is built only on failure: launches are hot
 		return done("clEnqueueNDRangeKernel "+k.name, ev, err)

@@ -5,50 +5,60 @@ package gpu
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 )
 
 // GEMM variants and the auto-tuner.
 //
-// gemm.cl is compiled once per variant. The tuner times every variant that
-// built and fits the device on a few square sizes, once per device and
-// driver, and saves its choice as JSON next to the program binaries; later
-// runs read the file. Because every variant sums in the same order (see
-// gemm.cl), the choice affects speed only, never the bits.
+// gemm.cl is compiled once per variant (tiling); each program holds the four
+// transpose cases. The tuner times every variant that built and fits the
+// device on a few square sizes, once per device and driver, and saves the
+// fastest per size as JSON next to the program binaries; later runs read the
+// file. Because every variant sums in the same order (see gemm.cl), the
+// choice affects speed only, never the bits.
 
 // gemmVariant is one compiled tiling of gemm.cl.
 type gemmVariant struct {
-	Name       string // "64x64/4x4": block of C per work-group / per item
+	Name       string // "64x64/4x4/k16": block of C per work-group / per item / tile depth
 	TSM, TSN   int
-	WPTM, WPTN int
-	k          *clKernel
+	WPTM, WPTN int // multiples of 4 (items read their rows and columns as float4)
+	TSK        int // multiple of 4
+	k          [4]*clKernel
 }
 
-// gemmTSK is the tile depth of every variant (equal, so results are equal).
-const gemmTSK = 16
-
-// gemmCandidates are the tilings tried, by increasing tile area: a plain
-// 16×16 tiling, small register blocks for small or mobile GPUs, and 128×128
-// blocks with 8×8 registers per item for large desktop GPUs.
+// gemmCandidates are the tilings tried, by increasing tile area: 32×32 for
+// small products and phone GPUs (64 items), 64×64 with 4×4 per item, the
+// rectangular 128×64 and 64×128 with 8×4 and 4×8, and 128×128 with 8×8 per
+// item at two tile depths (256 items each) for large desktop GPUs.
 var gemmCandidates = []gemmVariant{
-	{Name: "16x16/1x1", TSM: 16, TSN: 16, WPTM: 1, WPTN: 1},
-	{Name: "32x32/4x4", TSM: 32, TSN: 32, WPTM: 4, WPTN: 4},
-	{Name: "64x64/4x4", TSM: 64, TSN: 64, WPTM: 4, WPTN: 4},
-	{Name: "128x128/8x8", TSM: 128, TSN: 128, WPTM: 8, WPTN: 8},
+	{Name: "32x32/4x4/k16", TSM: 32, TSN: 32, WPTM: 4, WPTN: 4, TSK: 16},
+	{Name: "64x64/4x4/k16", TSM: 64, TSN: 64, WPTM: 4, WPTN: 4, TSK: 16},
+	{Name: "128x64/8x4/k16", TSM: 128, TSN: 64, WPTM: 8, WPTN: 4, TSK: 16},
+	{Name: "64x128/4x8/k16", TSM: 64, TSN: 128, WPTM: 4, WPTN: 8, TSK: 16},
+	{Name: "128x128/8x8/k8", TSM: 128, TSN: 128, WPTM: 8, WPTN: 8, TSK: 8},
+	{Name: "128x128/8x8/k16", TSM: 128, TSN: 128, WPTM: 8, WPTN: 8, TSK: 16},
 }
+
+// gemmKernels are the transpose cases, indexed by 2*tb + ta.
+var gemmKernels = [4]string{"gemm_nn", "gemm_tn", "gemm_nt", "gemm_tt"}
 
 func (v *gemmVariant) options() string {
-	return fmt.Sprintf("-D TSM=%d -D TSN=%d -D TSK=%d -D WPTM=%d -D WPTN=%d", v.TSM, v.TSN, gemmTSK, v.WPTM, v.WPTN)
+	return fmt.Sprintf("-D TSM=%d -D TSN=%d -D TSK=%d -D WPTM=%d -D WPTN=%d", v.TSM, v.TSN, v.TSK, v.WPTM, v.WPTN)
 }
 
 func (v *gemmVariant) items() int { return (v.TSM / v.WPTM) * (v.TSN / v.WPTN) }
 
+// localBytes is the kernel's __local use: two padded tiles of each operand.
+func (v *gemmVariant) localBytes() int64 { return int64(4 * 2 * v.TSK * (v.TSM + 4 + v.TSN + 4)) }
+
 // fits reports whether the device can run the variant's work-group and tiles.
 func (v *gemmVariant) fits(info DeviceInfo) bool {
-	localBytes := int64(4 * gemmTSK * (v.TSM + 1 + v.TSN + 1))
-	return v.items() <= info.MaxWorkGroup && (info.LocalMem == 0 || localBytes <= info.LocalMem)
+	return v.items() <= info.MaxWorkGroup && (info.LocalMem == 0 || v.localBytes() <= info.LocalMem)
 }
 
 // buildGemms compiles every candidate that fits; a variant the compiler or
@@ -66,45 +76,110 @@ func (o *OpenCL) buildGemms(dir string) error {
 			continue
 		}
 		o.progs = append(o.progs, p)
-		k, err := o.ctx.kernel(p, "gemm")
-		if err != nil {
-			return err
+		ok := true
+		for i, name := range gemmKernels {
+			k, err := o.ctx.kernel(p, name)
+			if err != nil {
+				return err
+			}
+			v.k[i] = k
+			ok = ok && k.maxWG >= v.items()
 		}
-		if k.maxWG < v.items() {
-			k.release()
+		if !ok {
+			v.release()
+			o.log.Debug("gpu: opencl: gemm variant exceeds the kernel's work-group limit", "variant", v.Name)
 			continue
 		}
-		v.k = k
 		o.gemms = append(o.gemms, &v)
 	}
 	if len(o.gemms) == 0 {
 		return fmt.Errorf("%w: no GEMM variant builds on %s", ErrNoDevice, o.info.Name)
 	}
+	o.gemmSel = len(o.gemms) - 1
 	return nil
 }
 
-// gemm enqueues C = alpha*op(A)*op(B) + beta*C on allocations with element
-// offsets. It takes the tuned variant, stepping down to smaller tiles while
-// the grid would leave compute units idle.
-func (o *OpenCL) gemm(ta, tb bool, m, n, k int, alpha float32, a *clMem, aoff int, b *clMem, boff int, beta float32, c *clMem, coff int) {
+func (v *gemmVariant) release() {
+	for _, k := range v.k {
+		if k != nil {
+			k.release()
+		}
+	}
+}
+
+// mat is one GEMM operand on the device: element (r, c), c along the
+// contiguous dimension, is at off + r*ld + seg(c), where seg(c) = c without
+// segments and (c/segl)*segs + c%segl with them (see gemm.cl: a batch of
+// N×K×P tensors read as one K×(N·P) matrix).
+type mat struct {
+	m          *clMem
+	off, ld    int
+	segl, segs int
+}
+
+// plainMat is a plain row-major operand.
+func plainMat(m *clMem, off, ld int) mat { return mat{m: m, off: off, ld: ld} }
+
+// vec is 1 when every aligned group of 4 along the contiguous dimension
+// (of length clen) can be one 16-byte load or store: the offset, the row
+// stride and the segment sizes are multiples of 4, and so is clen (no group
+// runs past the end).
+func (a mat) vec(clen int) int {
+	ok := a.off%4 == 0 && a.ld%4 == 0 && clen%4 == 0 && (a.segl == 0 || (a.segl%4 == 0 && a.segs%4 == 0))
+	return b2i(ok)
+}
+
+// gemm enqueues C = alpha*op(A)*op(B) + beta*C with the variant the tuner
+// chose for this size, stepping down to smaller tiles while the grid would
+// leave compute units idle.
+func (o *OpenCL) gemm(ta, tb bool, m, n, k int, alpha float32, a, b mat, beta float32, c mat) {
 	if m == 0 || n == 0 {
 		return
 	}
+	if k == 0 { // C = beta*C; A and B hold no memory and are not read
+		a.m, b.m = c.m, c.m
+	}
+	o.gemmWith(o.gemms[o.pickGemm(m, n, k)], ta, tb, m, n, k, alpha, a, b, beta, c)
+}
+
+// pickGemm returns the index of the variant for an m×n×k product: the tuned
+// winner at the tuned size nearest (in log scale) to the cube root of m·n·k,
+// then smaller tiles while there are fewer blocks than compute units.
+func (o *OpenCL) pickGemm(m, n, k int) int {
 	i := o.gemmSel
+	if len(o.gemmBySize) > 0 {
+		s := math.Cbrt(float64(m) * float64(n) * float64(max(k, 1)))
+		best := math.Inf(1)
+		for _, c := range o.gemmBySize {
+			if d := math.Abs(math.Log(s / float64(c.size))); d < best {
+				best, i = d, c.index
+			}
+		}
+	}
 	for i > 0 && blocks(o.gemms[i], m, n) < o.info.ComputeUnits {
 		i--
 	}
-	o.gemmWith(o.gemms[i], ta, tb, m, n, k, alpha, a, aoff, b, boff, beta, c, coff)
+	return i
 }
 
 func blocks(v *gemmVariant, m, n int) int {
 	return ((m + v.TSM - 1) / v.TSM) * ((n + v.TSN - 1) / v.TSN)
 }
 
-func (o *OpenCL) gemmWith(v *gemmVariant, ta, tb bool, m, n, k int, alpha float32, a *clMem, aoff int, b *clMem, boff int, beta float32, c *clMem, coff int) {
+func (o *OpenCL) gemmWith(v *gemmVariant, ta, tb bool, m, n, k int, alpha float32, a, b mat, beta float32, c mat) {
 	rm, rn := v.TSM/v.WPTM, v.TSN/v.WPTN
 	global := []int{(n + v.TSN - 1) / v.TSN * rn, (m + v.TSM - 1) / v.TSM * rm}
-	must(o.ctx.launch(v.k, global, []int{rn, rm}, m, n, k, alpha, a, aoff, b2i(ta), b, boff, b2i(tb), beta, c, coff))
+	aLen, bLen := k, n // length of each operand's contiguous dimension
+	if ta {
+		aLen = m
+	}
+	if tb {
+		bLen = k
+	}
+	must(o.ctx.launch(v.k[2*b2i(tb)+b2i(ta)], global, []int{rn, rm}, m, n, k, alpha,
+		a.m, a.off, a.ld, a.segl, a.segs, a.vec(aLen),
+		b.m, b.off, b.ld, b.segl, b.segs, b.vec(bLen), beta,
+		c.m, c.off, c.ld, c.segl, c.segs, c.vec(n)))
 }
 
 func b2i(b bool) int {
@@ -120,29 +195,50 @@ func (o *OpenCL) Gemm(transA, transB bool, m, n, k int, alpha float32, a, b Buff
 	if as.n < m*k || bs.n < k*n || cs.n < m*n {
 		panic(fmt.Sprintf("gpu: Gemm %dx%dx%d: buffers of %d, %d, %d elements", m, n, k, as.n, bs.n, cs.n))
 	}
-	o.gemm(transA, transB, m, n, k, alpha, as.m, as.off, bs.m, bs.off, beta, cs.m, cs.off)
+	lda, ldb := k, n
+	if transA {
+		lda = m
+	}
+	if transB {
+		ldb = k
+	}
+	o.gemm(transA, transB, m, n, k, alpha, plainMat(as.m, as.off, lda), plainMat(bs.m, bs.off, ldb), beta, plainMat(cs.m, cs.off, n))
 }
 
-// gemmTuning is the tuner's saved choice.
+// gemmTuning is the tuner's saved result.
 type gemmTuning struct {
-	Device  string             `json:"device"`
-	Driver  string             `json:"driver"`
-	Variant string             `json:"variant"`
-	Size    int                `json:"size"`   // the largest size every variant was timed at
-	GFLOPS  map[string]float64 `json:"gflops"` // per variant at Size
+	Device string `json:"device"`
+	Driver string `json:"driver"`
+	// Best names the fastest variant per timed size (n of n×n×n products).
+	Best map[int]string `json:"best"`
+	// GFLOPS per size and variant, as measured.
+	GFLOPS map[int]map[string]float64 `json:"gflops"`
 }
 
-// tuneGemm sets gemmSel: from dir's saved choice when there is one, else by
-// timing (when tune is set), else the largest variant. It stays within about
-// 1.5 s: sizes grow 256, 512, 1024 while the budget lasts.
+// gemmSizeChoice is one tuned size and the index of its winner in gemms.
+type gemmSizeChoice struct{ size, index int }
+
+// tuningPath is where dir keeps this device's tuning; the key covers the
+// kernel source and the candidate list, so a change to either retunes.
+func (o *OpenCL) tuningPath(dir string) string {
+	var names []string
+	for _, v := range gemmCandidates {
+		names = append(names, v.Name)
+	}
+	return filepath.Join(dir, "gemm-"+hashKey(deviceKey(o.info), kernelSource("gemm.cl"), strings.Join(names, ","))+".json")
+}
+
+// tuneGemm sets the per-size choice: from dir's saved tuning when there is
+// one, else by timing (when tune is set), else the largest variant for every
+// size. Timing stays within about 2 s.
 func (o *OpenCL) tuneGemm(dir string, tune bool) {
-	o.gemmSel = len(o.gemms) - 1
+	o.gemmSel, o.gemmBySize = len(o.gemms)-1, nil
 	path := ""
 	if dir != "" {
-		path = filepath.Join(dir, "gemm-"+hashKey(deviceKey(o.info), kernelSource("gemm.cl"))+".json")
+		path = o.tuningPath(dir)
 		if data, err := os.ReadFile(path); err == nil {
 			var t gemmTuning
-			if json.Unmarshal(data, &t) == nil && o.selectGemm(t.Variant) {
+			if json.Unmarshal(data, &t) == nil && o.applyTuning(t) {
 				return
 			}
 		}
@@ -150,13 +246,13 @@ func (o *OpenCL) tuneGemm(dir string, tune bool) {
 	if !tune || len(o.gemms) == 1 {
 		return
 	}
-	t, err := o.timeGemms(1500 * time.Millisecond)
+	t, err := o.timeGemms(2 * time.Second)
 	if err != nil {
 		o.log.Debug("gpu: opencl: gemm tuning failed", "err", err)
 		return
 	}
-	o.selectGemm(t.Variant)
-	o.log.Debug("gpu: opencl: gemm tuned", "variant", t.Variant, "size", t.Size, "gflops", t.GFLOPS)
+	o.applyTuning(t)
+	o.log.Debug("gpu: opencl: gemm tuned", "best", t.Best, "gflops", t.GFLOPS)
 	if path != "" {
 		data, _ := json.MarshalIndent(t, "", "  ")
 		if err := writeAtomic(path, data); err != nil {
@@ -165,70 +261,105 @@ func (o *OpenCL) tuneGemm(dir string, tune bool) {
 	}
 }
 
-func (o *OpenCL) selectGemm(name string) bool {
-	for i, v := range o.gemms {
-		if v.Name == name {
-			o.gemmSel = i
-			return true
+// applyTuning installs t's per-size winners (those that were built); the
+// largest size's winner becomes the default. It reports whether any applied.
+func (o *OpenCL) applyTuning(t gemmTuning) bool {
+	var by []gemmSizeChoice
+	for size, name := range t.Best {
+		if i := o.gemmIndex(name); i >= 0 && size > 0 {
+			by = append(by, gemmSizeChoice{size, i})
 		}
 	}
-	return false
+	if len(by) == 0 {
+		return false
+	}
+	slices.SortFunc(by, func(a, b gemmSizeChoice) int { return a.size - b.size })
+	o.gemmBySize, o.gemmSel = by, by[len(by)-1].index
+	return true
 }
 
-// timeGemms times each variant on n×n×n products of random-free data (the
-// values do not change the work) and picks the fastest at the largest size
-// all of them completed.
+func (o *OpenCL) gemmIndex(name string) int {
+	for i, v := range o.gemms {
+		if v.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// timeGemms times each variant on n×n×n products (the values do not change
+// the work) for n = 256, 512, 1024, 2048 while the budget lasts: a size is
+// kept only when every variant finished it. A variant is run once, then, if
+// that took under 2 ms, repeated to fill about 2 ms; the faster of the two
+// timings counts.
 func (o *OpenCL) timeGemms(budget time.Duration) (gemmTuning, error) {
 	start := time.Now()
-	t := gemmTuning{Device: o.info.Name, Driver: o.info.Driver}
-	for _, size := range []int{256, 512, 1024} {
+	t := gemmTuning{Device: o.info.Name, Driver: o.info.Driver, Best: map[int]string{}, GFLOPS: map[int]map[string]float64{}}
+	for _, size := range []int{256, 512, 1024, 2048} {
 		a, err := o.ctx.alloc(size * size)
 		if err != nil {
-			return t, err
+			break
 		}
-		b, _ := o.ctx.alloc(size * size)
-		c, err := o.ctx.alloc(size * size)
-		if err != nil || b == nil {
-			return t, fmt.Errorf("gpu: opencl: tuning buffers: %w", err)
+		b, errB := o.ctx.alloc(size * size)
+		c, errC := o.ctx.alloc(size * size)
+		if errB != nil || errC != nil {
+			break
 		}
+		o.run1("fill", size*size, a, 0, size*size, float32(0.5))
+		o.run1("fill", size*size, b, 0, size*size, float32(0.25))
 		res := map[string]float64{}
+		sizeStart := time.Now()
 		for _, v := range o.gemms {
-			o.gemmWith(v, false, false, size, size, size, 1, a, 0, b, 0, 0, c, 0) // warm-up
-			if err := o.ctx.finish(); err != nil {
+			run := func(reps int) (time.Duration, error) {
+				t0 := time.Now()
+				for r := 0; r < reps; r++ {
+					o.gemmWith(v, false, false, size, size, size, 1, plainMat(a, 0, size), plainMat(b, 0, size), 0, plainMat(c, 0, size))
+				}
+				err := o.ctx.finish()
+				return time.Since(t0) / time.Duration(reps), err
+			}
+			if _, err := run(1); err != nil { // warm-up
 				return t, err
 			}
-			t0 := time.Now()
-			o.gemmWith(v, false, false, size, size, size, 1, a, 0, b, 0, 0, c, 0)
-			if err := o.ctx.finish(); err != nil {
+			best, err := run(1)
+			if err != nil {
 				return t, err
 			}
-			res[v.Name] = 2 * float64(size*size*size) / time.Since(t0).Seconds() / 1e9
+			if best < 2*time.Millisecond {
+				reps := min(50, int(2*time.Millisecond/max(best, time.Microsecond))+1)
+				again, err := run(reps)
+				if err != nil {
+					return t, err
+				}
+				best = min(best, again)
+			}
+			res[v.Name] = 2 * float64(size) * float64(size) * float64(size) / best.Seconds() / 1e9
 			if time.Since(start) > budget {
 				break
 			}
 		}
 		if len(res) < len(o.gemms) {
-			break // this size did not finish for every variant: keep the last full one
+			break // this size did not finish for every variant
 		}
-		t.Size, t.GFLOPS = size, res
-		if time.Since(start) > budget/3 {
-			break // the next size costs about 8 times as much
+		t.GFLOPS[size] = res
+		for _, v := range o.gemms { // ties go to the smaller tile
+			if w, ok := t.Best[size]; !ok || res[v.Name] > res[w] {
+				t.Best[size] = v.Name
+			}
+		}
+		// The next size costs about 8 times as much.
+		if time.Since(start)+8*time.Since(sizeStart) > budget {
+			break
 		}
 	}
-	if t.GFLOPS == nil {
+	if len(t.Best) == 0 {
 		return t, fmt.Errorf("gpu: opencl: tuning exceeded %v at the first size", budget)
-	}
-	best := 0.0
-	for name, g := range t.GFLOPS {
-		if g > best || (g == best && name < t.Variant) {
-			best, t.Variant = g, name
-		}
 	}
 	return t, nil
 }
 
 // GemmVariants lists the built variants, by increasing tile size, and the
-// tuned one (for tests and benchmarks).
+// default (the tuned winner at the largest tuned size).
 func (o *OpenCL) GemmVariants() (names []string, selected string) {
 	for _, v := range o.gemms {
 		names = append(names, v.Name)
@@ -236,5 +367,5 @@ func (o *OpenCL) GemmVariants() (names []string, selected string) {
 	return names, o.gemms[o.gemmSel].Name
 }
 
-// setGemmVariant forces a variant (tests compare them bit for bit).
-func (o *OpenCL) setGemmVariant(name string) bool { return o.selectGemm(name) }
+// GemmVariantFor names the variant an m×n×k product runs with.
+func (o *OpenCL) GemmVariantFor(m, n, k int) string { return o.gemms[o.pickGemm(m, n, k)].Name }

@@ -15,6 +15,7 @@ import (
 // gemmShapes are odd sizes, none a multiple of the tiles, plus a few that are.
 var gemmShapes = []struct{ m, n, k int }{
 	{1, 1, 1}, {3, 5, 7}, {17, 33, 65}, {64, 64, 64}, {130, 70, 257}, {1, 200, 31}, {200, 1, 300}, {129, 129, 16}, {6, 576, 25},
+	{132, 260, 36}, {257, 131, 45}, {4, 8, 0},
 }
 
 func TestOpenCLGemm(t *testing.T) {
@@ -36,7 +37,9 @@ func TestOpenCLGemm(t *testing.T) {
 }
 
 // TestOpenCLGemmVariantsAgree checks that every tiling gives the same bits,
-// on views at offsets: the tuner's choice must not change results.
+// on views at offsets: the tuner's choice must not change results. Offset 3
+// takes the scalar loads, offset 4 (with sizes that are multiples of 4) the
+// float4 ones.
 func TestOpenCLGemmVariantsAgree(t *testing.T) {
 	o := openCLForTest(t)
 	r := rand.New(rand.NewPCG(13, 14))
@@ -46,20 +49,96 @@ func TestOpenCLGemmVariantsAgree(t *testing.T) {
 	}
 	for _, s := range gemmShapes {
 		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
-			all := o.Alloc(3 + s.m*s.k + s.k*s.n + s.m*s.n)
-			o.Upload(all, clRand(r, all.Len()))
-			a := o.buf(o.View(all, 3, s.m*s.k))
-			b := o.buf(o.View(all, 3+s.m*s.k, s.k*s.n))
-			var first []float32
-			for _, v := range o.gemms {
-				c := o.buf(o.Alloc(s.m * s.n))
-				o.gemmWith(v, tr[0], tr[1], s.m, s.n, s.k, 0.75, a.m, a.off, b.m, b.off, 0, c.m, c.off)
-				got := download(o, c)
-				if first == nil {
-					first = got
-				} else if !slices.Equal(got, first) {
-					t.Errorf("%+v %v: variant %s differs from %s", s, tr, v.Name, o.gemms[0].Name)
+			for _, off := range []int{3, 4} {
+				all := o.Alloc(off + s.m*s.k + s.k*s.n + 4)
+				o.Upload(all, clRand(r, all.Len()))
+				a := o.buf(o.View(all, off, s.m*s.k))
+				b := o.buf(o.View(all, off+s.m*s.k, s.k*s.n))
+				lda, ldb := s.k, s.n
+				if tr[0] {
+					lda = s.m
 				}
+				if tr[1] {
+					ldb = s.k
+				}
+				var first []float32
+				for _, v := range o.gemms {
+					c := o.buf(o.Alloc(s.m * s.n))
+					o.gemmWith(v, tr[0], tr[1], s.m, s.n, s.k, 0.75, plainMat(a.m, a.off, lda), plainMat(b.m, b.off, ldb), 0, plainMat(c.m, c.off, s.n))
+					got := download(o, c)
+					if first == nil {
+						first = got
+					} else if !slices.Equal(got, first) {
+						t.Errorf("%+v %v offset %d: variant %s differs from %s", s, tr, off, v.Name, o.gemms[0].Name)
+					}
+				}
+			}
+		}
+	}
+}
+
+// segOperand stores a rows×(nb·hw) matrix as channels [1, 1+rows) of an
+// nb×(rows+2)×hw tensor at element 4 of a buffer, the way a convolution's
+// batch tensors enter a GEMM, and gives the matrix both ways.
+type segOperand struct {
+	buf   Buffer
+	plain []float32 // the logical matrix, row-major
+	m     mat
+}
+
+func newSegOperand(o *OpenCL, r *rand.Rand, rows, cols, hw int) segOperand {
+	nb, chans := cols/hw, rows+2
+	data := clRand(r, 4+nb*chans*hw)
+	buf := o.Alloc(len(data))
+	o.Upload(buf, data)
+	plain := make([]float32, rows*cols)
+	for i := 0; i < rows; i++ {
+		for c := 0; c < cols; c++ {
+			plain[i*cols+c] = data[4+(c/hw*chans+1+i)*hw+c%hw]
+		}
+	}
+	cb := o.buf(o.View(buf, 4, len(data)-4))
+	return segOperand{buf: buf, plain: plain, m: batchMat(cb, 0, nb, 1, chans, hw)}
+}
+
+// gather reads the logical matrix back from the device tensor.
+func (s segOperand) gather(o *OpenCL, rows, cols, hw int) []float32 {
+	data := download(o, s.buf)
+	chans := rows + 2
+	out := make([]float32, rows*cols)
+	for i := 0; i < rows; i++ {
+		for c := 0; c < cols; c++ {
+			out[i*cols+c] = data[4+(c/hw*chans+1+i)*hw+c%hw]
+		}
+	}
+	return out
+}
+
+// TestOpenCLGemmSegmented checks products whose three operands are all
+// segmented (batch tensors read as one matrix) against the CPU on the same
+// matrices stored plainly: segments of 16 (float4 loads) and of 7 (scalar).
+func TestOpenCLGemmSegmented(t *testing.T) {
+	o := openCLForTest(t)
+	cpu := NewCPU()
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, hw := range []int{16, 7} {
+		m, n, k := 3*hw, 5*hw, 9*hw
+		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+			ar, ac := m, k
+			if tr[0] {
+				ar, ac = k, m
+			}
+			br, bc := k, n
+			if tr[1] {
+				br, bc = n, k
+			}
+			a, b := newSegOperand(o, r, ar, ac, hw), newSegOperand(o, r, br, bc, hw)
+			for _, v := range o.gemms {
+				c := newSegOperand(o, r, m, n, hw) // beta -1: C is read too
+				want := append([]float32(nil), c.plain...)
+				cpu.Gemm(tr[0], tr[1], m, n, k, 0.5, Host(a.plain), Host(b.plain), -1, Host(want))
+				o.gemmWith(v, tr[0], tr[1], m, n, k, 0.5, a.m, b.m, -1, c.m)
+				assertClose(t, fmt.Sprintf("hw %d %v %s", hw, tr, v.Name), c.gather(o, m, n, hw), want, 1e-4)
 			}
 		}
 	}
@@ -70,35 +149,51 @@ func TestOpenCLGemmVariantsAgree(t *testing.T) {
 func TestOpenCLTuner(t *testing.T) {
 	o := openCLForTest(t)
 	start := time.Now()
-	tn, err := o.timeGemms(1500 * time.Millisecond)
-	if took := time.Since(start); took > 3*time.Second {
+	tn, err := o.timeGemms(2 * time.Second)
+	if took := time.Since(start); took > 4*time.Second {
 		t.Errorf("tuning took %v", took)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tn.GFLOPS) != len(o.gemms) || tn.Variant == "" || tn.Size < 256 {
+	if len(tn.Best) == 0 || len(tn.GFLOPS[256]) != len(o.gemms) {
 		t.Fatalf("tuning result %+v", tn)
 	}
-	t.Logf("device %s: size %d, GFLOPS %v, chose %s", o.info.Name, tn.Size, tn.GFLOPS, tn.Variant)
+	t.Logf("device %s: GFLOPS %v, best %v", o.info.Name, tn.GFLOPS, tn.Best)
 
 	dir := t.TempDir()
-	prev := o.gemmSel
-	defer func() { o.gemmSel = prev }()
+	prevSel, prevBy := o.gemmSel, o.gemmBySize
+	defer func() { o.gemmSel, o.gemmBySize = prevSel, prevBy }()
 	o.tuneGemm(dir, true)
 	files, _ := filepath.Glob(filepath.Join(dir, "gemm-*.json"))
 	if len(files) != 1 {
 		t.Fatalf("tuning files %v", files)
 	}
 	// A saved choice is taken without timing (tune false): write one naming
-	// the smallest variant and check it is selected.
-	data := []byte(fmt.Sprintf(`{"variant": %q}`, o.gemms[0].Name))
+	// the smallest variant for 256 and the largest for 2048, and check that
+	// products are routed by size (the largest only where its grid has at
+	// least one block per compute unit).
+	small, large := o.gemms[0].Name, o.gemms[len(o.gemms)-1].Name
+	data := []byte(fmt.Sprintf(`{"best": {"256": %q, "2048": %q}}`, small, large))
 	if err := os.WriteFile(files[0], data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	o.tuneGemm(dir, false)
-	if o.gemmSel != 0 {
-		t.Errorf("saved choice %s not used: selected %s", o.gemms[0].Name, o.gemms[o.gemmSel].Name)
+	if got := o.GemmVariantFor(200, 300, 250); got != small {
+		t.Errorf("200x300x250 runs %s, want %s", got, small)
+	}
+	big := 128 * (o.info.ComputeUnits + 1)
+	if got := o.GemmVariantFor(big, 2048, 2048); got != large {
+		t.Errorf("%dx2048x2048 runs %s, want %s", big, got, large)
+	}
+	if _, sel := o.GemmVariants(); sel != large {
+		t.Errorf("default variant %s, want %s", sel, large)
+	}
+	// A file naming no built variant is ignored.
+	os.WriteFile(files[0], []byte(`{"best": {"256": "9x9/1x1"}}`), 0o644)
+	o.tuneGemm(dir, false)
+	if o.gemmBySize != nil || o.gemmSel != len(o.gemms)-1 {
+		t.Errorf("unknown variant applied: %v", o.gemmBySize)
 	}
 }
 

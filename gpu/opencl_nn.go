@@ -4,36 +4,80 @@ package gpu
 
 import "fmt"
 
-// Convolution, pooling and batch normalisation on OpenCL. The convolution
-// follows the CPU backend's plan (cpu_conv.go): per sample and group, im2col
-// into the workspace and one GEMM; pointwise convolutions use the input as
-// the column matrix; depthwise convolutions run direct kernels. The same
-// workspace size therefore serves both backends.
+// Convolution, pooling and batch normalisation on OpenCL.
+//
+// A convolution runs as GEMMs over whole batches, not per sample as on the
+// CPU (cpu_conv.go): im2col writes the column matrix of nb samples side by
+// side, (C/G·R·S)×(nb·OH·OW), and one product per group covers them. The
+// batch tensors themselves (x, y, dy, dx, stored N×C×(H·W)) enter the
+// products in place as segmented matrices (see mat and gemm.cl): y of nb
+// samples is read and written as one K×(nb·OH·OW) matrix. A step is then a
+// few large launches per layer instead of two per sample and group, which is
+// what a fast GPU needs:
+//
+//	forward:         y_g  = W_g · col                 (K/G × nb·OH·OW)
+//	backward data:   col  = W_gᵀ · dy_g, then col2im
+//	backward filter: dW_g = dy_g · colᵀ               (k runs over nb·OH·OW)
+//
+// nb is the whole batch unless the column matrix would exceed
+// convWorkspaceCap; then the batch is cut into chunks of nb samples (the
+// filter gradient accumulating over chunks with beta 1). Pointwise
+// convolutions use x itself as the column matrix; depthwise ones run direct
+// kernels.
 
-// ConvWorkspace implements Backend.
+// convWorkspaceCap is the largest column matrix (elements) ConvWorkspace asks
+// for: an eighth of the device's memory, at most 64 Mi elements (256 MiB).
+func (o *OpenCL) convWorkspaceCap() int {
+	c := int64(64 << 20)
+	if o.info.GlobalMem > 0 {
+		c = min(c, o.info.GlobalMem/4/8)
+	}
+	return int(c)
+}
+
+// ConvWorkspace implements Backend: the column matrix of as many samples as
+// fit under convWorkspaceCap, at least one.
 func (o *OpenCL) ConvWorkspace(g ConvGeom) int {
 	if g.depthwise() || g.pointwise() {
 		return 0
 	}
-	return g.colRows() * g.OH * g.OW
+	per := g.colRows() * g.OH * g.OW
+	return per * max(1, min(g.N, o.convWorkspaceCap()/per))
 }
 
-// convBufs unwraps and checks the convolution's buffers (bias may be nil).
-func (o *OpenCL) convBufs(op string, g *ConvGeom, x, w, y, bias, ws Buffer) (xs, wsl, ys, bs, col *clBuf) {
+// convBufs unwraps and checks the convolution's buffers (bias may be nil)
+// and returns how many samples one column matrix of the workspace holds.
+func (o *OpenCL) convBufs(op string, g *ConvGeom, x, w, y, bias, ws Buffer) (xs, wsl, ys, bs, col *clBuf, nb int) {
 	xs, wsl, ys, bs, col = o.buf(x), o.buf(w), o.buf(y), o.buf(bias), o.buf(ws)
 	okBias := bs == nil || bs.n == g.K
 	if xs.n != g.N*g.C*g.H*g.W || wsl.n != g.K*g.colRows() || ys.n != g.N*g.K*g.OH*g.OW || !okBias || g.OH <= 0 || g.OW <= 0 {
 		panic(fmt.Sprintf("gpu: %s: buffers x %d, w %d, y %d do not fit %+v", op, xs.n, wsl.n, ys.n, *g))
 	}
-	if !g.depthwise() && !g.pointwise() && (col == nil || col.n < g.colRows()*g.OH*g.OW) {
-		panic(fmt.Sprintf("gpu: %s: workspace too small for %+v", op, *g))
+	nb = g.N
+	if !g.depthwise() && !g.pointwise() {
+		per := g.colRows() * g.OH * g.OW
+		if col == nil || col.n < per {
+			panic(fmt.Sprintf("gpu: %s: workspace too small for %+v", op, *g))
+		}
+		nb = min(g.N, col.n/per)
 	}
 	return
 }
 
-// geomArgs are the trailing geometry arguments of im2col and col2im.
-func (g *ConvGeom) geomArgs() []any {
-	return []any{g.C / g.groups(), g.H, g.W, g.R, g.S, g.StrideH, g.StrideW, g.PadH, g.PadW, g.OH, g.OW}
+// batchMat is the segmented matrix of channels [ch, ch+rowsOf) of samples
+// [n0, n0+cnt) of an N×chans×hw tensor: row = channel, column = (sample, pixel).
+func batchMat(b *clBuf, n0, cnt, ch, chans, hw int) mat {
+	m := mat{m: b.m, off: b.off + (n0*chans+ch)*hw, ld: hw}
+	if cnt > 1 {
+		m.segl, m.segs = hw, chans*hw
+	}
+	return m
+}
+
+// colArgs are the arguments of im2col and col2im after the two buffers:
+// samples, sample stride and geometry.
+func (g *ConvGeom) colArgs(cnt int) []any {
+	return []any{cnt, g.C * g.H * g.W, g.C / g.groups(), g.H, g.W, g.R, g.S, g.StrideH, g.StrideW, g.PadH, g.PadW, g.OH, g.OW}
 }
 
 // dwArgs are the trailing arguments of the depthwise kernels.
@@ -43,21 +87,25 @@ func (g *ConvGeom) dwArgs() []any {
 
 // ConvForward implements Backend.
 func (o *OpenCL) ConvForward(g ConvGeom, y, x, w, bias, ws Buffer) {
-	xs, wsl, ys, bs, col := o.convBufs("ConvForward", &g, x, w, y, bias, ws)
+	xs, wsl, ys, bs, col, nb := o.convBufs("ConvForward", &g, x, w, y, bias, ws)
 	if g.depthwise() {
 		o.run1("dw_forward", ys.n, append([]any{ys.m, ys.off, xs.m, xs.off, wsl.m, wsl.off}, g.dwArgs()...)...)
 	} else {
 		grp := g.groups()
 		cg, kg, rows, ohw := g.C/grp, g.K/grp, g.colRows(), g.OH*g.OW
-		for n := 0; n < g.N; n++ {
+		for n0 := 0; n0 < g.N; n0 += nb {
+			cnt := min(nb, g.N-n0)
 			for gi := 0; gi < grp; gi++ {
-				xoff := xs.off + (n*g.C+gi*cg)*g.H*g.W
-				cm, coff := xs.m, xoff
-				if !g.pointwise() {
-					cm, coff = col.m, col.off
-					o.run1("im2col", rows*ohw, append([]any{cm, coff, xs.m, xoff}, g.geomArgs()...)...)
+				var src mat
+				if g.pointwise() {
+					src = batchMat(xs, n0, cnt, gi*cg, g.C, ohw)
+				} else {
+					xoff := xs.off + (n0*g.C+gi*cg)*g.H*g.W
+					o.run1("im2col", rows*cnt*ohw, append([]any{col.m, col.off, xs.m, xoff}, g.colArgs(cnt)...)...)
+					src = plainMat(col.m, col.off, cnt*ohw)
 				}
-				o.gemm(false, false, kg, ohw, rows, 1, wsl.m, wsl.off+gi*kg*rows, cm, coff, 0, ys.m, ys.off+(n*g.K+gi*kg)*ohw)
+				o.gemm(false, false, kg, cnt*ohw, rows, 1, plainMat(wsl.m, wsl.off+gi*kg*rows, rows), src,
+					0, batchMat(ys, n0, cnt, gi*kg, g.K, ohw))
 			}
 		}
 	}
@@ -68,30 +116,32 @@ func (o *OpenCL) ConvForward(g ConvGeom, y, x, w, bias, ws Buffer) {
 
 // ConvBackwardData implements Backend.
 func (o *OpenCL) ConvBackwardData(g ConvGeom, dx, dy, w, ws Buffer) {
-	dxs, wsl, dys, _, col := o.convBufs("ConvBackwardData", &g, dx, w, dy, nil, ws)
+	dxs, wsl, dys, _, col, nb := o.convBufs("ConvBackwardData", &g, dx, w, dy, nil, ws)
 	if g.depthwise() {
 		o.run1("dw_backward_data", dxs.n, append([]any{dxs.m, dxs.off, dys.m, dys.off, wsl.m, wsl.off}, g.dwArgs()...)...)
 		return
 	}
 	grp := g.groups()
 	cg, kg, rows, ohw := g.C/grp, g.K/grp, g.colRows(), g.OH*g.OW
-	for n := 0; n < g.N; n++ {
+	for n0 := 0; n0 < g.N; n0 += nb {
+		cnt := min(nb, g.N-n0)
 		for gi := 0; gi < grp; gi++ {
-			dxoff := dxs.off + (n*g.C+gi*cg)*g.H*g.W
-			dyoff := dys.off + (n*g.K+gi*kg)*ohw
+			wt := plainMat(wsl.m, wsl.off+gi*kg*rows, rows) // W_g (kg×rows), read transposed
+			src := batchMat(dys, n0, cnt, gi*kg, g.K, ohw)
 			if g.pointwise() {
-				o.gemm(true, false, rows, ohw, kg, 1, wsl.m, wsl.off+gi*kg*rows, dys.m, dyoff, 0, dxs.m, dxoff)
+				o.gemm(true, false, rows, cnt*ohw, kg, 1, wt, src, 0, batchMat(dxs, n0, cnt, gi*cg, g.C, ohw))
 				continue
 			}
-			o.gemm(true, false, rows, ohw, kg, 1, wsl.m, wsl.off+gi*kg*rows, dys.m, dyoff, 0, col.m, col.off)
-			o.run1("col2im", cg*g.H*g.W, append([]any{dxs.m, dxoff, col.m, col.off}, g.geomArgs()...)...)
+			o.gemm(true, false, rows, cnt*ohw, kg, 1, wt, src, 0, plainMat(col.m, col.off, cnt*ohw))
+			dxoff := dxs.off + (n0*g.C+gi*cg)*g.H*g.W
+			o.run1("col2im", cnt*cg*g.H*g.W, append([]any{dxs.m, dxoff, col.m, col.off}, g.colArgs(cnt)...)...)
 		}
 	}
 }
 
 // ConvBackwardFilter implements Backend.
 func (o *OpenCL) ConvBackwardFilter(g ConvGeom, dw, dbias, dy, x, ws Buffer) {
-	xs, dws, dys, dbs, col := o.convBufs("ConvBackwardFilter", &g, x, dw, dy, dbias, ws)
+	xs, dws, dys, dbs, col, nb := o.convBufs("ConvBackwardFilter", &g, x, dw, dy, dbias, ws)
 	if dbs != nil {
 		o.BiasGrad(dbias, dy, g.N, g.K, g.OH*g.OW)
 	}
@@ -101,19 +151,23 @@ func (o *OpenCL) ConvBackwardFilter(g ConvGeom, dw, dbias, dy, x, ws Buffer) {
 	}
 	grp := g.groups()
 	cg, kg, rows, ohw := g.C/grp, g.K/grp, g.colRows(), g.OH*g.OW
-	for n := 0; n < g.N; n++ {
+	for n0 := 0; n0 < g.N; n0 += nb {
+		cnt := min(nb, g.N-n0)
 		beta := float32(1)
-		if n == 0 {
+		if n0 == 0 {
 			beta = 0
 		}
 		for gi := 0; gi < grp; gi++ {
-			xoff := xs.off + (n*g.C+gi*cg)*g.H*g.W
-			cm, coff := xs.m, xoff
-			if !g.pointwise() {
-				cm, coff = col.m, col.off
-				o.run1("im2col", rows*ohw, append([]any{cm, coff, xs.m, xoff}, g.geomArgs()...)...)
+			var src mat // the column matrix (rows × cnt·ohw), read transposed
+			if g.pointwise() {
+				src = batchMat(xs, n0, cnt, gi*cg, g.C, ohw)
+			} else {
+				xoff := xs.off + (n0*g.C+gi*cg)*g.H*g.W
+				o.run1("im2col", rows*cnt*ohw, append([]any{col.m, col.off, xs.m, xoff}, g.colArgs(cnt)...)...)
+				src = plainMat(col.m, col.off, cnt*ohw)
 			}
-			o.gemm(false, true, kg, rows, ohw, 1, dys.m, dys.off+(n*g.K+gi*kg)*ohw, cm, coff, beta, dws.m, dws.off+gi*kg*rows)
+			o.gemm(false, true, kg, rows, cnt*ohw, 1, batchMat(dys, n0, cnt, gi*kg, g.K, ohw), src,
+				beta, plainMat(dws.m, dws.off+gi*kg*rows, rows))
 		}
 	}
 }

@@ -61,6 +61,65 @@ func TestOpenCLConv(t *testing.T) {
 	}
 }
 
+// TestOpenCLConvBatched checks the batched convolution: with a workspace
+// for fewer samples than the batch, the batch is cut into chunks (3, 3, 1
+// here) and the results still match the CPU; with room for all, a layer is
+// one im2col and one GEMM per group (plus the bias), whatever the batch.
+func TestOpenCLConvBatched(t *testing.T) {
+	o := openCLForTest(t)
+	cpu := NewCPU()
+	r := rand.New(rand.NewPCG(25, 26))
+	for _, g := range []ConvGeom{
+		{N: 7, C: 3, H: 9, W: 7, K: 5, R: 3, S: 3, PadH: 1, PadW: 1},
+		{N: 7, C: 4, H: 6, W: 6, K: 6, R: 3, S: 3, Groups: 2, StrideH: 2, StrideW: 2, PadH: 1},
+		{N: 7, C: 8, H: 4, W: 4, K: 12, R: 1, S: 1}, // pointwise: no workspace
+	} {
+		if err := g.Setup(); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(fmt.Sprintf("%+v", g), func(t *testing.T) {
+			x := newTwin(o, clRand(r, g.N*g.C*g.H*g.W))
+			w := newTwin(o, clRand(r, g.K*g.colRows()))
+			bias := newTwin(o, clRand(r, g.K))
+			y := newTwin(o, clRand(r, g.N*g.K*g.OH*g.OW))
+			dy := newTwin(o, clRand(r, y.cpu.Len()))
+			dx := newTwin(o, clRand(r, x.cpu.Len()))
+			dw := newTwin(o, clRand(r, w.cpu.Len()))
+			db := newTwin(o, clRand(r, g.K))
+			wsC := cpu.Alloc(cpu.ConvWorkspace(g))
+			per := g.colRows() * g.OH * g.OW
+			if g.pointwise() {
+				per = 0
+			}
+			if full := o.ConvWorkspace(g); full != g.N*per {
+				t.Fatalf("ConvWorkspace %d, want %d (the whole batch)", full, g.N*per)
+			}
+			cpu.ConvForward(g, y.cpu, x.cpu, w.cpu, bias.cpu, wsC)
+			cpu.ConvBackwardData(g, dx.cpu, dy.cpu, w.cpu, wsC)
+			cpu.ConvBackwardFilter(g, dw.cpu, db.cpu, dy.cpu, x.cpu, wsC)
+			for _, nb := range []int{3, g.N} {
+				ws := o.Alloc(nb*per + 1)
+				before := o.ctx.launches
+				o.ConvForward(g, y.cl, x.cl, w.cl, bias.cl, ws)
+				launches := o.ctx.launches - before
+				y.check(t, o, fmt.Sprintf("forward, %d per chunk", nb))
+				o.ConvBackwardData(g, dx.cl, dy.cl, w.cl, ws)
+				dx.check(t, o, fmt.Sprintf("backward data, %d per chunk", nb))
+				o.ConvBackwardFilter(g, dw.cl, db.cl, dy.cl, x.cl, ws)
+				dw.check(t, o, fmt.Sprintf("backward filter, %d per chunk", nb))
+				db.check(t, o, "backward bias")
+				perGroup := 2 // im2col + GEMM
+				if g.pointwise() {
+					perGroup = 1
+				}
+				if want := g.groups()*perGroup + 1; nb == g.N && launches != want {
+					t.Errorf("forward of a batch of %d: %d launches, want %d", g.N, launches, want)
+				}
+			}
+		})
+	}
+}
+
 var clPoolGeoms = []PoolGeom{
 	{N: 2, C: 3, H: 8, W: 8, KH: 2, KW: 2},                                                           // LeNet
 	{N: 1, C: 2, H: 7, W: 9, KH: 3, KW: 3, StrideH: 2, StrideW: 2},                                   // overlap

@@ -2,28 +2,35 @@
 // kernels. Geometry arguments follow gpu.ConvGeom; Cg is C/Groups. The
 // summation orders follow the CPU backend's loops element by element.
 
-// im2col writes the (Cg·R·S)×(OH·OW) column matrix of one sample's group.
-__kernel void im2col(__global float* col, int coloff, __global const float* x, int xoff, int Cg, int H, int W,
-                     int R, int S, int sh, int sw, int ph, int pw, int OH, int OW) {
+// im2col writes the column matrix of nb samples of one group: (Cg·R·S) rows
+// of nb·OH·OW columns, sample n's output positions in columns [n·OH·OW,
+// (n+1)·OH·OW), so one GEMM covers the batch. Samples lie xs apart in x.
+__kernel void im2col(__global float* col, int coloff, __global const float* x, int xoff, int nb, int xs, int Cg, int H,
+                     int W, int R, int S, int sh, int sw, int ph, int pw, int OH, int OW) {
 	int i = get_global_id(0);
-	int ohw = OH * OW;
-	if (i >= Cg * R * S * ohw) return;
-	int row = i / ohw, p = i % ohw;
+	int ohw = OH * OW, cols = nb * ohw;
+	if (i >= Cg * R * S * cols) return;
+	int row = i / cols, j = i % cols;
+	int n = j / ohw, p = j % ohw;
 	int c = row / (R * S), r = (row / S) % R, s = row % S;
 	int ih = (p / OW) * sh - ph + r, iw = (p % OW) * sw - pw + s;
 	float v = 0.0f;
-	if (ih >= 0 && ih < H && iw >= 0 && iw < W) v = x[xoff + (c * H + ih) * W + iw];
+	if (ih >= 0 && ih < H && iw >= 0 && iw < W) v = x[xoff + n * xs + (c * H + ih) * W + iw];
 	col[coloff + i] = v;
 }
 
-// col2im sets dx (Cg×H×W) to the sum of the column entries that read each
-// input element, gathered in (r, s) order: no two items write one element.
-__kernel void col2im(__global float* dx, int dxoff, __global const float* col, int coloff, int Cg, int H, int W,
-                     int R, int S, int sh, int sw, int ph, int pw, int OH, int OW) {
+// col2im sets dx (nb samples of Cg×H×W, xs apart) to the sum of the column
+// entries (laid out as im2col writes them) that read each input element,
+// gathered in (r, s) order: no two items write one element.
+__kernel void col2im(__global float* dx, int dxoff, __global const float* col, int coloff, int nb, int xs, int Cg, int H,
+                     int W, int R, int S, int sh, int sw, int ph, int pw, int OH, int OW) {
 	int i = get_global_id(0);
-	if (i >= Cg * H * W) return;
-	int c = i / (H * W), ih = (i / W) % H, iw = i % W;
-	int ohw = OH * OW;
+	int chw = Cg * H * W;
+	if (i >= nb * chw) return;
+	int n = i / chw, e = i % chw;
+	int c = e / (H * W), ih = (e / W) % H, iw = e % W;
+	int ohw = OH * OW, cols = nb * ohw;
+	__global const float* cn = col + coloff + n * ohw;
 	float acc = 0.0f;
 	for (int r = 0; r < R; r++) {
 		int t = ih + ph - r;
@@ -32,10 +39,10 @@ __kernel void col2im(__global float* dx, int dxoff, __global const float* col, i
 		for (int s = 0; s < S; s++) {
 			int u = iw + pw - s;
 			if (u < 0 || u % sw != 0 || u / sw >= OW) continue;
-			acc += col[coloff + ((c * R + r) * S + s) * ohw + oh * OW + u / sw];
+			acc += cn[((c * R + r) * S + s) * cols + oh * OW + u / sw];
 		}
 	}
-	dx[dxoff + i] = acc;
+	dx[dxoff + n * xs + e] = acc;
 }
 
 // Depthwise: output channel k reads input channel k/m, m = K/C.

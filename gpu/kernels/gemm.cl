@@ -1,73 +1,230 @@
-// Tiled SGEMM, C = alpha*op(A)*op(B) + beta*C, row-major, all four transpose
-// cases (ta, tb), with buffer offsets in elements.
+// Tiled SGEMM, C = alpha*op(A)*op(B) + beta*C, row-major, with buffer
+// offsets in elements. One kernel per transpose case (gemm_nn, gemm_tn,
+// gemm_nt, gemm_tt), all from gemm_body with constant flags, so the compiler
+// drops the branches of the other cases.
 //
-// Variants are compiled from this one source with -D TSM, TSN (the block of C
-// one work-group computes), WPTM, WPTN (the register block one item computes)
-// and TSK (the depth of a tile step). A work-group of (TSN/WPTN)×(TSM/WPTM)
-// items stages a TSK×TSM tile of op(A) and a TSK×TSN tile of op(B) in local
-// memory, then each item accumulates its WPTM×WPTN outputs from registers.
-// Item (tx, ty) owns rows ty + i*RTSM and columns tx + j*RTSN, so neighbouring
-// items store neighbouring columns (coalesced) and read distinct banks.
+// Variants are compiled with -D TSM, TSN (the block of C one work-group
+// computes), WPTM, WPTN (the register block of one item, multiples of 4) and
+// TSK (the depth of one tile step, a multiple of 4). A work-group of
+// RTSN×RTSM items (RTSM = TSM/WPTM) computes the block; item (tx, ty) owns
+// WPTM/4 groups of 4 consecutive rows, group g starting at row
+// (g*RTSM + ty)*4, and likewise for columns. Its rows and columns are read
+// from local memory as float4: 4 loads per 16 (4×4 block) or 64 (8×8)
+// fused multiply-adds, where a strided scalar layout needs 16.
 //
-// Every output is summed as fma(a_k, b_k, acc) for k = 0, 1, ..., in order,
-// zero-padded to a multiple of TSK (all variants use the same TSK): the bits
-// do not depend on the variant, so the auto-tuner's choice and the per-shape
-// variant choice cannot change results.
+// Local memory holds two TSK-deep tiles of op(A) (k-major: As[k][m]) and of
+// op(B) (Bs[k][n]): while the items multiply out of one, the next tile is
+// read from global memory into registers and then stored into the other, so a
+// step needs one barrier and the global loads overlap the arithmetic. Rows of
+// a tile are padded by 4 floats, which keeps float4 alignment and spreads the
+// scalar stores of a transposing load over distinct banks.
+//
+// Operands. Every matrix is addressed as P[r*ld + seg(c)] where c runs along
+// its contiguous dimension and seg(c) = (c/segl)*segs + c%segl when segl > 0
+// (else c). The segmented form lets a convolution treat a whole batch stored
+// N×K×(OH·OW) as one K×(N·OH·OW) matrix without copying it: segl = OH·OW,
+// segs = K·OH·OW. A matrix whose contiguous dimension lies along op()'s k
+// (A not transposed, B transposed) is read 4 consecutive k at a time and
+// stored transposed; the other kind is read 4 consecutive m (n) at a time
+// and stored as is. When the host has checked that every group of 4 is
+// 16-byte aligned and never straddles a segment or the end (flag vec), a
+// group is one float4 load; otherwise 4 scalar loads with bounds checks.
+//
+// Every output is summed as fma(a_k, b_k, acc) for k = 0, 1, ... in order,
+// starting from 0. Beyond K both operands are read as 0, and fma(0, 0, acc)
+// is acc exactly, so the padding to a multiple of TSK adds nothing: the bits
+// do not depend on the variant, and neither the tuner's choice nor the
+// per-shape choice can change results.
 #define RTSM (TSM / WPTM)
 #define RTSN (TSN / WPTN)
 #define NT (RTSM * RTSN)
+#define LDA (TSM + 4)
+#define LDB (TSN + 4)
+#define LDA4 (LDA / 4)
+#define LDB4 (LDB / 4)
+#define LPTA (TSM * TSK / 4 / NT) // float4 groups of op(A) one item loads per tile
+#define LPTB (TSN * TSK / 4 / NT)
 
-__kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1)))
-void gemm(int M, int N, int K, float alpha, __global const float* A, int aoff, int ta,
-          __global const float* B, int boff, int tb, float beta, __global float* C, int coff) {
-	__local float As[TSK][TSM + 1];
-	__local float Bs[TSK][TSN + 1];
+#if (TSM * TSK) % (4 * NT) != 0 || (TSN * TSK) % (4 * NT) != 0 || TSK % 4 != 0 || WPTM % 4 != 0 || WPTN % 4 != 0
+#error "gemm: tile sizes do not divide among the work-group"
+#endif
+
+// seg_addr maps a contiguous-dimension index to its element offset.
+inline int seg_addr(int c, int segl, int segs) { return segl > 0 ? (c / segl) * segs + c % segl : c; }
+
+// load4 returns elements (o, i..i+3) of a matrix whose outer index o runs
+// over olen rows of stride ld and whose contiguous index i over ilen, zero
+// outside.
+inline float4 load4(__global const float* P, int ld, int segl, int segs, int vec, int o, int olen, int i, int ilen) {
+	float4 v = (float4)(0.0f);
+	if (o >= olen) return v;
+	__global const float* row = P + o * ld;
+	if (vec) {
+		if (i < ilen) v = *(__global const float4*)(row + seg_addr(i, segl, segs));
+	} else {
+		if (i < ilen) v.x = row[seg_addr(i, segl, segs)];
+		if (i + 1 < ilen) v.y = row[seg_addr(i + 1, segl, segs)];
+		if (i + 2 < ilen) v.z = row[seg_addr(i + 2, segl, segs)];
+		if (i + 3 < ilen) v.w = row[seg_addr(i + 3, segl, segs)];
+	}
+	return v;
+}
+
+// load_tile reads this item's share of the TSK×TS tile of one operand that
+// starts at (k0, base). kmaj: the contiguous dimension is m (n); else it is k.
+inline void load_tile(float4* r, const int lpt, const int ts, const int kmaj, __global const float* P, int ld, int segl,
+                      int segs, int vec, int k0, int K, int base, int len, int tid) {
+#pragma unroll
+	for (int l = 0; l < lpt; l++) {
+		int f = tid + l * NT;
+		if (kmaj) {
+			int k = f / (ts / 4), c4 = f % (ts / 4);
+			r[l] = load4(P, ld, segl, segs, vec, k0 + k, K, base + c4 * 4, len);
+		} else {
+			int m = f / (TSK / 4), k4 = f % (TSK / 4);
+			r[l] = load4(P, ld, segl, segs, vec, base + m, len, k0 + k4 * 4, K);
+		}
+	}
+}
+
+// store_tile puts the registers of load_tile into one local tile (rows of ldt floats).
+inline void store_tile(__local float4* s4, const float4* r, const int lpt, const int ts, const int ldt, const int kmaj, int tid) {
+	__local float* s = (__local float*)s4;
+#pragma unroll
+	for (int l = 0; l < lpt; l++) {
+		int f = tid + l * NT;
+		if (kmaj) {
+			int k = f / (ts / 4), c4 = f % (ts / 4);
+			s4[k * (ldt / 4) + c4] = r[l];
+		} else {
+			int m = f / (TSK / 4), k = (f % (TSK / 4)) * 4;
+			s[k * ldt + m] = r[l].x;
+			s[(k + 1) * ldt + m] = r[l].y;
+			s[(k + 2) * ldt + m] = r[l].z;
+			s[(k + 3) * ldt + m] = r[l].w;
+		}
+	}
+}
+
+inline void gemm_body(const int ta, const int tb, __local float4* As, __local float4* Bs, int M, int N, int K, float alpha,
+                      __global const float* A, int aoff, int lda, int asegl, int asegs, int avec,
+                      __global const float* B, int boff, int ldb, int bsegl, int bsegs, int bvec, float beta,
+                      __global float* C, int coff, int ldc, int csegl, int csegs, int cvec) {
 	const int tx = get_local_id(0), ty = get_local_id(1);
 	const int tid = ty * RTSN + tx;
 	const int row0 = get_group_id(1) * TSM, col0 = get_group_id(0) * TSN;
 	A += aoff;
 	B += boff;
+	// op(A) is k-major in memory when A is transposed (stored K×M); op(B)
+	// when B is not (stored K×N).
+	const int akmaj = ta, bkmaj = !tb;
 	float acc[WPTM][WPTN];
+#pragma unroll
 	for (int i = 0; i < WPTM; i++)
+#pragma unroll
 		for (int j = 0; j < WPTN; j++) acc[i][j] = 0.0f;
 
-	for (int t = 0; t < K; t += TSK) {
-		for (int l = tid; l < TSM * TSK; l += NT) {
-			int m, k;
-			if (ta) { k = l / TSM; m = l % TSM; } else { m = l / TSK; k = l % TSK; }
-			int gr = row0 + m, gk = t + k;
-			float v = 0.0f;
-			if (gr < M && gk < K) v = ta ? A[gk * M + gr] : A[gr * K + gk];
-			As[k][m] = v;
+	float4 ra[LPTA], rb[LPTB];
+	const int nt = (K + TSK - 1) / TSK;
+	if (nt > 0) {
+		load_tile(ra, LPTA, TSM, akmaj, A, lda, asegl, asegs, avec, 0, K, row0, M, tid);
+		load_tile(rb, LPTB, TSN, bkmaj, B, ldb, bsegl, bsegs, bvec, 0, K, col0, N, tid);
+		store_tile(As, ra, LPTA, TSM, LDA, akmaj, tid);
+		store_tile(Bs, rb, LPTB, TSN, LDB, bkmaj, tid);
+	}
+	barrier(CLK_LOCAL_MEM_FENCE);
+	for (int it = 0; it < nt; it++) {
+		const int cur = it & 1;
+		if (it + 1 < nt) {
+			load_tile(ra, LPTA, TSM, akmaj, A, lda, asegl, asegs, avec, (it + 1) * TSK, K, row0, M, tid);
+			load_tile(rb, LPTB, TSN, bkmaj, B, ldb, bsegl, bsegs, bvec, (it + 1) * TSK, K, col0, N, tid);
 		}
-		for (int l = tid; l < TSN * TSK; l += NT) {
-			int n, k;
-			if (tb) { n = l / TSK; k = l % TSK; } else { k = l / TSN; n = l % TSN; }
-			int gc = col0 + n, gk = t + k;
-			float v = 0.0f;
-			if (gc < N && gk < K) v = tb ? B[gc * K + gk] : B[gk * N + gc];
-			Bs[k][n] = v;
-		}
-		barrier(CLK_LOCAL_MEM_FENCE);
+		__local const float4* as = As + cur * (TSK * LDA4) + ty;
+		__local const float4* bs = Bs + cur * (TSK * LDB4) + tx;
+#pragma unroll
 		for (int k = 0; k < TSK; k++) {
 			float a[WPTM], b[WPTN];
-			for (int i = 0; i < WPTM; i++) a[i] = As[k][ty + i * RTSM];
-			for (int j = 0; j < WPTN; j++) b[j] = Bs[k][tx + j * RTSN];
+#pragma unroll
+			for (int g = 0; g < WPTM / 4; g++) {
+				float4 v = as[k * LDA4 + g * RTSM];
+				a[4 * g] = v.x;
+				a[4 * g + 1] = v.y;
+				a[4 * g + 2] = v.z;
+				a[4 * g + 3] = v.w;
+			}
+#pragma unroll
+			for (int g = 0; g < WPTN / 4; g++) {
+				float4 v = bs[k * LDB4 + g * RTSN];
+				b[4 * g] = v.x;
+				b[4 * g + 1] = v.y;
+				b[4 * g + 2] = v.z;
+				b[4 * g + 3] = v.w;
+			}
+#pragma unroll
 			for (int i = 0; i < WPTM; i++)
+#pragma unroll
 				for (int j = 0; j < WPTN; j++) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+		}
+		if (it + 1 < nt) {
+			store_tile(As + (cur ^ 1) * (TSK * LDA4), ra, LPTA, TSM, LDA, akmaj, tid);
+			store_tile(Bs + (cur ^ 1) * (TSK * LDB4), rb, LPTB, TSN, LDB, bkmaj, tid);
 		}
 		barrier(CLK_LOCAL_MEM_FENCE);
 	}
+
 	C += coff;
+#pragma unroll
 	for (int i = 0; i < WPTM; i++) {
-		int r = row0 + ty + i * RTSM;
+		const int r = row0 + ((i / 4) * RTSM + ty) * 4 + i % 4;
 		if (r >= M) continue;
-		for (int j = 0; j < WPTN; j++) {
-			int c = col0 + tx + j * RTSN;
-			if (c >= N) continue;
-			float v = alpha * acc[i][j];
-			if (beta != 0.0f) v += beta * C[r * N + c];
-			C[r * N + c] = v;
+		__global float* crow = C + r * ldc;
+#pragma unroll
+		for (int g = 0; g < WPTN / 4; g++) {
+			const int c = col0 + (g * RTSN + tx) * 4;
+			float v[4];
+#pragma unroll
+			for (int j = 0; j < 4; j++) v[j] = alpha * acc[i][4 * g + j];
+			if (cvec && c < N) {
+				__global float4* p = (__global float4*)(crow + seg_addr(c, csegl, csegs));
+				float4 o = (float4)(v[0], v[1], v[2], v[3]);
+				if (beta != 0.0f) o += beta * *p;
+				*p = o;
+			} else {
+#pragma unroll
+				for (int j = 0; j < 4; j++) {
+					if (c + j >= N) break;
+					__global float* p = crow + seg_addr(c + j, csegl, csegs);
+					float o = v[j];
+					if (beta != 0.0f) o += beta * *p;
+					*p = o;
+				}
+			}
 		}
 	}
+}
+
+#define GEMM_ARGS                                                                                                        \
+	int M, int N, int K, float alpha, __global const float *A, int aoff, int lda, int asegl, int asegs, int avec,        \
+	    __global const float *B, int boff, int ldb, int bsegl, int bsegs, int bvec, float beta, __global float *C,       \
+	    int coff, int ldc, int csegl, int csegs, int cvec
+#define GEMM_PASS M, N, K, alpha, A, aoff, lda, asegl, asegs, avec, B, boff, ldb, bsegl, bsegs, bvec, beta, C, coff, ldc, csegl, csegs, cvec
+#define GEMM_LOCAL                                                                                                       \
+	__local float4 As[2 * TSK * LDA4];                                                                                   \
+	__local float4 Bs[2 * TSK * LDB4]
+
+__kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void gemm_nn(GEMM_ARGS) {
+	GEMM_LOCAL;
+	gemm_body(0, 0, As, Bs, GEMM_PASS);
+}
+__kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void gemm_tn(GEMM_ARGS) {
+	GEMM_LOCAL;
+	gemm_body(1, 0, As, Bs, GEMM_PASS);
+}
+__kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void gemm_nt(GEMM_ARGS) {
+	GEMM_LOCAL;
+	gemm_body(0, 1, As, Bs, GEMM_PASS);
+}
+__kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void gemm_tt(GEMM_ARGS) {
+	GEMM_LOCAL;
+	gemm_body(1, 1, As, Bs, GEMM_PASS);
 }
