@@ -25,6 +25,7 @@ func main() {
 	flag.BoolVar(&cfg.JSON, "json", false, "print JSON lines instead of a table")
 	flag.StringVar(&cfg.Out, "out", "cotrain-report", "folder for the plots (empty: none)")
 	flag.IntVar(&cfg.Iterations, "iterations", 0, "cap every run at this many iterations (0: the scenario's)")
+	flag.StringVar(&cfg.Policies, "policies", "", "runs to make, comma-separated (e.g. solo,adaptive; default: the scenario's)")
 	flag.StringVar(&cfg.Policy, "policy", "", "co-training policy the JSON done event reports (default: the scenario's primary)")
 	flag.StringVar(&cfg.Bandwidth, "bandwidth", "", "override the network bandwidth (e.g. 300Mbit)")
 	flag.IntVar(&cfg.Parallel, "parallel", 0, "runs at once (0: one per CPU)")

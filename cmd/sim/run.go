@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -22,6 +23,7 @@ type config struct {
 	JSON       bool
 	Out        string
 	Iterations int
+	Policies   string
 	Policy     string
 	Bandwidth  string
 	Parallel   int
@@ -40,6 +42,12 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	}
 	if cfg.Seed != 0 {
 		sc.Seed = cfg.Seed
+	}
+	if cfg.Policies != "" {
+		sc.Policies = strings.Split(cfg.Policies, ",")
+		if !slices.Contains(sc.Policies, sc.Primary) {
+			sc.Primary = sc.Policies[len(sc.Policies)-1]
+		}
 	}
 	if cfg.Policy != "" {
 		sc.Primary = cfg.Policy

@@ -84,6 +84,16 @@ func TestRunTableAndErrors(t *testing.T) {
 		t.Error("bad bandwidth accepted")
 	}
 	stdout.Reset()
+	if err := run(context.Background(), config{Scenario: sc, Policies: "solo,adaptive"}, &stdout, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if out := stdout.String(); !strings.Contains(out, "adaptive") || strings.Contains(out, "fixed") {
+		t.Errorf("--policies solo,adaptive: want the adaptive run and no fixed one:\n%s", out)
+	}
+	if err := run(context.Background(), config{Scenario: sc, Policies: "solo,greedy"}, &stdout, &stdout); err == nil || !strings.Contains(err.Error(), "greedy") {
+		t.Errorf("--policies with an unknown policy: %v", err)
+	}
+	stdout.Reset()
 	if err := run(context.Background(), config{List: true}, &stdout, &stdout); err != nil || !strings.Contains(stdout.String(), "nexus-6p") {
 		t.Errorf("list: %v\n%s", err, stdout.String())
 	}
