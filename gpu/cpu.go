@@ -3,8 +3,7 @@ package gpu
 import (
 	"fmt"
 
-	"gonum.org/v1/gonum/blas"
-	gblas "gonum.org/v1/gonum/blas/gonum"
+	"github.com/cotrain/cotrain/gpu/internal/sgemm"
 )
 
 // Host is a Buffer in host memory: the CPU backend's buffers are Host values.
@@ -15,8 +14,12 @@ func (h Host) Len() int { return len(h) }
 
 // CPU is the pure-Go backend. It is safe for use by one network at a time;
 // create one per network instance.
+//
+// Its matrix products are gpu/internal/sgemm's (assembly micro-kernels where
+// the processor has them), on up to GOMAXPROCS threads of that package's
+// worker pool when large enough; results do not depend on the thread count.
 type CPU struct {
-	blas gblas.Implementation
+	th sgemm.Thread // the calling goroutine's pack buffers and parallel job
 }
 
 var _ Backend = (*CPU)(nil)
@@ -126,17 +129,27 @@ func (c *CPU) Gemm(transA, transB bool, m, n, k int, alpha float32, a, b Buffer,
 	c.gemm(transA, transB, m, n, k, alpha, as, bs, beta, cs)
 }
 
-// gemm is Gemm on host slices: C = alpha*op(A)*op(B) + beta*C, row-major.
+// gemm is Gemm on host slices: C = alpha*op(A)*op(B) + beta*C, row-major
+// and contiguous, on up to GOMAXPROCS threads.
 func (c *CPU) gemm(transA, transB bool, m, n, k int, alpha float32, a, b []float32, beta float32, cs []float32) {
-	ta, lda := blas.NoTrans, k
+	gemmOn(&c.th, true, transA, transB, m, n, k, alpha, a, b, beta, cs)
+}
+
+// gemmOn is gemm with th's buffers: in parallel when allowed, else on th's
+// goroutine alone (inside a part of a parallel kernel).
+func gemmOn(th *sgemm.Thread, parallel, transA, transB bool, m, n, k int, alpha float32, a, b []float32, beta float32, cs []float32) {
+	lda, ldb := k, n
 	if transA {
-		ta, lda = blas.Trans, m
+		lda = m
 	}
-	tb, ldb := blas.NoTrans, n
 	if transB {
-		tb, ldb = blas.Trans, k
+		ldb = k
 	}
-	c.blas.Sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, cs, n)
+	if parallel {
+		th.GemmParallel(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, cs, n)
+		return
+	}
+	th.Gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, cs, n)
 }
 
 // AddBias implements Backend.
