@@ -242,9 +242,15 @@ func TestGemmBadSizesPanic(t *testing.T) {
 		f    func()
 		want string
 	}{
-		{"short A", func() { th.Gemm(false, false, 2, 2, 2, 1, make([]float32, 3), 2, make([]float32, 4), 2, 0, make([]float32, 4), 2) }, "A of 3"},
-		{"small ldb", func() { th.Gemm(false, true, 2, 2, 3, 1, make([]float32, 6), 3, make([]float32, 6), 2, 0, make([]float32, 4), 2) }, "ldb 2"},
-		{"short C", func() { th.Gemm(false, false, 2, 2, 2, 1, make([]float32, 4), 2, make([]float32, 4), 2, 0, make([]float32, 3), 2) }, "C of 3"},
+		{"short A", func() {
+			th.Gemm(false, false, 2, 2, 2, 1, make([]float32, 3), 2, make([]float32, 4), 2, 0, make([]float32, 4), 2)
+		}, "A of 3"},
+		{"small ldb", func() {
+			th.Gemm(false, true, 2, 2, 3, 1, make([]float32, 6), 3, make([]float32, 6), 2, 0, make([]float32, 4), 2)
+		}, "ldb 2"},
+		{"short C", func() {
+			th.Gemm(false, false, 2, 2, 2, 1, make([]float32, 4), 2, make([]float32, 4), 2, 0, make([]float32, 3), 2)
+		}, "C of 3"},
 		{"negative", func() { th.Gemm(false, false, -1, 2, 2, 1, nil, 2, nil, 2, 0, nil, 2) }, "negative"},
 	} {
 		func() {
