@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cotrain/cotrain/sync/compress"
 	"github.com/cotrain/cotrain/sync/wire"
 )
 
@@ -81,6 +82,16 @@ type Config struct {
 	// (see ParkMargin and Core.ObserveComm). The hub emits
 	// EventWorkerParked and EventWorkerResumed. Ignored under Fixed.
 	Park bool
+	// Compression is the gradient codec of the session (sync/compress):
+	// "none" (or ""), "fp16", "int8" or "topk:F". Workers learn it from
+	// their Welcome. Lossy codecs lose nothing for good: workers keep what
+	// they did not send (error feedback), and every node applies the
+	// merged update the hub's payload decodes to.
+	Compression string
+	// Overlap pushes and merges the gradient layer by layer (PartBounds),
+	// so that the big layers' transfers overlap the backward pass of the
+	// layers below them.
+	Overlap bool
 	// ParkMargin is the hysteresis of parking, in [0, 1): a worker is
 	// parked only when the predicted time per sample without it is below
 	// (1−ParkMargin) times the time with it, and taken back only when the
@@ -135,6 +146,9 @@ func (c Config) Validate() error {
 	case !(c.ParkMargin >= 0 && c.ParkMargin < 1):
 		return bad("ParkMargin %v, want [0, 1)", c.ParkMargin)
 	}
+	if _, err := compress.Parse(c.Compression); err != nil {
+		return bad("Compression: %v", err)
+	}
 	return nil
 }
 
@@ -179,8 +193,13 @@ type Event struct {
 	Samples   int     // samples merged
 	Loss      float64 // sample-weighted mean training loss of the merge
 	LR        float32 // learning rate of the step
-	Text      string
-	Err       error
+	// BytesUp and BytesDown (EventMerged) are the gradient payload bytes
+	// of the iteration: those of the pushes accepted, and those of the
+	// merged update sent, every copy counted (frame headers, hashes and
+	// batch sizes not included).
+	BytesUp, BytesDown int64
+	Text               string
+	Err                error
 }
 
 // Envelope is a message and the peer id it goes to.

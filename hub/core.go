@@ -7,6 +7,7 @@ import (
 
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
+	"github.com/cotrain/cotrain/sync/compress"
 	"github.com/cotrain/cotrain/sync/state"
 	"github.com/cotrain/cotrain/sync/wire"
 )
@@ -73,6 +74,13 @@ type Core struct {
 	bar   barrier
 	acc   []float64
 
+	codec     compress.Codec // the session's gradient codec (parts.go)
+	merged    []float32      // the merged parts, before encoding
+	applied   []float32      // what the merged payloads decode to: the step's gradient
+	scratch   []float32      // a push's part, decoded before it is accepted
+	partials  []*wire.Merged // parts of the open iteration sent ahead
+	bytesDown int64          // merged payload bytes sent for the open iteration
+
 	ready Ready
 }
 
@@ -102,10 +110,12 @@ func NewCore(cfg Config, m Model) (*Core, error) {
 		GlobalBatch:    cfg.GlobalBatch,
 		Iterations:     cfg.Iterations,
 		DeadlineMillis: int64(cfg.DeadlineTicks) * cfg.Tick.Milliseconds(),
-		Compression:    "none",
 	}
 	if err := state.Describe(&c.session, tr.Opt, tr.Sched); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if err := c.setupParts(); err != nil {
+		return nil, err
 	}
 	// Workers freeze what the master net has frozen: a node that stepped a
 	// layer the others keep fixed would differ from them after one merge.
@@ -189,10 +199,12 @@ func (c *Core) step(from string, m wire.Message) error {
 			return fmt.Errorf("%w: resync request from %q before the run started", ErrUnexpected, from)
 		}
 		c.sendResync(p.id, state.Capture(c.tr.Net, c.tr.Opt), "asked: "+m.Reason)
+		c.resendParts(p.id)
 		if p.role == roleMember {
-			if _, pushed := c.bar.pushes[p.id]; !pushed {
+			if !c.bar.done(c.bar.pushes[p.id]) {
 				// Its weights were wrong: whatever it computes for this
-				// iteration is not wanted. It takes part from the next.
+				// iteration is not wanted (what it pushed already counts).
+				// It takes part from the next.
 				delete(c.bar.members, p.id)
 				p.role = roleIdle
 			}
@@ -249,6 +261,7 @@ func (c *Core) register(from string, m *wire.Register) error {
 		// this iteration to the state it gets now, then takes part.
 		p.role = roleIdle
 		c.sendWelcome(p.id, state.Capture(c.tr.Net, c.tr.Opt), 0)
+		c.resendParts(p.id)
 	}
 	return nil
 }
@@ -267,23 +280,25 @@ func (c *Core) push(p *peer, m *wire.Push) error {
 	if !member {
 		return fmt.Errorf("%w: %q is not in iteration %d", ErrNotMember, p.id, it)
 	}
-	if _, dup := c.bar.pushes[p.id]; dup {
-		return fmt.Errorf("%w: %q, iteration %d", ErrDuplicate, p.id, it)
+	prev := c.bar.pushes[p.id]
+	if c.bar.done(prev) || (prev != nil && m.Part >= 0 && m.Part < len(prev.in) && prev.in[m.Part]) {
+		return fmt.Errorf("%w: %q, iteration %d, part %d", ErrDuplicate, p.id, it, m.Part)
 	}
 	if m.Samples < 1 || m.Samples > batch {
 		return fmt.Errorf("%w: %q pushed %d samples, its batch is %d", ErrBadSamples, p.id, m.Samples, batch)
 	}
+	if prev != nil && m.Samples != prev.samples {
+		return fmt.Errorf("%w: %q pushed a part of %d samples, its other parts have %d", ErrBadSamples, p.id, m.Samples, prev.samples)
+	}
 	if m.ComputeNanos < 0 {
 		return fmt.Errorf("%w: %q reports %d ns of compute", ErrBadSamples, p.id, m.ComputeNanos)
-	}
-	if err := m.Gradient.CheckLen("gradient", c.tr.Net.NumParams()); err != nil {
-		return fmt.Errorf("%w: %q: %w", ErrBadLength, p.id, err)
 	}
 	if l := float64(m.Loss); math.IsNaN(l) || math.IsInf(l, 0) {
 		return fmt.Errorf("%w: %q reports loss %v", ErrNonFinite, p.id, m.Loss)
 	}
-	if err := state.CheckFinite("gradient", m.Gradient); err != nil {
-		return fmt.Errorf("%w: %q: %w", ErrNonFinite, p.id, err)
+	lo, hi, err := c.decodePush(p, m)
+	if err != nil {
+		return err
 	}
 	if len(m.State) > 0 {
 		if err := m.State.CheckLen("batch-norm state", c.tr.Net.State.Len()); err != nil {
@@ -293,10 +308,20 @@ func (c *Core) push(p *peer, m *wire.Push) error {
 			return fmt.Errorf("%w: %q: %w", ErrNonFinite, p.id, err)
 		}
 	}
-	c.bar.store(p.id, m)
+	a := c.bar.arrivalFor(p.id, c.tr.Net.NumParams())
+	copy(a.grad[lo:hi], c.scratch[lo:hi])
+	a.in[m.Part] = true
+	a.count++
+	a.samples, a.loss, a.nanos = m.Samples, float64(m.Loss), max(a.nanos, m.ComputeNanos)
+	if len(m.State) > 0 {
+		a.state = slices.Clone([]float32(m.State))
+	}
+	c.bar.bytesUp += payloadBytes(m.Gradient, m.Enc)
 	p.misses = 0
-	if m.ComputeNanos > 0 {
-		ps := float64(m.ComputeNanos) / float64(m.Samples)
+	if c.bar.done(a) && a.nanos > 0 {
+		// The whole backward pass is in: the largest part time is the
+		// compute time.
+		ps := float64(a.nanos) / float64(a.samples)
 		p.perSample = smooth(p.perSample, ps, c.cfg.Smoothing, p.measured)
 		p.measured = true
 	}
@@ -370,7 +395,11 @@ func (c *Core) remove(p *peer, why string) {
 // check closes the open iteration when every member has pushed, and
 // reopens or parks it when no member is left and nothing arrived.
 func (c *Core) check() {
-	if c.phase != phaseOpen || !c.bar.complete() {
+	if c.phase != phaseOpen {
+		return
+	}
+	if !c.bar.complete() {
+		c.sendParts()
 		return
 	}
 	if len(c.bar.pushes) > 0 {
@@ -400,6 +429,7 @@ func (c *Core) open(ids []string, welcome bool) map[string]int {
 	// the Merged of the iteration and are weighed again at the next open.
 	shares := c.shares(c.active(ids))
 	c.bar.reset(c.iter, shares)
+	c.partials, c.bytesDown = nil, 0
 	c.phase = phaseOpen
 	var st wire.ModelState
 	if welcome {
@@ -447,12 +477,38 @@ func (c *Core) shares(ids []string) map[string]int {
 // tells every worker holding the state of c.iter. late lists the members
 // that missed the deadline: they get the full new state instead.
 func (c *Core) close(late []string) {
-	merged := make(wire.Floats, c.tr.Net.NumParams())
-	samples, loss := c.bar.merge(merged, c.acc)
+	samples, loss := c.bar.totals()
 	workers := len(c.bar.pushes)
 	k := c.iter
 	lr := c.tr.LR()
-	c.tr.Net.B.Upload(c.tr.Net.Grads, merged)
+
+	// Everyone live but the late holds the state of k and applies Merged.
+	var next []string
+	for _, id := range c.order {
+		if !slices.Contains(late, id) {
+			next = append(next, id)
+		}
+	}
+	// The parts not sent ahead: all but the last go out as partial
+	// Merged, the last in the final one. (With every part sent ahead —
+	// possible only when members left — the final repeats the last part.)
+	var unsent []int
+	for j := c.bar.parts() - 1; j >= 0; j-- {
+		if !c.bar.sent[j] {
+			unsent = append(unsent, j)
+		}
+	}
+	if len(unsent) == 0 {
+		unsent = []int{0}
+	}
+	for _, j := range unsent[:len(unsent)-1] {
+		m := c.mergePart(j, true)
+		for _, id := range next {
+			c.sendMerged(id, m)
+		}
+	}
+	msg := c.mergePart(unsent[len(unsent)-1], false)
+	c.tr.Net.B.Upload(c.tr.Net.Grads, c.applied)
 	c.tr.Apply()
 	c.iter = uint64(c.tr.Iter)
 	// The master net runs no forward pass: its batch-norm statistics are
@@ -466,17 +522,11 @@ func (c *Core) close(late []string) {
 			bn = nil
 		}
 	}
-	hash := state.NetHash(c.tr.Net)
-	c.event(Event{Kind: EventMerged, Iteration: k, Workers: workers, Samples: samples, Loss: loss, LR: lr})
+	msg.WeightsHash, msg.LR, msg.State = state.NetHash(c.tr.Net), lr, bn
+	down := c.bytesDown + int64(len(next))*payloadBytes(msg.Gradient, msg.Enc)
+	c.event(Event{Kind: EventMerged, Iteration: k, Workers: workers, Samples: samples, Loss: loss, LR: lr,
+		BytesUp: c.bar.bytesUp, BytesDown: down})
 
-	// Everyone live but the late holds the state of k and applies Merged.
-	var next []string
-	for _, id := range c.order {
-		if !slices.Contains(late, id) {
-			next = append(next, id)
-		}
-	}
-	msg := &wire.Merged{Header: wire.Header{Iteration: k}, Gradient: merged, WeightsHash: hash, LR: lr, State: bn}
 	if c.cfg.Iterations > 0 && c.iter >= c.cfg.Iterations {
 		for _, id := range next {
 			c.send(id, msg)

@@ -55,6 +55,9 @@ type node struct {
 	batches map[uint64]batch
 	// stalled holds a compute handed out while silent.
 	stalled *worker.ComputeRequest
+	// partwise nodes report every gradient part with PartDone, last first,
+	// before Computed, as a driver with per-layer completion does.
+	partwise bool
 }
 
 type batch struct {
@@ -227,6 +230,15 @@ func (n *net) compute(nd *node, req worker.ComputeRequest) {
 	x, labels := slices.Clone(nd.x[:got*size]), slices.Clone(nd.labels[:got])
 	nd.batches[req.Iteration] = batch{x, labels}
 	loss := tr.Gradient(x, labels)
+	if nd.partwise {
+		for j := len(req.Parts) - 1; j >= 0; j-- {
+			err := nd.core.PartDone(worker.PartDone{Iteration: req.Iteration, Part: j, Samples: got, Loss: loss,
+				ComputeNanos: int64(got) * 1000 * int64(len(req.Parts)-j) / int64(len(req.Parts))})
+			if err != nil {
+				n.t.Fatalf("%s: PartDone: %v", nd.name, err)
+			}
+		}
+	}
 	err := nd.core.Computed(worker.ComputeDone{Iteration: req.Iteration, Samples: got, Loss: loss,
 		ComputeNanos: int64(got) * 1000})
 	if err != nil {

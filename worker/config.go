@@ -62,6 +62,11 @@ func (c Config) Validate() error {
 type ComputeRequest struct {
 	Iteration uint64
 	Batch     int
+	// Parts are the offsets in Net.Grads where the session's gradient
+	// parts start (Session.Parts; one part, {0}, without layer-wise
+	// overlap). A driver that can tell when the backward pass is done with
+	// a part's layers reports it with Core.PartDone, last part first.
+	Parts []int
 }
 
 // ComputeDone reports a finished ComputeRequest; the gradient is in the

@@ -51,6 +51,7 @@ type Core struct {
 	session wire.Session
 	tr      *solver.Trainer
 	lr      hubLR
+	parts   parts // codec, error feedback, layer-wise parts (parts.go)
 
 	mismatches int
 	final      *wire.Goodbye
@@ -226,6 +227,12 @@ func (c *Core) welcome(m *wire.Welcome) error {
 	} else if m.Model != c.model || !slices.Equal(m.ModelConfig, c.mcfg) {
 		return fmt.Errorf("%w: Welcome for %s, this worker runs %s", ErrModel, m.Model, c.model)
 	}
+	if err := c.parts.setup(m.Session, c.tr.Net.NumParams()); err != nil {
+		c.send(&wire.Reject{Code: wire.CodeModel, Message: err.Error()})
+		c.err = err
+		c.end("cannot use the session's gradient encoding")
+		return err
+	}
 	if err := c.load(m.ModelState, m.Iteration); err != nil {
 		return err
 	}
@@ -266,6 +273,7 @@ func (c *Core) load(s wire.ModelState, it uint64) error {
 		return fmt.Errorf("%w: %w", ErrBadMessage, err)
 	}
 	c.iter, c.tr.Iter = it, int(it)
+	c.parts.resetState()
 	return nil
 }
 
@@ -277,7 +285,9 @@ func (c *Core) next(b int) {
 		return
 	}
 	c.phase, c.pending, c.batch = phaseComputing, true, b
-	c.ready.Compute = &ComputeRequest{Iteration: c.iter, Batch: b}
+	clear(c.parts.pushed)
+	c.parts.sentBN = false
+	c.ready.Compute = &ComputeRequest{Iteration: c.iter, Batch: b, Parts: c.parts.bounds[:c.parts.count()]}
 }
 
 func (c *Core) askResync(why string) {
@@ -304,10 +314,17 @@ func (c *Core) merged(m *wire.Merged) error {
 		c.askResync(fmt.Sprintf("missed Merged %d..%d", c.iter, m.Iteration-1))
 		return fmt.Errorf("%w: Merged %d, the worker is at %d", ErrFuture, m.Iteration, c.iter)
 	}
-	n := c.tr.Net.NumParams()
-	err := m.Gradient.CheckLen("merged gradient", n)
+	err := c.mergedPart(m)
+	if err == nil && m.Partial {
+		return nil // a part sent ahead: the step waits for the final Merged
+	}
 	if err == nil {
-		err = state.CheckFinite("merged gradient", m.Gradient)
+		for j, ok := range c.parts.got {
+			if !ok {
+				err = fmt.Errorf("the final Merged came without part %d of the update", j)
+				break
+			}
+		}
 	}
 	if err == nil && (math.IsNaN(float64(m.LR)) || math.IsInf(float64(m.LR), 0)) {
 		err = fmt.Errorf("learning rate %v", m.LR)
@@ -321,7 +338,8 @@ func (c *Core) merged(m *wire.Merged) error {
 		c.askResync("malformed Merged")
 		return fmt.Errorf("%w: %w", ErrBadMessage, err)
 	}
-	c.tr.Net.B.Upload(c.tr.Net.Grads, m.Gradient)
+	c.tr.Net.B.Upload(c.tr.Net.Grads, c.parts.merged)
+	clear(c.parts.got)
 	c.lr.lr = m.LR
 	c.tr.Apply()
 	if len(m.State) > 0 {
@@ -356,22 +374,30 @@ func (c *Core) Computed(d ComputeDone) error {
 	}
 	c.pending = false
 	c.phase = phaseIdle
-	grad := make(wire.Floats, c.tr.Net.NumParams())
-	c.tr.Net.B.Download(grad, c.tr.Net.Grads)
-	var bn wire.Floats // the statistics this iteration's forward pass moved
-	if n := c.tr.Net.State.Len(); n > 0 {
-		bn = make(wire.Floats, n)
-		c.tr.Net.B.Download(bn, c.tr.Net.State)
+	// The parts PartDone did not push go now, last layer first; all are
+	// checked before any goes, so that a non-finite one sends nothing more
+	// (and leaves the error feedback's residual untouched).
+	finite := true
+	p := &c.parts
+	c.tr.Net.B.Download(p.grad, c.tr.Net.Grads)
+	for j := range p.count() {
+		if !p.pushed[j] && state.CheckFinite("gradient", p.grad[p.bounds[j]:p.bounds[j+1]]) != nil {
+			finite = false
+		}
 	}
 	switch {
 	case c.superseded():
 		c.event(Event{Kind: EventDiscarded, Iteration: d.Iteration, Text: "the hub moved on during the compute"})
-	case math.IsNaN(d.Loss) || math.IsInf(d.Loss, 0) || state.CheckFinite("gradient", grad) != nil:
+	case math.IsNaN(d.Loss) || math.IsInf(d.Loss, 0) || !finite:
 		// The hub would refuse it; it will mark us late and resync us.
 		c.event(Event{Kind: EventDiscarded, Iteration: d.Iteration, Text: "non-finite loss or gradient"})
 	default:
-		c.send(&wire.Push{Header: wire.Header{Iteration: d.Iteration}, Samples: d.Samples,
-			ComputeNanos: d.ComputeNanos, Loss: float32(d.Loss), Gradient: grad, State: bn})
+		for j := p.count() - 1; j >= 0; j-- {
+			if !p.pushed[j] {
+				p.pushed[j] = true
+				c.pushPart(j, d.Iteration, d.Samples, d.Loss, d.ComputeNanos)
+			}
+		}
 		c.phase = phasePushed
 		c.event(Event{Kind: EventPushed, Iteration: d.Iteration, Loss: d.Loss})
 	}
@@ -400,7 +426,8 @@ func (c *Core) superseded() bool {
 		case *wire.Welcome, *wire.ResyncAnswer:
 			return true
 		case *wire.Merged:
-			if m.Iteration >= c.iter {
+			// A part sent ahead is the hub waiting for the rest of ours.
+			if m.Iteration >= c.iter && !m.Partial {
 				return true
 			}
 		}

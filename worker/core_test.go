@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -117,7 +118,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	rd = take(c)
-	if rd.Compute == nil || *rd.Compute != (ComputeRequest{Iteration: 0, Batch: 4}) || c.ID() != "w0" {
+	if rd.Compute == nil || !reflect.DeepEqual(*rd.Compute, ComputeRequest{Iteration: 0, Batch: 4, Parts: []int{0}}) || c.ID() != "w0" {
 		t.Fatalf("after Welcome: compute %+v, id %q", rd.Compute, c.ID())
 	}
 	if state.NetHash(c.Trainer().Net) != state.NetHash(f.tr.Net) {

@@ -182,8 +182,16 @@ type Session struct {
 	// DeadlineMillis is the barrier's deadline per iteration in
 	// milliseconds; 0 means none.
 	DeadlineMillis int64 `msgpack:"deadline_ms"`
-	// Compression names the gradient encoding ("" or "none": raw float32).
+	// Compression names the gradient codec of Push and Merged (see
+	// sync/compress: "none" or "" for raw float32 in Gradient; "fp16",
+	// "int8", "topk:F" for an encoded payload in Enc). The hub chooses it;
+	// every node encodes and decodes with it.
 	Compression string `msgpack:"compression"`
+	// Parts, when it has more than one entry, splits the flat gradient into
+	// parts pushed and merged separately (layer-wise overlap): part j is
+	// values [Parts[j], Parts[j+1]) (the last runs to the end). Parts[0] is
+	// 0 and the offsets increase. Empty means one part, the whole vector.
+	Parts []int `msgpack:"parts"`
 	// LR is the learning-rate schedule.
 	LR Schedule `msgpack:"lr"`
 	// Optimizer hyper-parameters (solver.NewOptimizer).
@@ -219,9 +227,19 @@ type Push struct {
 	ComputeNanos int64 `msgpack:"compute_ns"`
 	// Loss is the mean training loss over the batch.
 	Loss float32 `msgpack:"loss"`
-	// Gradient is the flat gradient, as long as the weights (the hub checks
-	// this with CheckLen).
+	// Gradient is the flat gradient of part Part (the whole vector when
+	// the session has one part), raw, when the session does not compress;
+	// the hub checks its length with CheckLen.
 	Gradient Floats `msgpack:"grad"`
+	// Part is which part of the gradient this push carries (Session.Parts);
+	// 0 when the session has one part. A worker pushes every part once per
+	// iteration, each as soon as its layers' backward pass is done; Samples
+	// and Loss are the same in all of them, ComputeNanos is the time until
+	// this part was ready (the hub keeps the largest).
+	Part int `msgpack:"part"`
+	// Enc is the part encoded with the session's codec (sync/compress),
+	// when the session compresses; Gradient is then empty.
+	Enc []byte `msgpack:"enc"`
 	// State is the worker's batch-norm running statistics after this
 	// iteration's forward pass (solver.Net.State), or empty for a model
 	// without any. The hub averages them like the gradients, so that the
@@ -234,12 +252,24 @@ type Push struct {
 // learning rate LR.
 type Merged struct {
 	Header `msgpack:"-"`
-	// Gradient is the sample-weighted mean of the gradients that arrived.
+	// Gradient is part Part of the sample-weighted mean of the gradients
+	// that arrived, raw, when the session does not compress.
 	Gradient Floats `msgpack:"grad"`
+	// Part is which part of the merged update this message carries.
+	Part int `msgpack:"part"`
+	// Enc is the part encoded with the session's codec, when it
+	// compresses. Every node applies the decoded values, the hub too, so
+	// a lossy codec does not make the weights differ.
+	Enc []byte `msgpack:"enc"`
+	// Partial marks a part sent ahead (layer-wise overlap): it carries no
+	// batch sizes, hash or learning rate, and nobody steps yet. The last
+	// Merged of an iteration is not partial: it carries the remaining part
+	// and the rest, and a worker that holds every part then steps.
+	Partial bool `msgpack:"partial"`
 	// BatchSizes gives every live worker's batch size for the next
 	// iteration, keyed by worker id.
 	BatchSizes BatchSizes `msgpack:"batches"`
-	// WeightsHash is a hash of the hub's weights before this step; a worker
+	// WeightsHash is a hash of the hub's weights after this step; a worker
 	// whose own hash differs resynchronises. The zero Hash means none sent.
 	WeightsHash Hash `msgpack:"weights_hash"`
 	// LR is the learning rate of this step.

@@ -47,7 +47,8 @@ func samplesOf(n int) []Message {
 			Header: hdr(77, "hub"), WorkerID: "w3", Model: "lenet-caffe",
 			ModelConfig: []byte(`{"classes":10}`), ModelState: state, BatchSize: 48,
 			Session: Session{
-				GlobalBatch: 256, Iterations: 5000, DeadlineMillis: 30000, Compression: "none",
+				GlobalBatch: 256, Iterations: 5000, DeadlineMillis: 30000, Compression: "topk:0.01",
+				Parts:    []int{0, 520, 25570, 425570},
 				LR:       Schedule{Kind: "cosine", Base: 0.1, Min: 0.001, Gamma: 0.5, Every: 10, Total: 5000, Warmup: 100},
 				Momentum: 0.9, WeightDecay: 5e-4, Nesterov: true,
 			},
@@ -60,6 +61,10 @@ func samplesOf(n int) []Message {
 			Header: hdr(78, "hub"), Gradient: vec(n, 5),
 			BatchSizes: BatchSizes{"w1": 100, "w2": 108, "w3": 48}, WeightsHash: Hash{1, 2, 3, 31: 0xff}, LR: 0.05,
 		},
+		// A compressed push of part 2 and a partial merged part: layer-wise
+		// overlap with a codec (the payload is opaque to this package).
+		&Push{Header: hdr(78, "w3"), Samples: 48, ComputeNanos: 5, Loss: 1, Part: 2, Enc: []byte{4, 8, 1, 3, 0, 60}},
+		&Merged{Header: hdr(78, "hub"), Part: 1, Enc: []byte{2, 1, 0, 60}, Partial: true},
 		&ResyncRequest{Header: hdr(79, "w3"), Reason: "weights hash differs"},
 		&ResyncAnswer{Header: hdr(80, "hub"), ModelState: state},
 		&Goodbye{Header: hdr(5000, "hub"), Reason: "iterations done", FinalWeights: vec(n, 6), FinalState: vec(min(n, 20), 7)},

@@ -1,0 +1,161 @@
+package hub_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/cotrain/cotrain/hub"
+	"github.com/cotrain/cotrain/sync/compress"
+	"github.com/cotrain/cotrain/sync/state"
+	"github.com/cotrain/cotrain/sync/wire"
+)
+
+// TestCompressedTraining runs every codec with and without layer-wise
+// overlap (parts pushed by Computed, or one by one with PartDone) through
+// a deadline that a silent worker misses and a worker that joins mid-run.
+// The harness checks at every round that each worker at the hub's
+// iteration holds the hub's weights bit for bit: with a lossy codec that
+// holds only if the hub steps with the very values its payload decodes to.
+func TestCompressedTraining(t *testing.T) {
+	type mode struct {
+		codec    string
+		overlap  bool
+		partwise bool
+	}
+	var modes []mode
+	for _, c := range []string{"none", "fp16", "int8", "topk:0.05"} {
+		modes = append(modes, mode{c, false, false}, mode{c, true, false}, mode{c, true, true})
+	}
+	rawUp := map[bool]int64{} // overlap → bytes up per worker without compression
+	for _, md := range modes {
+		t.Run(fmt.Sprintf("%s/overlap=%v/partwise=%v", md.codec, md.overlap, md.partwise), func(t *testing.T) {
+			cfg := trainConfig(2, 8)
+			cfg.Compression, cfg.Overlap = md.codec, md.overlap
+			cfg.DeadlineTicks = 5
+			h := newHubCore(t, cfg, 3)
+			ds := synthetic(t, 300)
+			n := newNet(t, h, ds, 2)
+			for _, nd := range n.nodes {
+				nd.partwise = md.partwise
+			}
+			slow := n.byID["w1"]
+			slow.silent = true
+			n.run(func() bool { return n.count(hub.EventLate) > 0 })
+			slow.silent = false
+			n.compute(slow, *slow.stalled) // too late: refused as stale
+			n.run(func() bool { return h.Iteration() >= 3 })
+			joiner := n.addNode(ds, 2, 3)
+			joiner.partwise = md.partwise
+			n.finish()
+
+			for _, err := range n.hubErrs {
+				if !errors.Is(err, hub.ErrStale) {
+					t.Errorf("refusal %v", err)
+				}
+			}
+			for _, name := range []string{"w0", "w1", "w2"} {
+				if !slices.Contains(n.checked[name], 8) {
+					t.Errorf("%s hash checked at %v, want through 8", name, n.checked[name])
+				}
+			}
+			var up, down int64 // per worker, in iteration 1
+			for _, e := range n.events {
+				if e.Kind == hub.EventMerged && e.Iteration == 1 {
+					up, down = e.BytesUp/int64(e.Workers), e.BytesDown
+				}
+			}
+			if up <= 0 || down <= 0 {
+				t.Fatalf("iteration 1 reported %d bytes up, %d down", up, down)
+			}
+			if md.codec == "none" {
+				rawUp[md.overlap] = up
+				if params := int64(h.Trainer().Net.NumParams()); up != 4*params {
+					t.Errorf("raw bytes up %d per worker, want %d floats", up, params)
+				}
+			} else if want := map[string]float64{"fp16": 1.99, "int8": 3.9, "topk:0.05": 5}[md.codec]; float64(rawUp[md.overlap])/float64(up) < want {
+				t.Errorf("%s sends %d bytes up, raw %d: less than %vx fewer", md.codec, up, rawUp[md.overlap], want)
+			}
+		})
+	}
+}
+
+// TestPushRefusals: pushes that do not match the session's codec or parts
+// are refused whole, with errors that say why.
+func TestPushRefusals(t *testing.T) {
+	cfg := trainConfig(1, 3)
+	cfg.Compression, cfg.Overlap = "int8", true
+	h := newHubCore(t, cfg, 3)
+	if err := h.Step("w0", &wire.Register{}); err != nil {
+		t.Fatal(err)
+	}
+	var sess wire.Session
+	for _, e := range h.Ready().Messages {
+		if w, ok := e.Msg.(*wire.Welcome); ok {
+			sess = w.Session
+		}
+	}
+	h.Advance()
+	if sess.Compression != "int8" || len(sess.Parts) != len(hub.PartBounds(h.Trainer().Net)) || len(sess.Parts) < 2 {
+		t.Fatalf("session %q parts %v", sess.Compression, sess.Parts)
+	}
+	n := h.Trainer().Net.NumParams()
+	size := func(j int) int {
+		if j+1 < len(sess.Parts) {
+			return sess.Parts[j+1] - sess.Parts[j]
+		}
+		return n - sess.Parts[j]
+	}
+	last := len(sess.Parts) - 1
+	good := func(j int) *wire.Push {
+		return &wire.Push{Samples: 32, Part: j, Enc: compress.Int8{}.Append(nil, make([]float32, size(j)))}
+	}
+	for _, tt := range []struct {
+		name string
+		m    *wire.Push
+		err  error
+	}{
+		{"part out of range", &wire.Push{Samples: 32, Part: last + 1}, hub.ErrBadPart},
+		{"negative part", &wire.Push{Samples: 32, Part: -1}, hub.ErrBadPart},
+		{"raw floats", &wire.Push{Samples: 32, Part: last, Gradient: make(wire.Floats, size(last))}, hub.ErrBadPayload},
+		{"another codec", &wire.Push{Samples: 32, Part: last, Enc: compress.Float16{}.Append(nil, make([]float32, size(last)))}, hub.ErrBadPayload},
+		{"wrong length", &wire.Push{Samples: 32, Part: last, Enc: compress.Int8{}.Append(nil, make([]float32, size(last)+1))}, hub.ErrBadLength},
+		{"garbage", &wire.Push{Samples: 32, Part: last, Enc: []byte{3}}, hub.ErrBadPayload},
+	} {
+		if err := h.Step("w0", tt.m); !errors.Is(err, tt.err) {
+			t.Errorf("%s: %v, want %v", tt.name, err, tt.err)
+		}
+	}
+	before := state.NetHash(h.Trainer().Net)
+	if err := h.Step("w0", good(last)); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Step("w0", good(last)); !errors.Is(err, hub.ErrDuplicate) {
+		t.Errorf("second push of a part: %v, want ErrDuplicate", err)
+	}
+	m := good(0)
+	m.Samples = 31
+	if err := h.Step("w0", m); !errors.Is(err, hub.ErrBadSamples) {
+		t.Errorf("a part with another sample count: %v, want ErrBadSamples", err)
+	}
+	// With one member, a part it pushed goes out ahead at once.
+	var partials []int
+	for _, e := range h.Ready().Messages {
+		if m, ok := e.Msg.(*wire.Merged); ok && m.Partial {
+			partials = append(partials, m.Part)
+		}
+	}
+	h.Advance()
+	if !slices.Equal(partials, []int{last}) || state.NetHash(h.Trainer().Net) != before || h.Iteration() != 0 {
+		t.Errorf("partials %v, iteration %d: want part %d sent ahead and no step yet", partials, h.Iteration(), last)
+	}
+	for j := last - 1; j >= 0; j-- {
+		if err := h.Step("w0", good(j)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h.Iteration() != 1 {
+		t.Errorf("hub at %d after every part, want 1", h.Iteration())
+	}
+}

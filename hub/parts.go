@@ -1,0 +1,183 @@
+package hub
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/cotrain/cotrain/solver"
+	"github.com/cotrain/cotrain/sync/compress"
+	"github.com/cotrain/cotrain/sync/state"
+	"github.com/cotrain/cotrain/sync/wire"
+)
+
+// Compression and layer-wise overlap: the gradient's codec and parts.
+//
+// The session's codec (Config.Compression) encodes every Push from the
+// workers and every Merged from the hub. The hub decodes each pushed part
+// into the arrival (refusing it whole if it does not decode), merges in
+// float32 from those decoded values, and encodes the merged part with the
+// same codec — top-k sessions send the merged part's non-zeros, the union
+// of the workers' supports, sparse (compress.AppendSparse). It then applies
+// the values its own payload decodes to, not the ones it encoded: every
+// worker decodes the same bytes, so all nodes step with the same bits
+// whatever the codec loses.
+//
+// Under Config.Overlap the gradient is split into one part per layer that
+// has parameters (PartBounds). Workers push each part as soon as their
+// backward pass has produced it, last layer first; as soon as every member
+// of the iteration has pushed part j, the hub merges it and sends it ahead
+// in a partial Merged, so that it crosses the network while the workers
+// still compute the layers below. The last Merged of the iteration carries
+// the remaining part with the batch sizes and the hash; the step is taken
+// then. A worker that registers or resyncs while the iteration is open gets
+// the parts sent ahead again after its state.
+
+// ErrBadPart and ErrBadPayload refuse a push whose part or encoding does not
+// match the session.
+var (
+	ErrBadPart    = errors.New("hub: push of a part the session does not have")
+	ErrBadPayload = errors.New("hub: gradient payload does not match the session's codec")
+)
+
+// PartBounds returns the layer-wise parts of net's flat gradient: the
+// offset where each layer with parameters starts, in order (solver.Net
+// lays the layers out in order), as Session.Parts carries them.
+func PartBounds(net *solver.Net) []int {
+	var out []int
+	off := 0
+	for _, l := range net.Layers() {
+		if l.Params > 0 {
+			out = append(out, off)
+			off += l.Params
+		}
+	}
+	if len(out) == 0 {
+		out = []int{0}
+	}
+	return out
+}
+
+// setupParts sets the core's codec and parts from the config.
+func (c *Core) setupParts() error {
+	codec, err := compress.Parse(c.cfg.Compression)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	c.codec = codec
+	c.session.Compression = codec.String()
+	n := c.tr.Net.NumParams()
+	starts := []int{0}
+	if c.cfg.Overlap {
+		starts = PartBounds(c.tr.Net)
+		c.session.Parts = slices.Clone(starts)
+	}
+	c.bar.bounds = append(starts, n)
+	c.merged = make([]float32, n)
+	c.applied = make([]float32, n)
+	c.scratch = make([]float32, n)
+	return nil
+}
+
+// decodePush decodes part m.Part of a push into c.scratch (its range) and
+// returns the range; on error nothing else changed.
+func (c *Core) decodePush(p *peer, m *wire.Push) (lo, hi int, err error) {
+	j := m.Part
+	if j < 0 || j >= c.bar.parts() {
+		return 0, 0, fmt.Errorf("%w: %q pushed part %d, the session has %d", ErrBadPart, p.id, j, c.bar.parts())
+	}
+	lo, hi = c.bar.bounds[j], c.bar.bounds[j+1]
+	dst := c.scratch[lo:hi]
+	if c.codec.Format() == compress.FormatFloat32 {
+		if len(m.Enc) > 0 {
+			return 0, 0, fmt.Errorf("%w: %q sent an encoded payload, the session does not compress", ErrBadPayload, p.id)
+		}
+		if err := m.Gradient.CheckLen(fmt.Sprintf("gradient part %d", j), hi-lo); err != nil {
+			return 0, 0, fmt.Errorf("%w: %q: %w", ErrBadLength, p.id, err)
+		}
+		if err := state.CheckFinite("gradient", m.Gradient); err != nil {
+			return 0, 0, fmt.Errorf("%w: %q: %w", ErrNonFinite, p.id, err)
+		}
+		copy(dst, m.Gradient)
+		return lo, hi, nil
+	}
+	if len(m.Gradient) > 0 {
+		return 0, 0, fmt.Errorf("%w: %q sent raw floats, the session compresses with %s", ErrBadPayload, p.id, c.codec)
+	}
+	switch err := compress.Decode(dst, m.Enc, c.codec.Format()); {
+	case err == nil:
+		return lo, hi, nil
+	case errors.Is(err, compress.ErrLength):
+		return 0, 0, fmt.Errorf("%w: %q, part %d: %w", ErrBadLength, p.id, j, err)
+	case errors.Is(err, compress.ErrNonFinite):
+		return 0, 0, fmt.Errorf("%w: %q, part %d: %w", ErrNonFinite, p.id, j, err)
+	default:
+		return 0, 0, fmt.Errorf("%w: %q, part %d: %w", ErrBadPayload, p.id, j, err)
+	}
+}
+
+// payloadBytes is the size of a push's or merged part's gradient payload.
+func payloadBytes(raw wire.Floats, enc []byte) int64 {
+	return 4*int64(len(raw)) + int64(len(enc))
+}
+
+// mergePart merges part j, encodes it, writes what the payload decodes to
+// into c.applied, marks the part sent and returns its Merged (header,
+// part and payload only).
+func (c *Core) mergePart(j int, partial bool) *wire.Merged {
+	lo, hi := c.bar.bounds[j], c.bar.bounds[j+1]
+	dst := c.merged[lo:hi]
+	c.bar.mergePart(dst, c.acc[lo:hi], j)
+	m := &wire.Merged{Header: wire.Header{Iteration: c.iter}, Part: j, Partial: partial}
+	switch c.codec.Format() {
+	case compress.FormatFloat32:
+		m.Gradient = slices.Clone(dst)
+	case compress.FormatSparse:
+		m.Enc = compress.AppendSparse(nil, dst)
+	default:
+		m.Enc = c.codec.Append(nil, dst)
+	}
+	if m.Enc == nil {
+		copy(c.applied[lo:hi], dst)
+	} else if err := compress.Decode(c.applied[lo:hi], m.Enc, c.codec.Format()); err != nil {
+		// The mean of finite values is finite and every codec saturates
+		// rather than overflow: this is a bug of ours, not a peer's.
+		panic(fmt.Sprintf("hub: the merged part %d does not decode: %v", j, err))
+	}
+	c.bar.sent[j] = true
+	return m
+}
+
+// sendParts sends ahead, last layer first, every part that every member
+// has pushed and that has not gone out yet. The iteration must be open and
+// its barrier not complete (close sends what is left).
+func (c *Core) sendParts() {
+	if c.bar.parts() < 2 {
+		return
+	}
+	for j := c.bar.parts() - 1; j >= 0; j-- {
+		if c.bar.sent[j] || !c.bar.partComplete(j) {
+			continue
+		}
+		m := c.mergePart(j, true)
+		c.partials = append(c.partials, m)
+		for _, id := range c.order {
+			c.sendMerged(id, m)
+		}
+	}
+}
+
+// sendMerged sends a Merged (partial or final) and counts its payload.
+func (c *Core) sendMerged(id string, m *wire.Merged) {
+	c.bytesDown += payloadBytes(m.Gradient, m.Enc)
+	c.send(id, m)
+}
+
+// resendParts sends id the parts of the open iteration that went out
+// ahead: it has just been given the state of the iteration (a Welcome or
+// ResyncAnswer) and would otherwise miss them.
+func (c *Core) resendParts(id string) {
+	for _, m := range c.partials {
+		c.sendMerged(id, m)
+	}
+}

@@ -1,0 +1,169 @@
+package worker
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/cotrain/cotrain/sync/compress"
+	"github.com/cotrain/cotrain/sync/state"
+	"github.com/cotrain/cotrain/sync/wire"
+)
+
+// Compression and layer-wise overlap on the worker's side (see hub's
+// parts.go for the protocol): the session's codec encodes every pushed
+// part, with error feedback (compress.Feedback) so that what a lossy codec
+// did not send is added to the next gradient; the residual is forgotten
+// whenever the hub replaces the weights (Welcome, ResyncAnswer). Merged
+// parts are decoded into a buffer as they come; the step is taken when the
+// final Merged arrives and every part is there.
+
+// parts holds the codec and the gradient's parts of the session.
+type parts struct {
+	codec  compress.Codec
+	fb     *compress.Feedback
+	bounds []int     // part j is [bounds[j], bounds[j+1])
+	grad   []float32 // the part being pushed, downloaded
+	pushed []bool    // parts of the compute in flight already pushed
+	sentBN bool      // the compute's batch-norm statistics went out
+	merged []float32 // the merged update, part by part
+	got    []bool    // parts of the merged update received
+}
+
+// setup reads the session's codec and parts for a net of n parameters.
+func (p *parts) setup(s wire.Session, n int) error {
+	codec, err := compress.Parse(s.Compression)
+	if err != nil {
+		return fmt.Errorf("%w: the session's compression: %w", ErrModel, err)
+	}
+	starts := s.Parts
+	if len(starts) == 0 {
+		starts = []int{0}
+	}
+	if starts[0] != 0 {
+		return fmt.Errorf("%w: the session's parts start at %d, want 0", ErrModel, starts[0])
+	}
+	for j := 1; j < len(starts); j++ {
+		if starts[j] <= starts[j-1] || starts[j] >= n {
+			return fmt.Errorf("%w: the session's part %d starts at %d (after %d, of %d values)", ErrModel, j, starts[j], starts[j-1], n)
+		}
+	}
+	p.codec = codec
+	p.fb = compress.NewFeedback(codec, n)
+	p.bounds = append(append([]int(nil), starts...), n)
+	p.grad = make([]float32, n)
+	p.pushed = make([]bool, len(starts))
+	p.merged = make([]float32, n)
+	p.got = make([]bool, len(starts))
+	return nil
+}
+
+// count is the number of parts.
+func (p *parts) count() int { return len(p.bounds) - 1 }
+
+// resetState forgets what belongs to the weights the net held: the
+// residual and the merged parts received.
+func (p *parts) resetState() {
+	if p.fb != nil {
+		p.fb.Reset()
+	}
+	clear(p.got)
+}
+
+// PartDone reports that the backward pass of the compute in flight has
+// produced part Part of the gradient (Session.Parts; ComputeRequest.Parts
+// gives the offsets): its values in the trainer's Net.Grads are final. The
+// core pushes it at once, so that it crosses the network while the pass
+// goes on. Samples and Loss are as in ComputeDone; ComputeNanos is the
+// time since the pass started. Parts not reported are pushed by Computed.
+type PartDone struct {
+	Iteration    uint64
+	Part         int
+	Samples      int
+	Loss         float64
+	ComputeNanos int64
+}
+
+// PartDone pushes a part of the gradient before the whole pass is done
+// (see the type). It is optional: a driver without per-layer completion
+// calls Computed alone. The net stays the driver's.
+func (c *Core) PartDone(d PartDone) error {
+	if c.phase == phaseDone {
+		return fmt.Errorf("%w: part done after the end", ErrDone)
+	}
+	if !c.pending {
+		return c.refuse(fmt.Errorf("%w: part done with no compute out", ErrUnexpected))
+	}
+	if d.Iteration != c.iter || d.Samples < 1 || d.Samples > c.batch || d.ComputeNanos < 0 ||
+		d.Part < 0 || d.Part >= c.parts.count() || c.parts.pushed[d.Part] {
+		return c.refuse(fmt.Errorf("%w: part done %+v for iteration %d, batch %d, %d parts", ErrBadCompute, d, c.iter, c.batch, c.parts.count()))
+	}
+	if c.superseded() || math.IsNaN(d.Loss) || math.IsInf(d.Loss, 0) {
+		// Computed says why; nothing goes out.
+		return nil
+	}
+	c.parts.pushed[d.Part] = true
+	if !c.pushPart(d.Part, d.Iteration, d.Samples, d.Loss, d.ComputeNanos) {
+		c.parts.pushed[d.Part] = false
+	}
+	return nil
+}
+
+// pushPart downloads part j of the gradient, encodes it and sends it; it
+// reports false (and sends nothing) when the part is not finite.
+func (c *Core) pushPart(j int, it uint64, samples int, loss float64, nanos int64) bool {
+	p := &c.parts
+	lo, hi := p.bounds[j], p.bounds[j+1]
+	g := p.grad[lo:hi]
+	c.tr.Net.B.Download(g, c.tr.Net.B.View(c.tr.Net.Grads, lo, hi-lo))
+	if state.CheckFinite("gradient", g) != nil {
+		return false
+	}
+	m := &wire.Push{Header: wire.Header{Iteration: it}, Samples: samples, ComputeNanos: nanos,
+		Loss: float32(loss), Part: j}
+	if p.codec.Lossless() {
+		m.Gradient = wire.Floats(append([]float32(nil), g...))
+	} else {
+		m.Enc = p.fb.Append(nil, g, lo)
+	}
+	if !p.sentBN {
+		// The statistics the forward pass moved: final before any part.
+		if n := c.tr.Net.State.Len(); n > 0 {
+			m.State = make(wire.Floats, n)
+			c.tr.Net.B.Download(m.State, c.tr.Net.State)
+		}
+		p.sentBN = true
+	}
+	c.send(m)
+	return true
+}
+
+// mergedPart decodes a Merged's part into the merged buffer.
+func (c *Core) mergedPart(m *wire.Merged) error {
+	p := &c.parts
+	j := m.Part
+	if j < 0 || j >= p.count() {
+		return fmt.Errorf("part %d of a session of %d", j, p.count())
+	}
+	dst := p.merged[p.bounds[j]:p.bounds[j+1]]
+	if p.codec.Lossless() {
+		if len(m.Enc) > 0 {
+			return fmt.Errorf("an encoded merged part in a session without compression")
+		}
+		if err := m.Gradient.CheckLen(fmt.Sprintf("merged part %d", j), len(dst)); err != nil {
+			return err
+		}
+		if err := state.CheckFinite("merged gradient", m.Gradient); err != nil {
+			return err
+		}
+		copy(dst, m.Gradient)
+	} else {
+		if len(m.Gradient) > 0 {
+			return fmt.Errorf("raw merged floats in a session compressed with %s", p.codec)
+		}
+		if err := compress.Decode(dst, m.Enc, 0); err != nil {
+			return fmt.Errorf("merged part %d: %w", j, err)
+		}
+	}
+	p.got[j] = true
+	return nil
+}
