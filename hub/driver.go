@@ -246,6 +246,20 @@ func (d *Driver) Run(ctx context.Context) error {
 				continue
 			}
 			if in.err != nil {
+				if r := rejectFor(in.err); r != nil {
+					// Tell the peer why before hanging up: the writer
+					// delivers the Reject, then closes (its reader is done).
+					select {
+					case in.c.out <- r:
+					default:
+					}
+					if conns[in.c.id] == in.c {
+						d.Core.Leave(in.c.id)
+					}
+					retire(in.c)
+					log.Warn("refused a frame", "peer", in.c.id, "err", in.err)
+					continue
+				}
 				closeConn(in.c, in.err.Error())
 				continue
 			}
@@ -290,6 +304,22 @@ func (d *Driver) Run(ctx context.Context) error {
 		}
 	}
 	return ctx.Err()
+}
+
+// rejectFor returns the Reject that tells a peer why its connection ends
+// after a frame the hub could not read: another protocol version, or a
+// frame that breaks the protocol (malformed, too large, an unknown kind,
+// a lying length). Other errors (the connection dropped) get none.
+func rejectFor(err error) *wire.Reject {
+	switch {
+	case errors.Is(err, wire.ErrVersion):
+		return &wire.Reject{Code: wire.CodeVersion, Message: fmt.Sprintf(
+			"this hub speaks cotrain protocol version %d: %v", wire.ProtocolVersion, err)}
+	case errors.Is(err, wire.ErrMalformed), errors.Is(err, wire.ErrTooLarge),
+		errors.Is(err, wire.ErrUnknownKind), errors.Is(err, wire.ErrLength):
+		return &wire.Reject{Code: wire.CodeProtocol, Message: fmt.Sprintf("the hub could not read your message: %v", err)}
+	}
+	return nil
 }
 
 // reader hands every message of p to the inbox, then its error.
