@@ -21,18 +21,30 @@ import (
 // and to the weights, each about as costly as the forward pass. TrainFLOPs
 // says so.
 func FLOPs(model string, c models.Config) (float64, error) {
+	per, err := layerFLOPs(model, c)
+	var total float64
+	for _, f := range per {
+		total += f
+	}
+	return total, err
+}
+
+// layerFLOPs returns the forward FLOPs of each layer of one sample (see
+// FLOPs).
+func layerFLOPs(model string, c models.Config) ([]float64, error) {
 	c, nodes, err := models.Nodes(model, c)
 	if err != nil {
-		return 0, fmt.Errorf("sim: %w", err)
+		return nil, fmt.Errorf("sim: %w", err)
 	}
 	// NewNet sets the layers up: their geometry is known afterwards.
 	net, err := solver.NewNet(gpu.NewCPU(), c.Input, nodes)
 	if err != nil {
-		return 0, fmt.Errorf("sim: model %s: %w", model, err)
+		return nil, fmt.Errorf("sim: model %s: %w", model, err)
 	}
 	infos := net.Layers()
-	var total float64
+	per := make([]float64, len(nodes))
 	for i, nd := range nodes {
+		total := 0.0
 		out := float64(infos[i].Out.Size())
 		switch l := nd.Layer.(type) {
 		case *solver.Conv2D:
@@ -49,8 +61,33 @@ func FLOPs(model string, c models.Config) (float64, error) {
 		default:
 			total += out
 		}
+		per[i] = total
 	}
-	return total, nil
+	return per, nil
+}
+
+// trainFLOPsFrozen is TrainFLOPs for one sample of a network whose layers
+// (solver.Net.Layers) may be frozen: the forward pass runs through every
+// layer, the backward pass (twice the forward's cost) only through the
+// layers from the first trainable one with parameters on, since nothing
+// below it needs a gradient.
+func trainFLOPsFrozen(model string, c models.Config, layers []solver.LayerInfo) (float64, error) {
+	per, err := layerFLOPs(model, c)
+	if err != nil {
+		return 0, err
+	}
+	first := 0
+	for first < len(layers) && (layers[first].Frozen || layers[first].Params == 0) {
+		first++
+	}
+	var fwd, bwd float64
+	for i, f := range per {
+		fwd += f
+		if i >= first {
+			bwd += 2 * f
+		}
+	}
+	return fwd + bwd, nil
 }
 
 // TrainFLOPs returns the operations of one training step on batch samples:

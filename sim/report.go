@@ -7,6 +7,9 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+
+	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/solver"
 )
 
 // Options tune a simulation without changing its scenario.
@@ -25,6 +28,16 @@ type Options struct {
 	// Progress, when set, is called after every merge of every run. Runs
 	// go on in parallel: it must be safe for concurrent use.
 	Progress func(Progress)
+	// ModelConfig overrides the defaults of the scenario's model (its zero
+	// fields keep them): classes, input shape, width.
+	ModelConfig models.Config
+	// Init, when set, prepares the hub's network of every run after the
+	// seeded initialisation: to load pretrained weights or to freeze
+	// layers (the workers freeze what the hub froze, and a phone's compute
+	// time then counts the backward pass only down to the first trainable
+	// layer). Runs may go on in parallel: it must be safe for concurrent
+	// use.
+	Init func(net *solver.Net) error
 }
 
 func (o Options) timeline() int {

@@ -104,11 +104,6 @@ func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Opt
 	if err != nil {
 		return nil, err
 	}
-	f, err := TrainFLOPs(sc.Model, models.Config{}, 1)
-	if err != nil {
-		return nil, err
-	}
-	r.sampleFLOPs = f
 	solo := spec.Policy == "solo"
 	r.net = newNetwork(sc.Network, solo)
 	mem, err := transport.NewMemNetwork(transport.MemConfig{QueueLen: 1 << 12, MaxFrame: 64 << 20, FailWhenFull: true})
@@ -154,11 +149,19 @@ func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Opt
 
 	// The hub: the master network from the seed, the scenario's optimizer.
 	b := gpu.NewCPU()
-	net, err := models.Build(b, sc.Model, models.Config{})
+	net, err := models.Build(b, sc.Model, opt.ModelConfig)
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	net.InitParams(rand.New(rand.NewPCG(sc.Seed, 1)))
+	if opt.Init != nil {
+		if err := opt.Init(net); err != nil {
+			return nil, fmt.Errorf("sim: preparing the network: %w", err)
+		}
+	}
+	if r.sampleFLOPs, err = trainFLOPsFrozen(sc.Model, opt.ModelConfig, net.Layers()); err != nil {
+		return nil, err
+	}
 	r.paramCount = net.NumParams()
 	var opt2 solver.Optimizer
 	if sc.Optimizer == "adam" {
@@ -190,7 +193,7 @@ func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Opt
 	case "adaptive-park":
 		cfg.Park = true
 	}
-	if r.hub, err = hub.NewCore(cfg, hub.Model{Name: sc.Model, Trainer: tr}); err != nil {
+	if r.hub, err = hub.NewCore(cfg, hub.Model{Name: sc.Model, Config: opt.ModelConfig, Trainer: tr}); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	r.check = newChecker(r.paramCount)

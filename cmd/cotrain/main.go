@@ -26,6 +26,8 @@ Usage:
   (these four take --device auto|cpu|opencl[:N]; FILE may be an imported ONNX model)
   cotrain import   --onnx FILE --out WEIGHTS [--json]
   cotrain export   --weights FILE --onnx OUT [--json]
+  cotrain adapt    --out DIR: the four ways to adapt a pretrained model, alone and on 3 simulated phones
+  cotrain profile  --model NAME --batch N: time and peak memory of training steps on random data
   cotrain models   list the models
   cotrain keygen   [--out swarm.key]: a new key for hub and worker --psk
 
@@ -70,6 +72,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runImport(ctx, rest, stdout, stderr)
 	case "export":
 		return runExport(ctx, rest, stdout, stderr)
+	case "adapt":
+		return runAdapt(ctx, rest, stdout, stderr)
+	case "profile":
+		return runProfile(ctx, rest, stdout, stderr)
 	case "models":
 		return runModels(stdout)
 	case "keygen":

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"syscall"
+	"time"
+
+	"github.com/cotrain/cotrain/cmd/internal/cli"
+	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/solver"
+)
+
+// runProfile measures training steps of a registered model on random data:
+// time per step, the Go heap and the process's peak resident memory, the
+// figures to set beside PyTorch's (scripts/mem_step.sh). It is a
+// measurement tool: the data are noise and the result is not saved.
+func runProfile(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("profile", stderr, "cotrain profile --model NAME [--width A] [--input CxHxW] [--batch N] [--steps K] [--json]")
+	model := fs.String("model", "mobilenet-v1", "model: "+fmt.Sprint(models.Names()))
+	width := fs.Float64("width", 0, "width multiplier (0: the model's default)")
+	classes := fs.Int("classes", 0, "classes (0: the model's default)")
+	input := fs.String("input", "", "input shape CxHxW (empty: the model's default)")
+	batch := fs.Int("batch", 8, "mini-batch size")
+	steps := fs.Int("steps", 2, "training steps (forward, backward, SGD-momentum update) to run")
+	memprofile := fs.String("memprofile", "", "write a heap profile (pprof) after the last step to this file")
+	asJSON := fs.Bool("json", false, "print one JSON line")
+	device := fs.String("device", "cpu", deviceUsage)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *batch < 1 || *steps < 1 {
+		return fmt.Errorf("%w: --batch and --steps must be positive", errUsage)
+	}
+	mc := models.Config{Classes: *classes, Width: *width}
+	if *input != "" {
+		if _, err := fmt.Sscanf(*input, "%dx%dx%d", &mc.Input.C, &mc.Input.H, &mc.Input.W); err != nil {
+			return fmt.Errorf("%w: --input %q: want CxHxW", errUsage, *input)
+		}
+	}
+	b, release, err := openDevice(*device, stderr)
+	if err != nil {
+		return err
+	}
+	defer release()
+	rssBefore := peakRSS()
+	net, err := models.Build(b, *model, mc)
+	if err != nil {
+		return err
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	net.InitParams(r)
+	net.SetRand(rand.New(rand.NewPCG(1, 3)))
+	tr := solver.NewTrainer(net, solver.NewSGD(b, net.NumParams(), 0.9, 0, false), solver.Constant(0.01))
+	x := make([]float32, *batch*net.In.Size())
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	labels := make([]int32, *batch)
+	for i := range labels {
+		labels[i] = int32(r.IntN(net.Out.Size()))
+	}
+	var first, rest time.Duration
+	for s := 0; s < *steps; s++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		t0 := time.Now()
+		if _, err := tr.Step(x, labels); err != nil {
+			return err
+		}
+		if s == 0 {
+			first = time.Since(t0)
+		} else {
+			rest += time.Since(t0)
+		}
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	// What the net keeps per batch: every layer's output, and as much again
+	// for the gradients with respect to them (solver.Net holds one of each
+	// per layer for the whole step).
+	var acts int64
+	for _, l := range net.Layers() {
+		acts += int64(*batch) * int64(l.Out.Size()) * 4
+	}
+	if *memprofile != "" {
+		runtime.GC() // the profile shows the heap as of the last collection
+		f, err := os.Create(*memprofile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	perStep := first
+	if *steps > 1 {
+		perStep = rest / time.Duration(*steps-1)
+	}
+	res := map[string]any{"model": *model, "params": net.NumParams(), "input": fmt.Sprint(net.In), "batch": *batch,
+		"steps": *steps, "first_step_s": first.Seconds(), "step_s": perStep.Seconds(),
+		"peak_rss_mib": mib(peakRSS()), "rss_before_model_mib": mib(rssBefore),
+		"heap_inuse_mib": mib(int64(ms.HeapInuse)), "heap_sys_mib": mib(int64(ms.HeapSys)),
+		"total_alloc_mib": mib(int64(ms.TotalAlloc)), "gomaxprocs": runtime.GOMAXPROCS(0),
+		"activations_mib": mib(acts), "activation_grads_mib": mib(acts)}
+	if *asJSON {
+		return cli.NewEvents(stdout).Emit("done", res)
+	}
+	fmt.Fprintf(stdout, "%s %v batch %d: %d params, %.2f s/step (first %.2f s), peak RSS %.0f MiB (%.0f before the model), Go heap in use %.0f MiB\n",
+		*model, net.In, *batch, net.NumParams(), perStep.Seconds(), first.Seconds(), mib(peakRSS()), mib(rssBefore), mib(int64(ms.HeapInuse)))
+	return nil
+}
+
+// peakRSS is the process's peak resident set in bytes (getrusage's maxrss,
+// which Linux gives in KiB), or -1 where the call fails.
+func peakRSS() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return -1
+	}
+	return int64(ru.Maxrss) * 1024
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
