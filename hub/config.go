@@ -79,8 +79,9 @@ type Config struct {
 	// not pay for its communication: it gets no batch (batch 0 in a Welcome
 	// or absent from Merged.BatchSizes), stays connected and in sync by
 	// applying every Merged, and is taken back when the prediction turns
-	// (see ParkMargin and Core.ObserveComm). The hub emits
-	// EventWorkerParked and EventWorkerResumed. Ignored under Fixed.
+	// (see ParkMargin, ParkProbe and Core.ObserveComm). The hub emits
+	// EventWorkerParked, EventWorkerResumed and EventWorkerProbed. Ignored
+	// under Fixed.
 	Park bool
 	// Compression is the gradient codec of the session (sync/compress):
 	// "none" (or ""), "fp16", "int8" or "topk:F". Workers learn it from
@@ -98,6 +99,12 @@ type Config struct {
 	// time with it is below (1−ParkMargin) times the time without it, so
 	// that a noisy measurement does not flip a worker every iteration.
 	ParkMargin float64
+	// ParkProbe is how many iterations a worker stays parked before the
+	// hub gives it a batch for one iteration, a probe, to measure its
+	// throughput and communication afresh: a parked worker pushes nothing,
+	// so without probes the hub would weigh it by figures that may be stale
+	// (the Wi-Fi got better, the phone cooled down). 0 means never.
+	ParkProbe int
 }
 
 // DefaultConfig returns a config for a few phones: start with 2 workers, at
@@ -114,6 +121,7 @@ func DefaultConfig() Config {
 		Batch:         Adaptive,
 		Smoothing:     0.3,
 		MaxMisses:     3,
+		ParkProbe:     20,
 	}
 }
 
@@ -145,6 +153,8 @@ func (c Config) Validate() error {
 		return bad("MaxMisses %d, want 0 (never) or more", c.MaxMisses)
 	case !(c.ParkMargin >= 0 && c.ParkMargin < 1):
 		return bad("ParkMargin %v, want [0, 1)", c.ParkMargin)
+	case c.ParkProbe < 0:
+		return bad("ParkProbe %d, want 0 (never) or more", c.ParkProbe)
 	}
 	if _, err := compress.Parse(c.Compression); err != nil {
 		return bad("Compression: %v", err)
@@ -170,10 +180,11 @@ const (
 	EventDone                               // the run ended (Iteration, Text)
 	EventWorkerParked                       // a worker gets no batch: it does not pay for its communication (Peer, Iteration, Text)
 	EventWorkerResumed                      // a parked worker gets a batch again (Peer, Iteration, Text)
+	EventWorkerProbed                       // a parked worker gets one batch to be measured again (Config.ParkProbe; Peer, Iteration, Text)
 )
 
 var eventNames = [...]string{"", "joined", "started", "left", "late", "dropped", "resync",
-	"merged", "retry", "parked", "refused", "done", "worker-parked", "worker-resumed"}
+	"merged", "retry", "parked", "refused", "done", "worker-parked", "worker-resumed", "worker-probed"}
 
 // String returns the kind's name ("merged").
 func (k EventKind) String() string {

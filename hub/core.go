@@ -52,9 +52,7 @@ type peer struct {
 	misses    int     // deadlines missed in a row
 	perSample float64 // smoothed nanoseconds per sample (adaptive policy)
 	measured  bool
-	comm      float64 // smoothed nanoseconds of communication per iteration (ObserveComm)
-	commSeen  bool
-	parked    bool // gets no batch (Config.Park)
+	park      parking // communication figures and parking state (park.go)
 }
 
 // Core is the hub's protocol state machine. It is not safe for concurrent

@@ -12,13 +12,17 @@ import (
 // parkHub registers "fast" and "slow" on a hub with the given policy and
 // parking settings, and returns it with iteration 0 open (batches 32/32 by
 // the registered speeds, which are equal).
-func parkHub(t *testing.T, policy hub.BatchPolicy, park bool, margin float64) (*hub.Core, int) {
+func parkHub(t *testing.T, policy hub.BatchPolicy, park bool, margin float64, edit ...func(*hub.Config)) (*hub.Core, int) {
 	t.Helper()
 	cfg := trainConfig(2, 0)
 	cfg.GlobalBatch = 64
 	cfg.Batch = policy
 	cfg.Park, cfg.ParkMargin = park, margin
 	cfg.Smoothing = 1 // the newest measurement is the estimate: easy numbers
+	cfg.ParkProbe = 0
+	for _, e := range edit {
+		e(&cfg)
+	}
 	h := newHubCore(t, cfg, 1)
 	for _, id := range []string{"fast", "slow"} {
 		if err := h.Step(id, &wire.Register{Device: "test"}); err != nil {
@@ -190,6 +194,121 @@ func TestParkTakenBackWhenFasterWorkerSlows(t *testing.T) {
 	}
 }
 
+// TestParkProbe: a parked worker pushes nothing, so every ParkProbe
+// iterations the hub gives it one batch to measure it again. When the
+// network has become cheap the probe's figures replace the old ones and
+// the worker stays; when it is still costly the worker is parked again,
+// and probed again ParkProbe iterations later.
+func TestParkProbe(t *testing.T) {
+	const ms = int64(1e6)
+	for _, tc := range []struct {
+		name      string
+		probeComm int64 // ns per push measured during the probe
+		wantBack  bool
+	}{
+		// Both: 64/(1/1ms+1/3ms) = 48 ms + 2 ms; fast alone 64 + 1 ms.
+		{"network got better", 1 * ms, true},
+		// Both: 48 + 800 ms; fast alone 64 + 400 ms.
+		{"network still costly", 400 * ms, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, n := parkHub(t, hub.Adaptive, true, 0.1, func(c *hub.Config) { c.ParkProbe = 3 })
+			step := func(id string, samples int, perSample, comm int64) {
+				t.Helper()
+				h.ObserveComm(id, comm)
+				if err := h.Step(id, pushTimed(h.Iteration(), samples, n, perSample)); err != nil {
+					t.Fatalf("%s's push at iteration %d: %v", id, h.Iteration(), err)
+				}
+			}
+			step("fast", 32, 1*ms, 400*ms)
+			step("slow", 32, 3*ms, 400*ms)
+			if p := events(h, hub.EventWorkerParked); len(p) != 1 || p[0].Peer != "slow" || p[0].Iteration != 1 {
+				t.Fatalf("parked events %+v, want slow at iteration 1", p)
+			}
+			h.Advance()
+			for it := 1; it < 4; it++ {
+				if len(events(h, hub.EventWorkerProbed)) != 0 {
+					t.Fatalf("probed at iteration %d, before ParkProbe 3 iterations", it)
+				}
+				step("fast", 64, 1*ms, 400*ms)
+				if it < 3 {
+					h.Advance()
+				}
+			}
+			// Iteration 4 opens: slow is probed with a share of the batch.
+			probed := events(h, hub.EventWorkerProbed)
+			_, batches := lastMerged(t, h)
+			if len(probed) != 1 || probed[0].Peer != "slow" || probed[0].Iteration != 4 || batches["slow"] < 1 {
+				t.Fatalf("probed %+v, batches %v: want slow probed at iteration 4 with a batch", probed, batches)
+			}
+			h.Advance()
+			step("fast", batches["fast"], 1*ms, tc.probeComm)
+			step("slow", batches["slow"], 3*ms, tc.probeComm)
+			_, batches = lastMerged(t, h)
+			reparked := events(h, hub.EventWorkerParked)
+			if tc.wantBack {
+				if len(reparked) != 0 || batches["slow"] < 1 || len(h.Parked()) != 0 {
+					t.Fatalf("parked %+v, batches %v, Parked() %v: want slow back after a cheap probe", reparked, batches, h.Parked())
+				}
+				return
+			}
+			if len(reparked) != 1 || batches["slow"] != 0 || !slices.Equal(h.Parked(), []string{"slow"}) {
+				t.Fatalf("parked %+v, batches %v: want slow parked again after a costly probe", reparked, batches)
+			}
+			h.Advance()
+			for it := 5; it < 8; it++ {
+				step("fast", 64, 1*ms, 400*ms)
+				if it < 7 {
+					h.Advance()
+				}
+			}
+			if p := events(h, hub.EventWorkerProbed); len(p) != 1 || p[0].Iteration != 8 {
+				t.Fatalf("second probe %+v, want one at iteration 8", p)
+			}
+		})
+	}
+}
+
+// TestParkOverlap: with Config.Overlap the pushes hide behind the backward
+// pass, so a push shorter than the compute costs nothing and the slow
+// worker pays; pushes longer than the compute still get it parked.
+func TestParkOverlap(t *testing.T) {
+	const ms = int64(1e6)
+	for _, tc := range []struct {
+		comm     int64
+		wantPark bool
+	}{
+		// Both: max(48, 40) = 48 ms; fast alone: max(64, 20) = 64 ms.
+		{20 * ms, false},
+		// Both: max(48, 800) ms; fast alone: max(64, 400) ms.
+		{400 * ms, true},
+	} {
+		h, n := parkHub(t, hub.Adaptive, true, 0.1, func(c *hub.Config) { c.Overlap = true })
+		starts := hub.PartBounds(h.Trainer().Net)
+		for _, w := range []struct {
+			id string
+			ps int64
+		}{{"fast", 1 * ms}, {"slow", 3 * ms}} {
+			// One push per layer, last layer first; their times add up.
+			for j := len(starts) - 1; j >= 0; j-- {
+				end := n
+				if j+1 < len(starts) {
+					end = starts[j+1]
+				}
+				p := pushTimed(0, 32, end-starts[j], w.ps)
+				p.Part = j
+				h.ObserveComm(w.id, tc.comm/int64(len(starts)))
+				if err := h.Step(w.id, p); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if got := len(events(h, hub.EventWorkerParked)) == 1; got != tc.wantPark {
+			t.Errorf("comm %d ms with overlap: parked %v, want %v", tc.comm/ms, got, tc.wantPark)
+		}
+	}
+}
+
 // TestParkConfig: ParkMargin outside [0, 1) is refused.
 func TestParkConfig(t *testing.T) {
 	for _, m := range []float64{-0.1, 1, 2} {
@@ -204,7 +323,12 @@ func TestParkConfig(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if hub.EventWorkerParked.String() != "worker-parked" || hub.EventWorkerResumed.String() != "worker-resumed" {
+	cfg.ParkProbe = -1
+	if err := cfg.Validate(); err == nil {
+		t.Error("ParkProbe -1 accepted")
+	}
+	if hub.EventWorkerParked.String() != "worker-parked" || hub.EventWorkerResumed.String() != "worker-resumed" ||
+		hub.EventWorkerProbed.String() != "worker-probed" {
 		t.Fatal("event names")
 	}
 }
