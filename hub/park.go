@@ -2,7 +2,7 @@ package hub
 
 import (
 	"fmt"
-	"math"
+	"slices"
 )
 
 // Parking: a worker whose contribution does not pay for its communication.
@@ -100,11 +100,13 @@ func (c *Core) Parked() []string {
 //
 // The choice is greedy: starting from every live worker, it removes the
 // worker whose removal lowers the predicted time per sample the most, as
-// long as one does by more than the margin (a worker parked already only
-// has to not make things worse by more than the margin to stay parked),
-// and never the last one. Workers not measured yet (no push, no
-// communication reported) are never parked: there is nothing to weigh. A
-// parked worker due for a probe is active for this iteration whatever the
+// long as one does, and never the last one. Workers not measured yet (no
+// push, no communication reported) are never removed: there is nothing to
+// weigh. The set it ends with replaces the workers active now only if it
+// is predicted faster by more than Config.ParkMargin: a hysteresis on the
+// whole set, so that noisy figures do not flip workers every iteration,
+// while ten phones that each cost 2% are still parked together. A parked
+// worker due for a probe is active for this iteration whatever the
 // prediction.
 func (c *Core) active(ids []string) []string {
 	on := c.cfg.Park && c.cfg.Batch == Adaptive
@@ -121,27 +123,24 @@ func (c *Core) active(ids []string) []string {
 		in[i] = true
 		tput[i], cost[i] = c.throughput(p), k.comm
 	}
-	with := predictPerSample(c.cfg.GlobalBatch, tput, cost, in, c.cfg.Overlap)
+	predict := func(in []bool) float64 {
+		return predictPerSample(c.cfg.GlobalBatch, tput, cost, in, c.cfg.Overlap)
+	}
 	if on {
 		left := len(ids)
 		for left > 1 {
-			now := predictPerSample(c.cfg.GlobalBatch, tput, cost, in, c.cfg.Overlap)
-			best, bestT := -1, math.Inf(1)
+			now := predict(in)
+			best, bestT := -1, now
 			for i, id := range ids {
 				p := c.peers[id]
 				if !in[i] || !p.measured || !p.park.seen {
 					continue
 				}
 				in[i] = false
-				t := predictPerSample(c.cfg.GlobalBatch, tput, cost, in, c.cfg.Overlap)
-				in[i] = true
-				limit := now * (1 - c.cfg.ParkMargin)
-				if p.park.parked {
-					limit = now * (1 + c.cfg.ParkMargin)
-				}
-				if t < limit && t < bestT {
+				if t := predict(in); t < bestT {
 					best, bestT = i, t
 				}
+				in[i] = true
 			}
 			if best < 0 {
 				break
@@ -149,8 +148,17 @@ func (c *Core) active(ids []string) []string {
 			in[best] = false
 			left--
 		}
-		with = predictPerSample(c.cfg.GlobalBatch, tput, cost, in, c.cfg.Overlap)
+		quo := make([]bool, len(ids))
+		for i, id := range ids {
+			quo[i] = !c.peers[id].park.parked
+		}
+		// Keep the workers active now unless the new set is clearly
+		// faster (or nobody is active now: the others left).
+		if slices.Contains(quo, true) && !slices.Equal(in, quo) && !(predict(in) < predict(quo)*(1-c.cfg.ParkMargin)) {
+			in = quo
+		}
 	}
+	with := predict(in)
 	var out []string
 	for i, id := range ids {
 		k := &c.peers[id].park

@@ -194,6 +194,58 @@ func TestParkTakenBackWhenFasterWorkerSlows(t *testing.T) {
 	}
 }
 
+// TestParkManySmallCosts: four slow phones that each cost a little more
+// than they bring — parking any one alone gains less than the margin — are
+// parked together, because the margin weighs the whole new set against the
+// workers active now.
+func TestParkManySmallCosts(t *testing.T) {
+	const ms = int64(1e6)
+	cfg := trainConfig(5, 0)
+	cfg.GlobalBatch, cfg.Batch, cfg.Smoothing = 64, hub.Adaptive, 1
+	cfg.Park, cfg.ParkMargin, cfg.ParkProbe = true, 0.1, 0
+	h := newHubCore(t, cfg, 1)
+	ids := []string{"fast", "slow1", "slow2", "slow3", "slow4"}
+	for _, id := range ids {
+		if err := h.Step(id, &wire.Register{Device: "test"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, batches := lastWelcomes(h)
+	h.Advance()
+	n := h.Trainer().Net.NumParams()
+	// All five: 64/(1/1ms + 4/10ms) = 45.7 ms + 5×10 ms = 95.7 ms; without
+	// one slow phone 89.2 ms (7% better); the fast phone alone 74 ms (23%).
+	for _, id := range ids {
+		perSample := 10 * ms
+		if id == "fast" {
+			perSample = 1 * ms
+		}
+		h.ObserveComm(id, 10*ms)
+		if err := h.Step(id, pushTimed(0, batches[id], n, perSample)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var parked []string
+	for _, e := range events(h, hub.EventWorkerParked) {
+		parked = append(parked, e.Peer)
+	}
+	if want := ids[1:]; !slices.Equal(parked, want) || !slices.Equal(h.Parked(), want) {
+		t.Fatalf("parked %v (Parked() %v), want all four slow phones", parked, h.Parked())
+	}
+}
+
+// lastWelcomes returns the batch size each Welcome of the last Ready gave.
+func lastWelcomes(h *hub.Core) (to []string, batches map[string]int) {
+	batches = map[string]int{}
+	for _, e := range h.Ready().Messages {
+		if w, ok := e.Msg.(*wire.Welcome); ok {
+			to = append(to, e.To)
+			batches[e.To] = w.BatchSize
+		}
+	}
+	return to, batches
+}
+
 // TestParkProbe: a parked worker pushes nothing, so every ParkProbe
 // iterations the hub gives it one batch to measure it again. When the
 // network has become cheap the probe's figures replace the old ones and
