@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"unsafe"
@@ -32,6 +33,7 @@ type OpenCL struct {
 	gemms      []*gemmVariant   // built variants, by increasing tile area
 	gemmSel    int              // index of the default variant in gemms
 	gemmBySize []gemmSizeChoice // the tuner's winner per timed size, by size
+	gemmKey    string           // extra options and candidates, for the tuning file's name
 
 	coef   *clMem  // per-channel batch-norm coefficients (4 per channel)
 	loss   *clMem  // per-row losses of SoftmaxCrossEntropy, then their sum
@@ -39,7 +41,10 @@ type OpenCL struct {
 	lastLb []int32 // labels now in the labels buffer
 }
 
-var _ Backend = (*OpenCL)(nil)
+var (
+	_ Backend   = (*OpenCL)(nil)
+	_ io.Closer = (*OpenCL)(nil)
+)
 
 // clBuf is an OpenCL Buffer: elements [off, off+n) of an allocation. Views
 // are plain (allocation, offset, length) triples, and kernels take the offset
@@ -60,10 +65,16 @@ func (o *OpenCL) Info() DeviceInfo { return o.info }
 // Name implements Backend: "opencl:N <device name>".
 func (o *OpenCL) Name() string { return fmt.Sprintf("opencl:%d %s", o.info.Index, o.info.Name) }
 
-// Close waits for the queue and releases the kernels, programs and context.
-// Buffers still referenced are released by the garbage collector.
+// Close waits for the queue, then releases every buffer the backend
+// allocated (those still referenced included), the kernels, the programs,
+// the queue and the context. The backend and its buffers must not be used
+// afterwards: an operation on them panics with an error saying so. Owners
+// find Close through io.Closer (gpu.Backend has none: the CPU backend holds
+// nothing to release). A second Close does nothing.
 func (o *OpenCL) Close() error {
-	err := o.ctx.finish()
+	if o.ctx.queue == nil {
+		return nil
+	}
 	for _, k := range o.k {
 		k.release()
 	}
@@ -73,8 +84,8 @@ func (o *OpenCL) Close() error {
 	for _, p := range o.progs {
 		p.release()
 	}
-	o.ctx.release()
-	return err
+	o.k, o.gemms, o.progs = nil, nil, nil
+	return o.ctx.release()
 }
 
 // Finish blocks until every enqueued kernel has run (for timing).
@@ -110,6 +121,9 @@ func (o *OpenCL) run1(name string, n int, args ...any) {
 		return
 	}
 	k := o.k[name]
+	if k == nil {
+		panic(errClosed) // Close emptied the table
+	}
 	wg := min(128, k.maxWG)
 	must(o.ctx.launch(k, []int{(n + wg - 1) / wg * wg}, []int{wg}, args...))
 }

@@ -105,12 +105,14 @@ func (d clDevice) info() DeviceInfo {
 	}
 }
 
-// clContext owns a context and its one in-order queue on one device.
+// clContext owns a context and its one in-order queue on one device, and
+// tracks the allocations made in it (opencl_mem.go).
 type clContext struct {
 	dev      clDevice
 	ctx      *cl.Context
 	queue    *cl.CommandQueue
 	launches int // kernels enqueued so far (tests count a layer's launches)
+	mem      memTracker
 }
 
 func newContext(d clDevice) (*clContext, error) {
@@ -126,28 +128,18 @@ func newContext(d clDevice) (*clContext, error) {
 	return &clContext{dev: d, ctx: ctx, queue: q}, nil
 }
 
-func (c *clContext) release() {
-	if c.queue != nil {
-		c.queue.Finish()
-		c.queue.Release()
-		c.ctx.Release()
-		c.queue, c.ctx = nil, nil
+// release waits for the queue, frees every allocation still alive, then the
+// queue and the context. A second call does nothing.
+func (c *clContext) release() error {
+	if c.queue == nil {
+		return nil
 	}
-}
-
-// clMem is one allocation of n float32 (or int32) elements. The cl package's
-// finalizer releases it once no Buffer refers to it.
-type clMem struct {
-	mem *cl.MemObject
-	n   int
-}
-
-func (c *clContext) alloc(n int) (*clMem, error) {
-	m, err := c.ctx.CreateEmptyBuffer(cl.MemReadWrite, 4*n)
-	if err != nil {
-		return nil, clWrap("clCreateBuffer", err)
-	}
-	return &clMem{mem: m, n: n}, nil
+	err := clWrap("clFinish", c.queue.Finish())
+	c.mem.freeAll()
+	c.queue.Release()
+	c.ctx.Release()
+	c.queue, c.ctx = nil, nil
+	return err
 }
 
 // done releases the event the cl package creates for every enqueued command
@@ -164,21 +156,35 @@ func done(op string, ev *cl.Event, err error) error {
 // write and read are blocking, so the Go memory they touch needs no pinning
 // beyond the call. Offsets and sizes are in bytes.
 func (c *clContext) write(m *clMem, off int, src unsafe.Pointer, bytes int) error {
+	if m.freed {
+		return errFreed
+	}
 	ev, err := c.queue.EnqueueWriteBuffer(m.mem, true, off, bytes, src, nil)
 	return done("clEnqueueWriteBuffer", ev, err)
 }
 
 func (c *clContext) read(dst unsafe.Pointer, m *clMem, off, bytes int) error {
+	if m.freed {
+		return errFreed
+	}
 	ev, err := c.queue.EnqueueReadBuffer(m.mem, true, off, bytes, dst, nil)
 	return done("clEnqueueReadBuffer", ev, err)
 }
 
 func (c *clContext) copy(dst *clMem, doff int, src *clMem, soff, bytes int) error {
+	if dst.freed || src.freed {
+		return errFreed
+	}
 	ev, err := c.queue.EnqueueCopyBuffer(src.mem, dst.mem, soff, doff, bytes, nil)
 	return done("clEnqueueCopyBuffer", ev, err)
 }
 
-func (c *clContext) finish() error { return clWrap("clFinish", c.queue.Finish()) }
+func (c *clContext) finish() error {
+	if c.queue == nil {
+		return errClosed
+	}
+	return clWrap("clFinish", c.queue.Finish())
+}
 
 // clProgram is a built program.
 type clProgram struct{ p *cl.Program }
@@ -224,6 +230,9 @@ func (p *clProgram) binary() ([]byte, error) { return programBinary(p.p) }
 
 func (p *clProgram) release() { p.p.Release() }
 
+// buildLog is the compiler's log for a program that built (see programBuildLog).
+func (c *clContext) buildLog(p *clProgram) string { return programBuildLog(p.p, c.dev.d) }
+
 // clKernel is one kernel of a built program with its work-group limit.
 type clKernel struct {
 	k     *cl.Kernel
@@ -258,6 +267,9 @@ type local int
 // loc (nil: the driver chooses). Arguments are *clMem, int (passed as a
 // 32-bit int, the kernels' type), float32 or local; any other type is our bug.
 func (c *clContext) launch(k *clKernel, global, loc []int, args ...any) error {
+	if c.queue == nil || k == nil { // Close released the kernels
+		return errClosed
+	}
 	if len(k.vals) < len(args) {
 		k.vals = make([]uint32, len(args))
 	}
@@ -265,6 +277,9 @@ func (c *clContext) launch(k *clKernel, global, loc []int, args ...any) error {
 		var err error
 		switch v := a.(type) {
 		case *clMem:
+			if v.freed {
+				return fmt.Errorf("gpu: opencl: kernel %s argument %d: %w", k.name, i, errFreed)
+			}
 			err = k.k.SetArgBuffer(i, v.mem)
 		case int:
 			k.vals[i] = uint32(int32(v))

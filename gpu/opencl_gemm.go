@@ -51,6 +51,47 @@ func (v *gemmVariant) options() string {
 	return fmt.Sprintf("-D TSM=%d -D TSN=%d -D TSK=%d -D WPTM=%d -D WPTN=%d", v.TSM, v.TSN, v.TSK, v.WPTM, v.WPTN)
 }
 
+// parseGemmVariant reads a variant name, "TSMxTSN/WPTMxWPTN/kTSK", and
+// checks what gemm.cl needs: register blocks and tile depth multiples of 4
+// that divide the tile, and tiles that split evenly into float4 loads over
+// the work-group.
+func parseGemmVariant(name string) (gemmVariant, error) {
+	v := gemmVariant{Name: name}
+	if _, err := fmt.Sscanf(name, "%dx%d/%dx%d/k%d", &v.TSM, &v.TSN, &v.WPTM, &v.WPTN, &v.TSK); err != nil {
+		return v, fmt.Errorf("gpu: opencl: gemm variant %q: want TSMxTSN/WPTMxWPTN/kTSK, e.g. 128x128/8x8/k16", name)
+	}
+	if fmt.Sprintf("%dx%d/%dx%d/k%d", v.TSM, v.TSN, v.WPTM, v.WPTN, v.TSK) != name {
+		return v, fmt.Errorf("gpu: opencl: gemm variant %q: trailing or malformed text", name)
+	}
+	switch {
+	case v.WPTM <= 0 || v.WPTN <= 0 || v.TSK <= 0 || v.WPTM%4 != 0 || v.WPTN%4 != 0 || v.TSK%4 != 0:
+		return v, fmt.Errorf("gpu: opencl: gemm variant %q: register block and depth must be positive multiples of 4", name)
+	case v.TSM <= 0 || v.TSN <= 0 || v.TSM%v.WPTM != 0 || v.TSN%v.WPTN != 0:
+		return v, fmt.Errorf("gpu: opencl: gemm variant %q: the tile is not a multiple of the register block", name)
+	case (v.TSM*v.TSK)%(4*v.items()) != 0 || (v.TSN*v.TSK)%(4*v.items()) != 0:
+		return v, fmt.Errorf("gpu: opencl: gemm variant %q: %d items cannot share the tiles' float4 loads evenly", name, v.items())
+	}
+	return v, nil
+}
+
+// gemmCandidateList is the candidates named by names (all of
+// gemmCandidates when empty), by increasing tile area.
+func gemmCandidateList(names []string) ([]gemmVariant, error) {
+	if len(names) == 0 {
+		return gemmCandidates, nil
+	}
+	var out []gemmVariant
+	for _, n := range names {
+		v, err := parseGemmVariant(strings.TrimSpace(n))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	slices.SortStableFunc(out, func(a, b gemmVariant) int { return a.TSM*a.TSN - b.TSM*b.TSN })
+	return out, nil
+}
+
 func (v *gemmVariant) items() int { return (v.TSM / v.WPTM) * (v.TSN / v.WPTN) }
 
 // localBytes is the kernel's __local use: two padded tiles of each operand.
@@ -61,19 +102,25 @@ func (v *gemmVariant) fits(info DeviceInfo) bool {
 	return v.items() <= info.MaxWorkGroup && (info.LocalMem == 0 || v.localBytes() <= info.LocalMem)
 }
 
-// buildGemms compiles every candidate that fits; a variant the compiler or
-// the kernel's own work-group limit refuses is skipped and logged.
-func (o *OpenCL) buildGemms(dir string) error {
+// buildGemms compiles every candidate that fits, with extra appended to the
+// build options; a variant the compiler or the kernel's own work-group limit
+// refuses is skipped and logged.
+func (o *OpenCL) buildGemms(dir string, cands []gemmVariant, extra string) error {
 	src := kernelSource("gemm.cl")
-	for _, cand := range gemmCandidates {
+	o.gemmKey = extra
+	for _, cand := range cands {
 		v := cand
+		o.gemmKey += "," + v.Name
 		if !v.fits(o.info) {
 			continue
 		}
-		p, _, err := o.ctx.buildCached(o.info, dir, src, v.options(), o.log)
+		p, fromDisk, err := o.ctx.buildCached(o.info, dir, src, strings.TrimSpace(v.options()+" "+extra), o.log)
 		if err != nil {
 			o.log.Debug("gpu: opencl: gemm variant not built", "variant", v.Name, "err", err)
 			continue
+		}
+		if log := o.ctx.buildLog(p); log != "" && !fromDisk {
+			o.log.Debug("gpu: opencl: gemm build log", "variant", v.Name, "log", log)
 		}
 		o.progs = append(o.progs, p)
 		ok := true
@@ -219,13 +266,10 @@ type gemmTuning struct {
 type gemmSizeChoice struct{ size, index int }
 
 // tuningPath is where dir keeps this device's tuning; the key covers the
-// kernel source and the candidate list, so a change to either retunes.
+// kernel source, the candidate list and the extra options, so a change to
+// any of them retunes.
 func (o *OpenCL) tuningPath(dir string) string {
-	var names []string
-	for _, v := range gemmCandidates {
-		names = append(names, v.Name)
-	}
-	return filepath.Join(dir, "gemm-"+hashKey(deviceKey(o.info), kernelSource("gemm.cl"), strings.Join(names, ","))+".json")
+	return filepath.Join(dir, "gemm-"+hashKey(deviceKey(o.info), kernelSource("gemm.cl"), o.gemmKey)+".json")
 }
 
 // tuneGemm sets the per-size choice: from dir's saved tuning when there is

@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -144,6 +145,30 @@ func TestOpenCLGemmSegmented(t *testing.T) {
 	}
 }
 
+func TestGemmVariantNames(t *testing.T) {
+	for _, v := range gemmCandidates {
+		got, err := parseGemmVariant(v.Name)
+		if err != nil {
+			t.Errorf("%s: %v", v.Name, err)
+			continue
+		}
+		got.k = v.k
+		if got != v {
+			t.Errorf("%s parses as %+v, want %+v", v.Name, got, v)
+		}
+	}
+	for _, bad := range []string{"", "128x128", "128x128/8x8", "128x128/8x8/k16x", "128x128/6x8/k16", "128x128/8x8/k6",
+		"100x128/8x8/k16", "32x32/4x4/k4", "0x0/4x4/k4", "-4x4/4x4/k4"} {
+		if _, err := parseGemmVariant(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	list, err := gemmCandidateList([]string{"128x128/8x8/k8", " 32x32/4x4/k16"})
+	if err != nil || len(list) != 2 || list[0].Name != "32x32/4x4/k16" {
+		t.Errorf("list %+v, %v: want two, smallest tile first", list, err)
+	}
+}
+
 // TestOpenCLTuner checks the tuner stays in its budget and that its choice
 // is saved and read back.
 func TestOpenCLTuner(t *testing.T) {
@@ -216,10 +241,11 @@ func TestOpenCLProgramCache(t *testing.T) {
 		if got := download(o, x); got[4] != 6 {
 			t.Errorf("round %d: %v", round, got)
 		}
+		variants := len(o.gemms)
 		o.Close()
 		bins, _ := filepath.Glob(filepath.Join(dir, "*.bin"))
-		if len(bins) != 1+len(o.gemms) {
-			t.Fatalf("round %d: %d binaries cached, want %d", round, len(bins), 1+len(o.gemms))
+		if len(bins) != 1+variants {
+			t.Fatalf("round %d: %d binaries cached, want %d", round, len(bins), 1+variants)
 		}
 		if round == 1 {
 			for _, b := range bins {
@@ -229,35 +255,79 @@ func TestOpenCLProgramCache(t *testing.T) {
 	}
 }
 
-// BenchmarkOpenCLSgemm times C = A·B for square sizes and reports GFLOPS.
-// It logs the device and the GEMM variant. The FP32 peak is vendor-specific:
-// compare with the data sheet (H100 SXM about 67 TFLOPS, PCIe about 51).
-func BenchmarkOpenCLSgemm(b *testing.B) {
+// benchOpenCL opens the device COTRAIN_TEST_DEVICE names (opencl:N), else
+// the first GPU, with the GEMM tuned; COTRAIN_OPENCL_DEBUG=1 logs the build
+// (with COTRAIN_OPENCL_GEMM_OPTS=-cl-nv-verbose, NVIDIA's register counts)
+// and the tuning.
+func benchOpenCL(b *testing.B) *OpenCL {
 	cfg := DefaultOpenCLConfig()
 	if d := os.Getenv("COTRAIN_TEST_DEVICE"); d != "" {
 		fmt.Sscanf(d, "opencl:%d", &cfg.Index)
+	}
+	if os.Getenv("COTRAIN_OPENCL_DEBUG") == "1" {
+		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	o, err := NewOpenCL(cfg)
 	if err != nil {
 		b.Skip(err)
 	}
+	return o
+}
+
+// sgemmBench times C = op(A)·op(B) for n×n×n products with variant v (nil:
+// the backend's own choice) and reports GFLOPS.
+func sgemmBench(b *testing.B, o *OpenCL, v *gemmVariant, n int, ta, tb bool) {
+	r := rand.New(rand.NewPCG(1, 1))
+	a, bb, c := o.Alloc(n*n), o.Alloc(n*n), o.Alloc(n*n)
+	o.Upload(a, clRand(r, n*n))
+	o.Upload(bb, clRand(r, n*n))
+	as, bs, cs := o.buf(a), o.buf(bb), o.buf(c)
+	run := func() {
+		if v == nil {
+			o.Gemm(ta, tb, n, n, n, 1, a, bb, 0, c)
+		} else {
+			o.gemmWith(v, ta, tb, n, n, n, 1, plainMat(as.m, 0, n), plainMat(bs.m, 0, n), 0, plainMat(cs.m, 0, n))
+		}
+	}
+	run() // warm-up
+	must(o.Finish())
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		run()
+	}
+	must(o.Finish())
+	b.ReportMetric(2*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
+}
+
+// BenchmarkOpenCLSgemm times C = A·B for square sizes with the tuned choice
+// and reports GFLOPS; nt, tn and tt are the transposed cases at 2048. It
+// logs the device (compute units and maximum clock, for the FP32 peak:
+// units × FP32 lanes per unit × 2 × clock; the lanes per unit come from the
+// vendor's architecture, 128 per SM on an H100).
+func BenchmarkOpenCLSgemm(b *testing.B) {
+	o := benchOpenCL(b)
 	defer o.Close()
 	_, sel := o.GemmVariants()
-	b.Logf("device: %s; gemm variant %s", o.info, sel)
-	r := rand.New(rand.NewPCG(1, 1))
+	b.Logf("device: %s; gemm default %s", o.info, sel)
 	for _, n := range []int{1024, 2048, 4096} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			a, bb, c := o.Alloc(n*n), o.Alloc(n*n), o.Alloc(n*n)
-			o.Upload(a, clRand(r, n*n))
-			o.Upload(bb, clRand(r, n*n))
-			o.Gemm(false, false, n, n, n, 1, a, bb, 0, c) // warm-up
-			must(o.Finish())
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				o.Gemm(false, false, n, n, n, 1, a, bb, 0, c)
-			}
-			must(o.Finish())
-			b.ReportMetric(2*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
-		})
+		b.Run(fmt.Sprintf("%d/%s", n, o.GemmVariantFor(n, n, n)), func(b *testing.B) { sgemmBench(b, o, nil, n, false, false) })
+	}
+	for _, tr := range []struct {
+		name   string
+		ta, tb bool
+	}{{"tn", true, false}, {"nt", false, true}, {"tt", true, true}} {
+		b.Run(fmt.Sprintf("2048%s/%s", tr.name, o.GemmVariantFor(2048, 2048, 2048)), func(b *testing.B) { sgemmBench(b, o, nil, 2048, tr.ta, tr.tb) })
+	}
+}
+
+// BenchmarkOpenCLSgemmVariants times every built variant at 1024, 2048 and
+// 4096 (what the tuner chooses from).
+func BenchmarkOpenCLSgemmVariants(b *testing.B) {
+	o := benchOpenCL(b)
+	defer o.Close()
+	for _, v := range o.gemms {
+		for _, n := range []int{1024, 2048, 4096} {
+			b.Run(fmt.Sprintf("%s/%d", v.Name, n), func(b *testing.B) { sgemmBench(b, o, v, n, false, false) })
+		}
 	}
 }

@@ -10,6 +10,8 @@ package gpu
 //   - CL_DEVICE_SINGLE_FP_CONFIG (not exposed) and CL_DEVICE_EXTENSIONS of
 //     any length (the cl package reads strings into 1024 bytes and panics on
 //     longer ones);
+//   - the build log of a program that built (the cl package reads it only
+//     on failure; NVIDIA's -cl-nv-verbose puts register use there);
 //   - the status codes behind its error values (clCodes below), taken from
 //     the Khronos headers rather than typed in.
 //
@@ -179,6 +181,25 @@ func deviceExtensions(d *cl.Device) string {
 	if C.clGetDeviceInfo(h, C.CL_DEVICE_EXTENSIONS, n, unsafe.Pointer(&buf[0]), nil) != C.CL_SUCCESS {
 		return ""
 	}
+	return strings.TrimSpace(strings.TrimRight(string(buf), "\x00"))
+}
+
+// programBuildLog returns p's build log for device d (warnings, or what a
+// verbose option asked the compiler to say), or "".
+func programBuildLog(p *cl.Program, d *cl.Device) string {
+	if clLayout() != nil {
+		return ""
+	}
+	h, dev := programHandle(p), deviceHandle(d)
+	var n C.size_t
+	if C.clGetProgramBuildInfo(h, dev, C.CL_PROGRAM_BUILD_LOG, 0, nil, &n) != C.CL_SUCCESS || n == 0 {
+		return ""
+	}
+	buf := make([]byte, n)
+	if C.clGetProgramBuildInfo(h, dev, C.CL_PROGRAM_BUILD_LOG, n, unsafe.Pointer(&buf[0]), nil) != C.CL_SUCCESS {
+		return ""
+	}
+	runtime.KeepAlive(p)
 	return strings.TrimSpace(strings.TrimRight(string(buf), "\x00"))
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -27,14 +28,27 @@ type OpenCLConfig struct {
 	GPUOnly  bool   // with Index -1: accept GPUs and accelerators only
 	CacheDir string // program binaries and tuning; "" for none
 	Tune     bool   // time the GEMM variants when no saved choice exists
-	Log      *slog.Logger
+	// GemmVariants names the GEMM tilings to build ("128x128/8x8/k16": see
+	// parseGemmVariant); empty means the built-in candidates.
+	GemmVariants []string
+	// GemmOptions is appended to the GEMM programs' build options (a
+	// vendor's flags, e.g. NVIDIA's -cl-nv-verbose or -cl-nv-maxrregcount=N).
+	GemmOptions string
+	Log         *slog.Logger
 }
 
 // DefaultOpenCLConfig is the first suitable device of any type, the user's
-// cache folder (COTRAIN_OPENCL_CACHE overrides it; "off" disables it) and
-// tuning on unless COTRAIN_OPENCL_TUNE=0.
+// cache folder (COTRAIN_OPENCL_CACHE overrides it; "off" disables it),
+// tuning on unless COTRAIN_OPENCL_TUNE=0, and the built-in GEMM candidates
+// unless COTRAIN_OPENCL_GEMM lists others (comma-separated names), with
+// COTRAIN_OPENCL_GEMM_OPTS appended to their build options.
 func DefaultOpenCLConfig() OpenCLConfig {
-	return OpenCLConfig{Index: -1, CacheDir: defaultCacheDir(), Tune: os.Getenv("COTRAIN_OPENCL_TUNE") != "0"}
+	cfg := OpenCLConfig{Index: -1, CacheDir: defaultCacheDir(), Tune: os.Getenv("COTRAIN_OPENCL_TUNE") != "0",
+		GemmOptions: os.Getenv("COTRAIN_OPENCL_GEMM_OPTS")}
+	if v := os.Getenv("COTRAIN_OPENCL_GEMM"); v != "" {
+		cfg.GemmVariants = strings.Split(v, ",")
+	}
+	return cfg
 }
 
 // mainKernels are the kernels of the main program (everything but GEMM).
@@ -100,6 +114,10 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	cands, err := gemmCandidateList(cfg.GemmVariants)
+	if err != nil {
+		return nil, err
+	}
 	dev, info, err := pickDevice(cfg)
 	if err != nil {
 		return nil, err
@@ -108,13 +126,16 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gpu: opencl: %s: %w", info.Name, err)
 	}
+	// Collect dropped buffers before the live ones pass half the device's
+	// memory (opencl_mem.go).
+	ctx.mem.budget = info.GlobalMem / 2
 	o := &OpenCL{ctx: ctx, info: info, log: cfg.Log, k: map[string]*clKernel{}}
 	start := time.Now()
 	if err := o.buildMain(cfg.CacheDir); err != nil {
 		o.Close()
 		return nil, fmt.Errorf("gpu: opencl: %s: kernels: %w", info.Name, err)
 	}
-	if err := o.buildGemms(cfg.CacheDir); err != nil {
+	if err := o.buildGemms(cfg.CacheDir, cands, cfg.GemmOptions); err != nil {
 		o.Close()
 		return nil, fmt.Errorf("gpu: opencl: %s: gemm: %w", info.Name, err)
 	}
