@@ -19,7 +19,10 @@ func (h Host) Len() int { return len(h) }
 // the processor has them), on up to GOMAXPROCS threads of that package's
 // worker pool when large enough; results do not depend on the thread count.
 type CPU struct {
-	th sgemm.Thread // the calling goroutine's pack buffers and parallel job
+	th      sgemm.Thread    // the calling goroutine's pack buffers and parallel job
+	job     cpuJob          // the kernel being run in parallel (cpu_par.go)
+	packed  []sgemm.PackedA // the convolution's filters, one per group
+	partial []float32       // the backward filter pass's chunk sums
 }
 
 var _ Backend = (*CPU)(nil)
@@ -158,10 +161,14 @@ func (*CPU) AddBias(x, bias Buffer, n, c, hw int) {
 	if len(xs) != n*c*hw || len(bs) != c {
 		panic("gpu: AddBias: shape mismatch")
 	}
+	addBias(xs, bs, n, c, hw)
+}
+
+// addBias adds bias[j] to channel j of x (n×c×hw).
+func addBias(x, bias []float32, n, c, hw int) {
 	for i := 0; i < n; i++ {
-		for j := 0; j < c; j++ {
-			row := xs[(i*c+j)*hw : (i*c+j+1)*hw]
-			bv := bs[j]
+		for j, bv := range bias[:c] {
+			row := x[(i*c+j)*hw : (i*c+j+1)*hw]
 			for p := range row {
 				row[p] += bv
 			}
@@ -169,22 +176,49 @@ func (*CPU) AddBias(x, bias Buffer, n, c, hw int) {
 	}
 }
 
-// BiasGrad implements Backend.
-func (*CPU) BiasGrad(dbias, dy Buffer, n, c, hw int) {
+// BiasGrad implements Backend. Channels are independent, so it is split
+// over them; each channel's sum runs over the samples in order.
+func (c *CPU) BiasGrad(dbias, dy Buffer, n, ch, hw int) {
 	db, ds := h(dbias), h(dy)
-	if len(ds) != n*c*hw || len(db) != c {
+	if len(ds) != n*ch*hw || len(db) != ch {
 		panic("gpu: BiasGrad: shape mismatch")
 	}
-	for j := range db {
-		db[j] = 0
-	}
-	for i := 0; i < n; i++ {
-		for j := 0; j < c; j++ {
-			var s float32
-			for _, v := range ds[(i*c+j)*hw : (i*c+j+1)*hw] {
-				s += v
-			}
-			db[j] += s
+	j := &c.job
+	j.op, j.b, j.dy, j.batch, j.hw = opBiasGrad, db, ds, n, hw
+	c.run(j, ch, len(ds))
+}
+
+// biasGrad sets db[j] for channels [lo, hi) of dy (n×len(db)×hw).
+func biasGrad(db, dy []float32, n, hw, lo, hi int) {
+	ch := len(db)
+	for j := lo; j < hi; j++ {
+		var s float32
+		for i := 0; i < n; i++ {
+			s += sum32(dy[(i*ch+j)*hw : (i*ch+j+1)*hw])
 		}
+		db[j] = s
 	}
+}
+
+// sum32 returns the sum of s with eight accumulators added pairwise at the
+// end (a fixed order: the result depends on len(s) alone), so the loop is not
+// bound by the latency of one add chain.
+func sum32(s []float32) float32 {
+	var a [8]float32
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		q := s[i : i+8 : i+8]
+		a[0] += q[0]
+		a[1] += q[1]
+		a[2] += q[2]
+		a[3] += q[3]
+		a[4] += q[4]
+		a[5] += q[5]
+		a[6] += q[6]
+		a[7] += q[7]
+	}
+	for ; i < len(s); i++ {
+		a[0] += s[i]
+	}
+	return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))
 }

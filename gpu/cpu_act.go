@@ -5,10 +5,21 @@ import (
 	"math"
 )
 
-// Activate implements Backend.
-func (*CPU) Activate(a Act, y, x Buffer) {
+// Activate implements Backend, split over ranges of elements.
+func (c *CPU) Activate(a Act, y, x Buffer) {
 	ys, xs := h(y), h(x)
 	sameLen("Activate", ys, xs)
+	if a != ReLU && a != ReLU6 {
+		panic(fmt.Sprintf("gpu: unknown activation %v", a))
+	}
+	j := &c.job
+	j.op, j.act, j.y, j.x = opActivate, a, ys, xs
+	c.run(j, len(xs), len(xs))
+}
+
+// activate sets ys = a(xs).
+func activate(a Act, ys, xs []float32) {
+	ys = ys[:len(xs)]
 	switch a {
 	case ReLU:
 		for i, v := range xs {
@@ -25,10 +36,21 @@ func (*CPU) Activate(a Act, y, x Buffer) {
 
 // ActivateBackward implements Backend. The derivative at the kinks is 0, as
 // in PyTorch (relu: x > 0; relu6: 0 < x < 6).
-func (*CPU) ActivateBackward(a Act, dx, dy, x Buffer) {
+func (c *CPU) ActivateBackward(a Act, dx, dy, x Buffer) {
 	dxs, dys, xs := h(dx), h(dy), h(x)
 	sameLen("ActivateBackward", dxs, dys)
 	sameLen("ActivateBackward", dxs, xs)
+	if a != ReLU && a != ReLU6 {
+		panic(fmt.Sprintf("gpu: unknown activation %v", a))
+	}
+	j := &c.job
+	j.op, j.act, j.dx, j.dy, j.x = opActivateBackward, a, dxs, dys, xs
+	c.run(j, len(xs), 2*len(xs))
+}
+
+// activateBackward sets dxs = dys·a'(xs).
+func activateBackward(a Act, dxs, dys, xs []float32) {
+	dxs, dys = dxs[:len(xs)], dys[:len(xs)]
 	switch a {
 	case ReLU:
 		for i, v := range xs {

@@ -2,6 +2,8 @@ package gpu
 
 import (
 	"fmt"
+
+	"github.com/cotrain/cotrain/gpu/internal/sgemm"
 )
 
 // Convolution on the CPU.
@@ -15,19 +17,27 @@ import (
 //	backward data:   col  = W_gᵀ · dy_g, then col2im  (summed into dx)
 //	backward filter: dW_g += dy_g · colᵀ              (over the batch)
 //
-// The column matrix lives in the caller's workspace (ConvWorkspace), so a
-// call allocates nothing. A 1×1 convolution of stride 1 without padding needs
-// no lowering at all: its column matrix is the input itself.
+// The backward filter pass builds colᵀ directly (im2row: OH·OW rows of
+// C/G·R·S), so that the product's operands are both untransposed and
+// packing them is a plain copy.
 //
-// The products go through gemm, Gemm's arithmetic on host slices: boxing
-// every per-sample, per-group slice into a Buffer for Gemm costs three heap
-// allocations per product (the boxes escape into gonum's parallel blocks),
-// thousands per training step.
+// A 1×1 convolution of stride 1 without padding needs no lowering at all: its
+// column matrix is the input itself.
+//
+// Threads (see cpu_par.go): forward and backward data are split over the
+// batch's samples, each thread lowering into its own scratch and multiplying
+// on its own. The filters are packed for the micro-kernel once per call
+// (sgemm.PackedA) and shared. The backward filter pass, a sum over the batch,
+// is cut into filterChunks chunks of samples fixed by N alone; each chunk
+// sums its samples in order into its own buffer and the chunks are added in
+// order, so dW has the same bits at every thread count.
 //
 // Depthwise convolution (Groups == C) has a column matrix R·S times larger
 // than its input for a product of a single row, so it runs as a direct loop.
 
-// ConvWorkspace implements Backend: one sample's and one group's column matrix.
+// ConvWorkspace implements Backend: one sample's and one group's column
+// matrix, used by the calling thread; the pool's helper threads lower into
+// their own scratch (sgemm.Thread.Floats).
 func (*CPU) ConvWorkspace(g ConvGeom) int {
 	if g.depthwise() || g.pointwise() {
 		return 0
@@ -35,6 +45,14 @@ func (*CPU) ConvWorkspace(g ConvGeom) int {
 	return g.colRows() * g.OH * g.OW
 }
 
+// colBuf returns n elements of column-matrix scratch for thread th: the
+// caller's workspace on the calling thread, th's own scratch on a helper.
+func (c *CPU) colBuf(th *sgemm.Thread, ws []float32, n int) []float32 {
+	if th == &c.th {
+		return ws[:n]
+	}
+	return th.Floats(0, n)
+}
 func (g *ConvGeom) groups() int { return max(g.Groups, 1) }
 
 // depthwise reports whether every group has one input channel.
@@ -135,30 +153,110 @@ func (g *ConvGeom) col2im(dx, col []float32) {
 	}
 }
 
+// im2row writes the transposed column matrix of one sample's group: row
+// oh·OW+ow holds, at (c·R+r)·S+s, the input pixel under tap (c, r, s) of
+// that output position (zero on padding). x is Cg×H×W.
+func (g *ConvGeom) im2row(dst, x []float32) {
+	cg, rows := g.C/g.groups(), g.colRows()
+	for c := 0; c < cg; c++ {
+		xc := x[c*g.H*g.W : (c+1)*g.H*g.W]
+		for r := 0; r < g.R; r++ {
+			hlo, hhi := span(g.OH, g.StrideH, g.PadH, r, g.H)
+			col := (c*g.R + r) * g.S
+			for oh := 0; oh < g.OH; oh++ {
+				out := dst[oh*g.OW*rows:]
+				if oh < hlo || oh >= hhi {
+					for ow := 0; ow < g.OW; ow++ {
+						clear(out[ow*rows+col : ow*rows+col+g.S])
+					}
+					continue
+				}
+				in := xc[(oh*g.StrideH-g.PadH+r)*g.W : (oh*g.StrideH-g.PadH+r+1)*g.W]
+				for ow := 0; ow < g.OW; ow++ {
+					d := out[ow*rows+col : ow*rows+col+g.S]
+					iw := ow*g.StrideW - g.PadW
+					if iw >= 0 && iw+len(d) <= len(in) {
+						for s, v := range in[iw : iw+len(d)] {
+							d[s] = v
+						}
+						continue
+					}
+					for s := range d {
+						if i := iw + s; i >= 0 && i < len(in) {
+							d[s] = in[i]
+						} else {
+							d[s] = 0
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// filterChunks is the number of chunks the batch is cut into for the
+// backward filter pass (fewer when the batch is smaller): enough parts for
+// the threads of a phone, few enough that summing the chunks stays cheap.
+// Changing it changes dW's rounding.
+const filterChunks = 8
+
+// packFilters packs every group's filter for the micro-kernel: W_g (K/G ×
+// C/G·R·S) for the forward pass, or its transpose for backward data.
+func (c *CPU) packFilters(g *ConvGeom, w []float32, transposed bool) {
+	grp := g.groups()
+	kg, rows := g.K/grp, g.colRows()
+	if len(c.packed) < grp {
+		c.packed = make([]sgemm.PackedA, grp)
+	}
+	for gi := 0; gi < grp; gi++ {
+		wg := w[gi*kg*rows : (gi+1)*kg*rows]
+		if transposed {
+			c.packed[gi].Pack(true, rows, kg, wg, rows)
+		} else {
+			c.packed[gi].Pack(false, kg, rows, wg, rows)
+		}
+	}
+}
+
+// convWork estimates a conv pass's work for cpuJob's part sizes: its
+// multiply-adds, at about sixteen per element-sized unit of run's scale.
+func (g *ConvGeom) convWork() int { return g.N * g.K * g.OH * g.OW * g.colRows() / 16 }
+
 // ConvForward implements Backend.
 func (c *CPU) ConvForward(g ConvGeom, y, x, w, bias, ws Buffer) {
 	ys, xs, wsl, bs, col := h(y), h(x), h(w), h(bias), h(ws)
 	g.check("ConvForward", xs, wsl, ys, bs, col)
+	if !g.depthwise() {
+		c.packFilters(&g, wsl, false)
+	}
+	j := &c.job
+	j.op, j.conv, j.y, j.x, j.w, j.b, j.ws = opConvForward, g, ys, xs, wsl, bs, col
+	c.run(j, g.N, g.convWork())
+}
+
+// convForward is ConvForward for samples [lo, hi) on thread th.
+func (c *CPU) convForward(th *sgemm.Thread, g *ConvGeom, y, x, w, bias, ws []float32, lo, hi int) {
+	ohw := g.OH * g.OW
 	if g.depthwise() {
-		g.depthwiseForward(ys, xs, wsl)
+		g.depthwiseForward(y, x, w, lo, hi)
 	} else {
 		grp := g.groups()
-		cg, kg, rows, ohw := g.C/grp, g.K/grp, g.colRows(), g.OH*g.OW
-		for n := 0; n < g.N; n++ {
+		cg, kg, rows := g.C/grp, g.K/grp, g.colRows()
+		for n := lo; n < hi; n++ {
 			for gi := 0; gi < grp; gi++ {
-				xg := xs[(n*g.C+gi*cg)*g.H*g.W : (n*g.C+(gi+1)*cg)*g.H*g.W]
+				xg := x[(n*g.C+gi*cg)*g.H*g.W : (n*g.C+(gi+1)*cg)*g.H*g.W]
 				cm := xg
 				if !g.pointwise() {
-					cm = col[:rows*ohw]
+					cm = c.colBuf(th, ws, rows*ohw)
 					g.im2col(cm, xg)
 				}
-				yg := ys[(n*g.K+gi*kg)*ohw : (n*g.K+(gi+1)*kg)*ohw]
-				c.gemm(false, false, kg, ohw, rows, 1, wsl[gi*kg*rows:(gi+1)*kg*rows], cm, 0, yg)
+				yg := y[(n*g.K+gi*kg)*ohw : (n*g.K+(gi+1)*kg)*ohw]
+				th.GemmPacked(&c.packed[gi], false, ohw, 1, cm, ohw, 0, yg, ohw)
 			}
 		}
 	}
-	if bs != nil {
-		c.AddBias(y, bias, g.N, g.K, g.OH*g.OW)
+	if bias != nil {
+		addBias(y[lo*g.K*ohw:hi*g.K*ohw], bias, hi-lo, g.K, ohw)
 	}
 }
 
@@ -166,27 +264,34 @@ func (c *CPU) ConvForward(g ConvGeom, y, x, w, bias, ws Buffer) {
 func (c *CPU) ConvBackwardData(g ConvGeom, dx, dy, w, ws Buffer) {
 	dxs, dys, wsl, col := h(dx), h(dy), h(w), h(ws)
 	g.check("ConvBackwardData", dxs, wsl, dys, nil, col)
+	if !g.depthwise() {
+		c.packFilters(&g, wsl, true)
+	}
+	j := &c.job
+	j.op, j.conv, j.dx, j.dy, j.w, j.ws = opConvBackwardData, g, dxs, dys, wsl, col
+	c.run(j, g.N, g.convWork())
+}
+
+// convBackwardData is ConvBackwardData for samples [lo, hi) on thread th.
+func (c *CPU) convBackwardData(th *sgemm.Thread, g *ConvGeom, dx, dy, w, ws []float32, lo, hi int) {
 	if g.depthwise() {
-		g.depthwiseBackwardData(dxs, dys, wsl)
+		g.depthwiseBackwardData(dx, dy, w, lo, hi)
 		return
 	}
 	grp := g.groups()
 	cg, kg, rows, ohw := g.C/grp, g.K/grp, g.colRows(), g.OH*g.OW
-	if !g.pointwise() {
-		clear(dxs)
-	}
-	for n := 0; n < g.N; n++ {
+	for n := lo; n < hi; n++ {
 		for gi := 0; gi < grp; gi++ {
-			dxg := dxs[(n*g.C+gi*cg)*g.H*g.W : (n*g.C+(gi+1)*cg)*g.H*g.W]
-			cm := dxg
-			if !g.pointwise() {
-				cm = col[:rows*ohw]
+			dxg := dx[(n*g.C+gi*cg)*g.H*g.W : (n*g.C+(gi+1)*cg)*g.H*g.W]
+			dyg := dy[(n*g.K+gi*kg)*ohw : (n*g.K+(gi+1)*kg)*ohw]
+			if g.pointwise() {
+				th.GemmPacked(&c.packed[gi], false, ohw, 1, dyg, ohw, 0, dxg, ohw)
+				continue
 			}
-			dyg := dys[(n*g.K+gi*kg)*ohw : (n*g.K+(gi+1)*kg)*ohw]
-			c.gemm(true, false, rows, ohw, kg, 1, wsl[gi*kg*rows:(gi+1)*kg*rows], dyg, 0, cm)
-			if !g.pointwise() {
-				g.col2im(dxg, cm)
-			}
+			cm := c.colBuf(th, ws, rows*ohw)
+			th.GemmPacked(&c.packed[gi], false, ohw, 1, dyg, ohw, 0, cm, ohw)
+			clear(dxg)
+			g.col2im(dxg, cm)
 		}
 	}
 }
@@ -202,22 +307,47 @@ func (c *CPU) ConvBackwardFilter(g ConvGeom, dw, dbias, dy, x, ws Buffer) {
 		g.depthwiseBackwardFilter(dws, dys, xs)
 		return
 	}
+	chunks := min(g.N, filterChunks)
+	size := len(dws)
+	if need := (chunks - 1) * size; cap(c.partial) < need {
+		c.partial = make([]float32, need)
+	}
+	j := &c.job
+	j.op, j.conv, j.dy, j.x, j.w, j.ws = opConvBackwardFilter, g, dys, xs, dws, col
+	c.runParts(j, g.N, chunks)
+	for ci := 1; ci < chunks; ci++ {
+		p := c.partial[(ci-1)*size : ci*size]
+		for i, v := range p {
+			dws[i] += v
+		}
+	}
+}
+
+// convBackwardFilterChunk sums the filter gradient of samples [lo, hi) into
+// chunk's buffer: dW itself for chunk 0, a partial sum for the others.
+func (c *CPU) convBackwardFilterChunk(th *sgemm.Thread, g *ConvGeom, chunk int, dw, dy, x, ws []float32, lo, hi int) {
+	if chunk > 0 {
+		dw = c.partial[(chunk-1)*len(dw) : chunk*len(dw)]
+	}
 	grp := g.groups()
 	cg, kg, rows, ohw := g.C/grp, g.K/grp, g.colRows(), g.OH*g.OW
-	for n := 0; n < g.N; n++ {
+	for n := lo; n < hi; n++ {
 		beta := float32(1)
-		if n == 0 {
+		if n == lo {
 			beta = 0
 		}
 		for gi := 0; gi < grp; gi++ {
-			xg := xs[(n*g.C+gi*cg)*g.H*g.W : (n*g.C+(gi+1)*cg)*g.H*g.W]
-			cm := xg
-			if !g.pointwise() {
-				cm = col[:rows*ohw]
-				g.im2col(cm, xg)
+			xg := x[(n*g.C+gi*cg)*g.H*g.W : (n*g.C+(gi+1)*cg)*g.H*g.W]
+			dyg := dy[(n*g.K+gi*kg)*ohw : (n*g.K+(gi+1)*kg)*ohw]
+			dwg := dw[gi*kg*rows : (gi+1)*kg*rows]
+			if g.pointwise() {
+				// x_g is the C/G×H·W column matrix: use it transposed in place.
+				th.Gemm(false, true, kg, rows, ohw, 1, dyg, ohw, xg, ohw, beta, dwg, rows)
+				continue
 			}
-			dyg := dys[(n*g.K+gi*kg)*ohw : (n*g.K+(gi+1)*kg)*ohw]
-			c.gemm(false, true, kg, rows, ohw, 1, dyg, cm, beta, dws[gi*kg*rows:(gi+1)*kg*rows])
+			rm := c.colBuf(th, ws, ohw*rows)
+			g.im2row(rm, xg)
+			th.Gemm(false, false, kg, rows, ohw, 1, dyg, ohw, rm, rows, beta, dwg, rows)
 		}
 	}
 }
@@ -225,9 +355,9 @@ func (c *CPU) ConvBackwardFilter(g ConvGeom, dw, dbias, dy, x, ws Buffer) {
 // The depthwise loops: output channel k reads input channel k/m, where
 // m = K/C is the channel multiplier, through its own R×S filter.
 
-func (g *ConvGeom) depthwiseForward(y, x, w []float32) {
+func (g *ConvGeom) depthwiseForward(y, x, w []float32, lo, hi int) {
 	m, ohw, hw := g.K/g.C, g.OH*g.OW, g.H*g.W
-	for n := 0; n < g.N; n++ {
+	for n := lo; n < hi; n++ {
 		for k := 0; k < g.K; k++ {
 			yk := y[(n*g.K+k)*ohw : (n*g.K+k+1)*ohw]
 			xc := x[(n*g.C+k/m)*hw : (n*g.C+k/m+1)*hw]
@@ -253,10 +383,10 @@ func (g *ConvGeom) depthwiseForward(y, x, w []float32) {
 	}
 }
 
-func (g *ConvGeom) depthwiseBackwardData(dx, dy, w []float32) {
+func (g *ConvGeom) depthwiseBackwardData(dx, dy, w []float32, lo, hi int) {
 	m, ohw, hw := g.K/g.C, g.OH*g.OW, g.H*g.W
-	clear(dx)
-	for n := 0; n < g.N; n++ {
+	clear(dx[lo*g.C*hw : hi*g.C*hw])
+	for n := lo; n < hi; n++ {
 		for k := 0; k < g.K; k++ {
 			dyk := dy[(n*g.K+k)*ohw : (n*g.K+k+1)*ohw]
 			dxc := dx[(n*g.C+k/m)*hw : (n*g.C+k/m+1)*hw]

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -205,17 +207,68 @@ func TestConvPanicsOnShortWorkspace(t *testing.T) {
 	c.ConvForward(g, c.Alloc(2*9), c.Alloc(50), c.Alloc(36), nil, c.Alloc(c.ConvWorkspace(g)-1))
 }
 
-// TestConvNoAllocs checks that the kernels themselves allocate nothing. The
-// products here are small enough for gonum's serial Sgemm; its parallel path
-// (products over 64×64 blocks) starts goroutines, which allocate.
+// TestConvSameBitsAtAnyThreadCount runs the three passes (and the pooling
+// and activation kernels, which split the same way) at GOMAXPROCS 1, 2 and
+// 3 and requires identical bits: the cooperative nodes compare weight
+// hashes, and a node's thread count must not show in them.
+func TestConvSameBitsAtAnyThreadCount(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	rng := rand.New(rand.NewPCG(4, 4))
+	for _, g := range []ConvGeom{
+		{N: 64, C: 20, H: 12, W: 12, K: 50, R: 5, S: 5},
+		{N: 13, C: 4, H: 9, W: 9, K: 6, R: 3, S: 3, PadH: 1, PadW: 1, StrideH: 2, StrideW: 2, Groups: 2},
+		{N: 9, C: 8, H: 6, W: 6, K: 16, R: 1, S: 1},
+		{N: 9, C: 8, H: 6, W: 6, K: 16, R: 3, S: 3, PadH: 1, PadW: 1, Groups: 8},
+	} {
+		if err := g.Setup(); err != nil {
+			t.Fatal(err)
+		}
+		x, w := randSlice(rng, g.N*g.C*g.H*g.W), randSlice(rng, g.K*g.C/g.Groups*g.R*g.S)
+		bias, dy := randSlice(rng, g.K), randSlice(rng, g.N*g.K*g.OH*g.OW)
+		pg := PoolGeom{N: g.N, C: g.K, H: g.OH, W: g.OW, KH: 2, KW: 2, CeilMode: true}
+		if err := pg.Setup(); err != nil {
+			t.Fatal(err)
+		}
+		var ref [][]float32
+		for _, procs := range []int{1, 2, 3} {
+			runtime.GOMAXPROCS(procs)
+			c := NewCPU()
+			y, dx, dw, db := c.Alloc(len(dy)), c.Alloc(len(x)), c.Alloc(len(w)), c.Alloc(g.K)
+			ws := c.Alloc(c.ConvWorkspace(g))
+			c.ConvForward(g, y, Host(x), Host(w), Host(bias), ws)
+			c.ConvBackwardData(g, dx, Host(dy), Host(w), ws)
+			c.ConvBackwardFilter(g, dw, db, Host(dy), Host(x), ws)
+			r, p, dp := c.Alloc(len(dy)), c.Alloc(pg.N*pg.C*pg.OH*pg.OW), c.Alloc(len(dy))
+			c.Activate(ReLU, r, y)
+			c.MaxPoolForward(pg, p, r)
+			c.MaxPoolBackward(pg, dp, p, r)
+			c.ActivateBackward(ReLU, r, dp, y)
+			got := [][]float32{h(y), h(dx), h(dw), h(db), h(r), h(p), h(dp)}
+			if ref == nil {
+				ref = got
+				continue
+			}
+			for i := range got {
+				if !slices.Equal(ref[i], got[i]) {
+					t.Errorf("%+v: output %d at GOMAXPROCS=%d differs from GOMAXPROCS=1", g, i, procs)
+				}
+			}
+		}
+	}
+}
+
+// TestConvNoAllocs checks that the kernels allocate nothing once their
+// scratch has grown, also when they run on two threads.
 func TestConvNoAllocs(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	runtime.GOMAXPROCS(2)
 	c := NewCPU()
-	g := ConvGeom{N: 2, C: 4, H: 8, W: 8, K: 6, R: 3, S: 3, PadH: 1, PadW: 1, Groups: 2}
+	g := ConvGeom{N: 16, C: 4, H: 16, W: 16, K: 6, R: 3, S: 3, PadH: 1, PadW: 1, Groups: 2}
 	if err := g.Setup(); err != nil {
 		t.Fatal(err)
 	}
-	x, w, b := c.Alloc(2*4*64), c.Alloc(6*2*9), c.Alloc(6)
-	y, ws := c.Alloc(2*6*64), c.Alloc(c.ConvWorkspace(g))
+	x, w, b := c.Alloc(16*4*256), c.Alloc(6*2*9), c.Alloc(6)
+	y, ws := c.Alloc(16*6*256), c.Alloc(c.ConvWorkspace(g))
 	allocs := testing.AllocsPerRun(5, func() {
 		c.ConvForward(g, y, x, w, b, ws)
 		c.ConvBackwardData(g, x, y, w, ws)

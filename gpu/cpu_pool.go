@@ -75,12 +75,26 @@ func (g *PoolGeom) argmax(plane []float32, hlo, hhi, wlo, whi int, m float32) in
 	return best
 }
 
+// The pooling kernels are split over planes (sample, channel): each plane's
+// output depends on that plane alone.
+
+// poolWork is a pooling pass's work for cpuJob's part sizes: the input
+// elements read, at least once per output.
+func (g *PoolGeom) poolWork() int { return g.N * g.C * max(g.H*g.W, g.OH*g.OW) }
+
 // MaxPoolForward implements Backend.
-func (*CPU) MaxPoolForward(g PoolGeom, y, x Buffer) {
+func (c *CPU) MaxPoolForward(g PoolGeom, y, x Buffer) {
 	ys, xs := h(y), h(x)
 	g.check("MaxPoolForward", xs, ys)
+	j := &c.job
+	j.op, j.pool, j.y, j.x = opMaxPoolForward, g, ys, xs
+	c.run(j, g.N*g.C, g.poolWork())
+}
+
+// maxForward is MaxPoolForward for planes [lo, hi).
+func (g *PoolGeom) maxForward(ys, xs []float32, lo, hi int) {
 	hw, ohw := g.H*g.W, g.OH*g.OW
-	for p := 0; p < g.N*g.C; p++ {
+	for p := lo; p < hi; p++ {
 		plane, out := xs[p*hw:(p+1)*hw], ys[p*ohw:(p+1)*ohw]
 		for oh := 0; oh < g.OH; oh++ {
 			hlo, hhi, _ := window(oh, g.StrideH, g.PadH, g.KH, g.H)
@@ -93,13 +107,20 @@ func (*CPU) MaxPoolForward(g PoolGeom, y, x Buffer) {
 }
 
 // MaxPoolBackward implements Backend.
-func (*CPU) MaxPoolBackward(g PoolGeom, dx, dy, x Buffer) {
+func (c *CPU) MaxPoolBackward(g PoolGeom, dx, dy, x Buffer) {
 	dxs, dys, xs := h(dx), h(dy), h(x)
 	g.check("MaxPoolBackward", xs, dys)
 	sameLen("MaxPoolBackward", dxs, xs)
-	clear(dxs)
+	j := &c.job
+	j.op, j.pool, j.dx, j.dy, j.x = opMaxPoolBackward, g, dxs, dys, xs
+	c.run(j, g.N*g.C, g.poolWork())
+}
+
+// maxBackward is MaxPoolBackward for planes [lo, hi).
+func (g *PoolGeom) maxBackward(dxs, dys, xs []float32, lo, hi int) {
 	hw, ohw := g.H*g.W, g.OH*g.OW
-	for p := 0; p < g.N*g.C; p++ {
+	clear(dxs[lo*hw : hi*hw])
+	for p := lo; p < hi; p++ {
 		plane, din, dout := xs[p*hw:(p+1)*hw], dxs[p*hw:(p+1)*hw], dys[p*ohw:(p+1)*ohw]
 		for oh := 0; oh < g.OH; oh++ {
 			hlo, hhi, _ := window(oh, g.StrideH, g.PadH, g.KH, g.H)
@@ -123,11 +144,18 @@ func (g *PoolGeom) divisor(hlo, hhi, hpad, wlo, whi, wpad int) float32 {
 }
 
 // AvgPoolForward implements Backend.
-func (*CPU) AvgPoolForward(g PoolGeom, y, x Buffer) {
+func (c *CPU) AvgPoolForward(g PoolGeom, y, x Buffer) {
 	ys, xs := h(y), h(x)
 	g.check("AvgPoolForward", xs, ys)
+	j := &c.job
+	j.op, j.pool, j.y, j.x = opAvgPoolForward, g, ys, xs
+	c.run(j, g.N*g.C, g.poolWork())
+}
+
+// avgForward is AvgPoolForward for planes [lo, hi).
+func (g *PoolGeom) avgForward(ys, xs []float32, lo, hi int) {
 	hw, ohw := g.H*g.W, g.OH*g.OW
-	for p := 0; p < g.N*g.C; p++ {
+	for p := lo; p < hi; p++ {
 		plane, out := xs[p*hw:(p+1)*hw], ys[p*ohw:(p+1)*ohw]
 		for oh := 0; oh < g.OH; oh++ {
 			hlo, hhi, hpad := window(oh, g.StrideH, g.PadH, g.KH, g.H)
@@ -146,12 +174,19 @@ func (*CPU) AvgPoolForward(g PoolGeom, y, x Buffer) {
 }
 
 // AvgPoolBackward implements Backend.
-func (*CPU) AvgPoolBackward(g PoolGeom, dx, dy Buffer) {
+func (c *CPU) AvgPoolBackward(g PoolGeom, dx, dy Buffer) {
 	dxs, dys := h(dx), h(dy)
 	g.check("AvgPoolBackward", dxs, dys)
-	clear(dxs)
+	j := &c.job
+	j.op, j.pool, j.dx, j.dy = opAvgPoolBackward, g, dxs, dys
+	c.run(j, g.N*g.C, g.poolWork())
+}
+
+// avgBackward is AvgPoolBackward for planes [lo, hi).
+func (g *PoolGeom) avgBackward(dxs, dys []float32, lo, hi int) {
 	hw, ohw := g.H*g.W, g.OH*g.OW
-	for p := 0; p < g.N*g.C; p++ {
+	clear(dxs[lo*hw : hi*hw])
+	for p := lo; p < hi; p++ {
 		din, dout := dxs[p*hw:(p+1)*hw], dys[p*ohw:(p+1)*ohw]
 		for oh := 0; oh < g.OH; oh++ {
 			hlo, hhi, hpad := window(oh, g.StrideH, g.PadH, g.KH, g.H)

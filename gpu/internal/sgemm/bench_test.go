@@ -50,7 +50,7 @@ func benchShape(b *testing.B, name string, tA, tB bool, m, n, k int) {
 		}
 		b.Run(ar.name+"/"+name, func(b *testing.B) {
 			var th Thread
-			g := args{tA, tB, m, n, k, 1, 0, p.a, p.b, p.c, p.lda, p.ldb, p.ldc}
+			g := args{tA, tB, m, n, k, 1, 0, p.a, p.b, p.c, p.lda, p.ldb, p.ldc, nil}
 			for i := 0; i < b.N; i++ {
 				th.rect(ar, &g, 0, m, 0, n)
 			}

@@ -34,6 +34,8 @@ func (t *Thread) packA(ar *arch, g *args, ic, mc, pc, kb int) []float32 {
 					dp[i] = v
 				}
 			}
+		} else if rows == 6 && mr == 6 {
+			packRows6(d, g.a[i0*g.lda+pc:], g.lda, kb)
 		} else {
 			// A is m×k: row i of the panel is a contiguous run, scattered
 			// with stride mr.
@@ -66,8 +68,13 @@ func (t *Thread) packB(ar *arch, g *args, pc, kb, jc, nc int) []float32 {
 		d := dst[s*nr*kb : (s+1)*nr*kb]
 		j0 := jc + s*nr
 		if g.transB {
-			// B is n×k: column j of the panel is a contiguous run of row j0+j.
-			for j := 0; j < cols; j++ {
+			// B is n×k: column j of the panel is a contiguous run of row
+			// j0+j. Eight rows at a time make each step one 32-byte write.
+			j := 0
+			for ; j+8 <= cols; j += 8 {
+				packRows8(d[j:], nr, g.b[(j0+j)*g.ldb+pc:], g.ldb, kb)
+			}
+			for ; j < cols; j++ {
 				src := g.b[(j0+j)*g.ldb+pc : (j0+j)*g.ldb+pc+kb]
 				for p, v := range src {
 					d[p*nr+j] = v
@@ -86,4 +93,37 @@ func (t *Thread) packB(ar *arch, g *args, pc, kb, jc, nc int) []float32 {
 		}
 	}
 	return dst
+}
+
+// packRows6 interleaves six rows of src (ld apart, kb long) into d:
+// d[6p+i] = row i[p]. It is packA's full AVX panel of an untransposed A.
+func packRows6(d, src []float32, ld, kb int) {
+	r0 := src[:kb]
+	r1 := src[ld : ld+kb]
+	r2 := src[2*ld : 2*ld+kb]
+	r3 := src[3*ld : 3*ld+kb]
+	r4 := src[4*ld : 4*ld+kb]
+	r5 := src[5*ld : 5*ld+kb]
+	for p, v := range r0 {
+		q := d[6*p : 6*p+6 : 6*p+6]
+		q[0], q[1], q[2], q[3], q[4], q[5] = v, r1[p], r2[p], r3[p], r4[p], r5[p]
+	}
+}
+
+// packRows8 writes eight rows of src (ld apart, kb long) as columns of d,
+// steps stride apart: d[stride·p+j] = row j[p]. It is packB's transposing
+// copy of a transposed B.
+func packRows8(d []float32, stride int, src []float32, ld, kb int) {
+	r0 := src[:kb]
+	r1 := src[ld : ld+kb]
+	r2 := src[2*ld : 2*ld+kb]
+	r3 := src[3*ld : 3*ld+kb]
+	r4 := src[4*ld : 4*ld+kb]
+	r5 := src[5*ld : 5*ld+kb]
+	r6 := src[6*ld : 6*ld+kb]
+	r7 := src[7*ld : 7*ld+kb]
+	for p, v := range r0 {
+		q := d[stride*p : stride*p+8 : stride*p+8]
+		q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7] = v, r1[p], r2[p], r3[p], r4[p], r5[p], r6[p], r7[p]
+	}
 }

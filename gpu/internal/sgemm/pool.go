@@ -134,7 +134,7 @@ func (t *Thread) GemmParallel(transA, transB bool, m, n, k int, alpha float32, a
 		return
 	}
 	g := &t.task.g
-	*g = args{transA, transB, m, n, k, alpha, beta, a, b, c, lda, ldb, ldc}
+	*g = args{transA, transB, m, n, k, alpha, beta, a, b, c, lda, ldb, ldc, nil}
 	if g.trivial() {
 		return
 	}

@@ -33,6 +33,7 @@ type args struct {
 	alpha, beta    float32
 	a, b, c        []float32
 	lda, ldb, ldc  int
+	pa             *PackedA // op(A) packed beforehand, or nil
 }
 
 // Gemm computes C = alpha·op(A)·op(B) + beta·C on the calling goroutine.
@@ -41,7 +42,7 @@ type args struct {
 // n×k (ldb ≥ k) when transB is set, else k×n (ldb ≥ n); ldc ≥ n. When beta is
 // 0, C is not read. Inconsistent sizes panic: they are the caller's bug.
 func (t *Thread) Gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	g := args{transA, transB, m, n, k, alpha, beta, a, b, c, lda, ldb, ldc}
+	g := args{transA, transB, m, n, k, alpha, beta, a, b, c, lda, ldb, ldc, nil}
 	if g.trivial() {
 		return
 	}
@@ -50,10 +51,24 @@ func (t *Thread) Gemm(transA, transB bool, m, n, k int, alpha float32, a []float
 
 // check panics unless the slices and leading dimensions hold the matrices.
 func (g *args) check() {
+	g.checkA()
+	g.checkBC()
+}
+
+func (g *args) checkA() {
 	ra, ca := g.m, g.k
 	if g.transA {
 		ra, ca = g.k, g.m
 	}
+	switch {
+	case g.m < 0 || g.n < 0 || g.k < 0:
+		panic(fmt.Sprintf("sgemm: negative size %dx%dx%d", g.m, g.n, g.k))
+	case !fits(len(g.a), ra, ca, g.lda):
+		panic(fmt.Sprintf("sgemm: A of %d elements, lda %d cannot hold %dx%d", len(g.a), g.lda, ra, ca))
+	}
+}
+
+func (g *args) checkBC() {
 	rb, cb := g.k, g.n
 	if g.transB {
 		rb, cb = g.n, g.k
@@ -61,8 +76,6 @@ func (g *args) check() {
 	switch {
 	case g.m < 0 || g.n < 0 || g.k < 0:
 		panic(fmt.Sprintf("sgemm: negative size %dx%dx%d", g.m, g.n, g.k))
-	case !fits(len(g.a), ra, ca, g.lda):
-		panic(fmt.Sprintf("sgemm: A of %d elements, lda %d cannot hold %dx%d", len(g.a), g.lda, ra, ca))
 	case !fits(len(g.b), rb, cb, g.ldb):
 		panic(fmt.Sprintf("sgemm: B of %d elements, ldb %d cannot hold %dx%d", len(g.b), g.ldb, rb, cb))
 	case !fits(len(g.c), g.m, g.n, g.ldc):
@@ -81,7 +94,11 @@ func fits(n, rows, cols, ld int) bool {
 // trivial checks g and does the products that need no kernel: an empty C,
 // and k = 0 or alpha = 0, where C = beta·C (zeroed, not read, when beta is 0).
 func (g *args) trivial() bool {
-	g.check()
+	if g.pa != nil {
+		g.checkBC()
+	} else {
+		g.check()
+	}
 	if g.m == 0 || g.n == 0 {
 		return true
 	}
@@ -118,7 +135,12 @@ func (t *Thread) rect(ar *arch, g *args, i0, i1, j0, j1 int) {
 			bp := t.packB(ar, g, pc, kb, jc, nc)
 			for ic := i0; ic < i1; ic += ar.mc {
 				mc := min(ar.mc, i1-ic)
-				ap := t.packA(ar, g, ic, mc, pc, kb)
+				var ap []float32
+				if g.pa != nil {
+					ap = g.pa.block(pc, ic, kb)
+				} else {
+					ap = t.packA(ar, g, ic, mc, pc, kb)
+				}
 				t.macro(ar, g, ap, bp, ic, mc, jc, nc, kb, beta)
 			}
 		}
@@ -155,4 +177,53 @@ func (t *Thread) macro(ar *arch, g *args, ap, bp []float32, ic, mc, jc, nc, kb i
 			}
 		}
 	}
+}
+
+// PackedA is op(A) packed once for several products with the same A and
+// different B: a convolution's filter over a batch. Pack it, then call
+// Thread.GemmPacked, from any number of goroutines at once (it is only read).
+// A product through PackedA has the bits of the same product through Gemm.
+type PackedA struct {
+	ar     *arch
+	m, k   int
+	stride int // floats per kc-deep block: m rounded up to mr, times kc
+	data   []float32
+}
+
+// Pack packs op(A) (m×k; stored as for Gemm) with the family Gemm uses,
+// reusing p's memory when large enough. p keeps no reference to a.
+func (p *PackedA) Pack(transA bool, m, k int, a []float32, lda int) {
+	g := args{transA: transA, m: m, k: k, a: a, lda: lda}
+	g.checkA()
+	ar := best
+	mp := (m + ar.mr - 1) / ar.mr * ar.mr
+	p.ar, p.m, p.k, p.stride = ar, m, k, mp*kc
+	blocks := (k + kc - 1) / kc
+	p.data = grow(p.data, blocks*p.stride)
+	var t Thread
+	for pc := 0; pc < k; pc += kc {
+		kb := min(kc, k-pc)
+		// packA packs into t's buffer; pack the whole of m as one block.
+		t.packedA = p.data[pc/kc*p.stride : pc/kc*p.stride+mp*kb]
+		t.packA(ar, &g, 0, m, pc, kb)
+	}
+}
+
+// block returns the packed micro-panels of rows [ic, m) at depth block pc.
+func (p *PackedA) block(pc, ic, kb int) []float32 {
+	off := pc/kc*p.stride + ic*kb
+	return p.data[off:]
+}
+
+// GemmPacked computes C = alpha·op(A)·op(B) + beta·C on the calling
+// goroutine with op(A) from pa (m×k as packed); B and C are as for Gemm.
+func (t *Thread) GemmPacked(pa *PackedA, transB bool, n int, alpha float32, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if pa.ar == nil {
+		panic("sgemm: GemmPacked with an unpacked PackedA")
+	}
+	g := args{transB: transB, m: pa.m, n: n, k: pa.k, alpha: alpha, beta: beta, b: b, c: c, ldb: ldb, ldc: ldc, pa: pa}
+	if g.trivial() {
+		return
+	}
+	t.rect(pa.ar, &g, 0, pa.m, 0, n)
 }

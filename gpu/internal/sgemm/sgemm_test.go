@@ -264,3 +264,23 @@ func TestGemmBadSizesPanic(t *testing.T) {
 		}()
 	}
 }
+
+// TestGemmPackedSameBits: a product through PackedA has Gemm's bits, for
+// both layouts of A, across the kc cut, and PackedA can be repacked smaller.
+func TestGemmPackedSameBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	var pa PackedA
+	var th Thread
+	for _, sz := range [][3]int{{50, 64, 500}, {7, 33, 3}, {200, 70, 40}} {
+		for _, tr := range transposes {
+			p := newProblem(r, tr[0], tr[1], sz[0], sz[1], sz[2], 0.5, 1, 1)
+			ref := slices.Clone(p.c)
+			th.Gemm(p.transA, p.transB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, ref, p.ldc)
+			pa.Pack(p.transA, p.m, p.k, p.a, p.lda)
+			th.GemmPacked(&pa, p.transB, p.n, p.alpha, p.b, p.ldb, p.beta, p.c, p.ldc)
+			if !slices.Equal(ref, p.c) {
+				t.Fatalf("%v tA=%v,tB=%v: GemmPacked differs from Gemm", sz, tr[0], tr[1])
+			}
+		}
+	}
+}
