@@ -67,9 +67,10 @@ type Driver struct {
 func (d *Driver) RequestStop(reason string) { d.stop = reason }
 
 type inbound struct {
-	c   *peerConn
-	msg wire.Message
-	err error
+	c    *peerConn
+	msg  wire.Message
+	err  error
+	span time.Duration // how long msg took to arrive (transport.Spanned), or 0
 }
 
 type peerConn struct {
@@ -266,6 +267,10 @@ func (d *Driver) Run(ctx context.Context) error {
 			if d.OnStep != nil {
 				d.OnStep(in.c.id, in.msg)
 			}
+			if _, ok := in.msg.(*wire.Push); ok && in.span > 0 {
+				// What the push cost on the network: parking weighs it.
+				d.Core.ObserveComm(in.c.id, in.span.Nanoseconds())
+			}
 			err := d.Core.Step(in.c.id, in.msg)
 			if err != nil {
 				log.Warn("refused", "peer", in.c.id, "kind", in.msg.Kind().String(), "err", err)
@@ -327,8 +332,12 @@ func reader(ctx context.Context, p *peerConn, inbox chan<- inbound) {
 	defer close(p.read)
 	for {
 		m, err := p.conn.Recv(ctx)
+		var span time.Duration
+		if sp, ok := p.conn.(transport.Spanned); ok && err == nil {
+			span = sp.RecvSpan()
+		}
 		select {
-		case inbox <- inbound{c: p, msg: m, err: err}:
+		case inbox <- inbound{c: p, msg: m, err: err, span: span}:
 		case <-ctx.Done():
 			return
 		}

@@ -12,8 +12,10 @@ import (
 // members of a set S all finish computing after about C(S) = B / Σ_S rᵢ.
 // Each member's push has to cross the network too: the driver reports how
 // long each push (each part, with Config.Overlap) occupied the network
-// (ObserveComm), and the core adds up a worker's reports of one iteration
-// into cᵢ, smoothed like the compute time. On a shared medium (Wi-Fi: every
+// (ObserveComm: the real driver times each frame from its first byte to its
+// last, transport.Spanned; the simulator knows it from its model), and the
+// core adds up a worker's reports of one iteration into cᵢ, smoothed like
+// the compute time. On a shared medium (Wi-Fi: every
 // transfer takes the access point's airtime in turn) the pushes of an
 // iteration add up to Σ_S cᵢ, so the hub predicts the time per sample of an
 // iteration with the members S as

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/cotrain/cotrain/sync/wire"
 )
@@ -24,13 +25,35 @@ type streamConn struct {
 	// The reader goroutine decodes frames into msgs (one ahead of Recv,
 	// so the stream's flow control holds back a fast sender) and, when the
 	// stream ends or errs, sets readErr and closes readDone.
-	msgs     chan wire.Message
+	msgs     chan timed
 	readDone chan struct{}
 	readErr  error
+	span     time.Duration // of the message Recv returned last (Spanned)
 
 	closeOnce sync.Once
 	closed    chan struct{}
 	closeErr  error
+}
+
+// timed is a message and how long its frame took to arrive.
+type timed struct {
+	m    wire.Message
+	span time.Duration
+}
+
+// firstByte is a reader that notes when a read first returned bytes since
+// it was armed: when a frame began to arrive, if the reader was waiting.
+type firstByte struct {
+	r     io.Reader
+	first time.Time
+}
+
+func (f *firstByte) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if n > 0 && f.first.IsZero() {
+		f.first = time.Now()
+	}
+	return n, err
 }
 
 // NewStreamConn returns a Conn that frames messages over rw with the wire
@@ -48,20 +71,26 @@ func NewStreamConn(rw io.ReadWriteCloser, remote string, maxFrame int) Conn {
 		rw:       rw,
 		remote:   remote,
 		w:        wire.NewWriter(rw),
-		msgs:     make(chan wire.Message, 1),
+		msgs:     make(chan timed, 1),
 		readDone: make(chan struct{}),
 		closed:   make(chan struct{}),
 	}
-	go c.readLoop(wire.NewReader(rw, maxFrame))
+	fb := &firstByte{r: rw}
+	go c.readLoop(wire.NewReader(fb, maxFrame), fb)
 	return c
 }
 
-var _ Conn = (*streamConn)(nil)
+var (
+	_ Conn    = (*streamConn)(nil)
+	_ Spanned = (*streamConn)(nil)
+)
 
-func (c *streamConn) readLoop(r *wire.Reader) {
+func (c *streamConn) readLoop(r *wire.Reader, fb *firstByte) {
 	defer close(c.readDone)
 	for {
+		fb.first = time.Time{}
 		m, err := r.ReadMessage(nil)
+		span := time.Since(fb.first)
 		if err != nil {
 			if err != io.EOF && !c.isClosed() {
 				c.reset() // a bad frame or a broken stream: abort it
@@ -70,7 +99,7 @@ func (c *streamConn) readLoop(r *wire.Reader) {
 			return
 		}
 		select {
-		case c.msgs <- m:
+		case c.msgs <- timed{m, span}:
 		case <-c.closed:
 			return
 		}
@@ -110,8 +139,9 @@ func (c *streamConn) Recv(ctx context.Context) (wire.Message, error) {
 		return nil, fmt.Errorf("transport: recv from %q: %w", c.remote, err)
 	}
 	select {
-	case m := <-c.msgs:
-		return m, nil
+	case t := <-c.msgs:
+		c.span = t.span
+		return t.m, nil
 	case <-c.closed:
 		return nil, fmt.Errorf("transport: recv from %q: %w", c.remote, ErrClosed)
 	case <-ctx.Done():
@@ -119,8 +149,9 @@ func (c *streamConn) Recv(ctx context.Context) (wire.Message, error) {
 	case <-c.readDone:
 		// The reader stopped; the message it read last may still wait.
 		select {
-		case m := <-c.msgs:
-			return m, nil
+		case t := <-c.msgs:
+			c.span = t.span
+			return t.m, nil
 		default:
 		}
 		switch {
@@ -132,6 +163,9 @@ func (c *streamConn) Recv(ctx context.Context) (wire.Message, error) {
 		return nil, fmt.Errorf("transport: recv from %q: %w", c.remote, c.readErr)
 	}
 }
+
+// RecvSpan implements Spanned.
+func (c *streamConn) RecvSpan() time.Duration { return c.span }
 
 // RemotePeer implements Conn.
 func (c *streamConn) RemotePeer() string { return c.remote }

@@ -206,3 +206,41 @@ func TestStreamCancelledBeforeSend(t *testing.T) {
 	}
 	exchange(t, a, b)
 }
+
+// TestStreamRecvSpan: RecvSpan is the time from a frame's first byte to its
+// last; idle time before the frame is not counted, and a frame that
+// arrives in one write spans nothing. Virtual time (synctest) makes the
+// figures exact.
+func TestStreamRecvSpan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		x, y := net.Pipe()
+		c := NewStreamConn(y, "w", 1<<20)
+		defer c.Close()
+		defer x.Close()
+		var frame []byte
+		frame, err := wire.NewWriter(io.Discard).AppendFrame(frame, &wire.Push{Samples: 1, Gradient: make(wire.Floats, 1000)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			time.Sleep(time.Second) // idle: not part of the span
+			x.Write(frame[:100])
+			time.Sleep(300 * time.Millisecond)
+			x.Write(frame[100:])
+			time.Sleep(time.Second)
+			x.Write(frame)
+		}()
+		for i, want := range []time.Duration{300 * time.Millisecond, 0} {
+			m, err := c.Recv(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p, ok := m.(*wire.Push); !ok || len(p.Gradient) != 1000 {
+				t.Fatalf("message %d: %T", i, m)
+			}
+			if got := c.(Spanned).RecvSpan(); got != want {
+				t.Errorf("message %d spans %v, want %v", i, got, want)
+			}
+		}
+	})
+}

@@ -26,6 +26,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/cotrain/cotrain/sync/wire"
 )
@@ -50,6 +51,18 @@ type Conn interface {
 	// Send and Recv calls. Messages not yet received by the peer may be
 	// lost. Calling it again does nothing and returns nil.
 	Close() error
+}
+
+// Spanned is implemented by connections that time what they receive: how
+// long the message the last Recv returned took to arrive, from its frame's
+// first byte to its last — the time it occupied the network, as far as the
+// receiver can tell. It is an estimate: a frame that arrived while the
+// receiver was busy elsewhere is read from the buffers at once and spans
+// about zero, and so does a frame that fits in one packet. The hub uses it
+// to weigh what a worker's pushes cost (hub.Core.ObserveComm). Only the
+// goroutine that calls Recv may call RecvSpan.
+type Spanned interface {
+	RecvSpan() time.Duration
 }
 
 // Listener accepts connections.
