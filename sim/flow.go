@@ -78,10 +78,6 @@ func (r *runner) startCompute(p *phone, req worker.ComputeRequest) {
 // sendUp sends m from p to the hub over the network.
 func (r *runner) sendUp(p *phone, m wire.Message) {
 	size := r.frameSize(m)
-	if err := p.conn.Send(r.ctx, m); err != nil {
-		r.fail(fmt.Errorf("sim: %s sends %s: %w", p.spec.Name, m.Kind(), err))
-		return
-	}
 	now := r.clk.now
 	start, _, arrive := r.net.transfer(now, p.spec.Name, size)
 	p.stats.AirWait += r.span(now, start)
@@ -91,6 +87,14 @@ func (r *runner) sendUp(p *phone, m wire.Message) {
 	it := m.Head().Iteration
 	r.segment(p.spec.Name, "wait-air", now, start, it)
 	r.segment(p.spec.Name, "send", start, arrive, it)
+	arrive, ok := r.routed(p, m, true, start, arrive)
+	if !ok {
+		return
+	}
+	if err := p.conn.Send(r.ctx, m); err != nil {
+		r.fail(fmt.Errorf("sim: %s sends %s: %w", p.spec.Name, m.Kind(), err))
+		return
+	}
 	gen := p.gen
 	r.clk.at(arrive, func() {
 		if p.gen != gen {
@@ -115,8 +119,11 @@ func (r *runner) deliverUp(p *phone, xfer int64) {
 	}
 	if err := r.hub.Step(p.spec.Name, m); err != nil {
 		r.note(fmt.Sprintf("hub refused %s from %s: %v", m.Kind(), p.spec.Name, err))
-	} else if isPush {
-		r.check.pushed(push)
+	} else {
+		if isPush {
+			r.check.pushed(push)
+		}
+		r.accepted(p, m)
 	}
 	r.flushHub()
 }
@@ -170,10 +177,6 @@ func (r *runner) sendDown(to string, m wire.Message, at int64) {
 		return // gone: the hub learns it through Leave
 	}
 	size := r.frameSize(m)
-	if err := p.hubConn.Send(r.ctx, m); err != nil {
-		r.fail(fmt.Errorf("sim: hub sends %s to %s: %w", m.Kind(), to, err))
-		return
-	}
 	start, _, arrive := r.net.transfer(at, to, size)
 	p.stats.AirWait += r.span(at, start)
 	p.stats.Receive += r.span(start, arrive)
@@ -182,6 +185,14 @@ func (r *runner) sendDown(to string, m wire.Message, at int64) {
 	it := m.Head().Iteration
 	r.segment(to, "wait-air", at, start, it)
 	r.segment(to, "receive", start, arrive, it)
+	arrive, ok := r.routed(p, m, false, start, arrive)
+	if !ok {
+		return
+	}
+	if err := p.hubConn.Send(r.ctx, m); err != nil {
+		r.fail(fmt.Errorf("sim: hub sends %s to %s: %w", m.Kind(), to, err))
+		return
+	}
 	gen := p.gen
 	r.clk.at(arrive, func() {
 		if p.gen == gen {

@@ -92,6 +92,8 @@ type RunResult struct {
 	// MediumBusy is the fraction of End the medium carried data (shared),
 	// or the links' mean (links).
 	MediumBusy float64
+	// Faults counts what the network's faults did (all zero without).
+	Faults FaultStats
 	// Curve is the test accuracy at each evaluation.
 	Curve []Point
 	// Devices is where each phone's time went.
@@ -191,6 +193,7 @@ func (rep *Report) FastestSolo() *RunResult {
 func (r *runner) finish() {
 	res := r.res
 	res.Bytes = r.net.bytes
+	res.Faults = r.net.stats
 	if res.End > 0 {
 		busy := float64(r.air) / 1e9
 		if r.net.kind == "links" && len(r.phones) > 0 {

@@ -66,8 +66,9 @@ type runner struct {
 	stop    string
 	events  int
 	err     error
-	air     int64 // ns of airtime of pushes and merged gradients
-	memo    *memo // shared with the runs that train identically; nil if none
+	air     int64       // ns of airtime of pushes and merged gradients
+	memo    *memo       // shared with the runs that train identically; nil if none
+	ft      *faultState // network faults (faults.go); nil without
 }
 
 // phone is one simulated device: its worker core, its data and its
@@ -227,6 +228,7 @@ func (r *runner) run() (*RunResult, error) {
 // start connects the phones present at the start and schedules the faults
 // and the hub's ticks.
 func (r *runner) start() {
+	r.startFaults()
 	for _, p := range r.phones {
 		if r.spec.Policy == "solo" || !p.spec.Absent {
 			r.connect(p)
@@ -306,11 +308,16 @@ func (r *runner) connect(p *phone) {
 	p.core, p.conn, p.hubConn = core, conn, server
 	p.loader = data.NewLoader(p.shard, 1, seed, true)
 	p.alive, p.reached = true, false
+	r.connected(p)
 	r.flushWorker(p)
 }
 
 // fault makes a phone leave (its connection drops) or join.
 func (r *runner) fault(f Fault) {
+	if f.Partition {
+		r.partition(f)
+		return
+	}
 	p := r.byName[f.Device]
 	if r.hubDone || p == nil {
 		return

@@ -71,7 +71,39 @@ type NetworkSpec struct {
 	Bandwidth float64 // bits per second
 	Latency   time.Duration
 	Medium    string // "shared" or "links"
+
+	// The network's faults (docs/simulator.md, "Faults"). Every draw comes
+	// from the scenario's seed; all zero means a network that never fails.
+	//
+	// Loss is the probability that a message is lost outright while its
+	// connection stays up: the protocol must recover on its own (the hub's
+	// deadline, the worker's resync).
+	Loss float64
+	// Retransmit is the probability that the transport loses a segment of
+	// a message and resends it after RTO (doubling while the resend is lost
+	// again): a delay, never a loss, as on TCP or QUIC over Wi-Fi.
+	Retransmit float64
+	RTO        time.Duration
+	// Spike is the probability that a message is held up by a delay spike
+	// of 0.5 to 1.5 times SpikeDelay (a phone's radio dozing, a busy
+	// access point).
+	Spike      float64
+	SpikeDelay time.Duration
+	// ConnTimeout is how long a connection survives a phone that cannot be
+	// reached (a partition) before the transport's keepalive declares it
+	// dead on both ends.
+	ConnTimeout time.Duration
 }
+
+// The transport defaults behind the network's fault keys.
+const (
+	// DefaultRTO is Linux TCP's minimum retransmission timeout.
+	DefaultRTO = 200 * time.Millisecond
+	// DefaultConnTimeout sits between what go-libp2p's transports take to
+	// notice a silent peer: yamux pings every 30 s and gives up after 10 s
+	// without an answer (10 to 40 s), QUIC's idle timeout is 30 s.
+	DefaultConnTimeout = 20 * time.Second
+)
 
 // DeviceSpec is one phone.
 type DeviceSpec struct {
@@ -87,12 +119,15 @@ type DeviceSpec struct {
 	Absent bool
 }
 
-// Fault is a phone leaving (its connection drops) or joining at a time of
-// the co-training runs.
+// Fault is a phone leaving (its connection drops), joining, or cut off
+// from the network for a while (Partition, for For) at a time of the
+// co-training runs.
 type Fault struct {
-	At     time.Duration
-	Leave  bool
-	Device string
+	At        time.Duration
+	Leave     bool
+	Device    string
+	Partition bool
+	For       time.Duration
 }
 
 //go:embed scenarios/*.txt
@@ -133,8 +168,9 @@ func defaults() Scenario {
 		Seed: 1, Model: "lenet-caffe", Data: "mnist", TestImages: 1000, EvalEvery: 10,
 		Iterations: 100, GlobalBatch: 64, Optimizer: "sgd", LR: 0.01, Momentum: 0.9,
 		Policies: []string{"solo", "fixed", "adaptive"}, Smoothing: 0.3, ParkMargin: 0.1,
-		Network: NetworkSpec{Bandwidth: 32e6, Latency: 2 * time.Millisecond, Medium: "shared"},
-		Hub:     "nexus-7",
+		Network: NetworkSpec{Bandwidth: 32e6, Latency: 2 * time.Millisecond, Medium: "shared",
+			RTO: DefaultRTO, ConnTimeout: DefaultConnTimeout},
+		Hub: "nexus-7",
 	}
 }
 
@@ -224,6 +260,37 @@ func floatTo(dst *float64) func(string) error {
 
 func durTo(dst *time.Duration) func(string) error {
 	return func(s string) (err error) { *dst, err = time.ParseDuration(s); return }
+}
+
+// probTo parses a probability in [0, 1).
+func probTo(dst *float64) func(string) error {
+	return func(s string) error {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return err
+		}
+		if !(v >= 0 && v < 1) {
+			return errors.New("want a probability in [0, 1)")
+		}
+		*dst = v
+		return nil
+	}
+}
+
+// chanceTo parses the two halves of "PROBABILITY:DURATION".
+func chanceTo(p *float64, d *time.Duration, ps, ds string) error {
+	if err := probTo(p)(ps); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(ds)
+	if err != nil {
+		return err
+	}
+	if v <= 0 {
+		return fmt.Errorf("want a positive duration after the colon, got %v", v)
+	}
+	*d = v
+	return nil
 }
 
 // parseBandwidth reads "32Mbit", "300Mbit", "1Gbit" or bits per second.
@@ -325,6 +392,30 @@ func (sc *Scenario) set(key string, args []string) error {
 		f.take("bandwidth", func(s string) (err error) { sc.Network.Bandwidth, err = parseBandwidth(s); return })
 		f.take("latency", durTo(&sc.Network.Latency))
 		f.take("medium", func(s string) error { sc.Network.Medium = s; return nil })
+		f.take("loss", probTo(&sc.Network.Loss))
+		f.take("retransmit", func(s string) error {
+			p, rto, ok := strings.Cut(s, ":")
+			if !ok {
+				return probTo(&sc.Network.Retransmit)(p)
+			}
+			return chanceTo(&sc.Network.Retransmit, &sc.Network.RTO, p, rto)
+		})
+		f.take("spike", func(s string) error {
+			p, d, ok := strings.Cut(s, ":")
+			if !ok {
+				return errors.New("want PROBABILITY:DELAY, e.g. 0.02:300ms")
+			}
+			return chanceTo(&sc.Network.Spike, &sc.Network.SpikeDelay, p, d)
+		})
+		f.take("conn-timeout", func(s string) error {
+			if err := durTo(&sc.Network.ConnTimeout)(s); err != nil {
+				return err
+			}
+			if sc.Network.ConnTimeout <= 0 {
+				return errors.New("want a positive duration")
+			}
+			return nil
+		})
 		return f.done()
 	case "profile":
 		p := Profile{Name: args[0], Source: "scenario"}
@@ -363,17 +454,29 @@ func (sc *Scenario) set(key string, args []string) error {
 	case "fault":
 		var ft Fault
 		f := fieldSetter{m: kv(args)}
-		f.take("at", durTo(&ft.At))
-		f.take("leave", func(s string) error { ft.Leave, ft.Device = true, s; return nil })
-		f.take("join", func(s string) error {
-			if ft.Device != "" {
-				return errors.New("a fault is a leave or a join, not both")
+		kinds := 0
+		kind := func(set func(string)) func(string) error {
+			return func(s string) error {
+				if kinds++; kinds > 1 {
+					return errors.New("a fault is one of leave, join or partition")
+				}
+				set(s)
+				return nil
 			}
-			ft.Device = s
-			return nil
-		})
+		}
+		f.take("at", durTo(&ft.At))
+		f.take("leave", kind(func(s string) { ft.Leave, ft.Device = true, s }))
+		f.take("join", kind(func(s string) { ft.Device = s }))
+		f.take("partition", kind(func(s string) { ft.Partition, ft.Device = true, s }))
+		f.take("for", durTo(&ft.For))
+		if err := f.done(); err != nil {
+			return err
+		}
+		if ft.Partition != (ft.For > 0) {
+			return fmt.Errorf("a partition needs for=DURATION (positive), and only a partition has one (for=%v)", ft.For)
+		}
 		sc.Faults = append(sc.Faults, ft)
-		return f.done()
+		return nil
 	}
 	return fmt.Errorf("unknown key %q", key)
 }
@@ -420,6 +523,9 @@ func (sc *Scenario) Validate() error {
 	case sc.Deadline < 0:
 		return bad("deadline %v", sc.Deadline)
 	}
+	if err := sc.Network.validateFaults(); err != nil {
+		return bad("network: %w", err)
+	}
 	for _, p := range sc.Profiles {
 		if p.RefStep <= 0 {
 			return bad("profile %s: step %v, want the time of a lenet-caffe step at batch 64", p.Name, p.RefStep)
@@ -448,10 +554,19 @@ func (sc *Scenario) Validate() error {
 	if present == 0 {
 		return bad("every device is absent at the start")
 	}
+	partitions := false
 	for _, f := range sc.Faults {
 		if !seen[f.Device] || f.At < 0 {
 			return bad("fault at %v for device %q (not in the scenario)", f.At, f.Device)
 		}
+		if f.Partition != (f.For > 0) || (f.Partition && f.Leave) {
+			return bad("fault at %v for %s: a partition needs a positive duration (for %v)", f.At, f.Device, f.For)
+		}
+		partitions = partitions || f.Partition
+	}
+	if (sc.Network.Loss > 0 || partitions) && sc.Deadline == 0 {
+		// Without a deadline the hub waits for a lost push for ever.
+		return bad("message loss and partitions need a deadline: the hub recovers a lost push by its deadline")
 	}
 	if len(sc.Policies) == 0 {
 		return bad("no policy")
