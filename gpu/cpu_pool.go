@@ -91,9 +91,32 @@ func (c *CPU) MaxPoolForward(g PoolGeom, y, x Buffer) {
 	c.run(j, g.N*g.C, g.poolWork())
 }
 
+// pairs reports whether every window is a whole 2×2 block at stride 2 (the
+// LeNets' pooling), which has branch-free loops of its own.
+func (g *PoolGeom) pairs() bool {
+	return g.KH == 2 && g.KW == 2 && g.StrideH == 2 && g.StrideW == 2 && g.PadH == 0 && g.PadW == 0 &&
+		2*g.OH <= g.H && 2*g.OW <= g.W
+}
+
 // maxForward is MaxPoolForward for planes [lo, hi).
 func (g *PoolGeom) maxForward(ys, xs []float32, lo, hi int) {
 	hw, ohw := g.H*g.W, g.OH*g.OW
+	if g.pairs() {
+		for p := lo; p < hi; p++ {
+			plane, out := xs[p*hw:(p+1)*hw], ys[p*ohw:(p+1)*ohw]
+			for oh := 0; oh < g.OH; oh++ {
+				r0 := plane[2*oh*g.W : 2*oh*g.W+2*g.OW]
+				r1 := plane[(2*oh+1)*g.W : (2*oh+1)*g.W+2*g.OW]
+				o := out[oh*g.OW : (oh+1)*g.OW]
+				for ow := range o {
+					// The same maximum as windowMax's: max is commutative,
+					// NaN and signed zeros included.
+					o[ow] = max(max(r0[2*ow], r0[2*ow+1]), max(r1[2*ow], r1[2*ow+1]))
+				}
+			}
+		}
+		return
+	}
 	for p := lo; p < hi; p++ {
 		plane, out := xs[p*hw:(p+1)*hw], ys[p*ohw:(p+1)*ohw]
 		for oh := 0; oh < g.OH; oh++ {
@@ -121,16 +144,58 @@ func (g *PoolGeom) maxBackward(dxs, dys, xs []float32, lo, hi int) {
 	hw, ohw := g.H*g.W, g.OH*g.OW
 	clear(dxs[lo*hw : hi*hw])
 	for p := lo; p < hi; p++ {
-		plane, din, dout := xs[p*hw:(p+1)*hw], dxs[p*hw:(p+1)*hw], dys[p*ohw:(p+1)*ohw]
-		for oh := 0; oh < g.OH; oh++ {
-			hlo, hhi, _ := window(oh, g.StrideH, g.PadH, g.KH, g.H)
-			for ow := 0; ow < g.OW; ow++ {
-				wlo, whi, _ := window(ow, g.StrideW, g.PadW, g.KW, g.W)
-				m := g.windowMax(plane, hlo, hhi, wlo, whi)
-				if i := g.argmax(plane, hlo, hhi, wlo, whi, m); i >= 0 {
-					din[i] += dout[oh*g.OW+ow]
-				}
+		if g.pairs() {
+			g.maxBackwardPairs(xs[p*hw:(p+1)*hw], dxs[p*hw:(p+1)*hw], dys[p*ohw:(p+1)*ohw])
+		} else {
+			g.maxBackwardPlane(xs[p*hw:(p+1)*hw], dxs[p*hw:(p+1)*hw], dys[p*ohw:(p+1)*ohw])
+		}
+	}
+}
+
+// maxBackwardPlane adds one plane's window gradients into din (any window).
+func (g *PoolGeom) maxBackwardPlane(plane, din, dout []float32) {
+	for oh := 0; oh < g.OH; oh++ {
+		hlo, hhi, _ := window(oh, g.StrideH, g.PadH, g.KH, g.H)
+		for ow := 0; ow < g.OW; ow++ {
+			wlo, whi, _ := window(ow, g.StrideW, g.PadW, g.KW, g.W)
+			m := g.windowMax(plane, hlo, hhi, wlo, whi)
+			if i := g.argmax(plane, hlo, hhi, wlo, whi, m); i >= 0 {
+				din[i] += dout[oh*g.OW+ow]
 			}
+		}
+	}
+}
+
+// maxBackwardPairs routes each window's gradient to the first position of
+// its maximum (argmax's rule) with conditional moves, for whole 2×2 windows
+// at stride 2; a window whose maximum is NaN takes argmax's slow path.
+func (g *PoolGeom) maxBackwardPairs(plane, din, dout []float32) {
+	w := g.W
+	for oh := 0; oh < g.OH; oh++ {
+		base := 2 * oh * w
+		r0 := plane[base : base+2*g.OW]
+		r1 := plane[base+w : base+w+2*g.OW]
+		d := dout[oh*g.OW : (oh+1)*g.OW]
+		for ow, dv := range d {
+			a, b, c, e := r0[2*ow], r0[2*ow+1], r1[2*ow], r1[2*ow+1]
+			m := max(max(a, b), max(c, e))
+			if m != m {
+				if i := g.argmax(plane, 2*oh, 2*oh+2, 2*ow, 2*ow+2, m); i >= 0 {
+					din[i] += dv
+				}
+				continue
+			}
+			off := w + 1
+			if c == m {
+				off = w
+			}
+			if b == m {
+				off = 1
+			}
+			if a == m {
+				off = 0
+			}
+			din[base+2*ow+off] += dv
 		}
 	}
 }

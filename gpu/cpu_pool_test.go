@@ -257,3 +257,47 @@ func BenchmarkPool(b *testing.B) {
 		})
 	}
 }
+
+// TestMaxPoolPairsMatchGeneral: the 2×2 stride-2 loops route gradients
+// exactly as the general window loop does, on data full of ties (equal
+// values, +0 and -0) and NaN, where the first-maximum rule decides.
+func TestMaxPoolPairsMatchGeneral(t *testing.T) {
+	g := PoolGeom{N: 1, C: 1, H: 20, W: 17, KH: 2, KW: 2}
+	if err := g.Setup(); err != nil || !g.pairs() {
+		t.Fatalf("setup %v, pairs %v", err, g.pairs())
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	values := []float32{-1, 0, float32(math.Copysign(0, -1)), 1, 2, float32(math.NaN())}
+	for trial := 0; trial < 20; trial++ {
+		x := make([]float32, g.H*g.W)
+		for i := range x {
+			x[i] = values[rng.IntN(len(values)-1+trial%2)] // NaN in every other trial
+		}
+		dy := randSlice(rng, g.OH*g.OW)
+		fast, slow := make([]float32, len(x)), make([]float32, len(x))
+		g.maxBackwardPairs(x, fast, dy)
+		g.maxBackwardPlane(x, slow, dy)
+		if !sameBits(fast, slow) {
+			t.Fatalf("trial %d: pairs loop routes differently:\n%v\n%v", trial, fast, slow)
+		}
+		y := make([]float32, g.OH*g.OW)
+		g.maxForward(y, x, 0, 1)
+		for oh := 0; oh < g.OH; oh++ {
+			for ow := 0; ow < g.OW; ow++ {
+				want := g.windowMax(x, 2*oh, 2*oh+2, 2*ow, 2*ow+2)
+				if got := y[oh*g.OW+ow]; math.Float32bits(got) != math.Float32bits(want) {
+					t.Fatalf("trial %d: max (%d,%d) = %v, want %v", trial, oh, ow, got, want)
+				}
+			}
+		}
+	}
+}
+
+func sameBits(a, b []float32) bool {
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
