@@ -185,19 +185,25 @@ func (g *PoolGeom) maxBackwardPairs(plane, din, dout []float32) {
 				}
 				continue
 			}
+			// The choice is made with masks (all ones where v holds the
+			// maximum) computed without comparisons, so that it has no
+			// branches: the compiler branches on float comparisons inside
+			// this loop, and the branches mispredict on real data.
+			mb := math.Float32bits(m + 0) // +0 for -0: equal zeros give equal bits
 			off := w + 1
-			if c == m {
-				off = w
-			}
-			if b == m {
-				off = 1
-			}
-			if a == m {
-				off = 0
-			}
+			off ^= (off ^ w) & eqMask(c, mb)
+			off ^= (off ^ 1) & eqMask(b, mb)
+			off &^= eqMask(a, mb)
 			din[base+2*ow+off] += dv
 		}
 	}
+}
+
+// eqMask returns -1 (all ones) when v equals the float whose bits are mb
+// (v not NaN, mb of a value +0 added to), else 0, without a branch.
+func eqMask(v float32, mb uint32) int {
+	d := int64(math.Float32bits(v+0) ^ mb)
+	return int(^((d | -d) >> 63))
 }
 
 // divisor is average pooling's divisor for a window of the given extents.
