@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/cotrain/cotrain/solver"
+	"github.com/cotrain/cotrain/sync/compress"
 	"github.com/cotrain/cotrain/sync/state"
 	"github.com/cotrain/cotrain/sync/wire"
 )
@@ -12,14 +13,20 @@ import (
 // checker holds what the invariants are checked against, independently of
 // the hub core's own bookkeeping:
 //
-//  1. the merged gradient of an iteration equals Σ bᵢgᵢ / Σ bᵢ over the
-//     pushes the hub accepted for it, recomputed here in float64 in the
-//     order they arrived (so up to rounding: relative 1e-6 per element);
+//  1. every part of the merged update of an iteration equals Σ bᵢgᵢ / Σ bᵢ
+//     over the pushes of that part the hub accepted, recomputed here in
+//     float64 in the order they arrived from what the pushes decode to (so
+//     up to rounding: relative 1e-6 per element), and then up to what the
+//     session's codec loses on the way down: half a step of fp16 (a 2⁻¹¹
+//     relative error, fp16 and top-k) or of int8 (half the block's scale);
 //  2. every worker whose state reaches iteration k holds, bit for bit, the
 //     weights the hub had after step k.
 type checker struct {
+	codec   compress.Codec
+	bounds  []int     // part j is [bounds[j], bounds[j+1])
 	acc     []float64 // Σ bᵢgᵢ of the open iteration's accepted pushes
-	samples int
+	samples []int     // Σ bᵢ per part
+	count   []int     // pushes per part
 	pushes  int
 	snaps   map[uint64][]float32 // hub weights after k steps
 	scratch []float32
@@ -30,41 +37,95 @@ type checker struct {
 // idle worker is at most a few Merged behind on the network.
 const keep = 16
 
-func newChecker(params int) checker {
-	return checker{acc: make([]float64, params), snaps: map[uint64][]float32{},
-		scratch: make([]float32, params)}
+// newChecker returns a checker for a session of params values split at
+// starts (Session.Parts, or {0}) with the given codec.
+func newChecker(params int, starts []int, codec compress.Codec) checker {
+	return checker{codec: codec, bounds: append(append([]int(nil), starts...), params),
+		acc: make([]float64, params), samples: make([]int, len(starts)), count: make([]int, len(starts)),
+		snaps: map[uint64][]float32{}, scratch: make([]float32, params)}
+}
+
+// decode writes the payload of a part (raw or encoded) into scratch and
+// returns it.
+func (c *checker) decode(part int, raw wire.Floats, enc []byte) ([]float32, error) {
+	if part < 0 || part >= len(c.samples) {
+		return nil, fmt.Errorf("part %d of %d", part, len(c.samples))
+	}
+	dst := c.scratch[c.bounds[part]:c.bounds[part+1]]
+	if enc == nil {
+		if len(raw) != len(dst) {
+			return nil, fmt.Errorf("part %d has %d values, want %d", part, len(raw), len(dst))
+		}
+		copy(dst, raw)
+		return dst, nil
+	}
+	return dst, compress.Decode(dst, enc, 0)
 }
 
 // pushed adds a push the hub accepted.
-func (c *checker) pushed(m *wire.Push) {
-	w := float64(m.Samples)
-	for i, g := range m.Gradient {
-		c.acc[i] += w * float64(g)
+func (c *checker) pushed(m *wire.Push) error {
+	g, err := c.decode(m.Part, m.Gradient, m.Enc)
+	if err != nil {
+		return fmt.Errorf("%w: the hub accepted a push that does not decode: %v", ErrInvariant, err)
 	}
-	c.samples += m.Samples
+	w := float64(m.Samples)
+	acc := c.acc[c.bounds[m.Part]:]
+	for i, v := range g {
+		acc[i] += w * float64(v)
+	}
+	c.samples[m.Part] += m.Samples
+	c.count[m.Part]++
 	c.pushes++
+	return nil
 }
 
 // reset forgets the pushes (the iteration closed or reopened).
 func (c *checker) reset() {
 	clear(c.acc)
-	c.samples, c.pushes = 0, 0
+	clear(c.samples)
+	clear(c.count)
+	c.pushes = 0
 }
 
-// merged checks a Merged against the pushes.
+// merged checks a Merged (a part sent ahead or the final one) against the
+// pushes of its part.
 func (c *checker) merged(m *wire.Merged) error {
-	if c.samples == 0 {
+	if c.pushes == 0 {
 		return fmt.Errorf("%w: Merged %d with no push accepted", ErrInvariant, m.Iteration)
 	}
-	if len(m.Gradient) != len(c.acc) {
-		return fmt.Errorf("%w: Merged %d has %d values, the model %d", ErrInvariant, m.Iteration, len(m.Gradient), len(c.acc))
+	got, err := c.decode(m.Part, m.Gradient, m.Enc)
+	if err != nil {
+		return fmt.Errorf("%w: Merged %d: %v", ErrInvariant, m.Iteration, err)
 	}
-	n := float64(c.samples)
-	for i, got := range m.Gradient {
-		want := c.acc[i] / n
-		if d := math.Abs(float64(got) - want); d > 1e-6*(math.Abs(want)+1e-6) && d > 1e-12 {
-			return fmt.Errorf("%w: Merged %d element %d is %v, the sample-weighted mean of %d pushes (%d samples) is %v",
-				ErrInvariant, m.Iteration, i, got, c.pushes, c.samples, want)
+	lo := c.bounds[m.Part]
+	n := float64(c.samples[m.Part])
+	mean := func(i int) float64 {
+		if n == 0 {
+			return 0
+		}
+		return c.acc[lo+i] / n
+	}
+	for b := 0; b < len(got); b += compress.BlockSize {
+		end := min(len(got), b+compress.BlockSize)
+		// The codec's share of the tolerance.
+		var quant, rel float64
+		switch c.codec.Format() {
+		case compress.FormatFloat16, compress.FormatSparse:
+			rel, quant = 1.0/2048, 3e-8 // half an fp16 step; subnormals
+		case compress.FormatInt8:
+			peak := 0.0
+			for i := b; i < end; i++ {
+				peak = max(peak, math.Abs(mean(i)))
+			}
+			quant = peak / 127 / 2 * 1.001
+		}
+		for i := b; i < end; i++ {
+			want := mean(i)
+			d := math.Abs(float64(got[i]) - want)
+			if d > (1e-6+rel)*(math.Abs(want)+1e-6)+quant && d > 1e-12 {
+				return fmt.Errorf("%w: Merged %d element %d is %v, the sample-weighted mean of %d pushes (%d samples of part %d) is %v (codec %s)",
+					ErrInvariant, m.Iteration, lo+i, got[i], c.pushes, c.samples[m.Part], m.Part, want, c.codec)
+			}
 		}
 	}
 	return nil

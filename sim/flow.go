@@ -49,7 +49,7 @@ func (r *runner) startCompute(p *phone, req worker.ComputeRequest) {
 	n, _ := p.loader.Next(p.x, p.labels)
 	loss := r.memo.gradient(tr, req.Iteration, p.x[:n*size], p.labels[:n])
 	start := max(r.clk.now, p.busy)
-	if r.t0 < 0 {
+	if r.t0 < 0 && r.distributed() {
 		r.t0 = start
 	}
 	dur := p.dev.compute(start, r.sampleFLOPs*float64(n))
@@ -60,6 +60,7 @@ func (r *runner) startCompute(p *phone, req worker.ComputeRequest) {
 	p.stats.Compute += float64(dur) / 1e9
 	p.stats.Samples += n
 	r.segment(p.spec.Name, "compute", start, start+dur, req.Iteration)
+	r.scheduleParts(p, req, start, dur, n, loss)
 	done := worker.ComputeDone{Iteration: req.Iteration, Samples: n, Loss: loss, ComputeNanos: dur}
 	gen := p.gen
 	r.clk.at(start+dur, func() {
@@ -83,6 +84,7 @@ func (r *runner) sendUp(p *phone, m wire.Message) {
 	p.stats.AirWait += r.span(now, start)
 	p.stats.Send += r.span(start, arrive)
 	p.stats.BytesSent += int64(size)
+	r.countGrad(m, size)
 	r.trainAir(m, start, arrive-r.net.latency)
 	it := m.Head().Iteration
 	r.segment(p.spec.Name, "wait-air", now, start, it)
@@ -121,7 +123,9 @@ func (r *runner) deliverUp(p *phone, xfer int64) {
 		r.note(fmt.Sprintf("hub refused %s from %s: %v", m.Kind(), p.spec.Name, err))
 	} else {
 		if isPush {
-			r.check.pushed(push)
+			if err := r.check.pushed(push); err != nil {
+				r.fail(err)
+			}
 		}
 		r.accepted(p, m)
 	}
@@ -134,14 +138,10 @@ func (r *runner) flushHub() {
 	for {
 		rd := r.hub.Ready()
 		r.hub.Advance()
+		r.hubMerges(rd) // checks and times every merged part before the close
 		for _, e := range rd.Events {
 			switch e.Kind {
 			case hub.EventMerged:
-				merge := r.hubDev.flops
-				work := float64(r.paramCount) * float64(2*e.Workers+4)
-				start := max(r.clk.now, r.hubFree)
-				r.hubFree = start + int64(work/merge*1e9)
-				r.segment("hub", "compute", start, r.hubFree, e.Iteration)
 				r.merged(e, rd.Messages)
 			case hub.EventRetry:
 				r.check.reset()
@@ -182,6 +182,7 @@ func (r *runner) sendDown(to string, m wire.Message, at int64) {
 	p.stats.Receive += r.span(start, arrive)
 	r.trainAir(m, start, arrive-r.net.latency)
 	r.res.HubBytesSent += int64(size)
+	r.countGrad(m, size)
 	it := m.Head().Iteration
 	r.segment(to, "wait-air", at, start, it)
 	r.segment(to, "receive", start, arrive, it)
@@ -241,15 +242,6 @@ func (r *runner) afterWorkerInput(p *phone, before uint64) {
 // pushes the hub received, the hub's weights are kept for the workers'
 // checks, and the accuracy is evaluated when due.
 func (r *runner) merged(e hub.Event, msgs []hub.Envelope) {
-	for _, env := range msgs {
-		if m, ok := env.Msg.(*wire.Merged); ok && m.Iteration == e.Iteration {
-			if err := r.check.merged(m); err != nil {
-				r.fail(err)
-				return
-			}
-			break
-		}
-	}
 	r.check.reset()
 	k := e.Iteration + 1
 	r.check.snapshot(k, r.hub.Trainer().Net)

@@ -92,6 +92,9 @@ type RunResult struct {
 	// MediumBusy is the fraction of End the medium carried data (shared),
 	// or the links' mean (links).
 	MediumBusy float64
+	// GradBytesUp and GradBytesDown count the frames of the gradient
+	// traffic: every push, and every merged update (each copy sent).
+	GradBytesUp, GradBytesDown int64
 	// Faults counts what the network's faults did (all zero without).
 	Faults FaultStats
 	// Curve is the test accuracy at each evaluation.

@@ -58,6 +58,7 @@ type runner struct {
 
 	sampleFLOPs float64 // training FLOPs per sample
 	paramCount  int
+	comm        comm // compression and overlap (comm.go)
 
 	check   checker
 	res     *RunResult
@@ -187,6 +188,9 @@ func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Opt
 	}
 	cfg.MaxMisses = 3
 	cfg.Smoothing, cfg.ParkMargin = sc.Smoothing, sc.ParkMargin
+	if err := r.setupComm(&cfg, net, solo); err != nil {
+		return nil, err
+	}
 	cfg.Batch = hub.Adaptive
 	switch spec.Policy {
 	case "fixed", "solo":
@@ -197,7 +201,6 @@ func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Opt
 	if r.hub, err = hub.NewCore(cfg, hub.Model{Name: sc.Model, Config: opt.ModelConfig, Trainer: tr}); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	r.check = newChecker(r.paramCount)
 	return r, nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/sync/compress"
 	"github.com/cotrain/cotrain/sync/state"
 	"github.com/cotrain/cotrain/sync/wire"
 )
@@ -180,7 +181,7 @@ func TestFleet64(t *testing.T) {
 // TestCheckerCatches: the invariant checks fail on a merged gradient that
 // is not the weighted mean, and on weights that are not the hub's.
 func TestCheckerCatches(t *testing.T) {
-	c := newChecker(3)
+	c := newChecker(3, []int{0}, compress.Float32{})
 	c.pushed(&wire.Push{Samples: 1, Gradient: wire.Floats{1, 2, 3}})
 	c.pushed(&wire.Push{Samples: 3, Gradient: wire.Floats{5, 2, -1}})
 	good := &wire.Merged{Gradient: wire.Floats{4, 2, 0}} // (1·g₁ + 3·g₂)/4
@@ -206,7 +207,7 @@ func TestCheckerCatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	net.InitParams(rand.New(rand.NewPCG(1, 2)))
-	c = newChecker(net.NumParams())
+	c = newChecker(net.NumParams(), []int{0}, compress.Float32{})
 	c.snapshot(5, net)
 	if err := c.weights("w", 5, net); err != nil {
 		t.Fatal(err)

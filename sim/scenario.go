@@ -11,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cotrain/cotrain/hub"
+	"github.com/cotrain/cotrain/sync/compress"
 )
 
 // ErrScenario is wrapped by every error about a scenario file.
@@ -55,6 +58,12 @@ type Scenario struct {
 	// Smoothing and ParkMargin go to hub.Config.
 	Smoothing  float64
 	ParkMargin float64
+	// Compression is the hub's gradient codec (hub.Config.Compression:
+	// none, fp16, int8, topk:F) and Overlap its layer-wise push and merge
+	// (hub.Config.Overlap), for the co-training runs; a solo run sends
+	// nothing. Both default to hub.DefaultConfig's.
+	Compression string
+	Overlap     bool
 	// Deadline is the hub's barrier deadline (0: none), counted in ticks
 	// of 100 ms of virtual time.
 	Deadline time.Duration
@@ -181,6 +190,7 @@ func defaults() Scenario {
 func ParseScenario(r io.Reader) (*Scenario, error) {
 	sc := defaults()
 	sc.Policies = nil
+	sc.Compression, sc.Overlap = hub.DefaultConfig().Compression, hub.DefaultConfig().Overlap
 	s := bufio.NewScanner(r)
 	for ln := 1; s.Scan(); ln++ {
 		line, _, _ := strings.Cut(s.Text(), "#")
@@ -352,6 +362,20 @@ func (sc *Scenario) set(key string, args []string) error {
 		return floatTo(&sc.Target)(v)
 	case "policies":
 		sc.Policies = slices.Clone(args)
+		return nil
+	case "compress":
+		v, err := one(args)
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		sc.Compression = v
+		return nil
+	case "overlap":
+		v, err := one(args)
+		if err != nil || (v != "on" && v != "off") {
+			return fmt.Errorf("overlap: want on or off, got %q", strings.Join(args, " "))
+		}
+		sc.Overlap = v == "on"
 		return nil
 	case "deadline":
 		v, err := one(args)
@@ -525,6 +549,9 @@ func (sc *Scenario) Validate() error {
 	}
 	if err := sc.Network.validateFaults(); err != nil {
 		return bad("network: %w", err)
+	}
+	if _, err := compress.Parse(sc.Compression); err != nil {
+		return bad("compress: %v", err)
 	}
 	for _, p := range sc.Profiles {
 		if p.RefStep <= 0 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cotrain/cotrain/hub"
 	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/sync/compress"
 )
 
 func main() {
@@ -44,7 +45,8 @@ var errUsage = errors.New("usage")
 // config is everything the hub's flags set.
 type config struct {
 	model, dataSpec, out, session, optimizer, schedule, policy, identity, psk string
-	allow                                                                     string
+	allow, compress                                                           string
+	overlap                                                                   bool
 	checkpointEvery                                                           int
 	resume                                                                    bool
 	listen                                                                    []string
@@ -91,6 +93,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.nesterov, "nesterov", false, "Nesterov momentum")
 	fs.Float64Var(&c.weightDecay, "weight-decay", 0, "L2 weight decay")
 	fs.StringVar(&c.schedule, "schedule", "cosine", "learning-rate schedule: cosine or constant")
+	fs.StringVar(&c.compress, "compress", def.Compression, "gradient codec of pushes and merged updates: none, fp16, int8 or topk[:FRACTION] (workers learn it from the hub)")
+	fs.BoolVar(&c.overlap, "overlap", def.Overlap, "push and merge the gradient layer by layer, so that transfers overlap the backward pass")
 	fs.StringVar(&c.policy, "policy", "adaptive", "batch split: adaptive (by measured throughput) or fixed (equal)")
 	fs.DurationVar(&c.deadline, "deadline", 10*time.Second, "barrier deadline: workers that have not pushed by then are marked late")
 	fs.DurationVar(&c.tick, "tick", 50*time.Millisecond, "the hub's clock resolution")
@@ -112,6 +116,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("%w: --batch, --min-workers, --lr, --eval-every, --log-every must be positive, --checkpoint-every not negative, and --deadline at least --tick", errUsage)
 	case c.iterations == 0 && c.epochs == 0 && c.patience == 0:
 		return c, fmt.Errorf("%w: nothing stops the run: give --iterations, --epochs or --patience", errUsage)
+	}
+	if _, err := compress.Parse(c.compress); err != nil {
+		return c, fmt.Errorf("%w: --compress: %v", errUsage, err)
 	}
 	if c.maxWorkers > c.batch {
 		c.maxWorkers = c.batch

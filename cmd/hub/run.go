@@ -100,6 +100,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	hc.MinWorkers, hc.MaxWorkers, hc.GlobalBatch = c.minWorkers, max(c.maxWorkers, c.minWorkers), c.batch
 	hc.Iterations, hc.Tick, hc.MaxMisses = iterations, c.tick, c.maxMisses
 	hc.DeadlineTicks = int((c.deadline + c.tick - 1) / c.tick)
+	hc.Compression, hc.Overlap = c.compress, c.overlap
 	if c.allow != "" {
 		if hc.Allow, err = loadAllow(c.allow); err != nil {
 			return err
@@ -200,11 +201,15 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	result := map[string]any{"iterations": tr.Iter, "weights_sha256": sum, "weights": path,
 		"test_accuracy": acc, "test_loss": testLoss, "seconds": time.Since(p.start).Seconds(),
-		"samples_per_sec": float64(p.samples) / time.Since(p.start).Seconds(), "refused": p.refused}
+		"samples_per_sec": float64(p.samples) / time.Since(p.start).Seconds(), "refused": p.refused,
+		"compression": c.compress, "overlap": c.overlap, "bytes_up": p.bytesUp, "bytes_down": p.bytesDown,
+		"bytes_up_per_iteration": perIteration(p.bytesUp, p.merges), "bytes_down_per_iteration": perIteration(p.bytesDown, p.merges)}
 	if c.json {
 		ev.Emit("done", result)
 	} else {
 		fmt.Fprintf(stdout, "done after %d iterations: test accuracy %.4f, weights %s (sha256 %s)\n", tr.Iter, acc, path, sum)
+		fmt.Fprintf(stdout, "gradients (%s): %.1f kB up and %.1f kB down per iteration\n", c.compress,
+			perIteration(p.bytesUp, p.merges)/1e3, perIteration(p.bytesDown, p.merges)/1e3)
 	}
 	return runErr
 }
@@ -229,10 +234,22 @@ type progress struct {
 	best    float64
 	stale   int
 	refused int // inputs the core refused (each also logged)
+	// Gradient payload bytes of the iterations merged (EventMerged).
+	bytesUp, bytesDown int64
+	merges             int
+}
+
+// perIteration is b over n iterations (0 for none).
+func perIteration(b int64, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(b) / float64(n)
 }
 
 func (p *progress) merged(e hub.Event, rd hub.Ready) {
 	p.samples += e.Samples
+	p.bytesUp, p.bytesDown, p.merges = p.bytesUp+e.BytesUp, p.bytesDown+e.BytesDown, p.merges+1
 	now := time.Now()
 	type w struct {
 		ID     string  `json:"id"`
@@ -262,14 +279,16 @@ func (p *progress) merged(e hub.Event, rd hub.Ready) {
 	}
 	rate := float64(p.samples) / now.Sub(p.start).Seconds()
 	if p.ev != nil {
-		p.ev.Emit("progress", map[string]any{"iteration": it, "loss": e.Loss, "lr": e.LR, "samples_per_sec": rate, "workers": ws})
+		p.ev.Emit("progress", map[string]any{"iteration": it, "loss": e.Loss, "lr": e.LR, "samples_per_sec": rate, "workers": ws,
+			"bytes_up": e.BytesUp, "bytes_down": e.BytesDown})
 		return
 	}
 	var parts []string
 	for _, x := range ws {
 		parts = append(parts, fmt.Sprintf("%s b=%d wait %.0fms", x.ID, x.Batch, x.WaitMS))
 	}
-	fmt.Fprintf(p.out, "iter %d loss %.4f lr %.4f %.0f img/s | %s\n", it, e.Loss, e.LR, rate, strings.Join(parts, " | "))
+	fmt.Fprintf(p.out, "iter %d loss %.4f lr %.4f %.0f img/s %.0f/%.0f kB up/down | %s\n", it, e.Loss, e.LR, rate,
+		float64(e.BytesUp)/1e3, float64(e.BytesDown)/1e3, strings.Join(parts, " | "))
 }
 
 // heldOut records an evaluation and reports whether patience ran out.

@@ -29,6 +29,8 @@ func main() {
 	flag.StringVar(&cfg.Policy, "policy", "", "co-training policy the JSON done event reports (default: the scenario's primary)")
 	flag.StringVar(&cfg.Bandwidth, "bandwidth", "", "override the network bandwidth (e.g. 300Mbit)")
 	flag.IntVar(&cfg.Parallel, "parallel", 0, "runs at once (0: one per CPU)")
+	flag.StringVar(&cfg.Compress, "compress", "", "gradient codec of the co-training runs: none, fp16, int8, topk[:FRACTION] (default: the scenario's)")
+	flag.StringVar(&cfg.Overlap, "overlap", "", "layer-wise push and merge: on or off (default: the scenario's)")
 	flag.BoolVar(&cfg.List, "list", false, "list the built-in scenarios and device profiles")
 	flag.Parse()
 	if flag.NArg() > 0 {

@@ -27,6 +27,8 @@ type config struct {
 	Policy     string
 	Bandwidth  string
 	Parallel   int
+	Compress   string
+	Overlap    string
 	List       bool
 }
 
@@ -56,6 +58,16 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		if err := sc.SetBandwidth(cfg.Bandwidth); err != nil {
 			return err
 		}
+	}
+	if cfg.Compress != "" {
+		sc.Compression = cfg.Compress
+	}
+	switch cfg.Overlap {
+	case "":
+	case "on", "off":
+		sc.Overlap = cfg.Overlap == "on"
+	default:
+		return fmt.Errorf("sim: --overlap %q, want on or off", cfg.Overlap)
 	}
 	if err := sc.Validate(); err != nil {
 		return err
@@ -179,12 +191,18 @@ func sortedKeys[V any](m map[string]V) []string {
 func writeTable(w io.Writer, sc *sim.Scenario, rep *sim.Report) {
 	target := fmt.Sprintf("to %.0f%% (s)", 100*sc.Target)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "\nrun\t10 iterations (s)\tsamples/s\t%s\tMB sent\tfinal accuracy\titerations\t\n", target)
+	fmt.Fprintf(tw, "\nrun\t10 iterations (s)\tsamples/s\t%s\tMB sent\tkB up/iter\tkB down/iter\tfinal accuracy\titerations\t\n", target)
 	for _, r := range rep.Runs {
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%.1f\t%s\t%d\t\n", r.Name, secs(r.TenIterations), r.SamplesPerSecond(),
-			secs(r.TimeToTarget), float64(r.Bytes)/1e6, pct(r.FinalAccuracy()), r.Iterations)
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%.1f\t%s\t%s\t%s\t%d\t\n", r.Name, secs(r.TenIterations), r.SamplesPerSecond(),
+			secs(r.TimeToTarget), float64(r.Bytes)/1e6, perIter(r.GradBytesUp, r.Iterations), perIter(r.GradBytesDown, r.Iterations),
+			pct(r.FinalAccuracy()), r.Iterations)
 	}
 	tw.Flush()
+	comp := fmt.Sprintf("gradients sent %s", sc.Compression)
+	if sc.Overlap {
+		comp += ", layer by layer (overlap)"
+	}
+	fmt.Fprintf(w, "\nco-training runs: %s; kB up/down per iteration are the frames of pushes and merged updates (every copy)\n", comp)
 	fmt.Fprintf(w, "\naccuracy on %d MNIST test images, evaluated every %d iterations; times are simulated, from the first compute\n",
 		sc.TestImages, sc.EvalEvery)
 	for _, r := range rep.Runs {
@@ -206,6 +224,14 @@ func writeTable(w io.Writer, sc *sim.Scenario, rep *sim.Report) {
 			}
 		}
 	}
+}
+
+// perIter is bytes per iteration in kB, "-" for none.
+func perIter(b int64, iters int) string {
+	if b == 0 || iters == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", float64(b)/float64(iters)/1e3)
 }
 
 func secs(s float64) string {
@@ -236,13 +262,15 @@ func doneFields(sc *sim.Scenario, rep *sim.Report) map[string]any {
 	for _, r := range rep.Runs {
 		m := map[string]any{"name": r.Name, "policy": r.Policy, "iterations": r.Iterations, "samples": r.Samples,
 			"sim_seconds_10_iterations": r.TenIterations, "samples_per_second": r.SamplesPerSecond(),
-			"bytes": r.Bytes, "test_accuracy": r.FinalAccuracy(), "sim_seconds": r.End, "parks": r.Parks}
+			"bytes": r.Bytes, "test_accuracy": r.FinalAccuracy(), "sim_seconds": r.End, "parks": r.Parks,
+			"grad_bytes_up": r.GradBytesUp, "grad_bytes_down": r.GradBytesDown}
 		if r.TimeToTarget >= 0 {
 			m["sim_seconds_to_target"] = r.TimeToTarget
 		}
 		runs = append(runs, m)
 	}
-	out := map[string]any{"scenario": sc.Name, "seed": sc.Seed, "policy": sc.Primary, "target": sc.Target, "runs": runs}
+	out := map[string]any{"scenario": sc.Name, "seed": sc.Seed, "policy": sc.Primary, "target": sc.Target, "runs": runs,
+		"compression": sc.Compression, "overlap": sc.Overlap}
 	if p := rep.Run(sc.Primary); p != nil {
 		out["test_accuracy"] = p.FinalAccuracy()
 		out["sim_seconds_10_iterations"] = p.TenIterations
