@@ -308,6 +308,8 @@ func BenchmarkConvForward(b *testing.B) {
 		name string
 		g    ConvGeom
 	}{
+		{"lenet5-conv1_b64_1to6_5x5p2_28x28", ConvGeom{N: 64, C: 1, H: 28, W: 28, K: 6, R: 5, S: 5, PadH: 2, PadW: 2}},
+		{"lenet5-conv2_b64_6to16_5x5_14x14", ConvGeom{N: 64, C: 6, H: 14, W: 14, K: 16, R: 5, S: 5}},
 		{"lenet-conv1_b64_1to20_5x5_28x28", ConvGeom{N: 64, C: 1, H: 28, W: 28, K: 20, R: 5, S: 5}},
 		{"lenet-conv2_b64_20to50_5x5_12x12", ConvGeom{N: 64, C: 20, H: 12, W: 12, K: 50, R: 5, S: 5}},
 		{"mobilenet-dw_b16_32ch_3x3_56x56", ConvGeom{N: 16, C: 32, H: 56, W: 56, K: 32, R: 3, S: 3, PadH: 1, PadW: 1, Groups: 32}},
