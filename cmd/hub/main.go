@@ -46,7 +46,9 @@ var errUsage = errors.New("usage")
 type config struct {
 	model, dataSpec, out, session, optimizer, schedule, policy, identity, psk string
 	allow, compress                                                           string
-	overlap                                                                   bool
+	overlap, park                                                             bool
+	parkMargin                                                                float64
+	parkProbe                                                                 int
 	checkpointEvery                                                           int
 	resume                                                                    bool
 	listen                                                                    []string
@@ -96,6 +98,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.compress, "compress", def.Compression, "gradient codec of pushes and merged updates: none, fp16, int8 or topk[:FRACTION] (workers learn it from the hub)")
 	fs.BoolVar(&c.overlap, "overlap", def.Overlap, "push and merge the gradient layer by layer, so that transfers overlap the backward pass")
 	fs.StringVar(&c.policy, "policy", "adaptive", "batch split: adaptive (by measured throughput) or fixed (equal)")
+	fs.BoolVar(&c.park, "park", true, "with --policy adaptive, park a worker whose contribution does not pay for its communication (it says so, and is probed again now and then)")
+	fs.Float64Var(&c.parkMargin, "park-margin", 0.1, "parking hysteresis: park or take back only for a predicted gain above this fraction")
+	fs.IntVar(&c.parkProbe, "park-probe", def.ParkProbe, "iterations a worker stays parked before one batch measures it again (0: never)")
 	fs.DurationVar(&c.deadline, "deadline", 10*time.Second, "barrier deadline: workers that have not pushed by then are marked late")
 	fs.DurationVar(&c.tick, "tick", 50*time.Millisecond, "the hub's clock resolution")
 	fs.IntVar(&c.maxMisses, "max-misses", def.MaxMisses, "deadlines in a row a worker may miss before it is dropped (0: never)")

@@ -101,6 +101,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	hc.Iterations, hc.Tick, hc.MaxMisses = iterations, c.tick, c.maxMisses
 	hc.DeadlineTicks = int((c.deadline + c.tick - 1) / c.tick)
 	hc.Compression, hc.Overlap = c.compress, c.overlap
+	hc.Park, hc.ParkMargin, hc.ParkProbe = c.park, c.parkMargin, c.parkProbe
 	if c.allow != "" {
 		if hc.Allow, err = loadAllow(c.allow); err != nil {
 			return err
