@@ -12,6 +12,9 @@
 //  4. Per step: Forward, a Loss on its output, Backward with the loss's
 //     gradient, then an Optimizer.Step over Net.Trainable() ranges. The flat
 //     gradient Net.Grads is what cooperative training pushes over the network.
+//     Backward needs the training Forward just before it: an inference
+//     Forward (train false, for evaluation) keeps only the outputs later
+//     layers still read, in a few shared buffers, and Backward refuses it.
 //
 // Shapes are per sample (C×H×W; a vector is C×1×1); the batch size is passed
 // at each call. Parameter order follows PyTorch's parameters(), so flat

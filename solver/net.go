@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/cotrain/cotrain/gpu"
 )
@@ -43,12 +44,23 @@ type node struct {
 	frozen  bool
 	active  bool // Backward must run: a trainable parameter at or below
 	needDIn []bool
+	// The plans (plan.go): whether Backward runs this node (active and its
+	// gradient is written), whether it writes input k's gradient in place
+	// (direct[k]) or through scratch, and the shared buffers that hold its
+	// output gradient (dslot), its scratch per input (sslot, -1 for none)
+	// and its output in an inference Forward (eslot).
+	runs   bool
+	direct []bool
+	dslot  int
+	sslot  []int
+	eslot  int
 	// Views for the current batch size, rebuilt when it changes, so that a
-	// steady-state step allocates nothing.
-	out, dout gpu.Buffer
-	ins, dins []gpu.Buffer
-	// scratch[k] is a view of the net's scratch for input slot k, sized
-	// for input k's gradient: used when another consumer wrote it first.
+	// steady-state step allocates nothing: out is kept for Backward (a
+	// training Forward), eout is the inference Forward's shared one.
+	out, dout, eout gpu.Buffer
+	ins, dins       []gpu.Buffer
+	// scratch[k] is a view of a shared gradient buffer for input slot k,
+	// sized for input k's gradient: used when another consumer wrote it first.
 	scratch []gpu.Buffer
 }
 
@@ -67,16 +79,25 @@ type Net struct {
 	states  []Tensor
 	rand    *rand.Rand
 
-	capN      int // batch capacity of the buffers below
-	curN      int // batch size the views are built for
-	acts      []gpu.Buffer
-	dacts     []gpu.Buffer
-	scratch   []gpu.Buffer // per input slot, for nodes whose output fans out
-	ws        gpu.Buffer
-	input     gpu.Buffer
-	written   []bool
-	pass      Pass
-	consumers []int
+	// Per-batch buffers; each group has the batch capacity it was allocated
+	// for (cap*) and the batch size its views are built for (cur*), so a
+	// training step and an evaluation at other batch sizes can alternate
+	// without rebuilding anything.
+	layerCap         int          // Layer.Resize and ws
+	ws               gpu.Buffer   // shared layer workspace
+	trainCap, trainN int          // acts and the out views
+	acts             []gpu.Buffer // every node's output, kept for Backward
+	gradCap, gradN   int          // grads and the dout and scratch views
+	grads            []gpu.Buffer // shared by liveness: planBackward
+	gradSize         []int        // per-sample size of each of grads
+	evalCap, evalN   int          // evals and the eout views
+	evals            []gpu.Buffer // shared by liveness: planInference
+	evalSize         []int
+	trained          bool // the last Forward was a training one
+	pass             Pass
+	// noShare gives every tensor its own buffer (tests: the reference
+	// layout the shared plans must match bit for bit).
+	noShare bool
 }
 
 // NewNet checks the graph, sets the layers up and allocates the flat buffers
@@ -138,7 +159,6 @@ func NewNet(b gpu.Backend, in Shape, nodes []Node) (*Net, error) {
 	}
 	n.Out = n.nodes[len(n.nodes)-1].shape
 	n.Params, n.Grads, n.State = b.Alloc(nParams), b.Alloc(nParams), b.Alloc(nState)
-	n.consumers = make([]int, len(n.nodes))
 	for i := range n.nodes {
 		nd := &n.nodes[i]
 		var ps, gs, ss []gpu.Buffer
@@ -154,13 +174,11 @@ func NewNet(b gpu.Backend, in Shape, nodes []Node) (*Net, error) {
 			}
 		}
 		nd.layer.Bind(b, ps, gs, ss)
-		for _, j := range nd.inputs {
-			if j >= 0 {
-				n.consumers[j]++
-			}
-		}
+		nd.ins = make([]gpu.Buffer, len(nd.inputs))
+		nd.dins = make([]gpu.Buffer, len(nd.inputs))
+		nd.scratch = make([]gpu.Buffer, len(nd.inputs))
 	}
-	n.written = make([]bool, len(n.nodes))
+	n.planInference()
 	n.updateActive()
 	n.InitState()
 	return n, nil
@@ -310,116 +328,224 @@ func (n *Net) updateActive() {
 			n.B.Fill(n.B.View(n.Grads, nd.params.Off, nd.params.Len), 0)
 		}
 	}
-	n.curN = 0 // rebuild the views: which din are nil may have changed
+	old := n.gradSize
+	n.planBackward()
+	if !slices.Equal(old, n.gradSize) {
+		n.grads, n.gradCap = nil, 0 // reallocated for the new plan on the next Backward
+	}
+	n.gradN = 0 // rebuild the views: which gradients exist and where changed
 }
 
-// reserve makes the per-batch buffers hold batches of nb samples.
-func (n *Net) reserve(nb int) {
-	if nb > n.capN {
-		n.capN = nb
-		n.acts = make([]gpu.Buffer, len(n.nodes))
-		n.dacts = make([]gpu.Buffer, len(n.nodes))
-		maxIn, ws := 0, 0
-		for i, nd := range n.nodes {
-			n.acts[i] = n.B.Alloc(nb * nd.shape.Size())
-			n.dacts[i] = n.B.Alloc(nb * nd.shape.Size())
-			nd.layer.Resize(n.B, nb)
-			ws = max(ws, nd.layer.Workspace(nb))
-			maxIn = max(maxIn, len(nd.inputs))
-		}
-		n.input = nil
-		n.ws = n.B.Alloc(max(ws, 1))
-		n.scratch = make([]gpu.Buffer, maxIn)
-		for k := range n.scratch {
-			size := 0
-			for _, nd := range n.nodes {
-				if k < len(nd.inputs) && nd.inputs[k] >= 0 {
-					size = max(size, n.nodes[nd.inputs[k]].shape.Size())
-				}
-			}
-			n.scratch[k] = n.B.Alloc(max(nb*size, 1))
-		}
-		n.curN = 0
-	}
-	if nb == n.curN {
+// SetSharing turns buffer sharing by liveness on (the default) or off. Off,
+// every layer's output gradient and every inference output gets a buffer of
+// its own, as if nothing were shared: more memory, the same results bit for
+// bit (the reference the shared layout is tested against).
+func (n *Net) SetSharing(on bool) {
+	if n.noShare == !on {
 		return
 	}
-	n.curN = nb
+	n.noShare = !on
+	n.planInference()
+	n.planBackward()
+	n.grads, n.gradCap, n.gradN = nil, 0, 0
+	n.evals, n.evalCap, n.evalN = nil, 0, 0
+}
+
+// BufferUse is what the per-batch buffers of a network take, in float32
+// elements, for one batch size.
+type BufferUse struct {
+	// Activations: every layer's output, kept from a training Forward for
+	// Backward.
+	Activations int
+	// Gradients: the buffers Backward shares by liveness between the
+	// gradients with respect to the layers' outputs (fan-out scratch
+	// included), for the current frozen set.
+	Gradients int
+	// Inference: the buffers an inference Forward shares between outputs.
+	Inference int
+}
+
+// Buffers reports what the per-batch buffers take for batches of batch
+// samples (whether or not they have been allocated yet).
+func (n *Net) Buffers(batch int) BufferUse {
+	var u BufferUse
+	for _, nd := range n.nodes {
+		u.Activations += batch * nd.shape.Size()
+	}
+	for _, s := range n.gradSize {
+		u.Gradients += batch * s
+	}
+	for _, s := range n.evalSize {
+		u.Inference += batch * s
+	}
+	return u
+}
+
+// allocShared allocates one buffer per size for nb samples.
+func (n *Net) allocShared(size []int, nb int) []gpu.Buffer {
+	bufs := make([]gpu.Buffer, len(size))
+	for k, s := range size {
+		bufs[k] = n.B.Alloc(max(nb*s, 1))
+	}
+	return bufs
+}
+
+// reserveLayers lets the layers and the shared workspace serve nb samples.
+func (n *Net) reserveLayers(nb int) {
+	if nb <= n.layerCap {
+		return
+	}
+	n.layerCap = nb
+	ws := 0
+	for _, nd := range n.nodes {
+		nd.layer.Resize(n.B, nb)
+		ws = max(ws, nd.layer.Workspace(nb))
+	}
+	n.ws = n.B.Alloc(max(ws, 1))
+}
+
+// reserveTrain makes the kept outputs hold nb samples and points the out
+// views at them.
+func (n *Net) reserveTrain(nb int) {
+	if nb > n.trainCap {
+		n.trainCap, n.trainN = nb, 0
+		n.acts = make([]gpu.Buffer, len(n.nodes))
+		for i, nd := range n.nodes {
+			n.acts[i] = n.B.Alloc(nb * nd.shape.Size())
+		}
+	}
+	if nb == n.trainN {
+		return
+	}
+	n.trainN = nb
 	for i := range n.nodes {
 		nd := &n.nodes[i]
-		sz := nb * nd.shape.Size()
-		nd.out = n.B.View(n.acts[i], 0, sz)
-		nd.dout = n.B.View(n.dacts[i], 0, sz)
-		nd.ins = make([]gpu.Buffer, len(nd.inputs))
-		nd.dins = make([]gpu.Buffer, len(nd.inputs))
-		nd.scratch = make([]gpu.Buffer, len(nd.inputs))
+		nd.out = n.B.View(n.acts[i], 0, nb*nd.shape.Size())
+	}
+}
+
+// reserveGrads makes the shared gradient buffers hold nb samples and points
+// the dout and scratch views at them, as planBackward placed them.
+func (n *Net) reserveGrads(nb int) {
+	if nb > n.gradCap || n.grads == nil {
+		n.gradCap, n.gradN = nb, 0
+		n.grads = n.allocShared(n.gradSize, nb)
+	}
+	if nb == n.gradN {
+		return
+	}
+	n.gradN = nb
+	for i := range n.nodes {
+		nd := &n.nodes[i]
+		nd.dout = nil
+		if nd.dslot >= 0 {
+			nd.dout = n.B.View(n.grads[nd.dslot], 0, nb*nd.shape.Size())
+		}
 		for k, j := range nd.inputs {
-			if j >= 0 && n.consumers[j] > 1 {
-				nd.scratch[k] = n.B.View(n.scratch[k], 0, nb*n.nodes[j].shape.Size())
+			nd.scratch[k] = nil
+			if nd.sslot[k] >= 0 {
+				nd.scratch[k] = n.B.View(n.grads[nd.sslot[k]], 0, nb*n.nodes[j].shape.Size())
 			}
 		}
 	}
-	n.pass = Pass{B: n.B, N: nb, WS: n.ws}
+}
+
+// reserveEval makes the shared inference buffers hold nb samples and points
+// the eout views at them, as planInference placed them.
+func (n *Net) reserveEval(nb int) {
+	if nb > n.evalCap || n.evals == nil {
+		n.evalCap, n.evalN = nb, 0
+		n.evals = n.allocShared(n.evalSize, nb)
+	}
+	if nb == n.evalN {
+		return
+	}
+	n.evalN = nb
+	for i := range n.nodes {
+		nd := &n.nodes[i]
+		nd.eout = n.B.View(n.evals[nd.eslot], 0, nb*nd.shape.Size())
+	}
 }
 
 // Forward runs the network on x (batch×In) and returns its output
 // (batch×Out), valid until the next Forward. train selects batch statistics
-// and dropout.
+// and dropout, and keeps every layer's output for Backward; an inference
+// Forward (train false) keeps only what later layers still read, in buffers
+// shared by liveness, and cannot be followed by Backward.
 func (n *Net) Forward(x gpu.Buffer, batch int, train bool) gpu.Buffer {
 	if x.Len() != batch*n.In.Size() {
 		panic(fmt.Sprintf("solver: Forward: input of %d elements for %d samples of %v", x.Len(), batch, n.In))
 	}
-	n.reserve(batch)
-	n.pass.Train, n.pass.Rand = train, n.rand
+	n.reserveLayers(batch)
+	if train {
+		n.reserveTrain(batch)
+	} else {
+		n.reserveEval(batch)
+	}
+	n.trained = train
+	n.pass = Pass{B: n.B, N: batch, Train: train, Rand: n.rand, WS: n.ws}
 	for i := range n.nodes {
 		nd := &n.nodes[i]
 		for k, j := range nd.inputs {
-			if j == Input {
+			switch {
+			case j == Input:
 				nd.ins[k] = x
-			} else {
+			case train:
 				nd.ins[k] = n.nodes[j].out
+			default:
+				nd.ins[k] = n.nodes[j].eout
 			}
 		}
-		nd.layer.Forward(&n.pass, nd.out, nd.ins)
+		out := nd.out
+		if !train {
+			out = nd.eout
+		}
+		nd.layer.Forward(&n.pass, out, nd.ins)
+	}
+	if !train {
+		return n.nodes[len(n.nodes)-1].eout
 	}
 	return n.nodes[len(n.nodes)-1].out
 }
 
 // Backward back-propagates dout (the loss gradient of the last Forward's
 // output) and sets Grads for every trainable layer. It must follow a
-// Forward with train set.
+// Forward with train set. Nodes below the lowest trainable layer do not run.
 func (n *Net) Backward(dout gpu.Buffer) {
+	if !n.trained {
+		panic("solver: Backward without a training Forward before it (an inference Forward keeps only the outputs later layers read)")
+	}
 	last := len(n.nodes) - 1
+	if want := n.trainN * n.Out.Size(); dout.Len() != want {
+		panic(fmt.Sprintf("solver: Backward: gradient of %d elements for %d samples of %v", dout.Len(), n.trainN, n.Out))
+	}
+	if !n.nodes[last].runs {
+		return // nothing trainable
+	}
+	n.reserveGrads(n.trainN)
 	n.B.Copy(n.nodes[last].dout, dout)
-	clear(n.written)
-	n.written[last] = true
 	for i := last; i >= 0; i-- {
 		nd := &n.nodes[i]
-		if !nd.active || !n.written[i] {
+		if !nd.runs {
 			continue
 		}
-		// The first consumer (in reverse order) of a node writes its gradient
+		// The first consumer (going backward) of a node writes its gradient
 		// in place; later ones write scratch that is then added in.
 		for k, j := range nd.inputs {
-			nd.dins[k] = nil
-			if !nd.needDIn[k] {
-				continue
-			}
-			if n.written[j] {
-				nd.dins[k] = nd.scratch[k]
-			} else {
+			switch {
+			case !nd.needDIn[k]:
+				nd.dins[k] = nil
+			case nd.direct[k]:
 				nd.dins[k] = n.nodes[j].dout
+			default:
+				nd.dins[k] = nd.scratch[k]
 			}
 		}
 		nd.layer.Backward(&n.pass, nd.dins, nd.dout, nd.ins, nd.out, !nd.frozen && nd.params.Len > 0)
 		for k, j := range nd.inputs {
-			if nd.dins[k] == nil {
-				continue
-			}
-			if n.written[j] {
+			if nd.dins[k] != nil && !nd.direct[k] {
 				n.B.Axpy(1, nd.dins[k], n.nodes[j].dout)
 			}
-			n.written[j] = true
 		}
 	}
 }

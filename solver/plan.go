@@ -1,0 +1,172 @@
+package solver
+
+import "slices"
+
+// Buffer sharing by liveness.
+//
+// A tensor that lives only during part of a pass can share memory with
+// another whose life does not overlap it. Two passes use this:
+//
+//   - Backward: the gradient with respect to node j's output is live from the
+//     step of its first writer (the consumer of j that runs first, going
+//     backward) down to node j's own step, where j reads it. A chain then
+//     needs two buffers, used in turn. The scratch that a later consumer of a
+//     fanned-out node writes before adding it in lives during that
+//     consumer's step only.
+//   - Inference Forward: node j's output lives from its own step to its last
+//     consumer's (to the end for the network's output). A training Forward
+//     keeps every output instead, because Backward reads them.
+//
+// Lives are measured in steps of the pass (0, 1, 2, ... in the order the
+// pass runs) and are closed intervals: a tensor that a step reads and one
+// that the same step writes both contain that step, so a layer never sees
+// its input and output, or its dout and a din, in the same memory.
+
+// life is one tensor's use of a shared buffer: live at every step s with
+// from <= s <= to, size elements per sample.
+type life struct {
+	from, to int
+	size     int
+}
+
+// sharing assigns tensors to buffers: slot[t] is tensor t's buffer and
+// size[k] is buffer k's size per sample (the largest of its tensors). Two
+// tensors share a buffer only if their lives are disjoint.
+//
+// Tensors are placed in order of their first step (interval colouring, which
+// uses the fewest buffers any assignment can: as many as are ever live at
+// one step). Each goes to the free buffer that fits it most tightly, or, if
+// none is large enough, to the largest free one, which grows; a new buffer
+// is opened only when none is free. With share false every tensor gets its
+// own buffer: the layout the shared one is checked against in tests.
+func sharing(ts []life, share bool) (slot, size []int) {
+	slot = make([]int, len(ts))
+	if !share {
+		size = make([]int, len(ts))
+		for t, l := range ts {
+			slot[t], size[t] = t, l.size
+		}
+		return slot, size
+	}
+	order := make([]int, len(ts))
+	for t := range order {
+		order[t] = t
+	}
+	// Stable, so equal starts keep tensor order: the plan is deterministic.
+	slices.SortStableFunc(order, func(a, b int) int { return ts[a].from - ts[b].from })
+	var busy []int // busy[k]: last step of buffer k's latest tensor
+	for _, t := range order {
+		l := ts[t]
+		best := -1
+		for k := range size {
+			if busy[k] >= l.from {
+				continue
+			}
+			switch {
+			case best < 0:
+				best = k
+			case size[k] >= l.size && (size[best] < l.size || size[k] < size[best]):
+				best = k // fits, and more tightly than best (or best does not fit)
+			case size[best] < l.size && size[k] > size[best]:
+				best = k // neither fits: grow the larger
+			}
+		}
+		if best < 0 {
+			best = len(size)
+			size, busy = append(size, 0), append(busy, 0)
+		}
+		slot[t] = best
+		size[best] = max(size[best], l.size)
+		busy[best] = l.to
+	}
+	return slot, size
+}
+
+// planBackward decides, for the current frozen set, which nodes run in
+// Backward, which input gradients they write in place and which through
+// scratch, and where each of those gradients lives. It sets every node's
+// runs, direct, dslot and sslot, and n.gradSize.
+func (n *Net) planBackward() {
+	last := len(n.nodes) - 1
+	step := func(i int) int { return last - i } // Backward runs last..0
+	var ts []life
+	add := func(from, to, size int) int {
+		ts = append(ts, life{from, to, size})
+		return len(ts) - 1
+	}
+	written := make([]bool, len(n.nodes))
+	first := make([]int, len(n.nodes)) // tensor of node j's gradient
+	for i := range n.nodes {
+		nd := &n.nodes[i]
+		nd.runs, nd.dslot = false, -1
+		nd.direct = make([]bool, len(nd.inputs))
+		nd.sslot = make([]int, len(nd.inputs))
+		for k := range nd.sslot {
+			nd.sslot[k] = -1
+		}
+	}
+	if !n.nodes[last].active {
+		n.gradSize = nil
+		return
+	}
+	written[last] = true
+	first[last] = add(step(last), step(last), n.nodes[last].shape.Size())
+	for i := last; i >= 0; i-- {
+		nd := &n.nodes[i]
+		if !nd.active || !written[i] {
+			continue
+		}
+		nd.runs = true
+		ts[first[i]].to = step(i) // read here for the last time
+		// The first consumer (going backward) of a node writes its gradient
+		// in place; later ones write scratch that is then added in.
+		for k, j := range nd.inputs {
+			if !nd.needDIn[k] {
+				continue
+			}
+			size := n.nodes[j].shape.Size()
+			if written[j] {
+				nd.sslot[k] = add(step(i), step(i), size)
+				continue
+			}
+			nd.direct[k] = true
+			written[j] = true
+			first[j] = add(step(i), step(i), size) // until j's step, set there
+		}
+	}
+	slot, size := sharing(ts, !n.noShare)
+	for i := range n.nodes {
+		nd := &n.nodes[i]
+		if written[i] {
+			nd.dslot = slot[first[i]]
+		}
+		for k, t := range nd.sslot {
+			if t >= 0 {
+				nd.sslot[k] = slot[t]
+			}
+		}
+	}
+	n.gradSize = size
+}
+
+// planInference places the outputs of an inference Forward: each lives from
+// its node's step to its last consumer's, the network's output to the end.
+// It sets every node's eslot and n.evalSize.
+func (n *Net) planInference() {
+	last := len(n.nodes) - 1
+	ts := make([]life, len(n.nodes))
+	for i, nd := range n.nodes {
+		ts[i] = life{i, i, nd.shape.Size()}
+		for _, j := range nd.inputs {
+			if j >= 0 {
+				ts[j].to = i // nodes come in order: the last write is the last consumer
+			}
+		}
+	}
+	ts[last].to = last + 1 // returned to the caller
+	slot, size := sharing(ts, !n.noShare)
+	for i := range n.nodes {
+		n.nodes[i].eslot = slot[i]
+	}
+	n.evalSize = size
+}
