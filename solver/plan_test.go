@@ -229,7 +229,7 @@ func TestSharedBuffersMatchUnsharedOnRandomDAGs(t *testing.T) {
 	for trial := 0; trial < 60; trial++ {
 		layers := 3 + r.IntN(12)
 		freeze := r.IntN(3) // 0: none, 1: all but the last 1..3, 2: a random set
-		var names []string // frozen when freeze is 2
+		var names []string  // frozen when freeze is 2
 		for _, l := range randomDAG(t, rand.New(rand.NewPCG(uint64(trial), 5)), layers).Layers() {
 			if l.Params > 0 && r.IntN(2) == 0 {
 				names = append(names, l.Name)
