@@ -193,17 +193,24 @@ func writeTable(w io.Writer, sc *sim.Scenario, rep *sim.Report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "\nrun\t10 iterations (s)\tsamples/s\t%s\tMB sent\tkB up/iter\tkB down/iter\tfinal accuracy\titerations\t\n", target)
 	for _, r := range rep.Runs {
+		up, down := perIter(r.GradBytesUp, r.Iterations), perIter(r.GradBytesDown, r.Iterations)
+		if r.Policy == "solo" {
+			up, down = "-", "-" // the hub is on the phone: nothing crosses the air
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%.1f\t%s\t%s\t%s\t%d\t\n", r.Name, secs(r.TenIterations), r.SamplesPerSecond(),
-			secs(r.TimeToTarget), float64(r.Bytes)/1e6, perIter(r.GradBytesUp, r.Iterations), perIter(r.GradBytesDown, r.Iterations),
-			pct(r.FinalAccuracy()), r.Iterations)
+			secs(r.TimeToTarget), float64(r.Bytes)/1e6, up, down, pct(r.FinalAccuracy()), r.Iterations)
 	}
 	tw.Flush()
-	comp := fmt.Sprintf("gradients sent %s", sc.Compression)
+	codec := sc.Compression
+	if codec == "" {
+		codec = "none"
+	}
+	comp := fmt.Sprintf("gradients compressed: %s", codec)
 	if sc.Overlap {
 		comp += ", layer by layer (overlap)"
 	}
 	fmt.Fprintf(w, "\nco-training runs: %s; kB up/down per iteration are the frames of pushes and merged updates (every copy)\n", comp)
-	fmt.Fprintf(w, "\naccuracy on %d MNIST test images, evaluated every %d iterations; times are simulated, from the first compute\n",
+	fmt.Fprintf(w, "\naccuracy on %d MNIST test images, evaluated every %d iterations; times are simulated, from when every phone holds the model\n",
 		sc.TestImages, sc.EvalEvery)
 	for _, r := range rep.Runs {
 		if r.Policy == "solo" {
