@@ -98,6 +98,8 @@ func floorDiv(a, b int) int {
 func ceilDiv(a, b int) int { return -floorDiv(-a, b) }
 
 // im2col writes the column matrix of one sample's group: x is Cg×H×W.
+// Rows of output positions are short (a LeNet's are 8 to 28 wide), so they
+// are copied and cleared by loops rather than by memmove and memclr calls.
 func (g *ConvGeom) im2col(col, x []float32) {
 	cg, ohw := g.C/g.groups(), g.OH*g.OW
 	for c := 0; c < cg; c++ {
@@ -111,12 +113,18 @@ func (g *ConvGeom) im2col(col, x []float32) {
 				clear(row[hhi*g.OW:])
 				for oh := hlo; oh < hhi; oh++ {
 					out := row[oh*g.OW : (oh+1)*g.OW]
-					in := xc[(oh*g.StrideH-g.PadH+r)*g.W:]
-					clear(out[:wlo])
-					clear(out[whi:])
+					ih := oh*g.StrideH - g.PadH + r
+					in := xc[ih*g.W : (ih+1)*g.W]
+					zero(out[:wlo])
+					zero(out[whi:])
 					iw := wlo*g.StrideW - g.PadW + s
 					if g.StrideW == 1 {
-						copy(out[wlo:whi], in[iw:])
+						src := in[iw : iw+whi-wlo]
+						dst := out[wlo:whi]
+						dst = dst[:len(src)]
+						for i, v := range src {
+							dst[i] = v
+						}
 						continue
 					}
 					for ow := wlo; ow < whi; ow++ {
@@ -126,6 +134,13 @@ func (g *ConvGeom) im2col(col, x []float32) {
 				}
 			}
 		}
+	}
+}
+
+// zero clears a short slice in place.
+func zero(s []float32) {
+	for i := range s {
+		s[i] = 0
 	}
 }
 
@@ -140,11 +155,19 @@ func (g *ConvGeom) col2im(dx, col []float32) {
 				row := col[((c*g.R+r)*g.S+s)*ohw:]
 				wlo, whi := span(g.OW, g.StrideW, g.PadW, s, g.W)
 				for oh := hlo; oh < hhi; oh++ {
-					src := row[oh*g.OW : (oh+1)*g.OW]
-					dst := dxc[(oh*g.StrideH-g.PadH+r)*g.W:]
+					src := row[oh*g.OW+wlo : oh*g.OW+whi]
+					ih := oh*g.StrideH - g.PadH + r
+					dst := dxc[ih*g.W : (ih+1)*g.W]
 					iw := wlo*g.StrideW - g.PadW + s
-					for ow := wlo; ow < whi; ow++ {
-						dst[iw] += src[ow]
+					if g.StrideW == 1 {
+						d := dst[iw : iw+len(src)]
+						for i, v := range src {
+							d[i] += v
+						}
+						continue
+					}
+					for _, v := range src {
+						dst[iw] += v
 						iw += g.StrideW
 					}
 				}
@@ -155,38 +178,45 @@ func (g *ConvGeom) col2im(dx, col []float32) {
 
 // im2row writes the transposed column matrix of one sample's group: row
 // oh·OW+ow holds, at (c·R+r)·S+s, the input pixel under tap (c, r, s) of
-// that output position (zero on padding). x is Cg×H×W.
+// that output position (zero on padding). x is Cg×H×W. The loops run along
+// an input row (contiguous reads) and store with the matrix's row stride.
 func (g *ConvGeom) im2row(dst, x []float32) {
 	cg, rows := g.C/g.groups(), g.colRows()
 	for c := 0; c < cg; c++ {
 		xc := x[c*g.H*g.W : (c+1)*g.H*g.W]
 		for r := 0; r < g.R; r++ {
 			hlo, hhi := span(g.OH, g.StrideH, g.PadH, r, g.H)
-			col := (c*g.R + r) * g.S
 			for oh := 0; oh < g.OH; oh++ {
-				out := dst[oh*g.OW*rows:]
+				base := oh*g.OW*rows + (c*g.R+r)*g.S
+				out := dst[base : base+(g.OW-1)*rows+g.S]
 				if oh < hlo || oh >= hhi {
 					for ow := 0; ow < g.OW; ow++ {
-						clear(out[ow*rows+col : ow*rows+col+g.S])
+						zero(out[ow*rows : ow*rows+g.S])
 					}
 					continue
 				}
-				in := xc[(oh*g.StrideH-g.PadH+r)*g.W : (oh*g.StrideH-g.PadH+r+1)*g.W]
-				for ow := 0; ow < g.OW; ow++ {
-					d := out[ow*rows+col : ow*rows+col+g.S]
-					iw := ow*g.StrideW - g.PadW
-					if iw >= 0 && iw+len(d) <= len(in) {
-						for s, v := range in[iw : iw+len(d)] {
-							d[s] = v
+				ih := oh*g.StrideH - g.PadH + r
+				in := xc[ih*g.W : (ih+1)*g.W]
+				for s := 0; s < g.S; s++ {
+					wlo, whi := span(g.OW, g.StrideW, g.PadW, s, g.W)
+					for ow := 0; ow < wlo; ow++ {
+						out[ow*rows+s] = 0
+					}
+					for ow := whi; ow < g.OW; ow++ {
+						out[ow*rows+s] = 0
+					}
+					k, iw := wlo*rows+s, wlo*g.StrideW-g.PadW+s
+					if g.StrideW == 1 {
+						for _, v := range in[iw : iw+whi-wlo] {
+							out[k] = v
+							k += rows
 						}
 						continue
 					}
-					for s := range d {
-						if i := iw + s; i >= 0 && i < len(in) {
-							d[s] = in[i]
-						} else {
-							d[s] = 0
-						}
+					for ow := wlo; ow < whi; ow++ {
+						out[k] = in[iw]
+						k += rows
+						iw += g.StrideW
 					}
 				}
 			}
