@@ -24,5 +24,6 @@ for name, r in (("cotrain", g), ("pytorch", p)):
 gg = g['peak_rss_mib'] - g['rss_before_model_mib']
 pg = p['peak_rss_mib'] - p['rss_before_model_mib']
 print(f"ratio cotrain/pytorch: peak {g['peak_rss_mib'] / p['peak_rss_mib']:.2f}, growth {gg / pg:.2f}; "
-      f"cotrain's activations {g['activations_mib']:.0f} MiB + their gradients {g['activation_grads_mib']:.0f} MiB")
+      f"cotrain's layer outputs {g['activations_mib']:.0f} MiB, {g['kept_activations_mib']:.0f} MiB of them kept for backward; "
+      f"its step buffers (kept outputs, gradients, transients) {g['step_buffers_mib']:.0f} MiB")
 PY

@@ -51,6 +51,9 @@ func (l *Add) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 	}
 }
 
+// BackwardReads implements BackwardReader: nothing.
+func (*Add) BackwardReads(bool) (in, out bool) { return false, false }
+
 // Backward implements Layer: every input's gradient is dout.
 func (l *Add) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, _ []gpu.Buffer, _ gpu.Buffer, _ bool) {
 	for _, d := range din {

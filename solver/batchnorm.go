@@ -126,6 +126,10 @@ func (l *BatchNorm) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 	p.B.BatchNormInfer(g, out, in[0], weight, bias, runMean, runVar)
 }
 
+// BackwardReads implements BackwardReader: x (the batch statistics were
+// saved by Forward).
+func (*BatchNorm) BackwardReads(bool) (in, out bool) { return true, false }
+
 // Backward implements Layer. After a training Forward it is the closed form
 // through the batch statistics; after an eval Forward the normalisation is a
 // fixed affine map per channel, so

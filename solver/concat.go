@@ -60,6 +60,9 @@ func (l *Concat) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 	}
 }
 
+// BackwardReads implements BackwardReader: nothing.
+func (*Concat) BackwardReads(bool) (in, out bool) { return false, false }
+
 // Backward implements Layer: each input's gradient is its slice of dout.
 func (l *Concat) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, _ []gpu.Buffer, _ gpu.Buffer, _ bool) {
 	for n := 0; n < p.N; n++ {

@@ -127,6 +127,9 @@ func (l *Conv2D) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 	p.B.ConvForward(l.geom(p.N), out, in[0], l.P[0], l.bias(l.P), p.WS)
 }
 
+// BackwardReads implements BackwardReader: x only for dW.
+func (*Conv2D) BackwardReads(paramGrads bool) (in, out bool) { return paramGrads, false }
+
 // Backward implements Layer: dx from dy and W; dW and db from dy and x.
 func (l *Conv2D) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.Buffer, _ gpu.Buffer, paramGrads bool) {
 	g := l.geom(p.N)

@@ -106,6 +106,10 @@ func (l *Dropout) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 	p.B.Mul(out, in[0], l.view)
 }
 
+// BackwardReads implements BackwardReader: nothing (the mask is the
+// layer's own).
+func (*Dropout) BackwardReads(bool) (in, out bool) { return false, false }
+
 // Backward implements Layer: dx = dy*mask of the last Forward (dy itself
 // after an eval-mode or P == 0 Forward).
 func (l *Dropout) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, _ []gpu.Buffer, _ gpu.Buffer, _ bool) {

@@ -101,6 +101,18 @@ type Layer interface {
 	Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.Buffer, out gpu.Buffer, paramGrads bool)
 }
 
+// BackwardReader is implemented by layers that say which of the tensors
+// that Backward receives from the forward pass it reads. The network keeps
+// only those from a training Forward to Backward; the others share memory
+// with tensors that live later, and Backward is then given nil in their
+// place (so a layer that reads what it said it would not fails loudly). A
+// layer that does not implement it is given all of them.
+type BackwardReader interface {
+	// BackwardReads reports whether Backward, called with paramGrads as
+	// given, reads its inputs (every in[k]) and its output.
+	BackwardReads(paramGrads bool) (in, out bool)
+}
+
 // Base gives a layer its name and default no-op methods; layers embed it.
 type Base struct {
 	LayerName string

@@ -45,18 +45,21 @@ type node struct {
 	active  bool // Backward must run: a trainable parameter at or below
 	needDIn []bool
 	// The plans (plan.go): whether Backward runs this node (active and its
-	// gradient is written), whether it writes input k's gradient in place
-	// (direct[k]) or through scratch, and the shared buffers that hold its
-	// output gradient (dslot), its scratch per input (sslot, -1 for none)
-	// and its output in an inference Forward (eslot).
-	runs   bool
-	direct []bool
-	dslot  int
-	sslot  []int
-	eslot  int
+	// gradient is written), whether that Backward reads the inputs and the
+	// output, whether it writes input k's gradient in place (direct[k]) or
+	// through scratch, and the shared buffers that hold, in a training step,
+	// its output (oslot), its output gradient (dslot) and its scratch per
+	// input (sslot, -1 for none), and its output in an inference Forward
+	// (eslot).
+	runs            bool
+	readIn, readOut bool
+	direct          []bool
+	oslot, dslot    int
+	sslot           []int
+	eslot           int
 	// Views for the current batch size, rebuilt when it changes, so that a
-	// steady-state step allocates nothing: out is kept for Backward (a
-	// training Forward), eout is the inference Forward's shared one.
+	// steady-state step allocates nothing: out, dout and scratch are the
+	// training step's, eout the inference Forward's.
 	out, dout, eout gpu.Buffer
 	ins, dins       []gpu.Buffer
 	// scratch[k] is a view of a shared gradient buffer for input slot k,
@@ -85,11 +88,9 @@ type Net struct {
 	// without rebuilding anything.
 	layerCap         int          // Layer.Resize and ws
 	ws               gpu.Buffer   // shared layer workspace
-	trainCap, trainN int          // acts and the out views
-	acts             []gpu.Buffer // every node's output, kept for Backward
-	gradCap, gradN   int          // grads and the dout and scratch views
-	grads            []gpu.Buffer // shared by liveness: planBackward
-	gradSize         []int        // per-sample size of each of grads
+	trainCap, trainN int          // trains and the out, dout and scratch views
+	trains           []gpu.Buffer // outputs and gradients, shared: planTrain
+	trainSize        []int        // per-sample size of each of trains
 	evalCap, evalN   int          // evals and the eout views
 	evals            []gpu.Buffer // shared by liveness: planInference
 	evalSize         []int
@@ -328,13 +329,18 @@ func (n *Net) updateActive() {
 			n.B.Fill(n.B.View(n.Grads, nd.params.Off, nd.params.Len), 0)
 		}
 	}
-	old := n.gradSize
-	n.planBackward()
-	if !slices.Equal(old, n.gradSize) {
-		n.grads, n.gradCap = nil, 0 // reallocated for the new plan on the next Backward
+	old := n.trainSize
+	n.planTrain()
+	if !slices.Equal(old, n.trainSize) {
+		n.trains, n.trainCap = nil, 0 // reallocated for the new plan by the next Forward
 	}
-	n.gradN = 0 // rebuild the views: which gradients exist and where changed
+	n.trainN = 0      // rebuild the views: what is kept and where changed
+	n.trained = false // a Forward before the change kept what the old plan needed
 }
+
+// trains reports whether the node's parameters learn: Backward computes
+// their gradients.
+func (nd *node) trains() bool { return !nd.frozen && nd.params.Len > 0 }
 
 // SetSharing turns buffer sharing by liveness on (the default) or off. Off,
 // every layer's output gradient and every inference output gets a buffer of
@@ -346,21 +352,25 @@ func (n *Net) SetSharing(on bool) {
 	}
 	n.noShare = !on
 	n.planInference()
-	n.planBackward()
-	n.grads, n.gradCap, n.gradN = nil, 0, 0
+	n.planTrain()
+	n.trains, n.trainCap, n.trainN = nil, 0, 0
+	n.trained = false
 	n.evals, n.evalCap, n.evalN = nil, 0, 0
 }
 
 // BufferUse is what the per-batch buffers of a network take, in float32
 // elements, for one batch size.
 type BufferUse struct {
-	// Activations: every layer's output, kept from a training Forward for
-	// Backward.
-	Activations int
-	// Gradients: the buffers Backward shares by liveness between the
-	// gradients with respect to the layers' outputs (fan-out scratch
-	// included), for the current frozen set.
-	Gradients int
+	// Outputs: every layer's output, what a network that kept them all for
+	// Backward would hold.
+	Outputs int
+	// Kept: the outputs that some Backward reads, kept from a training
+	// Forward to Backward (for the current frozen set).
+	Kept int
+	// Training: the buffers of a training step, shared by liveness between
+	// the layers' outputs and the gradients with respect to them (fan-out
+	// scratch included). At least Kept.
+	Training int
 	// Inference: the buffers an inference Forward shares between outputs.
 	Inference int
 }
@@ -369,11 +379,19 @@ type BufferUse struct {
 // samples (whether or not they have been allocated yet).
 func (n *Net) Buffers(batch int) BufferUse {
 	var u BufferUse
-	for _, nd := range n.nodes {
-		u.Activations += batch * nd.shape.Size()
+	L := len(n.nodes)
+	for i, nd := range n.nodes {
+		u.Outputs += batch * nd.shape.Size()
+		kept := i == L-1 || nd.readOut
+		for _, c := range n.nodes[i+1:] {
+			kept = kept || (c.readIn && slices.Contains(c.inputs, i))
+		}
+		if kept {
+			u.Kept += batch * nd.shape.Size()
+		}
 	}
-	for _, s := range n.gradSize {
-		u.Gradients += batch * s
+	for _, s := range n.trainSize {
+		u.Training += batch * s
 	}
 	for _, s := range n.evalSize {
 		u.Inference += batch * s
@@ -404,15 +422,13 @@ func (n *Net) reserveLayers(nb int) {
 	n.ws = n.B.Alloc(max(ws, 1))
 }
 
-// reserveTrain makes the kept outputs hold nb samples and points the out
-// views at them.
+// reserveTrain makes the training step's shared buffers hold nb samples
+// and points the out, dout and scratch views at them, as planTrain placed
+// them.
 func (n *Net) reserveTrain(nb int) {
-	if nb > n.trainCap {
+	if nb > n.trainCap || n.trains == nil {
 		n.trainCap, n.trainN = nb, 0
-		n.acts = make([]gpu.Buffer, len(n.nodes))
-		for i, nd := range n.nodes {
-			n.acts[i] = n.B.Alloc(nb * nd.shape.Size())
-		}
+		n.trains = n.allocShared(n.trainSize, nb)
 	}
 	if nb == n.trainN {
 		return
@@ -420,31 +436,15 @@ func (n *Net) reserveTrain(nb int) {
 	n.trainN = nb
 	for i := range n.nodes {
 		nd := &n.nodes[i]
-		nd.out = n.B.View(n.acts[i], 0, nb*nd.shape.Size())
-	}
-}
-
-// reserveGrads makes the shared gradient buffers hold nb samples and points
-// the dout and scratch views at them, as planBackward placed them.
-func (n *Net) reserveGrads(nb int) {
-	if nb > n.gradCap || n.grads == nil {
-		n.gradCap, n.gradN = nb, 0
-		n.grads = n.allocShared(n.gradSize, nb)
-	}
-	if nb == n.gradN {
-		return
-	}
-	n.gradN = nb
-	for i := range n.nodes {
-		nd := &n.nodes[i]
+		nd.out = n.B.View(n.trains[nd.oslot], 0, nb*nd.shape.Size())
 		nd.dout = nil
 		if nd.dslot >= 0 {
-			nd.dout = n.B.View(n.grads[nd.dslot], 0, nb*nd.shape.Size())
+			nd.dout = n.B.View(n.trains[nd.dslot], 0, nb*nd.shape.Size())
 		}
 		for k, j := range nd.inputs {
 			nd.scratch[k] = nil
 			if nd.sslot[k] >= 0 {
-				nd.scratch[k] = n.B.View(n.grads[nd.sslot[k]], 0, nb*n.nodes[j].shape.Size())
+				nd.scratch[k] = n.B.View(n.trains[nd.sslot[k]], 0, nb*n.nodes[j].shape.Size())
 			}
 		}
 	}
@@ -513,7 +513,7 @@ func (n *Net) Forward(x gpu.Buffer, batch int, train bool) gpu.Buffer {
 // Forward with train set. Nodes below the lowest trainable layer do not run.
 func (n *Net) Backward(dout gpu.Buffer) {
 	if !n.trained {
-		panic("solver: Backward without a training Forward before it (an inference Forward keeps only the outputs later layers read)")
+		panic("solver: Backward needs a training Forward just before it, with no inference Forward or Freeze in between (they do not keep what Backward reads)")
 	}
 	last := len(n.nodes) - 1
 	if want := n.trainN * n.Out.Size(); dout.Len() != want {
@@ -522,7 +522,6 @@ func (n *Net) Backward(dout gpu.Buffer) {
 	if !n.nodes[last].runs {
 		return // nothing trainable
 	}
-	n.reserveGrads(n.trainN)
 	n.B.Copy(n.nodes[last].dout, dout)
 	for i := last; i >= 0; i-- {
 		nd := &n.nodes[i]
@@ -541,7 +540,17 @@ func (n *Net) Backward(dout gpu.Buffer) {
 				nd.dins[k] = nd.scratch[k]
 			}
 		}
-		nd.layer.Backward(&n.pass, nd.dins, nd.dout, nd.ins, nd.out, !nd.frozen && nd.params.Len > 0)
+		// What the plan did not keep may be overwritten: the layer gets nil.
+		out := nd.out
+		if !nd.readOut {
+			out = nil
+		}
+		if !nd.readIn {
+			for k := range nd.ins {
+				nd.ins[k] = nil // the next Forward sets them again
+			}
+		}
+		nd.layer.Backward(&n.pass, nd.dins, nd.dout, nd.ins, out, nd.trains())
 		for k, j := range nd.inputs {
 			if nd.dins[k] != nil && !nd.direct[k] {
 				n.B.Axpy(1, nd.dins[k], n.nodes[j].dout)

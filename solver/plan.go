@@ -7,15 +7,18 @@ import "slices"
 // A tensor that lives only during part of a pass can share memory with
 // another whose life does not overlap it. Two passes use this:
 //
-//   - Backward: the gradient with respect to node j's output is live from the
-//     step of its first writer (the consumer of j that runs first, going
-//     backward) down to node j's own step, where j reads it. A chain then
-//     needs two buffers, used in turn. The scratch that a later consumer of a
+//   - A training step (Forward then Backward): node j's output lives from
+//     its Forward to its last reader, in Forward or in Backward; only what a
+//     Backward reads (BackwardReader) outlives the Forward. The gradient
+//     with respect to node j's output lives from the step of its first
+//     writer (the consumer of j that runs first, going backward) down to
+//     node j's own step, where j reads it: a chain needs two buffers for
+//     them, used in turn, and they reuse the memory of outputs that
+//     Backward does not read. The scratch that a later consumer of a
 //     fanned-out node writes before adding it in lives during that
 //     consumer's step only.
 //   - Inference Forward: node j's output lives from its own step to its last
-//     consumer's (to the end for the network's output). A training Forward
-//     keeps every output instead, because Backward reads them.
+//     consumer's (to the end for the network's output).
 //
 // Lives are measured in steps of the pass (0, 1, 2, ... in the order the
 // pass runs) and are closed intervals: a tensor that a step reads and one
@@ -82,63 +85,92 @@ func sharing(ts []life, share bool) (slot, size []int) {
 	return slot, size
 }
 
-// planBackward decides, for the current frozen set, which nodes run in
+// planTrain decides, for the current frozen set, which nodes run in
 // Backward, which input gradients they write in place and which through
-// scratch, and where each of those gradients lives. It sets every node's
-// runs, direct, dslot and sslot, and n.gradSize.
-func (n *Net) planBackward() {
-	last := len(n.nodes) - 1
-	step := func(i int) int { return last - i } // Backward runs last..0
-	var ts []life
+// scratch, what each Backward reads of the forward pass, and where every
+// output and gradient of a training step lives. It sets every node's runs,
+// readIn, readOut, direct, oslot, dslot and sslot, and n.trainSize.
+//
+// A training step is one timeline: Forward runs node i at step i, Backward
+// runs it at step 2L-1-i (L nodes), the gradient of the output first. An
+// output lives from its node's Forward step to its last reader: a later
+// node's Forward, or a Backward that reads it (its consumer's in, its own
+// out; nodes that do not run in Backward read nothing). The network's output
+// lives to the end, for the caller's loss and whatever it reads after.
+func (n *Net) planTrain() {
+	L := len(n.nodes)
+	last := L - 1
+	fwd := func(i int) int { return i }
+	bwd := func(i int) int { return 2*L - 1 - i }
+	ts := make([]life, L, 3*L) // 0..L-1: the outputs
 	add := func(from, to, size int) int {
 		ts = append(ts, life{from, to, size})
 		return len(ts) - 1
 	}
-	written := make([]bool, len(n.nodes))
-	first := make([]int, len(n.nodes)) // tensor of node j's gradient
+	written := make([]bool, L)
+	grad := make([]int, L) // tensor of node j's output gradient
 	for i := range n.nodes {
 		nd := &n.nodes[i]
-		nd.runs, nd.dslot = false, -1
+		ts[i] = life{fwd(i), fwd(i), nd.shape.Size()}
+		for _, j := range nd.inputs {
+			if j >= 0 {
+				ts[j].to = fwd(i) // nodes come in order: the last write is the last consumer
+			}
+		}
+		nd.runs, nd.readIn, nd.readOut, nd.dslot = false, false, false, -1
 		nd.direct = make([]bool, len(nd.inputs))
 		nd.sslot = make([]int, len(nd.inputs))
 		for k := range nd.sslot {
 			nd.sslot[k] = -1
 		}
 	}
-	if !n.nodes[last].active {
-		n.gradSize = nil
-		return
+	ts[last].to = bwd(0) + 1
+	if n.nodes[last].active {
+		written[last] = true
+		grad[last] = add(bwd(last), bwd(last), n.nodes[last].shape.Size())
 	}
-	written[last] = true
-	first[last] = add(step(last), step(last), n.nodes[last].shape.Size())
 	for i := last; i >= 0; i-- {
 		nd := &n.nodes[i]
 		if !nd.active || !written[i] {
 			continue
 		}
 		nd.runs = true
-		ts[first[i]].to = step(i) // read here for the last time
+		ts[grad[i]].to = bwd(i) // read here for the last time
+		nd.readIn, nd.readOut = true, true
+		if r, ok := nd.layer.(BackwardReader); ok {
+			nd.readIn, nd.readOut = r.BackwardReads(nd.trains())
+		}
+		if nd.readOut {
+			ts[i].to = max(ts[i].to, bwd(i))
+		}
 		// The first consumer (going backward) of a node writes its gradient
 		// in place; later ones write scratch that is then added in.
 		for k, j := range nd.inputs {
+			if j < 0 {
+				continue
+			}
+			if nd.readIn {
+				ts[j].to = max(ts[j].to, bwd(i))
+			}
 			if !nd.needDIn[k] {
 				continue
 			}
 			size := n.nodes[j].shape.Size()
 			if written[j] {
-				nd.sslot[k] = add(step(i), step(i), size)
+				nd.sslot[k] = add(bwd(i), bwd(i), size)
 				continue
 			}
 			nd.direct[k] = true
 			written[j] = true
-			first[j] = add(step(i), step(i), size) // until j's step, set there
+			grad[j] = add(bwd(i), bwd(i), size) // until j's step, set there
 		}
 	}
 	slot, size := sharing(ts, !n.noShare)
 	for i := range n.nodes {
 		nd := &n.nodes[i]
+		nd.oslot = slot[i]
 		if written[i] {
-			nd.dslot = slot[first[i]]
+			nd.dslot = slot[grad[i]]
 		}
 		for k, t := range nd.sslot {
 			if t >= 0 {
@@ -146,7 +178,7 @@ func (n *Net) planBackward() {
 			}
 		}
 	}
-	n.gradSize = size
+	n.trainSize = size
 }
 
 // planInference places the outputs of an inference Forward: each lives from

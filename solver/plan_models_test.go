@@ -73,8 +73,9 @@ func stepsFingerprint(t *testing.T, net *solver.Net) [][]float32 {
 
 // Sharing buffers by liveness changes no bit of the gradients, weights,
 // batch-norm statistics or logits of real networks, trainable or partly
-// frozen, against one buffer per tensor (the layout before sharing), and it
-// takes less memory.
+// frozen, against one buffer per tensor (every output kept and every
+// gradient in its own buffer: the layout before sharing), and it takes less
+// memory.
 func TestSharedBuffersMatchUnsharedOnModels(t *testing.T) {
 	build := map[string]func(gpu.Backend) (*solver.Net, error){
 		"lenet5": func(b gpu.Backend) (*solver.Net, error) { return models.Build(b, "lenet5", models.Config{}) },
@@ -108,11 +109,11 @@ func TestSharedBuffersMatchUnsharedOnModels(t *testing.T) {
 				}
 			}
 			us, ua := shared.Buffers(6), alone.Buffers(6)
-			if us.Gradients >= ua.Gradients || us.Inference >= ua.Inference {
+			if us.Training >= ua.Training || us.Inference >= ua.Inference {
 				t.Errorf("%s, trainable %d: shared buffers %+v, unshared %+v: nothing saved", model, last, us, ua)
 			}
-			t.Logf("%s, trainable %d: per batch of 6, gradients %d elements (unshared %d), inference %d (unshared %d)",
-				model, last, us.Gradients, ua.Gradients, us.Inference, ua.Inference)
+			t.Logf("%s, trainable %d: per batch of 6, training step %d elements (unshared %d, %d outputs kept), inference %d (unshared %d)",
+				model, last, us.Training, ua.Training, us.Kept, us.Inference, ua.Inference)
 		}
 	}
 }

@@ -55,37 +55,62 @@ func TestSharingKeepsLiveTensorsApart(t *testing.T) {
 	}
 }
 
-// A chain's gradients take two buffers used in turn, and so do an inference
-// Forward's outputs; both hold the largest layer.
-func TestChainUsesTwoBuffers(t *testing.T) {
+// What a chain keeps for Backward follows what each layer's Backward reads,
+// and frozen layers below the trainable ones keep nothing; an inference
+// Forward's outputs take two buffers used in turn.
+func TestChainPlan(t *testing.T) {
 	n, err := NewNet(gpu.NewCPU(), Shape{3, 8, 8}, []Node{
-		{Layer: NewConv2D("c1", ConvConfig{Out: 4, KH: 3, PadH: 1, PadW: 1})}, // 4x8x8: the largest
-		{Layer: NewReLU("r1")},
-		{Layer: NewMaxPool2D("p1", PoolConfig{KH: 2, StrideH: 2})},
-		{Layer: NewConv2D("c2", ConvConfig{Out: 6, KH: 3, PadH: 1, PadW: 1})},
-		{Layer: NewReLU("r2")},
-		{Layer: NewFlatten("f")},
-		{Layer: NewLinear("fc", 5)},
+		{Layer: NewConv2D("c1", ConvConfig{Out: 4, KH: 3, PadH: 1, PadW: 1})}, // 4x8x8 = 256: the largest
+		{Layer: NewReLU("r1")}, // 256
+		{Layer: NewMaxPool2D("p1", PoolConfig{KH: 2, StrideH: 2})},            // 4x4x4 = 64
+		{Layer: NewConv2D("c2", ConvConfig{Out: 6, KH: 3, PadH: 1, PadW: 1})}, // 96
+		{Layer: NewReLU("r2")},      // 96
+		{Layer: NewFlatten("f")},    // 96
+		{Layer: NewLinear("fc", 5)}, // 5
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(n.evalSize) != 2 || slices.Max(n.evalSize) != 256 {
+		t.Errorf("inference outputs: buffers of %v elements per sample, want two, the larger of 256", n.evalSize)
+	}
 	for _, c := range []struct {
-		name string
-		size []int
-	}{{"gradients", n.gradSize}, {"inference outputs", n.evalSize}} {
-		if len(c.size) != 2 || slices.Max(c.size) != 256 {
-			t.Errorf("%s: buffers of %v elements per sample, want two, the larger of 256", c.name, c.size)
+		train    int // FreezeAllButLast's k; -1 for none frozen
+		kept     int
+		training int // at most
+	}{
+		// c1's output is read only by r1's Forward (ReLU's Backward reads
+		// its output); p1 reads r1's, c2 p1's, r2 its own, fc f's; the
+		// network's output is kept. The gradients need two buffers of 256.
+		{-1, 256 + 64 + 96 + 96 + 5, 256 + 64 + 96 + 96 + 5 + 2*256},
+		// Only fc runs Backward: f's output and the network's are kept; the
+		// forward pass needs two buffers of 256 and fc's gradient 5.
+		{1, 96 + 5, 2*256 + 5},
+		{0, 5, 2 * 256},
+	} {
+		if c.train >= 0 {
+			n.FreezeAllButLast(c.train)
+		}
+		u := n.Buffers(1)
+		if u.Outputs != 256+256+64+96+96+96+5 || u.Kept != c.kept || u.Training < u.Kept || u.Training > c.training {
+			t.Errorf("trainable %d: %+v, want %d kept and at most %d in training buffers", c.train, u, c.kept, c.training)
+		}
+		if c.train == 0 && (u.Training != u.Inference || len(n.trainSize) != len(n.evalSize)) {
+			t.Errorf("all frozen: training buffers %v, inference %v: want the same", n.trainSize, n.evalSize)
 		}
 	}
-	// Frozen below fc: only fc runs, and only its output gradient is kept.
-	n.FreezeAllButLast(1)
-	if !slices.Equal(n.gradSize, []int{5}) {
-		t.Errorf("fc alone trainable: gradient buffers %v, want [5]", n.gradSize)
-	}
-	n.FreezeAllButLast(0)
-	if u := n.Buffers(4); u.Gradients != 0 {
-		t.Errorf("all frozen: %d gradient elements, want 0", u.Gradients)
+}
+
+// Every layer of this package says what its Backward reads.
+func TestLayersSayWhatBackwardReads(t *testing.T) {
+	for _, l := range []Layer{
+		NewConv2D("c", ConvConfig{Out: 1, KH: 1}), NewLinear("l", 1), NewReLU("r"), NewReLU6("r6"),
+		NewBatchNorm("b", 1e-5, 0.1), NewMaxPool2D("m", PoolConfig{KH: 2}), NewAvgPool2D("a", PoolConfig{KH: 2}),
+		NewFlatten("f"), NewAdd("add"), NewConcat("cat"), NewDropout("d", 0.5),
+	} {
+		if _, ok := l.(BackwardReader); !ok {
+			t.Errorf("%s (%T) does not implement BackwardReader: the network keeps all it could read", l.Name(), l)
+		}
 	}
 }
 
@@ -253,7 +278,7 @@ func TestSharedBuffersMatchUnsharedOnRandomDAGs(t *testing.T) {
 		if d := got.diff(want); d != "" {
 			t.Fatalf("trial %d (%d layers, freeze %d): shared and unshared %s differ", trial, layers, freeze, d)
 		}
-		if us, ua := shared.Buffers(5), alone.Buffers(5); us.Gradients < ua.Gradients || us.Inference < ua.Inference {
+		if us, ua := shared.Buffers(5), alone.Buffers(5); us.Training < ua.Training || us.Inference < ua.Inference {
 			fewer++
 		}
 	}
@@ -283,7 +308,6 @@ func TestSharedComparisonCatchesOverlap(t *testing.T) {
 		t.Fatalf("two identical runs differ in %s", got.diff(want))
 	}
 	broken := build()
-	largest := 0
 	for i := range broken.nodes {
 		nd := &broken.nodes[i]
 		if nd.dslot >= 0 {
@@ -294,9 +318,8 @@ func TestSharedComparisonCatchesOverlap(t *testing.T) {
 				nd.sslot[k] = 0
 			}
 		}
-		largest = max(largest, nd.shape.Size())
+		broken.trainSize[0] = max(broken.trainSize[0], nd.shape.Size())
 	}
-	broken.gradSize = []int{largest}
 	if got := runSteps(broken, 1); got.diff(want) == "" {
 		t.Error("gradients all in one buffer gave the same bits: the comparison cannot see overlaps")
 	}

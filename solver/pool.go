@@ -123,6 +123,10 @@ func (l *Pool2D) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 	}
 }
 
+// BackwardReads implements BackwardReader: max pooling reads x, average
+// pooling nothing.
+func (l *Pool2D) BackwardReads(bool) (in, out bool) { return l.max, false }
+
 // Backward implements Layer. Max pooling recomputes each window's maximum
 // from the forward input.
 func (l *Pool2D) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.Buffer, _ gpu.Buffer, _ bool) {

@@ -50,6 +50,9 @@ func (l *Linear) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 	}
 }
 
+// BackwardReads implements BackwardReader: x only for dW.
+func (*Linear) BackwardReads(paramGrads bool) (in, out bool) { return paramGrads, false }
+
 // Backward implements Layer. dx = dy·W; dW = dyᵀ·x; db = Σ dy.
 func (l *Linear) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.Buffer, _ gpu.Buffer, paramGrads bool) {
 	if din[0] != nil {
@@ -88,10 +91,19 @@ func (a *Activation) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 	p.B.Activate(a.Act, out, in[0])
 }
 
-// Backward implements Layer.
-func (a *Activation) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.Buffer, _ gpu.Buffer, _ bool) {
+// BackwardReads implements BackwardReader: the output only.
+func (*Activation) BackwardReads(bool) (in, out bool) { return false, true }
+
+// Backward implements Layer. The derivative is taken at the output y
+// instead of the input x, which gives the same bits: ReLU's gradient passes
+// where x > 0, that is where y = max(x, 0) > 0; ReLU6's where 0 < x < 6,
+// that is where 0 < y = min(max(x, 0), 6) < 6 (NaN passes neither). So the
+// network need not keep x, which for conv, batch norm, ReLU is the batch
+// norm's output, read by nothing else in Backward (PyTorch's inplace=True
+// saves the same memory).
+func (a *Activation) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, _ []gpu.Buffer, out gpu.Buffer, _ bool) {
 	if din[0] != nil {
-		p.B.ActivateBackward(a.Act, din[0], dout, in[0])
+		p.B.ActivateBackward(a.Act, din[0], dout, out)
 	}
 }
 
@@ -109,6 +121,9 @@ func (f *Flatten) Setup(in []Shape) (Shape, error) {
 	s, err := one("flatten", in)
 	return Shape{s.Size(), 1, 1}, err
 }
+
+// BackwardReads implements BackwardReader: nothing.
+func (*Flatten) BackwardReads(bool) (in, out bool) { return false, false }
 
 // Forward implements Layer.
 func (*Flatten) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) { p.B.Copy(out, in[0]) }

@@ -82,11 +82,11 @@ func runProfile(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	// What the net keeps per batch: every layer's output (Backward reads
-	// them) and the gradients with respect to them, which share a few
-	// buffers by liveness (two of the largest layer's size for a chain).
+	// What the net holds per batch: of every layer's output only what a
+	// Backward reads outlives the Forward, and the buffers of a step are
+	// shared by liveness between outputs and the gradients with respect to
+	// them (solver.Net.Buffers).
 	use := net.Buffers(*batch)
-	acts, grads := int64(use.Activations)*4, int64(use.Gradients)*4
 	if *memprofile != "" {
 		runtime.GC() // the profile shows the heap as of the last collection
 		f, err := os.Create(*memprofile)
@@ -110,7 +110,8 @@ func runProfile(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		"peak_rss_mib": mib(peakRSS()), "rss_before_model_mib": mib(rssBefore),
 		"heap_inuse_mib": mib(int64(ms.HeapInuse)), "heap_sys_mib": mib(int64(ms.HeapSys)),
 		"total_alloc_mib": mib(int64(ms.TotalAlloc)), "gomaxprocs": runtime.GOMAXPROCS(0),
-		"activations_mib": mib(acts), "activation_grads_mib": mib(grads)}
+		"activations_mib": mib(int64(use.Outputs) * 4), "kept_activations_mib": mib(int64(use.Kept) * 4),
+		"step_buffers_mib": mib(int64(use.Training) * 4)}
 	if *asJSON {
 		return cli.NewEvents(stdout).Emit("done", res)
 	}
