@@ -182,6 +182,16 @@ func (g *ConvGeom) col2im(dx, col []float32) {
 // an input row (contiguous reads) and store with the matrix's row stride.
 func (g *ConvGeom) im2row(dst, x []float32) {
 	cg, rows := g.C/g.groups(), g.colRows()
+	// The output columns each tap s reads inside the input, hoisted out of
+	// the loops (span's divisions cost more than a short row's copy).
+	var spans [16][2]int
+	if g.S > len(spans) {
+		g.im2rowWide(dst, x)
+		return
+	}
+	for s := 0; s < g.S; s++ {
+		spans[s][0], spans[s][1] = span(g.OW, g.StrideW, g.PadW, s, g.W)
+	}
 	for c := 0; c < cg; c++ {
 		xc := x[c*g.H*g.W : (c+1)*g.H*g.W]
 		for r := 0; r < g.R; r++ {
@@ -198,7 +208,7 @@ func (g *ConvGeom) im2row(dst, x []float32) {
 				ih := oh*g.StrideH - g.PadH + r
 				in := xc[ih*g.W : (ih+1)*g.W]
 				for s := 0; s < g.S; s++ {
-					wlo, whi := span(g.OW, g.StrideW, g.PadW, s, g.W)
+					wlo, whi := spans[s][0], spans[s][1]
 					for ow := 0; ow < wlo; ow++ {
 						out[ow*rows+s] = 0
 					}
@@ -217,6 +227,29 @@ func (g *ConvGeom) im2row(dst, x []float32) {
 						out[k] = in[iw]
 						k += rows
 						iw += g.StrideW
+					}
+				}
+			}
+		}
+	}
+}
+
+// im2rowWide is im2row for kernels wider than 16 taps: the plain loop.
+func (g *ConvGeom) im2rowWide(dst, x []float32) {
+	cg, rows, hw := g.C/g.groups(), g.colRows(), g.H*g.W
+	for c := 0; c < cg; c++ {
+		for r := 0; r < g.R; r++ {
+			for s := 0; s < g.S; s++ {
+				col := (c*g.R+r)*g.S + s
+				for oh := 0; oh < g.OH; oh++ {
+					ih := oh*g.StrideH - g.PadH + r
+					for ow := 0; ow < g.OW; ow++ {
+						iw := ow*g.StrideW - g.PadW + s
+						v := float32(0)
+						if ih >= 0 && ih < g.H && iw >= 0 && iw < g.W {
+							v = x[c*hw+ih*g.W+iw]
+						}
+						dst[(oh*g.OW+ow)*rows+col] = v
 					}
 				}
 			}
