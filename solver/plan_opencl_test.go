@@ -1,0 +1,53 @@
+//go:build opencl
+
+package solver_test
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/solver"
+)
+
+// On OpenCL too, shared buffers give the bits of one buffer per tensor:
+// the device's queue and its views of the shared buffers must keep a
+// tensor's memory untouched for as long as the plan says it lives.
+func TestSharedBuffersMatchUnsharedOnOpenCL(t *testing.T) {
+	cfg := gpu.DefaultOpenCLConfig()
+	cfg.Tune = false
+	o, err := gpu.NewOpenCL(cfg)
+	if errors.Is(err, gpu.ErrNoOpenCL) || errors.Is(err, gpu.ErrNoDevice) {
+		t.Skipf("no OpenCL device: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	build := map[string]func() (*solver.Net, error){
+		"mobilenet-small": func() (*solver.Net, error) {
+			return models.Build(o, "mobilenet-small", models.Config{Width: 0.25})
+		},
+		"residual": func() (*solver.Net, error) { return solver.NewNet(o, solver.Shape{C: 3, H: 8, W: 8}, residualNodes()) },
+	}
+	for _, model := range []string{"mobilenet-small", "residual"} {
+		var runs [2][][]float32
+		for s, share := range []bool{true, false} {
+			n, err := build[model]()
+			if err != nil {
+				t.Fatal(err)
+			}
+			n.SetSharing(share)
+			runs[s] = stepsFingerprint(t, n)
+		}
+		for k, what := range []string{"gradients", "weights", "state", "logits"} {
+			for i := range runs[1][k] {
+				if math.Float32bits(runs[0][k][i]) != math.Float32bits(runs[1][k][i]) {
+					t.Fatalf("%s: %s[%d] = %v shared, %v unshared", model, what, i, runs[0][k][i], runs[1][k][i])
+				}
+			}
+		}
+	}
+}
