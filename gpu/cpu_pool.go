@@ -142,7 +142,9 @@ func (c *CPU) MaxPoolBackward(g PoolGeom, dx, dy, x Buffer) {
 // maxBackward is MaxPoolBackward for planes [lo, hi).
 func (g *PoolGeom) maxBackward(dxs, dys, xs []float32, lo, hi int) {
 	hw, ohw := g.H*g.W, g.OH*g.OW
-	clear(dxs[lo*hw : hi*hw])
+	if !g.pairs() {
+		clear(dxs[lo*hw : hi*hw])
+	}
 	for p := lo; p < hi; p++ {
 		if g.pairs() {
 			g.maxBackwardPairs(xs[p*hw:(p+1)*hw], dxs[p*hw:(p+1)*hw], dys[p*ohw:(p+1)*ohw])
@@ -166,37 +168,47 @@ func (g *PoolGeom) maxBackwardPlane(plane, din, dout []float32) {
 	}
 }
 
-// maxBackwardPairs routes each window's gradient to the first position of
-// its maximum (argmax's rule) with conditional moves, for whole 2×2 windows
-// at stride 2; a window whose maximum is NaN takes argmax's slow path.
+// maxBackwardPairs sets one plane's din for whole 2×2 windows at stride 2:
+// each window's gradient goes to the first position of its maximum
+// (argmax's rule), the window's other three cells get zero, and the cells
+// no window covers (an odd last row or column) are cleared. Every cell is
+// written once, without a branch on the data: the compiler branches on
+// float comparisons in this loop, and those branches mispredict on real
+// activations, so the choice is made with integer masks. A window whose
+// maximum is NaN takes argmax's path.
 func (g *PoolGeom) maxBackwardPairs(plane, din, dout []float32) {
-	w := g.W
+	w, n := g.W, 2*g.OW
 	for oh := 0; oh < g.OH; oh++ {
 		base := 2 * oh * w
-		r0 := plane[base : base+2*g.OW]
-		r1 := plane[base+w : base+w+2*g.OW]
+		r0, r1 := plane[base:base+n], plane[base+w:base+w+n]
+		o0, o1 := din[base:base+n], din[base+w:base+w+n]
+		zero(din[base+n : base+w])
+		zero(din[base+w+n : base+2*w])
 		d := dout[oh*g.OW : (oh+1)*g.OW]
 		for ow, dv := range d {
 			a, b, c, e := r0[2*ow], r0[2*ow+1], r1[2*ow], r1[2*ow+1]
 			m := max(max(a, b), max(c, e))
 			if m != m {
+				o0[2*ow], o0[2*ow+1], o1[2*ow], o1[2*ow+1] = 0, 0, 0, 0
 				if i := g.argmax(plane, 2*oh, 2*oh+2, 2*ow, 2*ow+2, m); i >= 0 {
 					din[i] += dv
 				}
 				continue
 			}
-			// The choice is made with masks (all ones where v holds the
-			// maximum) computed without comparisons, so that it has no
-			// branches: the compiler branches on float comparisons inside
-			// this loop, and the branches mispredict on real data.
 			mb := math.Float32bits(m + 0) // +0 for -0: equal zeros give equal bits
-			off := w + 1
-			off ^= (off ^ w) & eqMask(c, mb)
-			off ^= (off ^ 1) & eqMask(b, mb)
-			off &^= eqMask(a, mb)
-			din[base+2*ow+off] += dv
+			ka := eqMask(a, mb)
+			kb := eqMask(b, mb) &^ ka
+			kc := eqMask(c, mb) &^ (ka | kb)
+			ke := ^(ka | kb | kc)
+			// dv+0: a -0 gradient lands as +0, as 0 += dv does.
+			v := math.Float32bits(dv + 0)
+			o0[2*ow] = math.Float32frombits(v & uint32(ka))
+			o0[2*ow+1] = math.Float32frombits(v & uint32(kb))
+			o1[2*ow] = math.Float32frombits(v & uint32(kc))
+			o1[2*ow+1] = math.Float32frombits(v & uint32(ke))
 		}
 	}
+	zero(din[2*g.OH*w:])
 }
 
 // eqMask returns -1 (all ones) when v equals the float whose bits are mb

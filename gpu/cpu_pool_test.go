@@ -262,7 +262,7 @@ func BenchmarkPool(b *testing.B) {
 // exactly as the general window loop does, on data full of ties (equal
 // values, +0 and -0) and NaN, where the first-maximum rule decides.
 func TestMaxPoolPairsMatchGeneral(t *testing.T) {
-	g := PoolGeom{N: 1, C: 1, H: 20, W: 17, KH: 2, KW: 2}
+	g := PoolGeom{N: 1, C: 1, H: 21, W: 17, KH: 2, KW: 2} // odd: a row and a column outside every window
 	if err := g.Setup(); err != nil || !g.pairs() {
 		t.Fatalf("setup %v, pairs %v", err, g.pairs())
 	}
@@ -274,7 +274,8 @@ func TestMaxPoolPairsMatchGeneral(t *testing.T) {
 			x[i] = values[rng.IntN(len(values)-1+trial%2)] // NaN in every other trial
 		}
 		dy := randSlice(rng, g.OH*g.OW)
-		fast, slow := make([]float32, len(x)), make([]float32, len(x))
+		// The pairs loop writes every cell (no clear first): start it on NaN.
+		fast, slow := nanSlice(len(x)), make([]float32, len(x))
 		g.maxBackwardPairs(x, fast, dy)
 		g.maxBackwardPlane(x, slow, dy)
 		if !sameBits(fast, slow) {
