@@ -190,6 +190,9 @@ func sortedKeys[V any](m map[string]V) []string {
 // went.
 func writeTable(w io.Writer, sc *sim.Scenario, rep *sim.Report) {
 	target := fmt.Sprintf("to %.0f%% (s)", 100*sc.Target)
+	if sc.Target == 0 {
+		target = "to target (s)" // none set: the column stays empty
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "\nrun\t10 iterations (s)\tsamples/s\t%s\tMB sent\tkB up/iter\tkB down/iter\tfinal accuracy\titerations\t\n", target)
 	for _, r := range rep.Runs {
