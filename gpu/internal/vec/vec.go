@@ -1,0 +1,164 @@
+// Package vec holds the CPU backend's strided row copies and elementwise
+// loops, in AVX-512 assembly where the processor has it (chosen at run time)
+// and in Go otherwise. Go does not vectorize loops, and these run over every
+// element of a convolution's lowered matrix or an activation: a row of eight
+// floats costs one masked load and store here against some fifty
+// instructions of bounds-checked Go.
+//
+// Every function gives the same bits on every path: they copy, add two
+// floats, or select between a value and zero.
+//
+// Caller's duties: slices must hold every element the strides address;
+// functions panic otherwise (the caller's bug).
+package vec
+
+import (
+	"fmt"
+	"math"
+)
+
+// span is the number of elements rows rows of n, ld apart, occupy.
+func span(rows, n, ld int) int {
+	if rows <= 0 || n <= 0 {
+		return 0
+	}
+	return (rows-1)*ld + n
+}
+
+func checkRows(op string, dst []float32, ldd int, src []float32, lds, rows, n int) {
+	if rows < 0 || n < 0 || (rows > 1 && (ldd < 0 || lds < 0)) ||
+		len(dst) < span(rows, n, ldd) || (src != nil && len(src) < span(rows, n, lds)) {
+		panic(fmt.Sprintf("vec: %s: %d rows of %d, strides %d and %d, over %d and %d elements", op, rows, n, ldd, lds, len(dst), len(src)))
+	}
+}
+
+// CopyRows copies rows rows of n floats: dst[i·ldd+j] = src[i·lds+j].
+// Source rows may overlap each other (a sliding window: lds < n).
+func CopyRows(dst []float32, ldd int, src []float32, lds int, rows, n int) {
+	checkRows("CopyRows", dst, ldd, src, lds, rows, n)
+	if rows == 0 || n == 0 {
+		return
+	}
+	if useAVX512 {
+		copyRowsAVX512(&dst[0], ldd, &src[0], lds, rows, n)
+		return
+	}
+	copyRowsGo(dst, ldd, src, lds, rows, n)
+}
+
+// AddRows adds rows rows of n floats: dst[i·ldd+j] += src[i·lds+j].
+func AddRows(dst []float32, ldd int, src []float32, lds int, rows, n int) {
+	checkRows("AddRows", dst, ldd, src, lds, rows, n)
+	if rows == 0 || n == 0 {
+		return
+	}
+	if useAVX512 {
+		addRowsAVX512(&dst[0], ldd, &src[0], lds, rows, n)
+		return
+	}
+	addRowsGo(dst, ldd, src, lds, rows, n)
+}
+
+// ZeroRows clears rows rows of n floats, ldd apart.
+func ZeroRows(dst []float32, ldd int, rows, n int) {
+	checkRows("ZeroRows", dst, ldd, nil, 0, rows, n)
+	for i := 0; i < rows; i++ {
+		clear(dst[i*ldd : i*ldd+n])
+	}
+}
+
+// ReLU sets y = max(x, 0) as Go's max does: NaN passes through and -0
+// becomes +0.
+func ReLU(y, x []float32) {
+	if len(y) < len(x) {
+		panic(fmt.Sprintf("vec: ReLU: y of %d for x of %d", len(y), len(x)))
+	}
+	if len(x) == 0 {
+		return
+	}
+	if useAVX512 {
+		reluAVX512(&y[0], &x[0], len(x))
+		return
+	}
+	reluGo(y, x)
+}
+
+// ReLUBackward sets dx = dy where x > 0 and +0 elsewhere (NaN x included).
+func ReLUBackward(dx, dy, x []float32) {
+	if len(dx) < len(x) || len(dy) < len(x) {
+		panic(fmt.Sprintf("vec: ReLUBackward: dx of %d, dy of %d for x of %d", len(dx), len(dy), len(x)))
+	}
+	if len(x) == 0 {
+		return
+	}
+	if useAVX512 {
+		reluBackwardAVX512(&dx[0], &dy[0], &x[0], len(x))
+		return
+	}
+	reluBackwardGo(dx, dy, x)
+}
+
+// AddScalar adds v to every element of x.
+func AddScalar(x []float32, v float32) {
+	if len(x) == 0 {
+		return
+	}
+	if useAVX512 {
+		addScalarAVX512(&x[0], len(x), v)
+		return
+	}
+	for i := range x {
+		x[i] += v
+	}
+}
+
+// The Go twins: what every path must compute.
+
+func copyRowsGo(dst []float32, ldd int, src []float32, lds int, rows, n int) {
+	if n == 0 {
+		return
+	}
+	for i := 0; i < rows; i++ {
+		copy(dst[i*ldd:i*ldd+n], src[i*lds:i*lds+n])
+	}
+}
+
+func addRowsGo(dst []float32, ldd int, src []float32, lds int, rows, n int) {
+	if n == 0 {
+		return
+	}
+	for i := 0; i < rows; i++ {
+		d, s := dst[i*ldd:i*ldd+n], src[i*lds:i*lds+n]
+		for j, v := range s {
+			d[j] += v
+		}
+	}
+}
+
+// The Go ReLU loops select through a bit mask set by conditional moves: a
+// branch on the sign of x mispredicts half the time on real activations.
+
+func reluGo(y, x []float32) {
+	y = y[:len(x)]
+	for i, v := range x {
+		m := uint32(0)
+		if v > 0 {
+			m = ^uint32(0)
+		}
+		if v != v {
+			m = ^uint32(0)
+		}
+		y[i] = math.Float32frombits(math.Float32bits(v) & m)
+	}
+}
+
+func reluBackwardGo(dx, dy, x []float32) {
+	dx, dy = dx[:len(x)], dy[:len(x)]
+	for i, v := range x {
+		m := ^uint32(0)
+		if !(v > 0) {
+			m = 0
+		}
+		dx[i] = math.Float32frombits(math.Float32bits(dy[i]) & m)
+	}
+}

@@ -1,0 +1,169 @@
+package vec
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func randSlice(r *rand.Rand, n int) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32(r.NormFloat64())
+	}
+	return s
+}
+
+func sameBits(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// paths runs f with the assembly loops (where the machine has them) and
+// with the Go twins.
+func paths(t *testing.T, f func(t *testing.T, asm bool)) {
+	saved := useAVX512
+	defer func() { setAVX512(saved) }()
+	for _, asm := range []bool{true, false} {
+		if asm && !saved {
+			continue
+		}
+		setAVX512(asm)
+		t.Run(fmt.Sprintf("asm=%v", asm), func(t *testing.T) { f(t, asm) })
+	}
+}
+
+// TestRowsAgainstTwin: CopyRows and AddRows on every tail length (0..40
+// floats per row), strides wider than, equal to and narrower than the row
+// (overlapping source rows), with a margin that must stay untouched.
+func TestRowsAgainstTwin(t *testing.T) {
+	paths(t, func(t *testing.T, _ bool) {
+		r := rand.New(rand.NewPCG(1, 1))
+		for n := 0; n <= 40; n++ {
+			for _, rows := range []int{0, 1, 3} {
+				for _, st := range [][2]int{{n, n}, {n + 3, n + 7}, {n + 1, 1}, {2*n + 1, 2}} {
+					ldd, lds := st[0], st[1]
+					src := randSlice(r, span(rows, n, lds)+5)
+					dst := randSlice(r, span(rows, n, ldd)+5)
+					want := append([]float32(nil), dst...)
+					got := append([]float32(nil), dst...)
+					copyRowsGo(want, ldd, src, lds, rows, n)
+					CopyRows(got, ldd, src, lds, rows, n)
+					if !sameBits(got, want) {
+						t.Fatalf("CopyRows rows=%d n=%d ldd=%d lds=%d: %v, want %v", rows, n, ldd, lds, got, want)
+					}
+					want = append(want[:0], dst...)
+					got = append(got[:0], dst...)
+					addRowsGo(want, ldd, src, lds, rows, n)
+					AddRows(got, ldd, src, lds, rows, n)
+					if !sameBits(got, want) {
+						t.Fatalf("AddRows rows=%d n=%d ldd=%d lds=%d: %v, want %v", rows, n, ldd, lds, got, want)
+					}
+				}
+			}
+		}
+		d := []float32{1, 2, 3, 4, 5, 6}
+		ZeroRows(d, 3, 2, 2)
+		if !sameBits(d, []float32{0, 0, 3, 0, 0, 6}) {
+			t.Errorf("ZeroRows: %v", d)
+		}
+	})
+}
+
+// TestElementwiseAgainstTwin: ReLU, its gradient and AddScalar at every
+// tail length, with NaN, ±0, ±Inf and denormals among the inputs.
+func TestElementwiseAgainstTwin(t *testing.T) {
+	special := []float32{float32(math.NaN()), float32(math.Copysign(0, -1)), 0, float32(math.Inf(1)),
+		float32(math.Inf(-1)), 1e-40, -1e-40, 6, -6}
+	paths(t, func(t *testing.T, _ bool) {
+		r := rand.New(rand.NewPCG(2, 2))
+		for n := 0; n <= 70; n++ {
+			x, dy := randSlice(r, n), randSlice(r, n)
+			for i := range x {
+				if r.IntN(3) == 0 {
+					x[i] = special[r.IntN(len(special))]
+				}
+				if r.IntN(5) == 0 {
+					dy[i] = special[r.IntN(len(special))]
+				}
+			}
+			y, want := randSlice(r, n+3), randSlice(r, n+3)
+			copy(want, y)
+			reluGo(want, x)
+			ReLU(y, x)
+			if !sameBits(y, want) {
+				t.Fatalf("ReLU n=%d: x %v\n got %v\nwant %v", n, x, y, want)
+			}
+			copy(want, y)
+			reluBackwardGo(want, dy, x)
+			ReLUBackward(y, dy, x)
+			if !sameBits(y, want) {
+				t.Fatalf("ReLUBackward n=%d: x %v dy %v\n got %v\nwant %v", n, x, dy, y, want)
+			}
+			got, w := append([]float32(nil), dy...), append([]float32(nil), dy...)
+			for i := range w {
+				w[i] += 0.375
+			}
+			AddScalar(got, 0.375)
+			if !sameBits(got, w) {
+				t.Fatalf("AddScalar n=%d: %v, want %v", n, got, w)
+			}
+		}
+	})
+}
+
+// TestReLUSemantics pins the Go twins to Go's max and to PyTorch's gradient
+// rule, so that the assembly, checked against them, is pinned too.
+func TestReLUSemantics(t *testing.T) {
+	nan := float32(math.NaN())
+	x := []float32{-1, float32(math.Copysign(0, -1)), 0, 2, nan}
+	y := make([]float32, len(x))
+	reluGo(y, x)
+	for i, v := range x {
+		if w := max(v, 0); math.Float32bits(y[i]) != math.Float32bits(w) {
+			t.Errorf("relu(%v) = %v, want max(x, 0) = %v", v, y[i], w)
+		}
+	}
+	dy := []float32{5, 5, 5, 5, 5}
+	reluBackwardGo(y, dy, x)
+	if !sameBits(y, []float32{0, 0, 0, 5, 0}) {
+		t.Errorf("relu gradient %v", y)
+	}
+}
+
+func TestRowsPanicOnShortSlices(t *testing.T) {
+	defer func() {
+		if msg := fmt.Sprint(recover()); msg == "<nil>" {
+			t.Error("no panic")
+		}
+	}()
+	CopyRows(make([]float32, 10), 5, make([]float32, 10), 5, 3, 5)
+}
+
+// BenchmarkCopyRows: lenet-caffe conv2's lowering rows (8 floats, 12 apart)
+// and a long row, assembly against the Go loop.
+func BenchmarkCopyRows(b *testing.B) {
+	for _, sh := range [][3]int{{8, 8, 12}, {24, 24, 28}, {1024, 1024, 1024}} {
+		n, ldd, lds := sh[0], sh[1], sh[2]
+		rows := 4096 / n
+		src, dst := make([]float32, span(rows, n, lds)), make([]float32, span(rows, n, ldd))
+		b.Run(fmt.Sprintf("n=%d/vec", n), func(b *testing.B) {
+			for b.Loop() {
+				CopyRows(dst, ldd, src, lds, rows, n)
+			}
+		})
+		b.Run(fmt.Sprintf("n=%d/go", n), func(b *testing.B) {
+			for b.Loop() {
+				copyRowsGo(dst, ldd, src, lds, rows, n)
+			}
+		})
+	}
+}
