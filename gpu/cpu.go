@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cotrain/cotrain/gpu/internal/sgemm"
+	"github.com/cotrain/cotrain/gpu/internal/vec"
 )
 
 // Host is a Buffer in host memory: the CPU backend's buffers are Host values.
@@ -168,10 +169,7 @@ func (*CPU) AddBias(x, bias Buffer, n, c, hw int) {
 func addBias(x, bias []float32, n, c, hw int) {
 	for i := 0; i < n; i++ {
 		for j, bv := range bias[:c] {
-			row := x[(i*c+j)*hw : (i*c+j+1)*hw]
-			for p := range row {
-				row[p] += bv
-			}
+			vec.AddScalar(x[(i*c+j)*hw:(i*c+j+1)*hw], bv)
 		}
 	}
 }

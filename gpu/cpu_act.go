@@ -3,6 +3,8 @@ package gpu
 import (
 	"fmt"
 	"math"
+
+	"github.com/cotrain/cotrain/gpu/internal/vec"
 )
 
 // Activate implements Backend, split over ranges of elements.
@@ -22,19 +24,7 @@ func activate(a Act, ys, xs []float32) {
 	ys = ys[:len(xs)]
 	switch a {
 	case ReLU:
-		// max(v, 0) through a mask set by conditional moves: the builtin
-		// max's NaN and signed-zero rules compile to a slower sequence.
-		// Same results: NaN passes through, -0 becomes +0.
-		for i, v := range xs {
-			m := uint32(0)
-			if v > 0 {
-				m = ^uint32(0)
-			}
-			if v != v {
-				m = ^uint32(0)
-			}
-			ys[i] = math.Float32frombits(math.Float32bits(v) & m)
-		}
+		vec.ReLU(ys, xs) // max(v, 0): NaN passes through, -0 becomes +0
 	case ReLU6:
 		for i, v := range xs {
 			ys[i] = min(max(v, 0), 6)
@@ -61,19 +51,12 @@ func (c *CPU) ActivateBackward(a Act, dx, dy, x Buffer) {
 // activateBackward sets dxs = dys·a'(xs).
 func activateBackward(a Act, dxs, dys, xs []float32) {
 	dxs, dys = dxs[:len(xs)], dys[:len(xs)]
-	// The gradient passes through a bit mask set by conditional moves: a
-	// branch on the sign of x mispredicts half the time on real activations
-	// and cost more than the rest of the step's elementwise work.
 	switch a {
 	case ReLU:
-		for i, v := range xs {
-			m := ^uint32(0)
-			if !(v > 0) {
-				m = 0
-			}
-			dxs[i] = math.Float32frombits(math.Float32bits(dys[i]) & m)
-		}
+		vec.ReLUBackward(dxs, dys, xs)
 	case ReLU6:
+		// A bit mask set by conditional moves: a branch on the sign of x
+		// mispredicts half the time on real activations.
 		for i, v := range xs {
 			m := ^uint32(0)
 			if !(v > 0) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cotrain/cotrain/gpu/internal/sgemm"
+	"github.com/cotrain/cotrain/gpu/internal/vec"
 )
 
 // Convolution on the CPU.
@@ -98,8 +99,9 @@ func floorDiv(a, b int) int {
 func ceilDiv(a, b int) int { return -floorDiv(-a, b) }
 
 // im2col writes the column matrix of one sample's group: x is Cg×H×W.
-// Rows of output positions are short (a LeNet's are 8 to 28 wide), so they
-// are copied and cleared by loops rather than by memmove and memclr calls.
+// Each row of col is OH runs of OW taken from input rows StrideH·W apart, so
+// with StrideW 1 a row is one strided copy (vec.CopyRows) plus the padding's
+// zeros.
 func (g *ConvGeom) im2col(col, x []float32) {
 	cg, ohw := g.C/g.groups(), g.OH*g.OW
 	for c := 0; c < cg; c++ {
@@ -111,25 +113,21 @@ func (g *ConvGeom) im2col(col, x []float32) {
 				wlo, whi := span(g.OW, g.StrideW, g.PadW, s, g.W)
 				clear(row[:hlo*g.OW])
 				clear(row[hhi*g.OW:])
+				if hlo >= hhi {
+					continue
+				}
+				vec.ZeroRows(row[hlo*g.OW:], g.OW, hhi-hlo, wlo)
+				vec.ZeroRows(row[hlo*g.OW+whi:], g.OW, hhi-hlo, g.OW-whi)
+				ih, iw := hlo*g.StrideH-g.PadH+r, wlo*g.StrideW-g.PadW+s
+				if g.StrideW == 1 {
+					vec.CopyRows(row[hlo*g.OW+wlo:], g.OW, xc[ih*g.W+iw:], g.StrideH*g.W, hhi-hlo, whi-wlo)
+					continue
+				}
 				for oh := hlo; oh < hhi; oh++ {
 					out := row[oh*g.OW : (oh+1)*g.OW]
-					ih := oh*g.StrideH - g.PadH + r
-					in := xc[ih*g.W : (ih+1)*g.W]
-					zero(out[:wlo])
-					zero(out[whi:])
-					iw := wlo*g.StrideW - g.PadW + s
-					if g.StrideW == 1 {
-						src := in[iw : iw+whi-wlo]
-						dst := out[wlo:whi]
-						dst = dst[:len(src)]
-						for i, v := range src {
-							dst[i] = v
-						}
-						continue
-					}
-					for ow := wlo; ow < whi; ow++ {
-						out[ow] = in[iw]
-						iw += g.StrideW
+					in := xc[(oh*g.StrideH-g.PadH+r)*g.W:]
+					for ow, i := wlo, iw; ow < whi; ow, i = ow+1, i+g.StrideW {
+						out[ow] = in[i]
 					}
 				}
 			}
@@ -144,7 +142,8 @@ func zero(s []float32) {
 	}
 }
 
-// col2im adds the column matrix back into one sample's group dx (Cg×H×W).
+// col2im adds the column matrix back into one sample's group dx (Cg×H×W):
+// with StrideW 1, each row of col is one strided add (vec.AddRows).
 func (g *ConvGeom) col2im(dx, col []float32) {
 	cg, ohw := g.C/g.groups(), g.OH*g.OW
 	for c := 0; c < cg; c++ {
@@ -154,21 +153,21 @@ func (g *ConvGeom) col2im(dx, col []float32) {
 			for s := 0; s < g.S; s++ {
 				row := col[((c*g.R+r)*g.S+s)*ohw:]
 				wlo, whi := span(g.OW, g.StrideW, g.PadW, s, g.W)
+				if hlo >= hhi || wlo >= whi {
+					continue
+				}
+				ih, iw := hlo*g.StrideH-g.PadH+r, wlo*g.StrideW-g.PadW+s
+				if g.StrideW == 1 {
+					vec.AddRows(dxc[ih*g.W+iw:], g.StrideH*g.W, row[hlo*g.OW+wlo:], g.OW, hhi-hlo, whi-wlo)
+					continue
+				}
 				for oh := hlo; oh < hhi; oh++ {
 					src := row[oh*g.OW+wlo : oh*g.OW+whi]
-					ih := oh*g.StrideH - g.PadH + r
-					dst := dxc[ih*g.W : (ih+1)*g.W]
-					iw := wlo*g.StrideW - g.PadW + s
-					if g.StrideW == 1 {
-						d := dst[iw : iw+len(src)]
-						for i, v := range src {
-							d[i] += v
-						}
-						continue
-					}
+					dst := dxc[(oh*g.StrideH-g.PadH+r)*g.W:]
+					i := iw
 					for _, v := range src {
-						dst[iw] += v
-						iw += g.StrideW
+						dst[i] += v
+						i += g.StrideW
 					}
 				}
 			}
@@ -178,20 +177,16 @@ func (g *ConvGeom) col2im(dx, col []float32) {
 
 // im2row writes the transposed column matrix of one sample's group: row
 // oh·OW+ow holds, at (c·R+r)·S+s, the input pixel under tap (c, r, s) of
-// that output position (zero on padding). x is Cg×H×W. The loops run along
-// an input row (contiguous reads) and store with the matrix's row stride.
+// that output position (zero on padding). x is Cg×H×W. For output positions
+// whose S taps all fall inside the input row, the S values are a sliding
+// window over it: one strided copy (vec.CopyRows, source rows StrideW apart)
+// per output row; the positions at the edges go tap by tap.
 func (g *ConvGeom) im2row(dst, x []float32) {
 	cg, rows := g.C/g.groups(), g.colRows()
-	// The output columns each tap s reads inside the input, hoisted out of
-	// the loops (span's divisions cost more than a short row's copy).
-	var spans [16][2]int
-	if g.S > len(spans) {
-		g.im2rowWide(dst, x)
-		return
-	}
-	for s := 0; s < g.S; s++ {
-		spans[s][0], spans[s][1] = span(g.OW, g.StrideW, g.PadW, s, g.W)
-	}
+	// Interior output columns [olo, ohi): ow·StrideW-PadW >= 0 and
+	// ow·StrideW-PadW+S <= W.
+	olo := min(ceilDiv(g.PadW, g.StrideW), g.OW)
+	ohi := max(min(floorDiv(g.W-g.S+g.PadW, g.StrideW)+1, g.OW), olo)
 	for c := 0; c < cg; c++ {
 		xc := x[c*g.H*g.W : (c+1)*g.H*g.W]
 		for r := 0; r < g.R; r++ {
@@ -200,56 +195,27 @@ func (g *ConvGeom) im2row(dst, x []float32) {
 				base := oh*g.OW*rows + (c*g.R+r)*g.S
 				out := dst[base : base+(g.OW-1)*rows+g.S]
 				if oh < hlo || oh >= hhi {
-					for ow := 0; ow < g.OW; ow++ {
-						zero(out[ow*rows : ow*rows+g.S])
-					}
+					vec.ZeroRows(out, rows, g.OW, g.S)
 					continue
 				}
 				ih := oh*g.StrideH - g.PadH + r
 				in := xc[ih*g.W : (ih+1)*g.W]
-				for s := 0; s < g.S; s++ {
-					wlo, whi := spans[s][0], spans[s][1]
-					for ow := 0; ow < wlo; ow++ {
-						out[ow*rows+s] = 0
-					}
-					for ow := whi; ow < g.OW; ow++ {
-						out[ow*rows+s] = 0
-					}
-					k, iw := wlo*rows+s, wlo*g.StrideW-g.PadW+s
-					if g.StrideW == 1 {
-						for _, v := range in[iw : iw+whi-wlo] {
-							out[k] = v
-							k += rows
-						}
+				if ohi > olo {
+					vec.CopyRows(out[olo*rows:], rows, in[olo*g.StrideW-g.PadW:], g.StrideW, ohi-olo, g.S)
+				}
+				for ow := 0; ow < g.OW; ow++ {
+					if ow == olo && ohi > olo {
+						ow = ohi - 1 // the interior is done
 						continue
 					}
-					for ow := wlo; ow < whi; ow++ {
-						out[k] = in[iw]
-						k += rows
-						iw += g.StrideW
-					}
-				}
-			}
-		}
-	}
-}
-
-// im2rowWide is im2row for kernels wider than 16 taps: the plain loop.
-func (g *ConvGeom) im2rowWide(dst, x []float32) {
-	cg, rows, hw := g.C/g.groups(), g.colRows(), g.H*g.W
-	for c := 0; c < cg; c++ {
-		for r := 0; r < g.R; r++ {
-			for s := 0; s < g.S; s++ {
-				col := (c*g.R+r)*g.S + s
-				for oh := 0; oh < g.OH; oh++ {
-					ih := oh*g.StrideH - g.PadH + r
-					for ow := 0; ow < g.OW; ow++ {
-						iw := ow*g.StrideW - g.PadW + s
-						v := float32(0)
-						if ih >= 0 && ih < g.H && iw >= 0 && iw < g.W {
-							v = x[c*hw+ih*g.W+iw]
+					d := out[ow*rows : ow*rows+g.S]
+					iw := ow*g.StrideW - g.PadW
+					for s := range d {
+						if i := iw + s; i >= 0 && i < len(in) {
+							d[s] = in[i]
+						} else {
+							d[s] = 0
 						}
-						dst[(oh*g.OW+ow)*rows+col] = v
 					}
 				}
 			}

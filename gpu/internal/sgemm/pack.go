@@ -1,5 +1,7 @@
 package sgemm
 
+import "github.com/cotrain/cotrain/gpu/internal/vec"
+
 // Packing copies a block of op(A) or op(B) into the order the micro-kernel
 // reads it, so that the kernel's loads are contiguous whatever the operands'
 // layout: transposition costs nothing beyond the copy. Panels are padded
@@ -27,13 +29,7 @@ func (t *Thread) packA(ar *arch, g *args, ic, mc, pc, kb int) []float32 {
 		i0 := ic + r*mr
 		if g.transA {
 			// A is k×m: step p of the panel is a contiguous run of row pc+p.
-			for p := 0; p < kb; p++ {
-				src := g.a[(pc+p)*g.lda+i0 : (pc+p)*g.lda+i0+rows]
-				dp := d[p*mr : p*mr+rows]
-				for i, v := range src {
-					dp[i] = v
-				}
-			}
+			vec.CopyRows(d, mr, g.a[pc*g.lda+i0:], g.lda, kb, rows)
 		} else if rows == 6 && mr == 6 {
 			packRows6(d, g.a[i0*g.lda+pc:], g.lda, kb)
 		} else {
@@ -47,9 +43,7 @@ func (t *Thread) packA(ar *arch, g *args, ic, mc, pc, kb int) []float32 {
 			}
 		}
 		if rows < mr {
-			for p := 0; p < kb; p++ {
-				clear(d[p*mr+rows : (p+1)*mr])
-			}
+			vec.ZeroRows(d[rows:], mr, kb, mr-rows)
 		}
 	}
 	return dst
@@ -82,14 +76,10 @@ func (t *Thread) packB(ar *arch, g *args, pc, kb, jc, nc int) []float32 {
 			}
 		} else {
 			// B is k×n: step p of the panel is a contiguous run of row pc+p.
-			for p := 0; p < kb; p++ {
-				copy(d[p*nr:p*nr+cols], g.b[(pc+p)*g.ldb+j0:(pc+p)*g.ldb+j0+cols])
-			}
+			vec.CopyRows(d, nr, g.b[pc*g.ldb+j0:], g.ldb, kb, cols)
 		}
 		if cols < nr {
-			for p := 0; p < kb; p++ {
-				clear(d[p*nr+cols : (p+1)*nr])
-			}
+			vec.ZeroRows(d[cols:], nr, kb, nr-cols)
 		}
 	}
 	return dst
