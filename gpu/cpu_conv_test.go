@@ -343,3 +343,41 @@ func BenchmarkConvForward(b *testing.B) {
 		run("backward-filter", func() { c.ConvBackwardFilter(g, dw, bias, y, x, ws) })
 	}
 }
+
+// TestCol2imSameBitsAsScalarLoop: col2im's fast paths (shifted rows kept in
+// a register, strided row adds) add every element's terms in the order of
+// the plain loop over (c, r, s, oh, ow), so their bits match it exactly.
+func TestCol2imSameBitsAsScalarLoop(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	for _, g := range []ConvGeom{
+		{N: 1, C: 3, H: 12, W: 12, K: 1, R: 5, S: 5},
+		{N: 1, C: 2, H: 14, W: 20, K: 1, R: 3, S: 5, StrideH: 2},
+		{N: 1, C: 2, H: 9, W: 9, K: 1, R: 3, S: 3, PadH: 1, PadW: 1},
+		{N: 1, C: 2, H: 9, W: 9, K: 1, R: 3, S: 3, StrideW: 2, PadW: 1},
+	} {
+		if err := g.Setup(); err != nil {
+			t.Fatal(err)
+		}
+		col := randSlice(rng, g.colRows()*g.OH*g.OW)
+		got, want := randSlice(rng, g.C*g.H*g.W), make([]float32, g.C*g.H*g.W)
+		copy(want, got)
+		g.col2im(got, col)
+		for c := 0; c < g.C; c++ {
+			for r := 0; r < g.R; r++ {
+				for s := 0; s < g.S; s++ {
+					for oh := 0; oh < g.OH; oh++ {
+						for ow := 0; ow < g.OW; ow++ {
+							ih, iw := oh*g.StrideH-g.PadH+r, ow*g.StrideW-g.PadW+s
+							if ih >= 0 && ih < g.H && iw >= 0 && iw < g.W {
+								want[(c*g.H+ih)*g.W+iw] += col[((c*g.R+r)*g.S+s)*g.OH*g.OW+oh*g.OW+ow]
+							}
+						}
+					}
+				}
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%+v: col2im differs from the scalar loop", g)
+		}
+	}
+}

@@ -59,9 +59,32 @@ func AddRows(dst []float32, ldd int, src []float32, lds int, rows, n int) {
 	addRowsGo(dst, ldd, src, lds, rows, n)
 }
 
+// AddShifted adds taps rows of src (lds apart), each shifted one float
+// further right, into dst: dst[s+j] += src[s·lds+j] for s < taps, j < n,
+// summing over s in increasing order. It is a stride-1 col2im's inner loop:
+// when the n+taps-1 floats of dst fit in one vector they stay in a register
+// across the taps, where adding row by row would store and reload
+// overlapping, misaligned runs and stall on store forwarding.
+func AddShifted(dst, src []float32, lds, taps, n int) {
+	if taps < 0 || n < 0 || (taps > 0 && n > 0 && (len(dst) < n+taps-1 || len(src) < span(taps, n, lds))) {
+		panic(fmt.Sprintf("vec: AddShifted: %d taps of %d, stride %d, over %d and %d elements", taps, n, lds, len(dst), len(src)))
+	}
+	if taps == 0 || n == 0 {
+		return
+	}
+	if useAVX512 && n+taps-1 <= 16 {
+		addShiftedAVX512(&dst[0], &src[0], lds, taps, n)
+		return
+	}
+	addShiftedGo(dst, src, lds, taps, n)
+}
+
 // ZeroRows clears rows rows of n floats, ldd apart.
 func ZeroRows(dst []float32, ldd int, rows, n int) {
 	checkRows("ZeroRows", dst, ldd, nil, 0, rows, n)
+	if n == 0 {
+		return
+	}
 	for i := 0; i < rows; i++ {
 		clear(dst[i*ldd : i*ldd+n])
 	}
@@ -130,6 +153,15 @@ func addRowsGo(dst []float32, ldd int, src []float32, lds int, rows, n int) {
 	for i := 0; i < rows; i++ {
 		d, s := dst[i*ldd:i*ldd+n], src[i*lds:i*lds+n]
 		for j, v := range s {
+			d[j] += v
+		}
+	}
+}
+
+func addShiftedGo(dst, src []float32, lds, taps, n int) {
+	for s := 0; s < taps; s++ {
+		d, r := dst[s:s+n], src[s*lds:s*lds+n]
+		for j, v := range r {
 			d[j] += v
 		}
 	}

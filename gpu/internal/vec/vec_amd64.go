@@ -15,6 +15,9 @@ func copyRowsAVX512(dst *float32, ldd int, src *float32, lds int, rows, n int)
 func addRowsAVX512(dst *float32, ldd int, src *float32, lds int, rows, n int)
 
 //go:noescape
+func addShiftedAVX512(dst, src *float32, lds, taps, n int)
+
+//go:noescape
 func reluAVX512(y, x *float32, n int)
 
 //go:noescape

@@ -102,6 +102,41 @@ anext:
 	VZEROUPPER
 	RET
 
+// func addShiftedAVX512(dst, src *float32, lds, taps, n int)
+// dst[s+j] += src[s*lds+j] for s < taps, j < n, with n+taps-1 <= 16: dst
+// stays in Z0; tap s is loaded into lanes s..s+n-1 (mask K2, shifted left
+// once per tap) from src + s*lds - s floats, so that lane j reads src[s*lds+j-s].
+TEXT ·addShiftedAVX512(SB), NOSPLIT, $0-40
+	MOVQ src+8(FP), SI
+	MOVQ lds+16(FP), R9
+	SHLQ $2, R9
+	SUBQ $4, R9
+	MOVQ taps+24(FP), R10
+	MOVQ n+32(FP), DX
+	MOVQ DX, CX
+	MOVL $1, BX
+	SHLL CX, BX
+	DECL BX
+	KMOVW BX, K2
+	LEAQ -1(DX)(R10*1), CX
+	MOVL $1, BX
+	SHLL CX, BX
+	DECL BX
+	KMOVW BX, K1
+	MOVQ dst+0(FP), DI
+	VMOVUPS.Z (DI), K1, Z0
+
+htap:
+	VMOVUPS.Z (SI), K2, Z1
+	VADDPS    Z1, Z0, Z0
+	KSHIFTLW  $1, K2, K2
+	ADDQ      R9, SI
+	DECQ      R10
+	JNZ       htap
+	VMOVUPS   Z0, K1, (DI)
+	VZEROUPPER
+	RET
+
 // func reluAVX512(y, x *float32, n int)
 // y = x where !(x <= 0) (x > 0 or NaN), +0 elsewhere: predicate NLE_UQ.
 TEXT ·reluAVX512(SB), NOSPLIT, $0-24

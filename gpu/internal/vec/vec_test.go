@@ -70,6 +70,21 @@ func TestRowsAgainstTwin(t *testing.T) {
 				}
 			}
 		}
+		for taps := 0; taps <= 9; taps++ {
+			for n := 0; n <= 20; n++ {
+				lds := n + 4
+				src := randSlice(r, span(taps, n, lds)+2)
+				dst := randSlice(r, n+taps+3)
+				want, got := append([]float32(nil), dst...), append([]float32(nil), dst...)
+				if taps > 0 && n > 0 {
+					addShiftedGo(want, src, lds, taps, n)
+				}
+				AddShifted(got, src, lds, taps, n)
+				if !sameBits(got, want) {
+					t.Fatalf("AddShifted taps=%d n=%d: %v, want %v", taps, n, got, want)
+				}
+			}
+		}
 		d := []float32{1, 2, 3, 4, 5, 6}
 		ZeroRows(d, 3, 2, 2)
 		if !sameBits(d, []float32{0, 0, 3, 0, 0, 6}) {
