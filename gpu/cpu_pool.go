@@ -3,6 +3,8 @@ package gpu
 import (
 	"fmt"
 	"math"
+
+	"github.com/cotrain/cotrain/gpu/internal/vec"
 )
 
 // Pooling on the CPU, with PyTorch's window rules (aten's max_pool2d and
@@ -146,11 +148,23 @@ func (g *PoolGeom) maxBackward(dxs, dys, xs []float32, lo, hi int) {
 		clear(dxs[lo*hw : hi*hw])
 	}
 	for p := lo; p < hi; p++ {
-		if g.pairs() {
-			g.maxBackwardPairs(xs[p*hw:(p+1)*hw], dxs[p*hw:(p+1)*hw], dys[p*ohw:(p+1)*ohw])
-		} else {
-			g.maxBackwardPlane(xs[p*hw:(p+1)*hw], dxs[p*hw:(p+1)*hw], dys[p*ohw:(p+1)*ohw])
+		plane, din, dout := xs[p*hw:(p+1)*hw], dxs[p*hw:(p+1)*hw], dys[p*ohw:(p+1)*ohw]
+		if !g.pairs() {
+			g.maxBackwardPlane(plane, din, dout)
+			continue
 		}
+		// Whole 2×2 windows: every covered cell written once by
+		// vec.MaxPool2Backward; the cells of an odd last row or column
+		// cleared. A plane with a NaN goes through the general loop.
+		if !vec.MaxPool2Backward(din, plane, dout, g.W, g.OW, g.OH) {
+			clear(din)
+			g.maxBackwardPlane(plane, din, dout)
+			continue
+		}
+		if 2*g.OW < g.W {
+			vec.ZeroRows(din[2*g.OW:], g.W, 2*g.OH, g.W-2*g.OW)
+		}
+		clear(din[2*g.OH*g.W:])
 	}
 }
 
@@ -166,56 +180,6 @@ func (g *PoolGeom) maxBackwardPlane(plane, din, dout []float32) {
 			}
 		}
 	}
-}
-
-// maxBackwardPairs sets one plane's din for whole 2×2 windows at stride 2:
-// each window's gradient goes to the first position of its maximum
-// (argmax's rule), the window's other three cells get zero, and the cells
-// no window covers (an odd last row or column) are cleared. Every cell is
-// written once, without a branch on the data: the compiler branches on
-// float comparisons in this loop, and those branches mispredict on real
-// activations, so the choice is made with integer masks. A window whose
-// maximum is NaN takes argmax's path.
-func (g *PoolGeom) maxBackwardPairs(plane, din, dout []float32) {
-	w, n := g.W, 2*g.OW
-	for oh := 0; oh < g.OH; oh++ {
-		base := 2 * oh * w
-		r0, r1 := plane[base:base+n], plane[base+w:base+w+n]
-		o0, o1 := din[base:base+n], din[base+w:base+w+n]
-		zero(din[base+n : base+w])
-		zero(din[base+w+n : base+2*w])
-		d := dout[oh*g.OW : (oh+1)*g.OW]
-		for ow, dv := range d {
-			a, b, c, e := r0[2*ow], r0[2*ow+1], r1[2*ow], r1[2*ow+1]
-			m := max(max(a, b), max(c, e))
-			if m != m {
-				o0[2*ow], o0[2*ow+1], o1[2*ow], o1[2*ow+1] = 0, 0, 0, 0
-				if i := g.argmax(plane, 2*oh, 2*oh+2, 2*ow, 2*ow+2, m); i >= 0 {
-					din[i] += dv
-				}
-				continue
-			}
-			mb := math.Float32bits(m + 0) // +0 for -0: equal zeros give equal bits
-			ka := eqMask(a, mb)
-			kb := eqMask(b, mb) &^ ka
-			kc := eqMask(c, mb) &^ (ka | kb)
-			ke := ^(ka | kb | kc)
-			// dv+0: a -0 gradient lands as +0, as 0 += dv does.
-			v := math.Float32bits(dv + 0)
-			o0[2*ow] = math.Float32frombits(v & uint32(ka))
-			o0[2*ow+1] = math.Float32frombits(v & uint32(kb))
-			o1[2*ow] = math.Float32frombits(v & uint32(kc))
-			o1[2*ow+1] = math.Float32frombits(v & uint32(ke))
-		}
-	}
-	zero(din[2*g.OH*w:])
-}
-
-// eqMask returns -1 (all ones) when v equals the float whose bits are mb
-// (v not NaN, mb of a value +0 added to), else 0, without a branch.
-func eqMask(v float32, mb uint32) int {
-	d := int64(math.Float32bits(v+0) ^ mb)
-	return int(^((d | -d) >> 63))
 }
 
 // divisor is average pooling's divisor for a window of the given extents.

@@ -258,9 +258,10 @@ func BenchmarkPool(b *testing.B) {
 	}
 }
 
-// TestMaxPoolPairsMatchGeneral: the 2×2 stride-2 loops route gradients
-// exactly as the general window loop does, on data full of ties (equal
-// values, +0 and -0) and NaN, where the first-maximum rule decides.
+// TestMaxPoolPairsMatchGeneral: the 2×2 stride-2 path (vec.MaxPool2Backward,
+// the general loop for planes with NaN) routes gradients exactly as the
+// general window loop does, on data full of ties (equal values, +0 and -0)
+// and NaN, where the first-maximum rule decides.
 func TestMaxPoolPairsMatchGeneral(t *testing.T) {
 	g := PoolGeom{N: 1, C: 1, H: 21, W: 17, KH: 2, KW: 2} // odd: a row and a column outside every window
 	if err := g.Setup(); err != nil || !g.pairs() {
@@ -274,9 +275,9 @@ func TestMaxPoolPairsMatchGeneral(t *testing.T) {
 			x[i] = values[rng.IntN(len(values)-1+trial%2)] // NaN in every other trial
 		}
 		dy := randSlice(rng, g.OH*g.OW)
-		// The pairs loop writes every cell (no clear first): start it on NaN.
+		// The pairs path writes every cell (no clear first): start it on NaN.
 		fast, slow := nanSlice(len(x)), make([]float32, len(x))
-		g.maxBackwardPairs(x, fast, dy)
+		g.maxBackward(fast, dy, x, 0, 1)
 		g.maxBackwardPlane(x, slow, dy)
 		if !sameBits(fast, slow) {
 			t.Fatalf("trial %d: pairs loop routes differently:\n%v\n%v", trial, fast, slow)

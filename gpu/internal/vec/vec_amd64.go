@@ -18,6 +18,9 @@ func addRowsAVX512(dst *float32, ldd int, src *float32, lds int, rows, n int)
 func addShiftedAVX512(dst, src *float32, lds, taps, n int)
 
 //go:noescape
+func maxPool2BackwardAVX512(din, x, dy *float32, w, ow, oh int) bool
+
+//go:noescape
 func reluAVX512(y, x *float32, n int)
 
 //go:noescape

@@ -232,3 +232,214 @@ stail:
 sdone:
 	VZEROUPPER
 	RET
+
+// Max pooling's backward pass over 2×2 windows at stride 2, 16 windows (32
+// floats of each of the two input rows) at a time. VPERMT2PS gathers the
+// windows' four corners A (row 0, even), B (row 0, odd), C (row 1, even),
+// E (row 1, odd) from two registers; the first-maximum masks are
+// ka = A==m, kb = B==m &^ ka, kc = C==m &^ (ka|kb), ke = the rest, and the
+// gradient (a -0 made +0) goes out through them, interleaved back.
+// Index tables for VPERMT2PS (lanes 0-15 of the first table, 16-31 of the
+// second).
+DATA pool2even<>+0(SB)/4, $0
+DATA pool2even<>+4(SB)/4, $2
+DATA pool2even<>+8(SB)/4, $4
+DATA pool2even<>+12(SB)/4, $6
+DATA pool2even<>+16(SB)/4, $8
+DATA pool2even<>+20(SB)/4, $10
+DATA pool2even<>+24(SB)/4, $12
+DATA pool2even<>+28(SB)/4, $14
+DATA pool2even<>+32(SB)/4, $16
+DATA pool2even<>+36(SB)/4, $18
+DATA pool2even<>+40(SB)/4, $20
+DATA pool2even<>+44(SB)/4, $22
+DATA pool2even<>+48(SB)/4, $24
+DATA pool2even<>+52(SB)/4, $26
+DATA pool2even<>+56(SB)/4, $28
+DATA pool2even<>+60(SB)/4, $30
+GLOBL pool2even<>(SB), RODATA|NOPTR, $64
+DATA pool2odd<>+0(SB)/4, $1
+DATA pool2odd<>+4(SB)/4, $3
+DATA pool2odd<>+8(SB)/4, $5
+DATA pool2odd<>+12(SB)/4, $7
+DATA pool2odd<>+16(SB)/4, $9
+DATA pool2odd<>+20(SB)/4, $11
+DATA pool2odd<>+24(SB)/4, $13
+DATA pool2odd<>+28(SB)/4, $15
+DATA pool2odd<>+32(SB)/4, $17
+DATA pool2odd<>+36(SB)/4, $19
+DATA pool2odd<>+40(SB)/4, $21
+DATA pool2odd<>+44(SB)/4, $23
+DATA pool2odd<>+48(SB)/4, $25
+DATA pool2odd<>+52(SB)/4, $27
+DATA pool2odd<>+56(SB)/4, $29
+DATA pool2odd<>+60(SB)/4, $31
+GLOBL pool2odd<>(SB), RODATA|NOPTR, $64
+DATA pool2lo<>+0(SB)/4, $0
+DATA pool2lo<>+4(SB)/4, $16
+DATA pool2lo<>+8(SB)/4, $1
+DATA pool2lo<>+12(SB)/4, $17
+DATA pool2lo<>+16(SB)/4, $2
+DATA pool2lo<>+20(SB)/4, $18
+DATA pool2lo<>+24(SB)/4, $3
+DATA pool2lo<>+28(SB)/4, $19
+DATA pool2lo<>+32(SB)/4, $4
+DATA pool2lo<>+36(SB)/4, $20
+DATA pool2lo<>+40(SB)/4, $5
+DATA pool2lo<>+44(SB)/4, $21
+DATA pool2lo<>+48(SB)/4, $6
+DATA pool2lo<>+52(SB)/4, $22
+DATA pool2lo<>+56(SB)/4, $7
+DATA pool2lo<>+60(SB)/4, $23
+GLOBL pool2lo<>(SB), RODATA|NOPTR, $64
+DATA pool2hi<>+0(SB)/4, $8
+DATA pool2hi<>+4(SB)/4, $24
+DATA pool2hi<>+8(SB)/4, $9
+DATA pool2hi<>+12(SB)/4, $25
+DATA pool2hi<>+16(SB)/4, $10
+DATA pool2hi<>+20(SB)/4, $26
+DATA pool2hi<>+24(SB)/4, $11
+DATA pool2hi<>+28(SB)/4, $27
+DATA pool2hi<>+32(SB)/4, $12
+DATA pool2hi<>+36(SB)/4, $28
+DATA pool2hi<>+40(SB)/4, $13
+DATA pool2hi<>+44(SB)/4, $29
+DATA pool2hi<>+48(SB)/4, $14
+DATA pool2hi<>+52(SB)/4, $30
+DATA pool2hi<>+56(SB)/4, $15
+DATA pool2hi<>+60(SB)/4, $31
+GLOBL pool2hi<>(SB), RODATA|NOPTR, $64
+
+#define POOL2BODY \
+	VMOVAPS   Z0, Z4 \
+	VPERMT2PS Z1, Z20, Z4 \
+	VMOVAPS   Z0, Z5 \
+	VPERMT2PS Z1, Z21, Z5 \
+	VMOVAPS   Z2, Z6 \
+	VPERMT2PS Z3, Z20, Z6 \
+	VMOVAPS   Z2, Z7 \
+	VPERMT2PS Z3, Z21, Z7 \
+	VCMPPS    $3, Z5, Z4, K1 \
+	VCMPPS    $3, Z7, Z6, K2 \
+	KORTESTW  K2, K1 \
+	JNE       pnan \
+	VMAXPS    Z5, Z4, Z8 \
+	VMAXPS    Z7, Z6, Z9 \
+	VMAXPS    Z9, Z8, Z8 \
+	VCMPPS    $0, Z8, Z4, K1 \
+	VCMPPS    $0, Z8, Z5, K2 \
+	KANDNW    K2, K1, K2 \
+	VCMPPS    $0, Z8, Z6, K3 \
+	KORW      K2, K1, K4 \
+	KANDNW    K3, K4, K3 \
+	KORW      K3, K4, K4 \
+	KNOTW     K4, K4 \
+	VADDPS    Z24, Z10, Z10 \
+	VMOVAPS.Z Z10, K1, Z11 \
+	VMOVAPS.Z Z10, K2, Z12 \
+	VMOVAPS.Z Z10, K3, Z13 \
+	VMOVAPS.Z Z10, K4, Z14 \
+	VMOVAPS   Z11, Z15 \
+	VPERMT2PS Z12, Z22, Z15 \
+	VMOVAPS   Z11, Z16 \
+	VPERMT2PS Z12, Z23, Z16 \
+	VMOVAPS   Z13, Z17 \
+	VPERMT2PS Z14, Z22, Z17 \
+	VMOVAPS   Z13, Z18 \
+	VPERMT2PS Z14, Z23, Z18
+
+// func maxPool2BackwardAVX512(din, x, dy *float32, w, ow, oh int) bool
+TEXT ·maxPool2BackwardAVX512(SB), NOSPLIT, $0-49
+	VMOVUPS pool2even<>(SB), Z20
+	VMOVUPS pool2odd<>(SB), Z21
+	VMOVUPS pool2lo<>(SB), Z22
+	VMOVUPS pool2hi<>(SB), Z23
+	VPXORD  Z24, Z24, Z24
+	MOVQ    din+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), R8
+	MOVQ    w+24(FP), R9
+	SHLQ    $2, R9
+	MOVQ    ow+32(FP), R10
+	MOVQ    oh+40(FP), R11
+
+	// Tail masks for t = ow%16 windows: K7 t bits (dy), K5 and K6 the 2t
+	// floats of an input row over its two registers.
+	MOVQ  R10, CX
+	ANDQ  $15, CX
+	MOVL  $1, BX
+	SHLL  CX, BX
+	DECL  BX
+	KMOVW BX, K7
+	SHLQ  $1, CX
+	CMPQ  CX, $16
+	JB    plow
+	MOVL  $0xffff, BX
+	KMOVW BX, K5
+	SUBQ  $16, CX
+	MOVL  $1, BX
+	SHLL  CX, BX
+	DECL  BX
+	KMOVW BX, K6
+	JMP   prow
+
+plow:
+	MOVL  $1, BX
+	SHLL  CX, BX
+	DECL  BX
+	KMOVW BX, K5
+	KXORW K6, K6, K6
+
+prow:
+	MOVQ SI, R12
+	MOVQ DI, AX
+	MOVQ R8, BX
+	MOVQ R10, DX
+
+pchunk:
+	CMPQ    DX, $16
+	JB      ptail
+	VMOVUPS (R12), Z0
+	VMOVUPS 64(R12), Z1
+	VMOVUPS (R12)(R9*1), Z2
+	VMOVUPS 64(R12)(R9*1), Z3
+	VMOVUPS (BX), Z10
+	POOL2BODY
+	VMOVUPS Z15, (AX)
+	VMOVUPS Z16, 64(AX)
+	VMOVUPS Z17, (AX)(R9*1)
+	VMOVUPS Z18, 64(AX)(R9*1)
+	ADDQ    $128, R12
+	ADDQ    $128, AX
+	ADDQ    $64, BX
+	SUBQ    $16, DX
+	JMP     pchunk
+
+ptail:
+	TESTQ     DX, DX
+	JZ        pnext
+	VMOVUPS.Z (R12), K5, Z0
+	VMOVUPS.Z 64(R12), K6, Z1
+	VMOVUPS.Z (R12)(R9*1), K5, Z2
+	VMOVUPS.Z 64(R12)(R9*1), K6, Z3
+	VMOVUPS.Z (BX), K7, Z10
+	POOL2BODY
+	VMOVUPS   Z15, K5, (AX)
+	VMOVUPS   Z16, K6, 64(AX)
+	VMOVUPS   Z17, K5, (AX)(R9*1)
+	VMOVUPS   Z18, K6, 64(AX)(R9*1)
+
+pnext:
+	LEAQ (SI)(R9*2), SI
+	LEAQ (DI)(R9*2), DI
+	LEAQ (R8)(R10*4), R8
+	DECQ R11
+	JNZ  prow
+	VZEROUPPER
+	MOVB $1, ret+48(FP)
+	RET
+
+pnan:
+	VZEROUPPER
+	MOVB $0, ret+48(FP)
+	RET

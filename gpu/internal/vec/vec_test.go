@@ -182,3 +182,60 @@ func BenchmarkCopyRows(b *testing.B) {
 		})
 	}
 }
+
+// TestMaxPool2BackwardAgainstTwin: every window count per row up to 40
+// (full chunks of 16 and every tail), rows wider than the windows, values
+// drawn from a small set so that ties (±0 included) decide; din starts as
+// NaN so that a write outside the windows shows. A NaN input makes both
+// paths report false.
+func TestMaxPool2BackwardAgainstTwin(t *testing.T) {
+	values := []float32{-1, 0, float32(math.Copysign(0, -1)), 1, 2}
+	paths(t, func(t *testing.T, _ bool) {
+		r := rand.New(rand.NewPCG(4, 4))
+		for ow := 0; ow <= 40; ow++ {
+			for _, oh := range []int{1, 3} {
+				for _, w := range []int{2 * ow, 2*ow + 1, 2*ow + 5} {
+					x := make([]float32, 2*oh*w+1)
+					for i := range x {
+						x[i] = values[r.IntN(len(values))]
+					}
+					dy := randSlice(r, oh*ow)
+					if len(dy) > 0 {
+						dy[0] = float32(math.Copysign(0, -1))
+					}
+					want, got := make([]float32, len(x)), make([]float32, len(x))
+					for i := range want {
+						want[i], got[i] = float32(math.NaN()), float32(math.NaN())
+					}
+					okWant := maxPool2BackwardGo(want, x, dy, w, ow, oh)
+					okGot := MaxPool2Backward(got, x, dy, w, ow, oh)
+					if !okWant || !okGot || !sameBits(got, want) {
+						t.Fatalf("ow=%d oh=%d w=%d: ok %v/%v\n got %v\nwant %v", ow, oh, w, okGot, okWant, got, want)
+					}
+					if ow > 0 {
+						x[r.IntN(2*ow)+w] = float32(math.NaN())
+						if MaxPool2Backward(got, x, dy, w, ow, oh) || maxPool2BackwardGo(want, x, dy, w, ow, oh) {
+							t.Fatalf("ow=%d oh=%d w=%d: NaN not reported", ow, oh, w)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// BenchmarkMaxPool2Backward: lenet-caffe's first pooling plane (24×24).
+func BenchmarkMaxPool2Backward(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	x, dy, din := randSlice(r, 24*24), randSlice(r, 12*12), make([]float32, 24*24)
+	b.Run("vec", func(b *testing.B) {
+		for b.Loop() {
+			MaxPool2Backward(din, x, dy, 24, 12, 12)
+		}
+	})
+	b.Run("go", func(b *testing.B) {
+		for b.Loop() {
+			maxPool2BackwardGo(din, x, dy, 24, 12, 12)
+		}
+	})
+}
