@@ -35,10 +35,11 @@ type OpenCL struct {
 	gemmBySize []gemmSizeChoice // the tuner's winner per timed size, by size
 	gemmKey    string           // extra options and candidates, for the tuning file's name
 
-	coef   *clMem  // per-channel batch-norm coefficients (4 per channel)
-	loss   *clMem  // per-row losses of SoftmaxCrossEntropy, then their sum
-	labels *clMem  // int32 labels, reused across calls
-	lastLb []int32 // labels now in the labels buffer
+	coef    *clMem  // per-channel batch-norm coefficients (4 per channel)
+	splitWS *clMem  // partial sums of split-k products (opencl_gemm.go)
+	loss    *clMem  // per-row losses of SoftmaxCrossEntropy, then their sum
+	labels  *clMem  // int32 labels, reused across calls
+	lastLb  []int32 // labels now in the labels buffer
 }
 
 var (

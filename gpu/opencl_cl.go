@@ -243,7 +243,22 @@ type clKernel struct {
 	// parameter, which moves every scalar to the heap: one allocation per
 	// argument per launch, avoided by passing a slot of vals instead.
 	vals []uint32
+	// set and bufs remember what each argument was last set to (kinds
+	// below; bufs for buffers, vals for scalars): OpenCL keeps a kernel's
+	// arguments between launches, so an unchanged one is not set again.
+	// A GEMM in a training step changes a few of its 25 arguments. Holding
+	// the last buffer keeps it from being collected (and its address from
+	// being reused by another) while the cache refers to it.
+	set  []uint8
+	bufs []*clMem
 }
+
+// Kinds of a cached argument in clKernel.set.
+const (
+	argUnset uint8 = iota
+	argBuf
+	argScalar
+)
 
 func (c *clContext) kernel(p *clProgram, name string) (*clKernel, error) {
 	k, err := p.p.CreateKernel(name)
@@ -258,7 +273,20 @@ func (c *clContext) kernel(p *clProgram, name string) (*clKernel, error) {
 	return &clKernel{k: k, name: name, maxWG: wg}, nil
 }
 
-func (k *clKernel) release() { k.k.Release() }
+func (k *clKernel) release() {
+	k.k.Release()
+	k.set, k.bufs = nil, nil
+}
+
+// setScalar sets 32-bit argument i unless it already holds bits.
+func (k *clKernel) setScalar(i int, bits uint32) error {
+	if k.set[i] == argScalar && k.vals[i] == bits {
+		return nil
+	}
+	k.vals[i] = bits
+	k.set[i], k.bufs[i] = argScalar, nil
+	return k.k.SetArgUnsafe(i, 4, unsafe.Pointer(&k.vals[i]))
+}
 
 // local asks for a __local argument of the given bytes.
 type local int
@@ -272,6 +300,8 @@ func (c *clContext) launch(k *clKernel, global, loc []int, args ...any) error {
 	}
 	if len(k.vals) < len(args) {
 		k.vals = make([]uint32, len(args))
+		k.set = make([]uint8, len(args))
+		k.bufs = make([]*clMem, len(args))
 	}
 	for i, a := range args {
 		var err error
@@ -280,19 +310,23 @@ func (c *clContext) launch(k *clKernel, global, loc []int, args ...any) error {
 			if v.freed {
 				return fmt.Errorf("gpu: opencl: kernel %s argument %d: %w", k.name, i, errFreed)
 			}
+			if k.set[i] == argBuf && k.bufs[i] == v {
+				continue
+			}
 			err = k.k.SetArgBuffer(i, v.mem)
+			k.set[i], k.bufs[i] = argBuf, v
 		case int:
-			k.vals[i] = uint32(int32(v))
-			err = k.k.SetArgUnsafe(i, 4, unsafe.Pointer(&k.vals[i]))
+			err = k.setScalar(i, uint32(int32(v)))
 		case float32:
-			k.vals[i] = math.Float32bits(v)
-			err = k.k.SetArgUnsafe(i, 4, unsafe.Pointer(&k.vals[i]))
+			err = k.setScalar(i, math.Float32bits(v))
 		case local:
 			err = k.k.SetArgLocal(i, int(v))
+			k.set[i], k.bufs[i] = argUnset, nil
 		default:
 			panic(fmt.Sprintf("gpu: opencl: kernel %s argument %d of type %T", k.name, i, a))
 		}
 		if err != nil {
+			k.set[i], k.bufs[i] = argUnset, nil
 			return clWrap(fmt.Sprintf("clSetKernelArg %s #%d", k.name, i), err)
 		}
 	}

@@ -28,39 +28,54 @@ type gemmVariant struct {
 	TSM, TSN   int
 	WPTM, WPTN int // multiples of 4 (items read their rows and columns as float4)
 	TSK        int // multiple of 4
-	k          [4]*clKernel
+	// WarpN, when set, is how many items along n each run of 32 items
+	// spans when computing (the rest go along m): the name's "/wN" suffix,
+	// gemm.cl's WARP_N. It changes which item computes which block only.
+	WarpN int
+	k     [4]*clKernel
+	sum   *clKernel // gemm_sum, for split-k products
 }
 
 // gemmCandidates are the tilings tried, by increasing tile area: 32×32 for
-// small products and phone GPUs (64 items), 64×64 with 4×4 per item, the
-// rectangular 128×64 and 64×128 with 8×4 and 4×8, and 128×128 with 8×8 per
-// item at two tile depths (256 items each) for large desktop GPUs.
+// small products and phone GPUs (64 items), 64×64 with 8×4 per item (128
+// items), the rectangular 128×64 and 64×128, and 128×128 with 8×8 per item
+// (256 items) for large desktop GPUs, in two item layouts. On the H100 the
+// 8x8 blocks reach 61-64% of the FP32 peak at 2048-4096, the 8x4 ones
+// 53-57%, 4x4 blocks at most 48% (docs/opencl.md).
 var gemmCandidates = []gemmVariant{
 	{Name: "32x32/4x4/k16", TSM: 32, TSN: 32, WPTM: 4, WPTN: 4, TSK: 16},
-	{Name: "64x64/4x4/k16", TSM: 64, TSN: 64, WPTM: 4, WPTN: 4, TSK: 16},
+	{Name: "64x64/8x4/k16/w4", TSM: 64, TSN: 64, WPTM: 8, WPTN: 4, TSK: 16, WarpN: 4},
 	{Name: "128x64/8x4/k16", TSM: 128, TSN: 64, WPTM: 8, WPTN: 4, TSK: 16},
 	{Name: "64x128/4x8/k16", TSM: 64, TSN: 128, WPTM: 4, WPTN: 8, TSK: 16},
-	{Name: "128x128/8x8/k8", TSM: 128, TSN: 128, WPTM: 8, WPTN: 8, TSK: 8},
 	{Name: "128x128/8x8/k16", TSM: 128, TSN: 128, WPTM: 8, WPTN: 8, TSK: 16},
+	{Name: "128x128/8x8/k16/w2", TSM: 128, TSN: 128, WPTM: 8, WPTN: 8, TSK: 16, WarpN: 2},
 }
 
 // gemmKernels are the transpose cases, indexed by 2*tb + ta.
 var gemmKernels = [4]string{"gemm_nn", "gemm_tn", "gemm_nt", "gemm_tt"}
 
 func (v *gemmVariant) options() string {
-	return fmt.Sprintf("-D TSM=%d -D TSN=%d -D TSK=%d -D WPTM=%d -D WPTN=%d", v.TSM, v.TSN, v.TSK, v.WPTM, v.WPTN)
+	return fmt.Sprintf("-D TSM=%d -D TSN=%d -D TSK=%d -D WPTM=%d -D WPTN=%d -D WARP_N=%d", v.TSM, v.TSN, v.TSK, v.WPTM, v.WPTN, v.WarpN)
 }
 
-// parseGemmVariant reads a variant name, "TSMxTSN/WPTMxWPTN/kTSK", and
-// checks what gemm.cl needs: register blocks and tile depth multiples of 4
-// that divide the tile, and tiles that split evenly into float4 loads over
-// the work-group.
+// parseGemmVariant reads a variant name, "TSMxTSN/WPTMxWPTN/kTSK" with an
+// optional "/wN" (WarpN), and checks what gemm.cl needs: register blocks
+// and tile depth multiples of 4 that divide the tile, tiles that split
+// evenly into float4 loads over the work-group, and a WarpN that tiles it.
 func parseGemmVariant(name string) (gemmVariant, error) {
 	v := gemmVariant{Name: name}
-	if _, err := fmt.Sscanf(name, "%dx%d/%dx%d/k%d", &v.TSM, &v.TSN, &v.WPTM, &v.WPTN, &v.TSK); err != nil {
-		return v, fmt.Errorf("gpu: opencl: gemm variant %q: want TSMxTSN/WPTMxWPTN/kTSK, e.g. 128x128/8x8/k16", name)
+	base, warp, hasWarp := strings.Cut(name, "/w")
+	if _, err := fmt.Sscanf(base, "%dx%d/%dx%d/k%d", &v.TSM, &v.TSN, &v.WPTM, &v.WPTN, &v.TSK); err != nil {
+		return v, fmt.Errorf("gpu: opencl: gemm variant %q: want TSMxTSN/WPTMxWPTN/kTSK[/wN], e.g. 128x128/8x8/k16/w2", name)
 	}
-	if fmt.Sprintf("%dx%d/%dx%d/k%d", v.TSM, v.TSN, v.WPTM, v.WPTN, v.TSK) != name {
+	canon := fmt.Sprintf("%dx%d/%dx%d/k%d", v.TSM, v.TSN, v.WPTM, v.WPTN, v.TSK)
+	if hasWarp {
+		if _, err := fmt.Sscanf(warp, "%d", &v.WarpN); err != nil {
+			return v, fmt.Errorf("gpu: opencl: gemm variant %q: /wN needs a number", name)
+		}
+		canon += fmt.Sprintf("/w%d", v.WarpN)
+	}
+	if canon != name {
 		return v, fmt.Errorf("gpu: opencl: gemm variant %q: trailing or malformed text", name)
 	}
 	switch {
@@ -70,6 +85,8 @@ func parseGemmVariant(name string) (gemmVariant, error) {
 		return v, fmt.Errorf("gpu: opencl: gemm variant %q: the tile is not a multiple of the register block", name)
 	case (v.TSM*v.TSK)%(4*v.items()) != 0 || (v.TSN*v.TSK)%(4*v.items()) != 0:
 		return v, fmt.Errorf("gpu: opencl: gemm variant %q: %d items cannot share the tiles' float4 loads evenly", name, v.items())
+	case hasWarp && (v.WarpN <= 0 || 32%v.WarpN != 0 || (v.TSN/v.WPTN)%v.WarpN != 0 || (v.TSM/v.WPTM)%(32/v.WarpN) != 0 || v.items()%32 != 0):
+		return v, fmt.Errorf("gpu: opencl: gemm variant %q: w%d does not tile the %dx%d items in runs of 32", name, v.WarpN, v.TSN/v.WPTN, v.TSM/v.WPTM)
 	}
 	return v, nil
 }
@@ -132,6 +149,10 @@ func (o *OpenCL) buildGemms(dir string, cands []gemmVariant, extra string) error
 			v.k[i] = k
 			ok = ok && k.maxWG >= v.items()
 		}
+		if v.sum, err = o.ctx.kernel(p, "gemm_sum"); err != nil {
+			v.release()
+			return err
+		}
 		if !ok {
 			v.release()
 			o.log.Debug("gpu: opencl: gemm variant exceeds the kernel's work-group limit", "variant", v.Name)
@@ -147,7 +168,7 @@ func (o *OpenCL) buildGemms(dir string, cands []gemmVariant, extra string) error
 }
 
 func (v *gemmVariant) release() {
-	for _, k := range v.k {
+	for _, k := range append(v.k[:], v.sum) {
 		if k != nil {
 			k.release()
 		}
@@ -186,12 +207,44 @@ func (o *OpenCL) gemm(ta, tb bool, m, n, k int, alpha float32, a, b mat, beta fl
 	if k == 0 { // C = beta*C; A and B hold no memory and are not read
 		a.m, b.m = c.m, c.m
 	}
-	o.gemmWith(o.gemms[o.pickGemm(m, n, k)], ta, tb, m, n, k, alpha, a, b, beta, c)
+	o.gemmRun(o.gemms[o.pickGemm(m, n, k)], ta, tb, m, n, k, alpha, a, b, beta, c)
+}
+
+// gemmSplits returns into how many k-ranges of kc (a multiple of 32) an
+// m×n×k product is cut: while its C has fewer than 128 blocks of 128×128
+// and each range would still be at least 512 deep, up to 8 ranges. It
+// depends on the shape alone, never on the device, so that every device
+// sums in the same order (see gemm.cl).
+func gemmSplits(m, n, k int) (splits, kc int) {
+	tiles := ((m + 127) / 128) * ((n + 127) / 128)
+	splits = 1
+	for splits < 8 && tiles*splits < 128 && k/(2*splits) >= 512 {
+		splits *= 2
+	}
+	kc = ((k+splits-1)/splits + 31) / 32 * 32
+	return splits, kc
+}
+
+// gemmRun runs a product with variant v, split in k as gemmSplits says: the
+// partial sums go to a workspace and gemm_sum adds them into C.
+func (o *OpenCL) gemmRun(v *gemmVariant, ta, tb bool, m, n, k int, alpha float32, a, b mat, beta float32, c mat) {
+	splits, kc := gemmSplits(m, n, k)
+	if splits == 1 {
+		o.gemmWith(v, ta, tb, m, n, k, alpha, a, b, beta, c, k, 1)
+		return
+	}
+	ws := o.scratch(&o.splitWS, splits*m*n)
+	o.gemmWith(v, ta, tb, m, n, k, 1, a, b, 0, plainMat(ws, 0, n), kc, splits)
+	wg := min(128, v.sum.maxWG)
+	must(o.ctx.launch(v.sum, []int{(m*n + wg - 1) / wg * wg}, []int{wg}, m, n, splits, alpha, ws, beta,
+		c.m, c.off, c.ld, c.segl, c.segs))
 }
 
 // pickGemm returns the index of the variant for an m×n×k product: the tuned
 // winner at the tuned size nearest (in log scale) to the cube root of m·n·k,
-// then smaller tiles while there are fewer blocks than compute units.
+// then smaller tiles while the grid would leave more than half of the
+// compute units idle. (The winners were timed on square products, whose
+// occupancy they reflect; a thin product needs the step down.)
 func (o *OpenCL) pickGemm(m, n, k int) int {
 	i := o.gemmSel
 	if len(o.gemmBySize) > 0 {
@@ -203,7 +256,7 @@ func (o *OpenCL) pickGemm(m, n, k int) int {
 			}
 		}
 	}
-	for i > 0 && blocks(o.gemms[i], m, n) < o.info.ComputeUnits {
+	for i > 0 && 2*blocks(o.gemms[i], m, n) < o.info.ComputeUnits {
 		i--
 	}
 	return i
@@ -213,9 +266,11 @@ func blocks(v *gemmVariant, m, n int) int {
 	return ((m + v.TSM - 1) / v.TSM) * ((n + v.TSN - 1) / v.TSN)
 }
 
-func (o *OpenCL) gemmWith(v *gemmVariant, ta, tb bool, m, n, k int, alpha float32, a, b mat, beta float32, c mat) {
+// gemmWith launches one product kernel of v over splits layers of k-ranges
+// of kc (1 and k: no split); layer z writes its sums at c offset by z·m·n.
+func (o *OpenCL) gemmWith(v *gemmVariant, ta, tb bool, m, n, k int, alpha float32, a, b mat, beta float32, c mat, kc, splits int) {
 	rm, rn := v.TSM/v.WPTM, v.TSN/v.WPTN
-	global := []int{(n + v.TSN - 1) / v.TSN * rn, (m + v.TSM - 1) / v.TSM * rm}
+	global := []int{(n + v.TSN - 1) / v.TSN * rn, (m + v.TSM - 1) / v.TSM * rm, splits}
 	aLen, bLen := k, n // length of each operand's contiguous dimension
 	if ta {
 		aLen = m
@@ -223,10 +278,14 @@ func (o *OpenCL) gemmWith(v *gemmVariant, ta, tb bool, m, n, k int, alpha float3
 	if tb {
 		bLen = k
 	}
-	must(o.ctx.launch(v.k[2*b2i(tb)+b2i(ta)], global, []int{rn, rm}, m, n, k, alpha,
+	cpart := 0
+	if splits > 1 {
+		cpart = m * n
+	}
+	must(o.ctx.launch(v.k[2*b2i(tb)+b2i(ta)], global, []int{rn, rm, 1}, m, n, k, alpha,
 		a.m, a.off, a.ld, a.segl, a.segs, a.vec(aLen),
 		b.m, b.off, b.ld, b.segl, b.segs, b.vec(bLen), beta,
-		c.m, c.off, c.ld, c.segl, c.segs, c.vec(n)))
+		c.m, c.off, c.ld, c.segl, c.segs, c.vec(n), kc, cpart))
 }
 
 func b2i(b bool) int {
@@ -357,7 +416,7 @@ func (o *OpenCL) timeGemms(budget time.Duration) (gemmTuning, error) {
 			run := func(reps int) (time.Duration, error) {
 				t0 := time.Now()
 				for r := 0; r < reps; r++ {
-					o.gemmWith(v, false, false, size, size, size, 1, plainMat(a, 0, size), plainMat(b, 0, size), 0, plainMat(c, 0, size))
+					o.gemmRun(v, false, false, size, size, size, 1, plainMat(a, 0, size), plainMat(b, 0, size), 0, plainMat(c, 0, size))
 				}
 				err := o.ctx.finish()
 				return time.Since(t0) / time.Duration(reps), err

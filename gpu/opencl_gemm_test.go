@@ -17,6 +17,7 @@ import (
 var gemmShapes = []struct{ m, n, k int }{
 	{1, 1, 1}, {3, 5, 7}, {17, 33, 65}, {64, 64, 64}, {130, 70, 257}, {1, 200, 31}, {200, 1, 300}, {129, 129, 16}, {6, 576, 25},
 	{132, 260, 36}, {257, 131, 45}, {4, 8, 0},
+	{20, 50, 1024}, {33, 65, 1537}, {200, 130, 2500}, // split in k: 2, 2 and 4 ranges
 }
 
 func TestOpenCLGemm(t *testing.T) {
@@ -65,7 +66,7 @@ func TestOpenCLGemmVariantsAgree(t *testing.T) {
 				var first []float32
 				for _, v := range o.gemms {
 					c := o.buf(o.Alloc(s.m * s.n))
-					o.gemmWith(v, tr[0], tr[1], s.m, s.n, s.k, 0.75, plainMat(a.m, a.off, lda), plainMat(b.m, b.off, ldb), 0, plainMat(c.m, c.off, s.n))
+					o.gemmRun(v, tr[0], tr[1], s.m, s.n, s.k, 0.75, plainMat(a.m, a.off, lda), plainMat(b.m, b.off, ldb), 0, plainMat(c.m, c.off, s.n))
 					got := download(o, c)
 					if first == nil {
 						first = got
@@ -122,8 +123,8 @@ func TestOpenCLGemmSegmented(t *testing.T) {
 	o := openCLForTest(t)
 	cpu := NewCPU()
 	r := rand.New(rand.NewPCG(15, 16))
-	for _, hw := range []int{16, 7} {
-		m, n, k := 3*hw, 5*hw, 9*hw
+	for _, c := range []struct{ hw, m, n, k int }{{16, 3, 5, 9}, {7, 3, 5, 9}, {32, 2, 3, 40}} { // the last is split in k
+		hw, m, n, k := c.hw, c.m*c.hw, c.n*c.hw, c.k*c.hw
 		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
 			ar, ac := m, k
 			if tr[0] {
@@ -138,9 +139,21 @@ func TestOpenCLGemmSegmented(t *testing.T) {
 				c := newSegOperand(o, r, m, n, hw) // beta -1: C is read too
 				want := append([]float32(nil), c.plain...)
 				cpu.Gemm(tr[0], tr[1], m, n, k, 0.5, Host(a.plain), Host(b.plain), -1, Host(want))
-				o.gemmWith(v, tr[0], tr[1], m, n, k, 0.5, a.m, b.m, -1, c.m)
+				o.gemmRun(v, tr[0], tr[1], m, n, k, 0.5, a.m, b.m, -1, c.m)
 				assertClose(t, fmt.Sprintf("hw %d %v %s", hw, tr, v.Name), c.gather(o, m, n, hw), want, 1e-4)
 			}
+		}
+	}
+}
+
+func TestGemmSplits(t *testing.T) {
+	for _, c := range []struct{ m, n, k, splits int }{
+		{1024, 1024, 1024, 2}, {2048, 2048, 2048, 1}, {50, 500, 4096, 8}, {20, 25, 36864, 8}, {64, 500, 800, 1},
+		{20, 50, 1023, 1}, {20, 50, 1024, 2}, {1, 1, 1 << 20, 8}, {4, 8, 0, 1},
+	} {
+		s, kc := gemmSplits(c.m, c.n, c.k)
+		if s != c.splits || kc%32 != 0 || s*kc < c.k || (s > 1 && (s-1)*kc >= c.k) {
+			t.Errorf("%dx%dx%d: %d ranges of %d, want %d ranges of a multiple of 32 covering k", c.m, c.n, c.k, s, kc, c.splits)
 		}
 	}
 }
@@ -158,7 +171,7 @@ func TestGemmVariantNames(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "128x128", "128x128/8x8", "128x128/8x8/k16x", "128x128/6x8/k16", "128x128/8x8/k6",
-		"100x128/8x8/k16", "32x32/4x4/k4", "0x0/4x4/k4", "-4x4/4x4/k4"} {
+		"100x128/8x8/k16", "32x32/4x4/k4", "128x128/8x8/k16/w", "128x128/8x8/k16/w3", "64x64/8x4/k16/w2", "128x128/8x8/k16/w2x", "0x0/4x4/k4", "-4x4/4x4/k4"} {
 		if _, err := parseGemmVariant(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -286,7 +299,7 @@ func sgemmBench(b *testing.B, o *OpenCL, v *gemmVariant, n int, ta, tb bool) {
 		if v == nil {
 			o.Gemm(ta, tb, n, n, n, 1, a, bb, 0, c)
 		} else {
-			o.gemmWith(v, ta, tb, n, n, n, 1, plainMat(as.m, 0, n), plainMat(bs.m, 0, n), 0, plainMat(cs.m, 0, n))
+			o.gemmRun(v, ta, tb, n, n, n, 1, plainMat(as.m, 0, n), plainMat(bs.m, 0, n), 0, plainMat(cs.m, 0, n))
 		}
 	}
 	run() // warm-up
@@ -295,8 +308,12 @@ func sgemmBench(b *testing.B, o *OpenCL, v *gemmVariant, n int, ta, tb bool) {
 	for i := 0; i < b.N; i++ {
 		run()
 	}
+	// The host's share: when enqueueing takes about as long as the whole
+	// run, launches, not the kernel, set the pace.
+	enqueued := b.Elapsed()
 	must(o.Finish())
 	b.ReportMetric(2*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
+	b.ReportMetric(float64(enqueued.Microseconds())/float64(b.N), "enqueue-µs/op")
 }
 
 // BenchmarkOpenCLSgemm times C = A·B for square sizes with the tuned choice

@@ -2,7 +2,10 @@
 
 package gpu
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // BenchmarkOpenCLLaunch measures the host-side cost of one kernel launch:
 // argument setting plus clEnqueueNDRangeKernel on kernels that do almost no
@@ -20,6 +23,7 @@ func BenchmarkOpenCLLaunch(b *testing.B) {
 		{"fill/4args", func() { o.Fill(x, 1) }},
 		{"axpy/6args", func() { o.Axpy(0.5, x, y) }},
 		{"adam/16args", func() { o.AdamStep(x, y, x, y, 1e-3, 0.9, 0.999, 1e-8, 0, 1) }},
+		{"gemm/25args", func() { o.Gemm(false, false, 1, 1, 1, 1, x, y, 0, x) }},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -53,5 +57,27 @@ func TestOpenCLManyLaunches(t *testing.T) {
 	got := download(o, x)
 	if want := float32(launches - 1); got[1] != want || got[0] != 1 || got[2] != 0 {
 		t.Errorf("after %d launches x = %v, want [1 %v 0]", launches, got, want)
+	}
+}
+
+// TestOpenCLArgCache launches one kernel with arguments that change, repeat
+// and change back: an argument is set again only when it differs from the
+// last launch's, which must never leave a stale buffer or scalar in place.
+func TestOpenCLArgCache(t *testing.T) {
+	o := openCLForTest(t)
+	x, y := o.Alloc(4), o.Alloc(4)
+	o.Fill(x, 1)
+	o.Fill(y, 2)
+	o.Fill(o.View(x, 2, 2), 3) // same buffer as before, other offset and length
+	o.Fill(y, 2)               // every argument as two launches ago
+	o.Fill(o.View(y, 0, 1), 5) // new offset and length, value unchanged from none
+	o.Axpy(2, x, y)            // another kernel between
+	o.Fill(o.View(x, 0, 1), 3) // fill again: buffer x after y
+	gx, gy := download(o, x), download(o, y)
+	if want := []float32{3, 1, 3, 3}; !slices.Equal(gx, want) {
+		t.Errorf("x = %v, want %v", gx, want)
+	}
+	if want := []float32{7, 4, 8, 8}; !slices.Equal(gy, want) {
+		t.Errorf("y = %v, want %v", gy, want)
 	}
 }

@@ -35,18 +35,39 @@
 // is acc exactly, so the padding to a multiple of TSK adds nothing: the bits
 // do not depend on the variant, and neither the tuner's choice nor the
 // per-shape choice can change results.
+//
+// Split k. A product with few blocks of C and a long k (a convolution's
+// filter gradient, or 1024³ on a large GPU) leaves compute units idle. The
+// host then cuts k into S ranges of kc (a multiple of 32, so of every TSK):
+// work-group layer z sums its range as above into a workspace, and gemm_sum
+// adds the S partial sums in order z = 0, 1, ... and applies alpha and beta.
+// S and kc depend on the shape alone (gemmSplits on the host), so the bits
+// still depend neither on the variant nor on the device.
 #define RTSM (TSM / WPTM)
 #define RTSN (TSN / WPTN)
 #define NT (RTSM * RTSN)
-#define LDA (TSM + 4)
-#define LDB (TSN + 4)
+// PAD: floats of padding per local tile row (a multiple of 4).
+#ifndef PAD
+#define PAD 4
+#endif
+#define LDA (TSM + PAD)
+#define LDB (TSN + PAD)
+// WARP_N: how many items along n one group of 32 consecutive items (a warp on
+// NVIDIA) spans when they compute; the rest of the 32 go along m. 0 keeps
+// the work-group's own layout (RTSN items along n).
+#ifndef WARP_N
+#define WARP_N 0
+#endif
 #define LDA4 (LDA / 4)
 #define LDB4 (LDB / 4)
 #define LPTA (TSM * TSK / 4 / NT) // float4 groups of op(A) one item loads per tile
 #define LPTB (TSN * TSK / 4 / NT)
 
-#if (TSM * TSK) % (4 * NT) != 0 || (TSN * TSK) % (4 * NT) != 0 || TSK % 4 != 0 || WPTM % 4 != 0 || WPTN % 4 != 0
+#if (TSM * TSK) % (4 * NT) != 0 || (TSN * TSK) % (4 * NT) != 0 || TSK % 4 != 0 || WPTM % 4 != 0 || WPTN % 4 != 0 || PAD % 4 != 0
 #error "gemm: tile sizes do not divide among the work-group"
+#endif
+#if WARP_N > 0 && (RTSN % WARP_N != 0 || 32 % WARP_N != 0 || RTSM % (32 / WARP_N) != 0 || NT % 32 != 0)
+#error "gemm: WARP_N does not tile the work-group"
 #endif
 
 // seg_addr maps a contiguous-dimension index to its element offset.
@@ -109,9 +130,17 @@ inline void store_tile(__local float4* s4, const float4* r, const int lpt, const
 inline void gemm_body(const int ta, const int tb, __local float4* As, __local float4* Bs, int M, int N, int K, float alpha,
                       __global const float* A, int aoff, int lda, int asegl, int asegs, int avec,
                       __global const float* B, int boff, int ldb, int bsegl, int bsegs, int bvec, float beta,
-                      __global float* C, int coff, int ldc, int csegl, int csegs, int cvec) {
+                      __global float* C, int coff, int ldc, int csegl, int csegs, int cvec, int kc, int cpart) {
+	const int tid = get_local_id(1) * RTSN + get_local_id(0);
+#if WARP_N > 0
+	// Item tid computes block (tx, ty) of a layout where each run of 32
+	// items covers WARP_N × (32/WARP_N) blocks (loads still use tid).
+	const int w = tid / 32, l = tid % 32;
+	const int tx = (w % (RTSN / WARP_N)) * WARP_N + l % WARP_N;
+	const int ty = (w / (RTSN / WARP_N)) * (32 / WARP_N) + l / WARP_N;
+#else
 	const int tx = get_local_id(0), ty = get_local_id(1);
-	const int tid = ty * RTSN + tx;
+#endif
 	const int row0 = get_group_id(1) * TSM, col0 = get_group_id(0) * TSN;
 	A += aoff;
 	B += boff;
@@ -125,10 +154,13 @@ inline void gemm_body(const int ta, const int tb, __local float4* As, __local fl
 		for (int j = 0; j < WPTN; j++) acc[i][j] = 0.0f;
 
 	float4 ra[LPTA], rb[LPTB];
-	const int nt = (K + TSK - 1) / TSK;
+	// Split k: work-group layer z sums k in [k0, kend) and writes its
+	// partial sums cpart elements after layer z-1's (see gemm_sum).
+	const int k0 = get_group_id(2) * kc, kend = min(K, k0 + kc);
+	const int nt = kend > k0 ? (kend - k0 + TSK - 1) / TSK : 0;
 	if (nt > 0) {
-		load_tile(ra, LPTA, TSM, akmaj, A, lda, asegl, asegs, avec, 0, K, row0, M, tid);
-		load_tile(rb, LPTB, TSN, bkmaj, B, ldb, bsegl, bsegs, bvec, 0, K, col0, N, tid);
+		load_tile(ra, LPTA, TSM, akmaj, A, lda, asegl, asegs, avec, k0, kend, row0, M, tid);
+		load_tile(rb, LPTB, TSN, bkmaj, B, ldb, bsegl, bsegs, bvec, k0, kend, col0, N, tid);
 		store_tile(As, ra, LPTA, TSM, LDA, akmaj, tid);
 		store_tile(Bs, rb, LPTB, TSN, LDB, bkmaj, tid);
 	}
@@ -136,8 +168,8 @@ inline void gemm_body(const int ta, const int tb, __local float4* As, __local fl
 	for (int it = 0; it < nt; it++) {
 		const int cur = it & 1;
 		if (it + 1 < nt) {
-			load_tile(ra, LPTA, TSM, akmaj, A, lda, asegl, asegs, avec, (it + 1) * TSK, K, row0, M, tid);
-			load_tile(rb, LPTB, TSN, bkmaj, B, ldb, bsegl, bsegs, bvec, (it + 1) * TSK, K, col0, N, tid);
+			load_tile(ra, LPTA, TSM, akmaj, A, lda, asegl, asegs, avec, k0 + (it + 1) * TSK, kend, row0, M, tid);
+			load_tile(rb, LPTB, TSN, bkmaj, B, ldb, bsegl, bsegs, bvec, k0 + (it + 1) * TSK, kend, col0, N, tid);
 		}
 		__local const float4* as = As + cur * (TSK * LDA4) + ty;
 		__local const float4* bs = Bs + cur * (TSK * LDB4) + tx;
@@ -172,7 +204,7 @@ inline void gemm_body(const int ta, const int tb, __local float4* As, __local fl
 		barrier(CLK_LOCAL_MEM_FENCE);
 	}
 
-	C += coff;
+	C += coff + get_group_id(2) * cpart;
 #pragma unroll
 	for (int i = 0; i < WPTM; i++) {
 		const int r = row0 + ((i / 4) * RTSM + ty) * 4 + i % 4;
@@ -206,8 +238,8 @@ inline void gemm_body(const int ta, const int tb, __local float4* As, __local fl
 #define GEMM_ARGS                                                                                                        \
 	int M, int N, int K, float alpha, __global const float *A, int aoff, int lda, int asegl, int asegs, int avec,        \
 	    __global const float *B, int boff, int ldb, int bsegl, int bsegs, int bvec, float beta, __global float *C,       \
-	    int coff, int ldc, int csegl, int csegs, int cvec
-#define GEMM_PASS M, N, K, alpha, A, aoff, lda, asegl, asegs, avec, B, boff, ldb, bsegl, bsegs, bvec, beta, C, coff, ldc, csegl, csegs, cvec
+	    int coff, int ldc, int csegl, int csegs, int cvec, int kc, int cpart
+#define GEMM_PASS M, N, K, alpha, A, aoff, lda, asegl, asegs, avec, B, boff, ldb, bsegl, bsegs, bvec, beta, C, coff, ldc, csegl, csegs, cvec, kc, cpart
 #define GEMM_LOCAL                                                                                                       \
 	__local float4 As[2 * TSK * LDA4];                                                                                   \
 	__local float4 Bs[2 * TSK * LDB4]
@@ -227,4 +259,19 @@ __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void gemm_nt(GEMM_
 __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void gemm_tt(GEMM_ARGS) {
 	GEMM_LOCAL;
 	gemm_body(1, 1, As, Bs, GEMM_PASS);
+}
+
+// gemm_sum sets C = alpha*(W_0 + W_1 + ... + W_{S-1}) + beta*C, summing in
+// that order, where W_z is the M×N partial-sum matrix at W + z*M*N.
+__kernel void gemm_sum(int M, int N, int S, float alpha, __global const float* W, float beta, __global float* C, int coff,
+                       int ldc, int csegl, int csegs) {
+	int i = get_global_id(0);
+	if (i >= M * N) return;
+	float acc = W[i];
+	for (int z = 1; z < S; z++) acc += W[z * M * N + i];
+	int r = i / N, c = i % N;
+	__global float* p = C + coff + r * ldc + seg_addr(c, csegl, csegs);
+	float v = alpha * acc;
+	if (beta != 0.0f) v += beta * *p;
+	*p = v;
 }
