@@ -3,10 +3,14 @@ package hub_test
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
+	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/hub"
+	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/solver"
 	"github.com/cotrain/cotrain/sync/compress"
 	"github.com/cotrain/cotrain/sync/state"
 	"github.com/cotrain/cotrain/sync/wire"
@@ -157,5 +161,125 @@ func TestPushRefusals(t *testing.T) {
 	}
 	if h.Iteration() != 1 {
 		t.Errorf("hub at %d after every part, want 1", h.Iteration())
+	}
+}
+
+// TestMomentumCorrection: ConfigureTopK moves SGD's momentum onto the
+// workers of a top-k session only; the config and the core refuse what
+// would make nodes disagree; and a run with momentum correction, a
+// top-k minimum and a warm-up keeps every worker's weights equal to the
+// hub's, a joiner included.
+func TestMomentumCorrection(t *testing.T) {
+	for _, c := range []struct {
+		codec, opt    string
+		nesterov      bool
+		node, worker  float64
+		topkMin, warm int
+	}{
+		{"topk:0.01", "sgd", false, 0, 0.9, hub.TopKMinValues, hub.TopKWarmupIterations},
+		{"topk:0.01", "sgd", true, 0.9, 0, hub.TopKMinValues, hub.TopKWarmupIterations},
+		{"topk:0.01", "adam", false, 0.9, 0, hub.TopKMinValues, hub.TopKWarmupIterations},
+		{"int8", "sgd", false, 0.9, 0, 0, 0},
+		{"none", "sgd", false, 0.9, 0, 0, 0},
+	} {
+		cfg := hub.DefaultConfig()
+		cfg.Compression = c.codec
+		node, err := hub.ConfigureTopK(&cfg, c.opt, 0.9, c.nesterov)
+		if err != nil || node != c.node || float64(cfg.WorkerMomentum) != float64(float32(c.worker)) ||
+			cfg.TopKMin != c.topkMin || cfg.TopKWarmup != uint64(c.warm) {
+			t.Errorf("%+v: node %v, config %v %v %v, %v", c, node, cfg.WorkerMomentum, cfg.TopKMin, cfg.TopKWarmup, err)
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
+	cfg := hub.DefaultConfig()
+	cfg.Compression = "zip"
+	if _, err := hub.ConfigureTopK(&cfg, "sgd", 0.9, false); !errors.Is(err, hub.ErrConfig) {
+		t.Errorf("ConfigureTopK with compression zip: %v", err)
+	}
+	for _, bad := range []func(*hub.Config){
+		func(c *hub.Config) { c.Compression, c.WorkerMomentum = "int8", 0.9 },
+		func(c *hub.Config) { c.Compression, c.WorkerMomentum = "topk", 1 },
+		func(c *hub.Config) { c.Compression, c.TopKMin = "fp16", 16 },
+		func(c *hub.Config) { c.Compression, c.TopKWarmup = "none", 5 },
+		func(c *hub.Config) { c.Compression, c.TopKMin = "topk", -1 },
+	} {
+		c := hub.DefaultConfig()
+		bad(&c)
+		if err := c.Validate(); !errors.Is(err, hub.ErrConfig) {
+			t.Errorf("config %+v accepted: %v", c, err)
+		}
+	}
+
+	// newHubCore's optimizer has momentum 0.9: the nodes would apply it
+	// on top of the workers'.
+	cfg = trainConfig(2, 8)
+	cfg.Compression, cfg.WorkerMomentum = "topk:0.05", 0.9
+	b := gpu.NewCPU()
+	m, err := models.Build(b, "lenet5", models.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hub.NewCore(cfg, hub.Model{Name: "lenet5", Trainer: solver.NewTrainer(m, solver.NewSGD(b, m.NumParams(), 0.9, 0, false), solver.Constant(0.05))}); !errors.Is(err, hub.ErrConfig) {
+		t.Errorf("WorkerMomentum with node momentum 0.9: %v", err)
+	}
+
+	for _, overlap := range []bool{false, true} {
+		cfg := trainConfig(2, 8)
+		cfg.Compression, cfg.Overlap = "topk:0.05", overlap
+		momentum, err := hub.ConfigureTopK(&cfg, "sgd", 0.9, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.TopKWarmup = 4
+		m, err := models.Build(b, "lenet5", models.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.InitParams(rand.New(rand.NewPCG(3, 1)))
+		tr := solver.NewTrainer(m, solver.NewSGD(b, m.NumParams(), float32(momentum), 0.0005, false), solver.Constant(0.05))
+		h, err := hub.NewCore(cfg, hub.Model{Name: "lenet5", Trainer: tr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds := synthetic(t, 300)
+		n := newNet(t, h, ds, 2)
+		n.run(func() bool { return h.Iteration() >= 3 })
+		n.addNode(ds, 2, 3)
+		n.finish()
+		if len(n.hubErrs) > 0 {
+			t.Errorf("overlap %v: refusals %v", overlap, n.hubErrs)
+		}
+		for _, name := range []string{"w0", "w1", "w2"} {
+			if !slices.Contains(n.checked[name], 8) {
+				t.Errorf("overlap %v: %s hash checked at %v, want through 8", overlap, name, n.checked[name])
+			}
+		}
+		for _, nd := range n.nodes {
+			if sgd, ok := nd.core.Trainer().Opt.(*solver.SGD); !ok || sgd.Momentum != 0 {
+				t.Errorf("overlap %v: %s steps with %+v, want SGD momentum 0", overlap, nd.name, nd.core.Trainer().Opt)
+			}
+		}
+	}
+	// The Welcome carries the settings.
+	cfg = trainConfig(1, 3)
+	cfg.Compression, cfg.WorkerMomentum, cfg.TopKMin, cfg.TopKWarmup = "topk:0.05", 0.9, 64, 4
+	tr := solver.NewTrainer(m, solver.NewSGD(b, m.NumParams(), 0, 0, false), solver.Constant(0.05))
+	h, err := hub.NewCore(cfg, hub.Model{Name: "lenet5", Trainer: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Step("w0", &wire.Register{}); err != nil {
+		t.Fatal(err)
+	}
+	var sess *wire.Session
+	for _, e := range h.Ready().Messages {
+		if w, ok := e.Msg.(*wire.Welcome); ok {
+			sess = &w.Session
+		}
+	}
+	if sess == nil || sess.WorkerMomentum != 0.9 || sess.Momentum != 0 || sess.TopKMin != 64 || sess.TopKWarmup != 4 {
+		t.Errorf("the Welcome's session %+v", sess)
 	}
 }

@@ -89,6 +89,22 @@ type Config struct {
 	// they did not send (error feedback), and every node applies the
 	// merged update the hub's payload decodes to.
 	Compression string
+	// WorkerMomentum, when above 0, turns on momentum correction in a
+	// top-k session (Deep Gradient Compression's): every worker runs SGD
+	// momentum WorkerMomentum on its own gradient, accumulates the velocity
+	// into its residual, sends the top-k of that and clears the velocity
+	// where it sent (compress.Feedback.SetMomentum), and every node steps on
+	// the merged update with plain SGD. The trainer's optimizer must then be
+	// SGD with momentum 0 and without Nesterov (weight decay stays there:
+	// every node holds the same weights, so the decay need not travel).
+	// ConfigureTopK sets it. In [0, 1).
+	WorkerMomentum float32
+	// TopKMin and TopKWarmup tune a top-k session's pushes: at least
+	// TopKMin values a part (a smaller part whole), and TopKWarmup
+	// iterations of denser pushes at the start (compress.WarmupFraction).
+	// ConfigureTopK sets them; 0 turns each off. Top-k only.
+	TopKMin    int
+	TopKWarmup uint64
 	// Overlap pushes and merges the gradient layer by layer (PartBounds),
 	// so that the big layers' transfers overlap the backward pass of the
 	// layers below them.
@@ -156,8 +172,19 @@ func (c Config) Validate() error {
 	case c.ParkProbe < 0:
 		return bad("ParkProbe %d, want 0 (never) or more", c.ParkProbe)
 	}
-	if _, err := compress.Parse(c.Compression); err != nil {
+	codec, err := compress.Parse(c.Compression)
+	if err != nil {
 		return bad("Compression: %v", err)
+	}
+	switch {
+	case !(c.WorkerMomentum >= 0 && c.WorkerMomentum < 1):
+		return bad("WorkerMomentum %v, want [0, 1)", c.WorkerMomentum)
+	case c.WorkerMomentum > 0 && codec.Format() != compress.FormatSparse:
+		return bad("WorkerMomentum %v with compression %s: momentum correction needs top-k", c.WorkerMomentum, codec)
+	case c.TopKMin < 0:
+		return bad("TopKMin %d, want 0 or more", c.TopKMin)
+	case (c.TopKMin > 0 || c.TopKWarmup > 0) && codec.Format() != compress.FormatSparse:
+		return bad("TopKMin %d, TopKWarmup %d with compression %s: they tune top-k only", c.TopKMin, c.TopKWarmup, codec)
 	}
 	return nil
 }

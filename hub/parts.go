@@ -58,6 +58,43 @@ func PartBounds(net *solver.Net) []int {
 	return out
 }
 
+// ConfigureTopK tunes cfg for its compression and returns the momentum
+// the nodes' optimizer must use. For a top-k session it sets TopKMin
+// (TopKMinValues) and TopKWarmup (TopKWarmupIterations), and with SGD
+// momentum (no Nesterov) moves the momentum onto the workers
+// (WorkerMomentum, momentum correction): the nodes then get 0. Nodes that
+// applied momentum to top-k's sparse, delayed updates would amplify each
+// late spike over the following iterations (docs/compression.md measures
+// it). Other codecs, Nesterov and Adam keep their momentum on the nodes
+// (Adam's moments are the nodes', and its per-coordinate scaling already
+// damps a spike).
+func ConfigureTopK(cfg *Config, optimizer string, momentum float64, nesterov bool) (nodeMomentum float64, err error) {
+	codec, err := compress.Parse(cfg.Compression)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if codec.Format() != compress.FormatSparse {
+		return momentum, nil
+	}
+	cfg.TopKMin, cfg.TopKWarmup = TopKMinValues, TopKWarmupIterations
+	if optimizer == "sgd" && momentum > 0 && !nesterov {
+		cfg.WorkerMomentum = float32(momentum)
+		return 0, nil
+	}
+	return momentum, nil
+}
+
+// TopKMinValues and TopKWarmupIterations are ConfigureTopK's choices:
+// lenet-caffe's first convolution (520 values) and last layer (5,010)
+// send half and a twentieth of their values, a few hundred bytes, and the
+// first 20 iterations start 4 times denser; both together cost about a
+// fifth more bytes up and recover most of what top-k lost
+// (docs/compression.md).
+const (
+	TopKMinValues        = 256
+	TopKWarmupIterations = 20
+)
+
 // setupParts sets the core's codec and parts from the config.
 func (c *Core) setupParts() error {
 	codec, err := compress.Parse(c.cfg.Compression)
@@ -66,6 +103,15 @@ func (c *Core) setupParts() error {
 	}
 	c.codec = codec
 	c.session.Compression = codec.String()
+	if m := c.cfg.WorkerMomentum; m > 0 {
+		sgd, ok := c.tr.Opt.(*solver.SGD)
+		if !ok || sgd.Momentum != 0 || sgd.Nesterov {
+			return fmt.Errorf("%w: WorkerMomentum %v needs the nodes' optimizer to be SGD with momentum 0, without Nesterov (got %T, session momentum %v)",
+				ErrConfig, m, c.tr.Opt, c.session.Momentum)
+		}
+		c.session.WorkerMomentum = m
+	}
+	c.session.TopKMin, c.session.TopKWarmup = c.cfg.TopKMin, c.cfg.TopKWarmup
 	n := c.tr.Net.NumParams()
 	starts := []int{0}
 	if c.cfg.Overlap {

@@ -165,13 +165,6 @@ func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Opt
 		return nil, err
 	}
 	r.paramCount = net.NumParams()
-	var opt2 solver.Optimizer
-	if sc.Optimizer == "adam" {
-		opt2 = solver.NewAdam(b, net.NumParams(), float32(sc.WeightDecay))
-	} else {
-		opt2 = solver.NewSGD(b, net.NumParams(), float32(sc.Momentum), float32(sc.WeightDecay), false)
-	}
-	tr := solver.NewTrainer(net, opt2, solver.Constant(float32(sc.LR)))
 	cfg := hub.DefaultConfig()
 	cfg.GlobalBatch = sc.GlobalBatch
 	cfg.Iterations = uint64(r.iterations())
@@ -191,6 +184,19 @@ func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Opt
 	if err := r.setupComm(&cfg, net, solo); err != nil {
 		return nil, err
 	}
+	// A top-k session moves SGD's momentum onto the workers (momentum
+	// correction, hub.ConfigureTopK): the master steps with momentum 0.
+	nodeMomentum, err := hub.ConfigureTopK(&cfg, sc.Optimizer, sc.Momentum, false)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	var opt2 solver.Optimizer
+	if sc.Optimizer == "adam" {
+		opt2 = solver.NewAdam(b, net.NumParams(), float32(sc.WeightDecay))
+	} else {
+		opt2 = solver.NewSGD(b, net.NumParams(), float32(nodeMomentum), float32(sc.WeightDecay), false)
+	}
+	tr := solver.NewTrainer(net, opt2, solver.Constant(float32(sc.LR)))
 	cfg.Batch = hub.Adaptive
 	switch spec.Policy {
 	case "fixed", "solo":

@@ -19,14 +19,16 @@ import (
 
 // parts holds the codec and the gradient's parts of the session.
 type parts struct {
-	codec  compress.Codec
-	fb     *compress.Feedback
-	bounds []int     // part j is [bounds[j], bounds[j+1])
-	grad   []float32 // the part being pushed, downloaded
-	pushed []bool    // parts of the compute in flight already pushed
-	sentBN bool      // the compute's batch-norm statistics went out
-	merged []float32 // the merged update, part by part
-	got    []bool    // parts of the merged update received
+	codec    compress.Codec
+	fb       *compress.Feedback
+	fraction float64   // a top-k session's fraction (compress.TopK)
+	warmup   uint64    // iterations of denser top-k pushes (Session.TopKWarmup)
+	bounds   []int     // part j is [bounds[j], bounds[j+1])
+	grad     []float32 // the part being pushed, downloaded
+	pushed   []bool    // parts of the compute in flight already pushed
+	sentBN   bool      // the compute's batch-norm statistics went out
+	merged   []float32 // the merged update, part by part
+	got      []bool    // parts of the merged update received
 }
 
 // setup reads the session's codec and parts for a net of n parameters.
@@ -48,7 +50,24 @@ func (p *parts) setup(s wire.Session, n int) error {
 		}
 	}
 	p.codec = codec
+	if tk, ok := codec.(*compress.TopK); ok {
+		if s.TopKMin < 0 {
+			return fmt.Errorf("%w: the session's top-k minimum %d", ErrModel, s.TopKMin)
+		}
+		tk.Min = s.TopKMin
+		p.fraction, p.warmup = tk.Fraction, s.TopKWarmup
+	} else if s.TopKMin != 0 || s.TopKWarmup != 0 {
+		return fmt.Errorf("%w: the session's top-k minimum %d and warm-up %d with compression %s", ErrModel, s.TopKMin, s.TopKWarmup, codec)
+	}
 	p.fb = compress.NewFeedback(codec, n)
+	if m := s.WorkerMomentum; m != 0 {
+		if codec.Format() != compress.FormatSparse || s.Momentum != 0 {
+			return fmt.Errorf("%w: the session's worker momentum %v with compression %s and node momentum %v (want top-k and 0)", ErrModel, m, codec, s.Momentum)
+		}
+		if err := p.fb.SetMomentum(m); err != nil {
+			return fmt.Errorf("%w: the session's worker momentum: %w", ErrModel, err)
+		}
+	}
 	p.bounds = append(append([]int(nil), starts...), n)
 	p.grad = make([]float32, n)
 	p.pushed = make([]bool, len(starts))
@@ -123,6 +142,9 @@ func (c *Core) pushPart(j int, it uint64, samples int, loss float64, nanos int64
 	if p.codec.Lossless() {
 		m.Gradient = wire.Floats(append([]float32(nil), g...))
 	} else {
+		if tk, ok := p.codec.(*compress.TopK); ok {
+			tk.Fraction = compress.WarmupFraction(p.fraction, it, p.warmup)
+		}
 		m.Enc = p.fb.Append(nil, g, lo)
 	}
 	if !p.sentBN {

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"testing"
 
@@ -113,5 +114,79 @@ func TestMergedParts(t *testing.T) {
 	bad.Enc = bad.Enc[:len(bad.Enc)-1]
 	if err := c.Step("hub", bad); !errors.Is(err, ErrBadMessage) {
 		t.Errorf("a cut part: %v, want ErrBadMessage", err)
+	}
+}
+
+// TestMomentumCorrectionSession: a top-k session's worker momentum, top-k
+// minimum and warm-up reach the worker's error feedback and codec (the
+// warm-up's denser first push included), the velocity is forgotten with
+// the residual on a ResyncAnswer, and sessions that would step nodes
+// apart are refused.
+func TestMomentumCorrectionSession(t *testing.T) {
+	f := newFakeHub(t)
+	c := newWorker(t)
+	take(c)
+	w := f.welcome(4)
+	w.Session.Compression, w.Session.Momentum, w.Session.WorkerMomentum = "topk:0.01", 0, 0.9
+	w.Session.TopKMin, w.Session.TopKWarmup = 300, 1000
+	if err := c.Step("hub", w); err != nil {
+		t.Fatal(err)
+	}
+	if m := c.parts.fb.Momentum(); m != 0.9 {
+		t.Fatalf("feedback momentum %v, want 0.9", m)
+	}
+	rd := take(c)
+	it := rd.Compute.Iteration
+	if err := c.Computed(compute(t, c, rd.Compute)); err != nil {
+		t.Fatal(err)
+	}
+	rd = take(c)
+	p := rd.Messages[0].(*wire.Push)
+	got := make([]float32, f.n)
+	if err := compress.Decode(got, p.Enc, compress.FormatSparse); err != nil {
+		t.Fatal(err)
+	}
+	sent := 0
+	for _, v := range got {
+		if v != 0 {
+			sent++
+		}
+	}
+	want := c.parts.codec.(*compress.TopK).K(f.n)
+	if frac := compress.WarmupFraction(0.01, it, 1000); want != max(300, int(math.Ceil(frac*float64(f.n)))) || sent != want || sent <= f.n/100 {
+		t.Errorf("first push sends %d values of %d, want %d (warm-up %g, minimum 300)", sent, f.n, want, frac)
+	}
+	moving := 0
+	for _, v := range c.parts.fb.Velocity() {
+		if v != 0 {
+			moving++
+		}
+	}
+	if moving < f.n/2 {
+		t.Errorf("velocity has %d non-zero values of %d", moving, f.n)
+	}
+	if err := c.Step("hub", f.resync()); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range c.parts.fb.Velocity() {
+		if v != 0 {
+			t.Fatalf("after a ResyncAnswer the velocity keeps %g at %d", v, i)
+		}
+	}
+
+	for _, bad := range []func(*wire.Session){
+		func(s *wire.Session) { s.Compression, s.WorkerMomentum = "int8", 0.9 },
+		func(s *wire.Session) { s.Compression, s.WorkerMomentum, s.Momentum = "topk", 0.9, 0.9 },
+		func(s *wire.Session) { s.Compression, s.WorkerMomentum = "topk", 1.5 },
+		func(s *wire.Session) { s.Compression, s.TopKMin = "fp16", 8 },
+		func(s *wire.Session) { s.Compression, s.TopKMin = "topk", -1 },
+	} {
+		c := newWorker(t)
+		take(c)
+		w := f.welcome(4)
+		bad(&w.Session)
+		if err := c.Step("hub", w); !errors.Is(err, ErrModel) {
+			t.Errorf("session %+v: %v, want ErrModel", w.Session, err)
+		}
 	}
 }

@@ -55,7 +55,15 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if c.epochs > 0 {
 		iterations = uint64((c.epochs*ds.Train.Len() + c.batch - 1) / c.batch)
 	}
-	opt, err := solver.NewOptimizer(b, c.optimizer, net.NumParams(), float32(c.momentum), float32(c.weightDecay), c.nesterov)
+	hc := hub.DefaultConfig()
+	hc.Compression, hc.Overlap = c.compress, c.overlap
+	// A top-k session with SGD momentum runs the momentum on the workers
+	// (momentum correction): the nodes step with plain SGD.
+	momentum, err := hub.ConfigureTopK(&hc, c.optimizer, c.momentum, c.nesterov)
+	if err != nil {
+		return fmt.Errorf("%w: --compress: %v", errUsage, err)
+	}
+	opt, err := solver.NewOptimizer(b, c.optimizer, net.NumParams(), float32(momentum), float32(c.weightDecay), c.nesterov)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -96,11 +104,9 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		}
 	}
 
-	hc := hub.DefaultConfig()
 	hc.MinWorkers, hc.MaxWorkers, hc.GlobalBatch = c.minWorkers, max(c.maxWorkers, c.minWorkers), c.batch
 	hc.Iterations, hc.Tick, hc.MaxMisses = iterations, c.tick, c.maxMisses
 	hc.DeadlineTicks = int((c.deadline + c.tick - 1) / c.tick)
-	hc.Compression, hc.Overlap = c.compress, c.overlap
 	hc.Park, hc.ParkMargin, hc.ParkProbe = c.park, c.parkMargin, c.parkProbe
 	if c.allow != "" {
 		if hc.Allow, err = loadAllow(c.allow); err != nil {

@@ -356,3 +356,135 @@ func TestFeedback(t *testing.T) {
 		}
 	}
 }
+
+// TestFeedbackMomentum: with momentum correction the worker's velocity and
+// the delivered values follow a float64 reference of u ← m·u + g,
+// v ← v + u (with u cleared where a value went out under Mask): without
+// the mask, delivered plus residual is dense momentum SGD's update. And the
+// correction refuses what it cannot do.
+func TestFeedbackMomentum(t *testing.T) {
+	for _, mask := range []bool{false, true} {
+		testFeedbackMomentum(t, mask)
+	}
+}
+
+func testFeedbackMomentum(t *testing.T, mask bool) {
+	const n, m = 2000, 0.9
+	c, _ := Parse("topk:0.01")
+	f := NewFeedback(c, n)
+	f.Mask = mask
+	if err := f.SetMomentum(m); err != nil {
+		t.Fatal(err)
+	}
+	u := make([]float64, n)
+	acc := make([]float64, n) // Σ of the velocities accumulated
+	got := make([]float64, n)
+	part := make([]float32, n/2)
+	g := make([]float32, n)
+	masked := 0
+	for it := range 300 {
+		for i := range g {
+			g[i] = float32(1e-4 * float64(1+i%7))
+			if i == (7*it)%n {
+				g[i] = -0.5
+			}
+		}
+		for _, off := range []int{n / 2, 0} {
+			for i := off; i < off+n/2; i++ {
+				u[i] = m*u[i] + float64(g[i])
+				acc[i] += u[i]
+			}
+			p := f.Append(nil, g[off:off+n/2], off)
+			if err := Decode(part, p, c.Format()); err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range part {
+				got[off+i] += float64(v)
+				if v != 0 && mask {
+					u[off+i] = 0
+				}
+				if v != 0 {
+					masked++
+				}
+			}
+		}
+	}
+	if masked == 0 {
+		t.Fatal("nothing was sent")
+	}
+	res, vel := f.Residual(), f.Velocity()
+	for i := range acc {
+		if d := math.Abs(got[i] + float64(res[i]) - acc[i]); d > 1e-3*max(1, math.Abs(acc[i])) {
+			t.Fatalf("mask %v: value %d: delivered %g + residual %g, accumulated %g", mask, i, got[i], res[i], acc[i])
+		}
+		if d := math.Abs(float64(vel[i]) - u[i]); d > 1e-3*max(1, math.Abs(u[i])) {
+			t.Fatalf("mask %v: value %d: velocity %g, reference %g", mask, i, vel[i], u[i])
+		}
+	}
+	f.Reset()
+	for i := range n {
+		if res[i] != 0 || vel[i] != 0 {
+			t.Fatalf("Reset left residual %g, velocity %g at %d", res[i], vel[i], i)
+		}
+	}
+
+	// Momentum 0 is plain error feedback, bit for bit.
+	f0, plain := NewFeedback(c, n), NewFeedback(c, n)
+	if err := f0.SetMomentum(0); err != nil || f0.Velocity() != nil {
+		t.Fatalf("SetMomentum(0): %v, velocity %v", err, f0.Velocity() != nil)
+	}
+	for range 3 {
+		if a, b := f0.Append(nil, g, 0), plain.Append(nil, g, 0); !slices.Equal(a, b) {
+			t.Fatal("momentum 0 encodes differently from plain error feedback")
+		}
+	}
+
+	for _, bad := range []float32{-0.1, 1, float32(math.NaN())} {
+		if err := NewFeedback(c, n).SetMomentum(bad); err == nil {
+			t.Errorf("SetMomentum(%v) accepted", bad)
+		}
+	}
+	if err := NewFeedback(Float32{}, n).SetMomentum(m); err == nil {
+		t.Error("momentum correction accepted with a lossless codec")
+	}
+}
+
+// TestTopKMinAndWarmup: Min keeps at least that many values (a shorter
+// vector whole), and the warm-up starts WarmupStart times denser and
+// reaches the fraction at its end.
+func TestTopKMinAndWarmup(t *testing.T) {
+	tk := &TopK{Fraction: 0.01, Min: 256}
+	for _, c := range []struct{ n, k int }{{100, 100}, {256, 256}, {1000, 256}, {100000, 1000}, {0, 0}} {
+		if k := tk.K(c.n); k != c.k {
+			t.Errorf("K(%d) with Min 256: %d, want %d", c.n, k, c.k)
+		}
+	}
+	src := gradLike(520, 3)
+	dst := make([]float32, len(src))
+	if err := Decode(dst, tk.Append(nil, src), FormatSparse); err != nil {
+		t.Fatal(err)
+	}
+	sent := 0
+	for _, v := range dst {
+		if v != 0 {
+			sent++
+		}
+	}
+	if sent != 256 {
+		t.Errorf("520 values with Min 256: %d sent", sent)
+	}
+	for _, c := range []struct {
+		it   uint64
+		want float64
+	}{{0, 0.04}, {10, 0.02}, {20, 0.01}, {500, 0.01}} {
+		if f := WarmupFraction(0.01, c.it, 20); math.Abs(f-c.want) > 1e-12 {
+			t.Errorf("WarmupFraction(0.01, %d, 20) = %g, want %g", c.it, f, c.want)
+		}
+	}
+	if f := WarmupFraction(0.5, 0, 20); f != 1 {
+		t.Errorf("WarmupFraction(0.5, 0, 20) = %g, want 1 (capped)", f)
+	}
+	if f := WarmupFraction(0.01, 3, 0); f != 0.01 {
+		t.Errorf("no warm-up: %g", f)
+	}
+}

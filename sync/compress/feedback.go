@@ -1,5 +1,7 @@
 package compress
 
+import "fmt"
+
 // Feedback encodes a worker's gradient with error feedback: before
 // encoding, the residual — what earlier encodings did not deliver — is
 // added to the gradient, and afterwards the residual becomes the part of
@@ -11,9 +13,27 @@ package compress
 // The residual covers the whole parameter vector; Append encodes a part
 // of it (a layer, for the layer-wise push), so parts can be encoded in any
 // order. With a lossless codec there is no residual.
+//
+// With momentum correction (SetMomentum, for top-k sessions) the worker
+// runs the SGD momentum itself: it keeps a velocity u ← m·u + g and
+// accumulates it into the residual (v ← v + u) instead of the raw
+// gradient, and sends the top-k of v. Delivered plus residual is then
+// exactly what dense momentum SGD would have applied, only delayed, and
+// the nodes step with plain SGD (momentum 0) on the merged update:
+// applying momentum to sparse, delayed spikes would amplify each one over
+// many iterations (Lin et al., "Deep Gradient Compression", ICLR 2018).
+// Mask adds that paper's momentum factor masking (u cleared where a value
+// went out); cotrain leaves it off: on lenet-caffe's 200-iteration run it
+// cost about a point of accuracy (docs/compression.md).
 type Feedback struct {
+	// Mask clears the velocity where a value was sent (momentum factor
+	// masking); only with momentum correction.
+	Mask bool
+
 	codec    Codec
+	momentum float32
 	residual []float32
+	velocity []float32 // momentum correction's u; nil without it
 	sum      []float32 // scratch: gradient plus residual
 	seen     []float32 // scratch: what the receiver decodes
 }
@@ -29,6 +49,28 @@ func NewFeedback(codec Codec, n int) *Feedback {
 	return f
 }
 
+// SetMomentum turns momentum correction on with momentum m in (0, 1) (see
+// the type), or off with 0; the velocity starts at zero. It returns an
+// error for m outside [0, 1) or a lossless codec (which has no residual to
+// accumulate into: its nodes apply momentum themselves).
+func (f *Feedback) SetMomentum(m float32) error {
+	if !(m >= 0 && m < 1) {
+		return fmt.Errorf("compress: momentum correction with momentum %v, want [0, 1)", m)
+	}
+	if m > 0 && f.residual == nil {
+		return fmt.Errorf("compress: momentum correction with the lossless codec %s", f.codec)
+	}
+	f.momentum = m
+	f.velocity = nil
+	if m > 0 {
+		f.velocity = make([]float32, len(f.residual))
+	}
+	return nil
+}
+
+// Momentum returns the momentum of the correction, 0 when off.
+func (f *Feedback) Momentum() float32 { return f.momentum }
+
 // Codec returns the codec.
 func (f *Feedback) Codec() Codec { return f.codec }
 
@@ -41,25 +83,51 @@ func (f *Feedback) Append(dst []byte, g []float32, off int) []byte {
 	}
 	res := f.residual[off : off+len(g)]
 	sum, seen := f.sum[:len(g)], f.seen[:len(g)]
-	for i, v := range g {
-		sum[i] = v + res[i]
+	var vel []float32
+	if f.velocity != nil {
+		vel = f.velocity[off : off+len(g)]
+		m := f.momentum
+		for i, v := range g {
+			u := m*vel[i] + v
+			vel[i] = u
+			sum[i] = u + res[i]
+		}
+	} else {
+		for i, v := range g {
+			sum[i] = v + res[i]
+		}
 	}
 	start := len(dst)
 	dst = f.codec.Append(dst, sum)
 	if err := Decode(seen, dst[start:], f.codec.Format()); err != nil {
 		// Only a non-finite sum fails to decode: the receiver refuses it
-		// too, so keep the residual as it was rather than poison it.
+		// too, so keep the residual as it was rather than poison it (a
+		// velocity that overflowed stays so until the next Reset).
 		return dst
 	}
 	for i := range sum {
 		res[i] = sum[i] - seen[i]
 	}
+	if vel != nil && f.Mask {
+		for i, s := range seen {
+			if s != 0 {
+				vel[i] = 0
+			}
+		}
+	}
 	return dst
 }
+
+// Velocity returns momentum correction's velocity (read only), nil when
+// the correction is off.
+func (f *Feedback) Velocity() []float32 { return f.velocity }
 
 // Residual returns the residual (read only), nil for a lossless codec.
 func (f *Feedback) Residual() []float32 { return f.residual }
 
 // Reset forgets the residual: the weights were replaced, and what was not
 // sent belongs to the old ones.
-func (f *Feedback) Reset() { clear(f.residual) }
+func (f *Feedback) Reset() {
+	clear(f.residual)
+	clear(f.velocity)
+}

@@ -20,8 +20,29 @@ import (
 // indices.
 type TopK struct {
 	Fraction float64
-	hist     []uint32 // 1<<16 counters
+	// Min is the fewest values an encoding keeps (all of a vector of at
+	// most Min values): small layers such as the first convolution's 520
+	// values would otherwise send one or a few values an iteration though
+	// sending them whole costs little. 0 means 1.
+	Min  int
+	hist []uint32 // 1<<16 counters
 }
+
+// WarmupFraction returns the fraction a top-k session keeping f sends at
+// iteration it with a warm-up of w iterations: WarmupStart·f at iteration
+// 0, falling exponentially to f at iteration w, f from then on. Early
+// iterations, whose gradients are large and change fast, lose most to the
+// delay of error feedback; a denser start costs a few iterations' bytes.
+func WarmupFraction(f float64, it, w uint64) float64 {
+	if it >= w {
+		return f
+	}
+	return min(1, f*math.Pow(WarmupStart, 1-float64(it)/float64(w)))
+}
+
+// WarmupStart is how many times denser than its fraction a top-k session
+// with warm-up starts.
+const WarmupStart = 4
 
 // NewTopK returns the top-k codec keeping fraction f of the values.
 func NewTopK(f float64) *TopK { return &TopK{Fraction: f} }
@@ -39,7 +60,7 @@ func (t *TopK) K(n int) int {
 	if n == 0 {
 		return 0
 	}
-	return min(n, max(1, int(math.Ceil(t.Fraction*float64(n)))))
+	return min(n, max(1, t.Min, int(math.Ceil(t.Fraction*float64(n)))))
 }
 
 // Append implements Codec.

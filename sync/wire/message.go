@@ -198,6 +198,18 @@ type Session struct {
 	Momentum    float32 `msgpack:"momentum"`
 	WeightDecay float32 `msgpack:"weight_decay"`
 	Nesterov    bool    `msgpack:"nesterov"`
+	// WorkerMomentum, when above 0, turns on momentum correction in a
+	// top-k session (compress.Feedback.SetMomentum): every worker runs the
+	// SGD momentum on its own gradient before sparsifying it, and every
+	// node steps on the merged update with Momentum 0.
+	WorkerMomentum float32 `msgpack:"worker_momentum,omitempty"`
+	// TopKMin is the fewest values a top-k push of a part keeps
+	// (compress.TopK.Min); 0 means 1.
+	TopKMin int `msgpack:"topk_min,omitempty"`
+	// TopKWarmup is the number of iterations over which a top-k session's
+	// workers send denser pushes (compress.WarmupFraction of the trainer
+	// iteration, the same on every worker); 0 means none.
+	TopKWarmup uint64 `msgpack:"topk_warmup,omitempty"`
 	// Frozen names the layers that do not learn (solver.Net.Freeze): every
 	// node freezes them, so that all apply the step to the same ranges.
 	Frozen []string `msgpack:"frozen,omitempty"`
