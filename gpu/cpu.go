@@ -186,37 +186,21 @@ func (c *CPU) BiasGrad(dbias, dy Buffer, n, ch, hw int) {
 	c.run(j, ch, len(ds))
 }
 
-// biasGrad sets db[j] for channels [lo, hi) of dy (n×len(db)×hw).
+// biasGrad sets db[j] for channels [lo, hi) of dy (n×len(db)×hw): over
+// the samples in order, each sample's hw elements summed by vec.Sum. After
+// a linear layer (hw 1) that is a sum of rows, done as strided row adds.
 func biasGrad(db, dy []float32, n, hw, lo, hi int) {
 	ch := len(db)
+	if hw == 1 {
+		clear(db[lo:hi])
+		vec.AddRows(db[lo:hi], 0, dy[lo:], ch, n, hi-lo)
+		return
+	}
 	for j := lo; j < hi; j++ {
 		var s float32
 		for i := 0; i < n; i++ {
-			s += sum32(dy[(i*ch+j)*hw : (i*ch+j+1)*hw])
+			s += vec.Sum(dy[(i*ch+j)*hw : (i*ch+j+1)*hw])
 		}
 		db[j] = s
 	}
-}
-
-// sum32 returns the sum of s with eight accumulators added pairwise at the
-// end (a fixed order: the result depends on len(s) alone), so the loop is not
-// bound by the latency of one add chain.
-func sum32(s []float32) float32 {
-	var a [8]float32
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		q := s[i : i+8 : i+8]
-		a[0] += q[0]
-		a[1] += q[1]
-		a[2] += q[2]
-		a[3] += q[3]
-		a[4] += q[4]
-		a[5] += q[5]
-		a[6] += q[6]
-		a[7] += q[7]
-	}
-	for ; i < len(s); i++ {
-		a[0] += s[i]
-	}
-	return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))
 }

@@ -82,12 +82,49 @@ func AddShifted(dst, src []float32, lds, taps, n int) {
 // ZeroRows clears rows rows of n floats, ldd apart.
 func ZeroRows(dst []float32, ldd int, rows, n int) {
 	checkRows("ZeroRows", dst, ldd, nil, 0, rows, n)
-	if n == 0 {
+	if n == 0 || rows == 0 {
+		return
+	}
+	if useAVX512 {
+		zeroRowsAVX512(&dst[0], ldd, rows, n)
 		return
 	}
 	for i := 0; i < rows; i++ {
 		clear(dst[i*ldd : i*ldd+n])
 	}
+}
+
+// Sum returns the sum of s in a fixed order that depends on len(s) alone:
+// sixteen lanes, lane j summing s[j], s[j+16], ... in turn (from +0), then
+// the lanes added pairwise (j and j+8, then j+4, j+2, j+1).
+func Sum(s []float32) float32 {
+	if len(s) == 0 {
+		return 0
+	}
+	if useAVX512 {
+		return sumAVX512(&s[0], len(s))
+	}
+	return sumGo(s)
+}
+
+func sumGo(s []float32) float32 {
+	var lane [16]float32
+	i := 0
+	for ; i+16 <= len(s); i += 16 {
+		q := s[i : i+16 : i+16]
+		for j := range lane {
+			lane[j] += q[j]
+		}
+	}
+	for j, v := range s[i:] {
+		lane[j] += v
+	}
+	for w := 8; w >= 1; w /= 2 {
+		for j := 0; j < w; j++ {
+			lane[j] += lane[j+w]
+		}
+	}
+	return lane[0]
 }
 
 // ReLU sets y = max(x, 0) as Go's max does: NaN passes through and -0

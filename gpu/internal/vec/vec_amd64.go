@@ -21,6 +21,12 @@ func addShiftedAVX512(dst, src *float32, lds, taps, n int)
 func maxPool2BackwardAVX512(din, x, dy *float32, w, ow, oh int) bool
 
 //go:noescape
+func zeroRowsAVX512(dst *float32, ldd int, rows, n int)
+
+//go:noescape
+func sumAVX512(s *float32, n int) float32
+
+//go:noescape
 func reluAVX512(y, x *float32, n int)
 
 //go:noescape

@@ -443,3 +443,74 @@ pnan:
 	VZEROUPPER
 	MOVB $0, ret+48(FP)
 	RET
+
+// func zeroRowsAVX512(dst *float32, ldd int, rows, n int)
+TEXT ·zeroRowsAVX512(SB), NOSPLIT, $0-32
+	MOVQ   dst+0(FP), DI
+	MOVQ   ldd+8(FP), R8
+	SHLQ   $2, R8
+	MOVQ   n+24(FP), DX
+	TAILMASK(DX)
+	MOVQ   rows+16(FP), CX
+	VPXORD Z0, Z0, Z0
+
+zrow:
+	MOVQ DX, R10
+	MOVQ DI, R11
+
+zfull:
+	CMPQ    R10, $16
+	JB      ztail
+	VMOVUPS Z0, (R11)
+	ADDQ    $64, R11
+	SUBQ    $16, R10
+	JMP     zfull
+
+ztail:
+	TESTQ   R10, R10
+	JZ      znext
+	VMOVUPS Z0, K1, (R11)
+
+znext:
+	ADDQ R8, DI
+	DECQ CX
+	JNZ  zrow
+	VZEROUPPER
+	RET
+
+// func sumAVX512(s *float32, n int) float32
+// Sixteen lanes from +0, the tail added through a zeroing mask (+0 leaves
+// a lane unchanged: a lane that starts at +0 is never -0), then lanes j and
+// j+8, j+4, j+2, j+1 added pairwise: sumGo's order.
+TEXT ·sumAVX512(SB), NOSPLIT, $0-20
+	MOVQ   s+0(FP), SI
+	MOVQ   n+8(FP), DX
+	TAILMASK(DX)
+	VPXORD Z0, Z0, Z0
+
+ufull:
+	CMPQ   DX, $16
+	JB     utail
+	VADDPS (SI), Z0, Z0
+	ADDQ   $64, SI
+	SUBQ   $16, DX
+	JMP    ufull
+
+utail:
+	TESTQ     DX, DX
+	JZ        ureduce
+	VMOVUPS.Z (SI), K1, Z1
+	VADDPS    Z1, Z0, Z0
+
+ureduce:
+	VEXTRACTF32X8 $1, Z0, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF128  $1, Y0, X1
+	VADDPS        X1, X0, X0
+	VMOVHLPS      X0, X0, X1
+	VADDPS        X1, X0, X0
+	VMOVSHDUP     X0, X1
+	VADDSS        X1, X0, X0
+	VMOVSS        X0, ret+16(FP)
+	VZEROUPPER
+	RET

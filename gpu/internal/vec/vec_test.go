@@ -85,6 +85,20 @@ func TestRowsAgainstTwin(t *testing.T) {
 				}
 			}
 		}
+		for n := 0; n <= 40; n++ {
+			for _, rows := range []int{0, 1, 3} {
+				ldd := n + 3
+				got := randSlice(r, span(rows, n, ldd)+4)
+				want := append([]float32(nil), got...)
+				for i := 0; i < rows && n > 0; i++ {
+					clear(want[i*ldd : i*ldd+n])
+				}
+				ZeroRows(got, ldd, rows, n)
+				if !sameBits(got, want) {
+					t.Fatalf("ZeroRows rows=%d n=%d: %v, want %v", rows, n, got, want)
+				}
+			}
+		}
 		d := []float32{1, 2, 3, 4, 5, 6}
 		ZeroRows(d, 3, 2, 2)
 		if !sameBits(d, []float32{0, 0, 3, 0, 0, 6}) {
@@ -123,6 +137,9 @@ func TestElementwiseAgainstTwin(t *testing.T) {
 			if !sameBits(y, want) {
 				t.Fatalf("ReLUBackward n=%d: x %v dy %v\n got %v\nwant %v", n, x, dy, y, want)
 			}
+			if got, want := Sum(dy), sumGo(dy); math.Float32bits(got) != math.Float32bits(want) {
+				t.Fatalf("Sum n=%d: %v, want %v", n, got, want)
+			}
 			got, w := append([]float32(nil), dy...), append([]float32(nil), dy...)
 			for i := range w {
 				w[i] += 0.375
@@ -133,6 +150,21 @@ func TestElementwiseAgainstTwin(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSumOrder pins sumGo's order on a case where it shows: 16 lanes, then
+// pairwise.
+func TestSumOrder(t *testing.T) {
+	s := make([]float32, 17)
+	s[0], s[16], s[8] = 1<<24, 1, 1 // lane 0: 2^24+1 rounds to 2^24; lane 8 adds 1 later
+	if got := sumGo(s); got != 1<<24 {
+		t.Errorf("sumGo = %v, want %v", got, float32(1<<24))
+	}
+	for n := 0; n < 3; n++ {
+		if got := sumGo(make([]float32, n)); got != 0 {
+			t.Errorf("empty sum %v", got)
+		}
+	}
 }
 
 // TestReLUSemantics pins the Go twins to Go's max and to PyTorch's gradient
