@@ -3,10 +3,12 @@
 package gpu
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"unsafe"
 )
 
@@ -87,6 +89,24 @@ func (o *OpenCL) Close() error {
 	}
 	o.k, o.gemms, o.progs = nil, nil, nil
 	return o.ctx.release()
+}
+
+// Profile turns per-kernel timing on or off and returns what was timed
+// since the last call, longest first. While on, every launch waits for the
+// previous work and for itself, so a step runs slower, but each kernel's
+// time is its own (plus a launch's latency). GEMMs are named by their
+// transpose case (gemm_nn...), the split-k sum gemm_sum.
+func (o *OpenCL) Profile(on bool) []KernelTime {
+	var out []KernelTime
+	for _, kt := range o.ctx.prof {
+		out = append(out, *kt)
+	}
+	slices.SortFunc(out, func(a, b KernelTime) int { return cmp.Compare(b.Total, a.Total) })
+	o.ctx.prof = nil
+	if on {
+		o.ctx.prof = map[string]*KernelTime{}
+	}
+	return out
 }
 
 // Finish blocks until every enqueued kernel has run (for timing).

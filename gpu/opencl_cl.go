@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/jgillich/go-opencl/cl"
@@ -113,6 +114,16 @@ type clContext struct {
 	queue    *cl.CommandQueue
 	launches int // kernels enqueued so far (tests count a layer's launches)
 	mem      memTracker
+	// prof, when not nil, times every launch by waiting for it (slow: for
+	// finding where a step's time goes, see OpenCL.Profile).
+	prof map[string]*KernelTime
+}
+
+// KernelTime is the wall time of one kernel's launches, each waited for.
+type KernelTime struct {
+	Name     string
+	Launches int
+	Total    time.Duration
 }
 
 func newContext(d clDevice) (*clContext, error) {
@@ -331,9 +342,28 @@ func (c *clContext) launch(k *clKernel, global, loc []int, args ...any) error {
 		}
 	}
 	c.launches++
+	var t0 time.Time
+	if c.prof != nil {
+		if err := c.finish(); err != nil {
+			return err
+		}
+		t0 = time.Now()
+	}
 	ev, err := c.queue.EnqueueNDRangeKernel(k.k, nil, global, loc, nil)
 	if err != nil { // the operation's name is built only on failure: launches are hot
 		return done("clEnqueueNDRangeKernel "+k.name, ev, err)
+	}
+	if c.prof != nil {
+		if err := c.finish(); err != nil {
+			return err
+		}
+		kt := c.prof[k.name]
+		if kt == nil {
+			kt = &KernelTime{Name: k.name}
+			c.prof[k.name] = kt
+		}
+		kt.Launches++
+		kt.Total += time.Since(t0)
 	}
 	return done("", ev, nil)
 }

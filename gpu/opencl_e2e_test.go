@@ -6,7 +6,9 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
 	"testing"
+	"time"
 
 	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/models"
@@ -163,7 +165,29 @@ func BenchmarkOpenCLTrainStep(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(b.N*c.batch)/b.Elapsed().Seconds(), "img/s")
+				if cl, ok := be.b.(*gpu.OpenCL); ok && os.Getenv("COTRAIN_OPENCL_PROFILE") == "1" {
+					b.StopTimer()
+					profileStep(b, cl, func() { tr.Step(x, labels) })
+				}
 			})
 		}
+	}
+}
+
+// profileStep logs where one step's time goes, kernel by kernel (each
+// launch waited for), over 5 steps.
+func profileStep(b *testing.B, o *gpu.OpenCL, step func()) {
+	o.Profile(true)
+	for i := 0; i < 5; i++ {
+		step()
+	}
+	var total time.Duration
+	prof := o.Profile(false)
+	for _, kt := range prof {
+		total += kt.Total
+	}
+	b.Logf("profile over 5 steps: %v in %d kernels", total, len(prof))
+	for _, kt := range prof {
+		b.Logf("  %-22s %6d launches %10v %5.1f%%", kt.Name, kt.Launches, kt.Total, 100*kt.Total.Seconds()/total.Seconds())
 	}
 }

@@ -81,3 +81,29 @@ func TestOpenCLArgCache(t *testing.T) {
 		t.Errorf("y = %v, want %v", gy, want)
 	}
 }
+
+// TestOpenCLProfile checks the per-kernel timing: launches counted by
+// kernel, nothing recorded once it is off.
+func TestOpenCLProfile(t *testing.T) {
+	o := openCLForTest(t)
+	x := o.Alloc(1000)
+	o.Profile(true)
+	o.Fill(x, 1)
+	o.Fill(x, 2)
+	o.Scale(x, 3)
+	prof := o.Profile(false)
+	counts := map[string]int{}
+	for _, kt := range prof {
+		counts[kt.Name] = kt.Launches
+		if kt.Total <= 0 {
+			t.Errorf("%s: time %v", kt.Name, kt.Total)
+		}
+	}
+	if counts["fill"] != 2 || counts["scale"] != 1 || len(counts) != 2 {
+		t.Errorf("profile %+v, want fill twice and scale once", prof)
+	}
+	o.Fill(x, 4)
+	if again := o.Profile(false); len(again) != 0 {
+		t.Errorf("profiled while off: %+v", again)
+	}
+}
