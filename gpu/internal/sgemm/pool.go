@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Thread is one goroutine's state for products and parallel work: pack
@@ -38,11 +39,19 @@ type Task interface {
 
 // job is one Parallel call: parts are claimed from next until n.
 type job struct {
-	task Task
-	n    int64
-	next atomic.Int64
-	wg   sync.WaitGroup
+	task    Task
+	n       int64
+	next    atomic.Int64
+	pending atomic.Int32 // helpers sent this job that have not finished it
+	wg      sync.WaitGroup
 }
+
+// spinFor is how long a helper polls for its next job, and a caller for its
+// helpers' last parts, before sleeping. Waking a sleeping goroutine costs
+// tens of microseconds (a futex wake and a steal from the waker's run
+// queue), a large share of one kernel of a training step; the kernels of a
+// step follow each other closely, so the spin usually ends in work.
+const spinFor = 50 * time.Microsecond
 
 func (j *job) work(t *Thread) {
 	for {
@@ -55,8 +64,8 @@ func (j *job) work(t *Thread) {
 }
 
 // The pool: helper goroutines started on demand (up to GOMAXPROCS-1 at the
-// largest GOMAXPROCS seen) that live for the rest of the process, parked on
-// jobs between calls. Every Parallel call sends its job to as many helpers as
+// largest GOMAXPROCS seen) that live for the rest of the process, polling
+// for jobs for spinFor after each one and parked on the channel after that. Every Parallel call sends its job to as many helpers as
 // it wants and does parts itself too, so it makes progress even when all
 // helpers are busy with another caller's job.
 var pool struct {
@@ -81,9 +90,30 @@ func startHelpers(n int) {
 
 func helper() {
 	t := &Thread{helper: true}
-	for j := range pool.jobs {
+	for {
+		j := nextJob()
 		j.work(t)
+		j.pending.Add(-1)
 		j.wg.Done()
+	}
+}
+
+// nextJob polls pool.jobs for spinFor, then sleeps on it.
+func nextJob() *job {
+	var start time.Time
+	for i := 0; ; i++ {
+		select {
+		case j := <-pool.jobs:
+			return j
+		default:
+		}
+		if i%32 == 0 {
+			if i == 0 {
+				start = time.Now()
+			} else if time.Since(start) > spinFor {
+				return <-pool.jobs
+			}
+		}
 	}
 }
 
@@ -107,6 +137,7 @@ func (t *Thread) Parallel(n int, task Task) {
 	j := &t.job
 	j.task, j.n = task, int64(n)
 	j.next.Store(0)
+	j.pending.Store(int32(h))
 	j.wg.Add(h)
 	for range h {
 		pool.jobs <- j
@@ -114,17 +145,27 @@ func (t *Thread) Parallel(n int, task Task) {
 	t.busy = true
 	j.work(t)
 	t.busy = false
+	// Spin for the helpers' last parts before sleeping on the WaitGroup.
+	var start time.Time
+	for i := 0; j.pending.Load() > 0; i++ {
+		if i%32 == 0 {
+			if i == 0 {
+				start = time.Now()
+			} else if time.Since(start) > spinFor {
+				break
+			}
+		}
+	}
 	j.wg.Wait()
 	j.task = nil
 }
 
 // parallelMin is the smallest product, in multiply-adds, that GemmParallel
 // splits: below it, waking a helper costs more than it saves.
-const parallelMin = 1 << 18
+const parallelMin = 1 << 19
 
 // GemmParallel is Gemm on up to GOMAXPROCS threads. C is cut into blocks of
-// whole register tiles, one per thread, split along n when it has enough
-// tiles and along m otherwise; each block runs the serial algorithm with
+// whole register tiles, one per thread, along m or n (see below); each block runs the serial algorithm with
 // its thread's pack buffers, so every element of C sees the same arithmetic
 // as in Gemm and the result has the same bits whatever the thread count.
 func (t *Thread) GemmParallel(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
@@ -140,9 +181,29 @@ func (t *Thread) GemmParallel(transA, transB bool, m, n, k int, alpha float32, a
 	}
 	ar := best
 	tm, tn := (m+ar.mr-1)/ar.mr, (n+ar.nr-1)/ar.nr
+	// Splitting along n makes every block pack all of op(A), splitting
+	// along m all of op(B): take the dimension with more tiles, and on a
+	// tie the one whose duplicated packing is cheaper (a transposing pack
+	// costs about three copies' worth).
+	costA, costB := 3, 1
+	if transA {
+		costA = 1
+	}
+	if transB {
+		costB = 3
+	}
+	alongN := min(tn, threads) > min(tm, threads) ||
+		(min(tn, threads) == min(tm, threads) && m*costA <= n*costB)
 	gm, gn := 1, min(tn, threads)
-	if gn < threads {
-		gm = min(tm, (threads+gn-1)/gn)
+	if alongN {
+		if gn < threads {
+			gm = min(tm, (threads+gn-1)/gn)
+		}
+	} else {
+		gm, gn = min(tm, threads), 1
+		if gm < threads {
+			gn = min(tn, (threads+gm-1)/gm)
+		}
 	}
 	t.task.ar, t.task.tm, t.task.tn, t.task.gm, t.task.gn = ar, tm, tn, gm, gn
 	t.Parallel(gm*gn, &t.task)
