@@ -4,7 +4,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // Thread is one goroutine's state for products and parallel work: pack
@@ -46,12 +45,14 @@ type job struct {
 	wg      sync.WaitGroup
 }
 
-// spinFor is how long a helper polls for its next job, and a caller for its
-// helpers' last parts, before sleeping. Waking a sleeping goroutine costs
-// tens of microseconds (a futex wake and a steal from the waker's run
-// queue), a large share of one kernel of a training step; the kernels of a
-// step follow each other closely, so the spin usually ends in work.
-const spinFor = 50 * time.Microsecond
+// spins is how many times a helper polls for its next job, and a caller for
+// its helpers' last parts, before sleeping: some tens of microseconds.
+// Waking a sleeping goroutine costs about as much (a futex wake and a steal
+// from the waker's run queue), a large share of one kernel of a training
+// step; the kernels of a step follow each other closely, so the spin
+// usually ends in work. It counts polls, not time, so that it behaves the
+// same under a fake clock.
+const spins = 4096
 
 func (j *job) work(t *Thread) {
 	for {
@@ -65,7 +66,10 @@ func (j *job) work(t *Thread) {
 
 // The pool: helper goroutines started on demand (up to GOMAXPROCS-1 at the
 // largest GOMAXPROCS seen) that live for the rest of the process, polling
-// for jobs for spinFor after each one and parked on the channel after that. Every Parallel call sends its job to as many helpers as
+// for jobs a while after each one and parked on the channel after that.
+// (They belong to the goroutine group of whoever started them: do not let
+// the first parallel kernel of a process run inside a testing/synctest
+// bubble, whose end would wait for them.) Every Parallel call sends its job to as many helpers as
 // it wants and does parts itself too, so it makes progress even when all
 // helpers are busy with another caller's job.
 var pool struct {
@@ -98,23 +102,16 @@ func helper() {
 	}
 }
 
-// nextJob polls pool.jobs for spinFor, then sleeps on it.
+// nextJob polls pool.jobs spins times, then sleeps on it.
 func nextJob() *job {
-	var start time.Time
-	for i := 0; ; i++ {
+	for range spins {
 		select {
 		case j := <-pool.jobs:
 			return j
 		default:
 		}
-		if i%32 == 0 {
-			if i == 0 {
-				start = time.Now()
-			} else if time.Since(start) > spinFor {
-				return <-pool.jobs
-			}
-		}
 	}
+	return <-pool.jobs
 }
 
 // Threads is the number of threads Parallel uses at most: GOMAXPROCS.
@@ -146,15 +143,7 @@ func (t *Thread) Parallel(n int, task Task) {
 	j.work(t)
 	t.busy = false
 	// Spin for the helpers' last parts before sleeping on the WaitGroup.
-	var start time.Time
-	for i := 0; j.pending.Load() > 0; i++ {
-		if i%32 == 0 {
-			if i == 0 {
-				start = time.Now()
-			} else if time.Since(start) > spinFor {
-				break
-			}
-		}
+	for i := 0; i < spins && j.pending.Load() > 0; i++ {
 	}
 	j.wg.Wait()
 	j.task = nil
