@@ -66,7 +66,7 @@ func (t *Thread) packB(ar *arch, g *args, pc, kb, jc, nc int) []float32 {
 			// j0+j. Eight rows at a time make each step one 32-byte write.
 			j := 0
 			for ; j+8 <= cols; j += 8 {
-				packRows8(d[j:], nr, g.b[(j0+j)*g.ldb+pc:], g.ldb, kb)
+				vec.Transpose8(d[j:], nr, g.b[(j0+j)*g.ldb+pc:], g.ldb, kb)
 			}
 			for ; j < cols; j++ {
 				src := g.b[(j0+j)*g.ldb+pc : (j0+j)*g.ldb+pc+kb]
@@ -97,23 +97,5 @@ func packRows6(d, src []float32, ld, kb int) {
 	for p, v := range r0 {
 		q := d[6*p : 6*p+6 : 6*p+6]
 		q[0], q[1], q[2], q[3], q[4], q[5] = v, r1[p], r2[p], r3[p], r4[p], r5[p]
-	}
-}
-
-// packRows8 writes eight rows of src (ld apart, kb long) as columns of d,
-// steps stride apart: d[stride·p+j] = row j[p]. It is packB's transposing
-// copy of a transposed B.
-func packRows8(d []float32, stride int, src []float32, ld, kb int) {
-	r0 := src[:kb]
-	r1 := src[ld : ld+kb]
-	r2 := src[2*ld : 2*ld+kb]
-	r3 := src[3*ld : 3*ld+kb]
-	r4 := src[4*ld : 4*ld+kb]
-	r5 := src[5*ld : 5*ld+kb]
-	r6 := src[6*ld : 6*ld+kb]
-	r7 := src[7*ld : 7*ld+kb]
-	for p, v := range r0 {
-		q := d[stride*p : stride*p+8 : stride*p+8]
-		q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7] = v, r1[p], r2[p], r3[p], r4[p], r5[p], r6[p], r7[p]
 	}
 }

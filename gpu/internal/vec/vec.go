@@ -79,6 +79,41 @@ func AddShifted(dst, src []float32, lds, taps, n int) {
 	addShiftedGo(dst, src, lds, taps, n)
 }
 
+// Transpose8 writes eight rows of src (lds apart, k long) as the columns of
+// k rows of dst (ldd apart): dst[p·ldd+j] = src[j·lds+p] for j < 8, p < k.
+// It is the GEMM's packing of a transposed operand.
+func Transpose8(dst []float32, ldd int, src []float32, lds int, k int) {
+	if k < 0 || ldd < 8 || lds < 0 || (k > 0 && (len(dst) < (k-1)*ldd+8 || len(src) < 7*lds+k)) {
+		panic(fmt.Sprintf("vec: Transpose8: %d columns, strides %d and %d, over %d and %d elements", k, ldd, lds, len(dst), len(src)))
+	}
+	p := 0
+	if useAVX512 && k >= 16 {
+		p = k &^ 15
+		transpose8AVX512(&dst[0], ldd, &src[0], lds, p)
+	}
+	if p < k {
+		transpose8Go(dst[p*ldd:], ldd, src[p:], lds, k-p)
+	}
+}
+
+func transpose8Go(dst []float32, ldd int, src []float32, lds int, k int) {
+	if k == 0 {
+		return
+	}
+	r0 := src[:k]
+	r1 := src[lds : lds+k]
+	r2 := src[2*lds : 2*lds+k]
+	r3 := src[3*lds : 3*lds+k]
+	r4 := src[4*lds : 4*lds+k]
+	r5 := src[5*lds : 5*lds+k]
+	r6 := src[6*lds : 6*lds+k]
+	r7 := src[7*lds : 7*lds+k]
+	for p, v := range r0 {
+		q := dst[ldd*p : ldd*p+8 : ldd*p+8]
+		q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7] = v, r1[p], r2[p], r3[p], r4[p], r5[p], r6[p], r7[p]
+	}
+}
+
 // ZeroRows clears rows rows of n floats, ldd apart.
 func ZeroRows(dst []float32, ldd int, rows, n int) {
 	checkRows("ZeroRows", dst, ldd, nil, 0, rows, n)

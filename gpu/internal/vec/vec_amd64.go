@@ -27,6 +27,9 @@ func zeroRowsAVX512(dst *float32, ldd int, rows, n int)
 func sumAVX512(s *float32, n int) float32
 
 //go:noescape
+func transpose8AVX512(dst *float32, ldd int, src *float32, lds int, k int)
+
+//go:noescape
 func reluAVX512(y, x *float32, n int)
 
 //go:noescape

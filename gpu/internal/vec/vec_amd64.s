@@ -514,3 +514,107 @@ ureduce:
 	VMOVSS        X0, ret+16(FP)
 	VZEROUPPER
 	RET
+
+// func transpose8AVX512(dst *float32, ldd int, src *float32, lds int, k int)
+// k a multiple of 16. Per 16 columns: eight rows loaded, transposed as two
+// 8×8 blocks at once (VUNPCKLPS/HPS and VSHUFPS work within 128-bit lanes;
+// VSHUFF32X4 joins lane L of u_i and u_i+4 into output rows), sixteen rows
+// of eight stored.
+TEXT ·transpose8AVX512(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ ldd+8(FP), R8
+	SHLQ $2, R8
+	MOVQ src+16(FP), SI
+	MOVQ lds+24(FP), R9
+	SHLQ $2, R9
+	MOVQ k+32(FP), DX
+	LEAQ (R9)(R9*2), R10     // 3·lds
+	LEAQ (R8)(R8*2), R11     // 3·ldd
+
+tloop:
+	TESTQ DX, DX
+	JZ    tdone
+	MOVQ  SI, AX
+	VMOVUPS (AX), Z0
+	VMOVUPS (AX)(R9*1), Z1
+	VMOVUPS (AX)(R9*2), Z2
+	VMOVUPS (AX)(R10*1), Z3
+	LEAQ    (AX)(R9*4), AX
+	VMOVUPS (AX), Z4
+	VMOVUPS (AX)(R9*1), Z5
+	VMOVUPS (AX)(R9*2), Z6
+	VMOVUPS (AX)(R10*1), Z7
+
+	// t: pairs of rows interleaved within 128-bit lanes.
+	VUNPCKLPS Z1, Z0, Z8
+	VUNPCKHPS Z1, Z0, Z9
+	VUNPCKLPS Z3, Z2, Z10
+	VUNPCKHPS Z3, Z2, Z11
+	VUNPCKLPS Z5, Z4, Z12
+	VUNPCKHPS Z5, Z4, Z13
+	VUNPCKLPS Z7, Z6, Z14
+	VUNPCKHPS Z7, Z6, Z15
+
+	// u_k: lane L holds rows 0-3 (k < 4) or 4-7 of column 4L+k.
+	VSHUFPS $0x44, Z10, Z8, Z16
+	VSHUFPS $0xee, Z10, Z8, Z17
+	VSHUFPS $0x44, Z11, Z9, Z18
+	VSHUFPS $0xee, Z11, Z9, Z19
+	VSHUFPS $0x44, Z14, Z12, Z20
+	VSHUFPS $0xee, Z14, Z12, Z21
+	VSHUFPS $0x44, Z15, Z13, Z22
+	VSHUFPS $0xee, Z15, Z13, Z23
+
+	// Output rows: [u_k.L, u_k+4.L] for column 4L+k. VSHUFF32X4 $0x44
+	// takes lanes 0,1 of the first and 0,1 of the second source: with
+	// sources u_k and u_k+4 that is [u_k.0 u_k.1 u_k+4.0 u_k+4.1]; a
+	// VPERMQ-free fix-up orders them [u_k.0 u_k+4.0 u_k.1 u_k+4.1] through
+	// a second VSHUFF32X4 of the result with itself ($0xd8: lanes 0,2,1,3).
+	VSHUFF32X4 $0x44, Z20, Z16, Z24
+	VSHUFF32X4 $0xd8, Z24, Z24, Z24
+	VSHUFF32X4 $0xee, Z20, Z16, Z25
+	VSHUFF32X4 $0xd8, Z25, Z25, Z25
+	VSHUFF32X4 $0x44, Z21, Z17, Z26
+	VSHUFF32X4 $0xd8, Z26, Z26, Z26
+	VSHUFF32X4 $0xee, Z21, Z17, Z27
+	VSHUFF32X4 $0xd8, Z27, Z27, Z27
+	VSHUFF32X4 $0x44, Z22, Z18, Z28
+	VSHUFF32X4 $0xd8, Z28, Z28, Z28
+	VSHUFF32X4 $0xee, Z22, Z18, Z29
+	VSHUFF32X4 $0xd8, Z29, Z29, Z29
+	VSHUFF32X4 $0x44, Z23, Z19, Z30
+	VSHUFF32X4 $0xd8, Z30, Z30, Z30
+	VSHUFF32X4 $0xee, Z23, Z19, Z31
+	VSHUFF32X4 $0xd8, Z31, Z31, Z31
+
+	// Z24 holds columns 0 (low half) and 4; Z25 8 and 12; Z26 1 and 5;
+	// Z27 9 and 13; Z28 2 and 6; Z29 10 and 14; Z30 3 and 7; Z31 11 and 15.
+	MOVQ          DI, BX
+	VMOVUPS       Y24, (BX)
+	VMOVUPS       Y26, (BX)(R8*1)
+	VMOVUPS       Y28, (BX)(R8*2)
+	VMOVUPS       Y30, (BX)(R11*1)
+	LEAQ          (BX)(R8*4), BX
+	VEXTRACTF32X8 $1, Z24, (BX)
+	VEXTRACTF32X8 $1, Z26, (BX)(R8*1)
+	VEXTRACTF32X8 $1, Z28, (BX)(R8*2)
+	VEXTRACTF32X8 $1, Z30, (BX)(R11*1)
+	LEAQ          (BX)(R8*4), BX
+	VMOVUPS       Y25, (BX)
+	VMOVUPS       Y27, (BX)(R8*1)
+	VMOVUPS       Y29, (BX)(R8*2)
+	VMOVUPS       Y31, (BX)(R11*1)
+	LEAQ          (BX)(R8*4), BX
+	VEXTRACTF32X8 $1, Z25, (BX)
+	VEXTRACTF32X8 $1, Z27, (BX)(R8*1)
+	VEXTRACTF32X8 $1, Z29, (BX)(R8*2)
+	VEXTRACTF32X8 $1, Z31, (BX)(R11*1)
+
+	ADDQ $64, SI
+	LEAQ (BX)(R8*4), DI
+	SUBQ $16, DX
+	JMP  tloop
+
+tdone:
+	VZEROUPPER
+	RET

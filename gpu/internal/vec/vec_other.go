@@ -13,6 +13,7 @@ func maxPool2BackwardAVX512(*float32, *float32, *float32, int, int, int) bool {
 }
 func zeroRowsAVX512(*float32, int, int, int)               { panic("vec: no assembly") }
 func sumAVX512(*float32, int) float32                      { panic("vec: no assembly") }
+func transpose8AVX512(*float32, int, *float32, int, int)   { panic("vec: no assembly") }
 func reluAVX512(*float32, *float32, int)                   { panic("vec: no assembly") }
 func reluBackwardAVX512(*float32, *float32, *float32, int) { panic("vec: no assembly") }
 func addScalarAVX512(*float32, int, float32)               { panic("vec: no assembly") }

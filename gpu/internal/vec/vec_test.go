@@ -271,3 +271,35 @@ func BenchmarkMaxPool2Backward(b *testing.B) {
 		}
 	})
 }
+
+// TestTranspose8AgainstTwin: every k up to 50 (full blocks of 16 and every
+// tail), destination rows wider than eight with a margin that must stay.
+func TestTranspose8AgainstTwin(t *testing.T) {
+	paths(t, func(t *testing.T, _ bool) {
+		r := rand.New(rand.NewPCG(5, 5))
+		for k := 0; k <= 50; k++ {
+			for _, ld := range [][2]int{{8, k}, {11, k + 3}} {
+				ldd, lds := ld[0], ld[1]
+				// An exact destination when k is odd or a multiple of 16 (the
+				// slices' ends must not be overrun), a margin that must stay
+				// otherwise.
+				margin := 3
+				if k%2 == 1 || k%16 == 0 {
+					margin = 0
+				}
+				src := randSlice(r, 7*lds+k+margin)
+				got := randSlice(r, max(k-1, 0)*ldd+8+margin)
+				want := append([]float32(nil), got...)
+				for p := 0; p < k; p++ {
+					for j := 0; j < 8; j++ {
+						want[p*ldd+j] = src[j*lds+p]
+					}
+				}
+				Transpose8(got, ldd, src, lds, k)
+				if !sameBits(got, want) {
+					t.Fatalf("k=%d ldd=%d lds=%d:\n got %v\nwant %v", k, ldd, lds, got, want)
+				}
+			}
+		}
+	})
+}
