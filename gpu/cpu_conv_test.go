@@ -32,7 +32,7 @@ var convCases = []ConvGeom{
 	{N: 2, C: 2, H: 4, W: 4, K: 3, R: 4, S: 4},
 	{N: 2, C: 1, H: 5, W: 5, K: 3, R: 3, S: 3, PadH: 1, PadW: 1},
 	{N: 1, C: 2, H: 8, W: 8, K: 2, R: 2, S: 2, StrideH: 3, StrideW: 3},
-	{N: 2, C: 2, H: 3, W: 20, K: 3, R: 1, S: 17, PadW: 1}, // wider than im2row's hoisted spans
+	{N: 2, C: 2, H: 3, W: 20, K: 3, R: 1, S: 17, PadW: 1}, // a kernel row wider than a vector
 }
 
 // naiveConv computes the convolution and its three gradients directly from
