@@ -46,13 +46,14 @@ type job struct {
 }
 
 // spins is how many times a helper polls for its next job, and a caller for
-// its helpers' last parts, before sleeping: some tens of microseconds.
+// its helpers' last parts, before sleeping: a few hundred microseconds, more
+// than the serial stretches between the parallel kernels of a step.
 // Waking a sleeping goroutine costs about as much (a futex wake and a steal
 // from the waker's run queue), a large share of one kernel of a training
 // step; the kernels of a step follow each other closely, so the spin
 // usually ends in work. It counts polls, not time, so that it behaves the
 // same under a fake clock.
-const spins = 4096
+const spins = 1 << 15
 
 func (j *job) work(t *Thread) {
 	for {
@@ -154,7 +155,7 @@ func (t *Thread) Parallel(n int, task Task) {
 const parallelMin = 1 << 19
 
 // GemmParallel is Gemm on up to GOMAXPROCS threads. C is cut into blocks of
-// whole register tiles, one per thread, along m or n (see below); each block runs the serial algorithm with
+// whole register tiles, two per thread, along m or n (see below); each block runs the serial algorithm with
 // its thread's pack buffers, so every element of C sees the same arithmetic
 // as in Gemm and the result has the same bits whatever the thread count.
 func (t *Thread) GemmParallel(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
@@ -181,17 +182,20 @@ func (t *Thread) GemmParallel(transA, transB bool, m, n, k int, alpha float32, a
 	if transB {
 		costB = 3
 	}
-	alongN := min(tn, threads) > min(tm, threads) ||
-		(min(tn, threads) == min(tm, threads) && m*costA <= n*costB)
-	gm, gn := 1, min(tn, threads)
+	// Two blocks per thread, so that a caller whose helper starts late can
+	// take over its share.
+	blocks := 2 * threads
+	alongN := min(tn, blocks) > min(tm, blocks) ||
+		(min(tn, blocks) == min(tm, blocks) && m*costA <= n*costB)
+	gm, gn := 1, min(tn, blocks)
 	if alongN {
-		if gn < threads {
-			gm = min(tm, (threads+gn-1)/gn)
+		if gn < blocks {
+			gm = min(tm, (blocks+gn-1)/gn)
 		}
 	} else {
-		gm, gn = min(tm, threads), 1
-		if gm < threads {
-			gn = min(tn, (threads+gm-1)/gm)
+		gm, gn = min(tm, blocks), 1
+		if gm < blocks {
+			gn = min(tn, (blocks+gm-1)/gm)
 		}
 	}
 	t.task.ar, t.task.tm, t.task.tn, t.task.gm, t.task.gn = ar, tm, tn, gm, gn
