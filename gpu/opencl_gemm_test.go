@@ -243,6 +243,10 @@ func TestOpenCLProgramCache(t *testing.T) {
 	cfg := DefaultOpenCLConfig()
 	cfg.CacheDir, cfg.Tune = dir, false
 	cfg.Index = openCLForTest(t).info.Index
+	// A device whose reduction kernels refuse the first work-group size
+	// builds (and caches) the main program more than once on a fresh cache:
+	// at least 1+variants binaries, and the later rounds add none.
+	first := 0
 	for round := 0; round < 3; round++ {
 		o, err := NewOpenCL(cfg)
 		if err != nil {
@@ -257,8 +261,11 @@ func TestOpenCLProgramCache(t *testing.T) {
 		variants := len(o.gemms)
 		o.Close()
 		bins, _ := filepath.Glob(filepath.Join(dir, "*.bin"))
-		if len(bins) != 1+variants {
-			t.Fatalf("round %d: %d binaries cached, want %d", round, len(bins), 1+variants)
+		if round == 0 {
+			first = len(bins)
+		}
+		if len(bins) < 1+variants || len(bins) != first {
+			t.Fatalf("round %d: %d binaries cached, want %d as in round 0, at least %d", round, len(bins), first, 1+variants)
 		}
 		if round == 1 {
 			for _, b := range bins {

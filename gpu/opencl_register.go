@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -34,6 +35,13 @@ type OpenCLConfig struct {
 	// GemmOptions is appended to the GEMM programs' build options (a
 	// vendor's flags, e.g. NVIDIA's -cl-nv-verbose or -cl-nv-maxrregcount=N).
 	GemmOptions string
+	// ReductionWG caps the work-group size of the reduction kernels (bias
+	// and batch-norm gradients and statistics: one work-group per channel);
+	// 0 means 256. The largest power of two up to it that the device and
+	// every reduction kernel accept is used. It sets the reductions' summation
+	// tree, so devices that end with the same size give the same bits. (1024
+	// was no faster on the H100: docs/opencl.md.)
+	ReductionWG int
 	Log         *slog.Logger
 }
 
@@ -44,7 +52,10 @@ type OpenCLConfig struct {
 // COTRAIN_OPENCL_GEMM_OPTS appended to their build options.
 func DefaultOpenCLConfig() OpenCLConfig {
 	cfg := OpenCLConfig{Index: -1, CacheDir: defaultCacheDir(), Tune: os.Getenv("COTRAIN_OPENCL_TUNE") != "0",
-		GemmOptions: os.Getenv("COTRAIN_OPENCL_GEMM_OPTS")}
+		GemmOptions: os.Getenv("COTRAIN_OPENCL_GEMM_OPTS")} // COTRAIN_OPENCL_RED_WG sets ReductionWG
+	if v, err := strconv.Atoi(os.Getenv("COTRAIN_OPENCL_RED_WG")); err == nil {
+		cfg.ReductionWG = v
+	}
 	if v := os.Getenv("COTRAIN_OPENCL_GEMM"); v != "" {
 		cfg.GemmVariants = strings.Split(v, ",")
 	}
@@ -131,7 +142,7 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 	ctx.mem.budget = info.GlobalMem / 2
 	o := &OpenCL{ctx: ctx, info: info, log: cfg.Log, k: map[string]*clKernel{}}
 	start := time.Now()
-	if err := o.buildMain(cfg.CacheDir); err != nil {
+	if err := o.buildMain(cfg.CacheDir, cfg.ReductionWG); err != nil {
 		o.Close()
 		return nil, fmt.Errorf("gpu: opencl: %s: kernels: %w", info.Name, err)
 	}
@@ -147,10 +158,17 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 }
 
 // buildMain builds the main program with the largest reduction work-group
-// (256, 128, ... 16) that the device and every reduction kernel accept.
-func (o *OpenCL) buildMain(dir string) error {
+// (maxWG, or 256 when 0, then halving down to 16) that the device and every
+// reduction kernel accept.
+func (o *OpenCL) buildMain(dir string, maxWG int) error {
 	src := kernelSource("elementwise.cl", "conv.cl", "pool.cl", "norm.cl")
-	wg := 256
+	if maxWG <= 0 {
+		maxWG = 256
+	}
+	wg := 16
+	for wg*2 <= maxWG {
+		wg *= 2
+	}
 	for wg > o.info.MaxWorkGroup && wg > 16 {
 		wg /= 2
 	}
