@@ -105,20 +105,26 @@ func ceilDiv(a, b int) int { return -floorDiv(-a, b) }
 // zeros.
 func (g *ConvGeom) im2col(col, x []float32) {
 	cg, ohw := g.C/g.groups(), g.OH*g.OW
+	var sp spans
+	sp.fill(g)
 	for c := 0; c < cg; c++ {
 		xc := x[c*g.H*g.W : (c+1)*g.H*g.W]
 		for r := 0; r < g.R; r++ {
-			hlo, hhi := span(g.OH, g.StrideH, g.PadH, r, g.H)
+			hlo, hhi := sp.h(g, r)
 			for s := 0; s < g.S; s++ {
 				row := col[((c*g.R+r)*g.S+s)*ohw : ((c*g.R+r)*g.S+s+1)*ohw]
-				wlo, whi := span(g.OW, g.StrideW, g.PadW, s, g.W)
+				wlo, whi := sp.w(g, s)
 				clear(row[:hlo*g.OW])
 				clear(row[hhi*g.OW:])
 				if hlo >= hhi {
 					continue
 				}
-				vec.ZeroRows(row[hlo*g.OW:], g.OW, hhi-hlo, wlo)
-				vec.ZeroRows(row[hlo*g.OW+whi:], g.OW, hhi-hlo, g.OW-whi)
+				if wlo > 0 {
+					vec.ZeroRows(row[hlo*g.OW:], g.OW, hhi-hlo, wlo)
+				}
+				if whi < g.OW {
+					vec.ZeroRows(row[hlo*g.OW+whi:], g.OW, hhi-hlo, g.OW-whi)
+				}
 				ih, iw := hlo*g.StrideH-g.PadH+r, wlo*g.StrideW-g.PadW+s
 				if g.StrideW == 1 {
 					vec.CopyRows(row[hlo*g.OW+wlo:], g.OW, xc[ih*g.W+iw:], g.StrideH*g.W, hhi-hlo, whi-wlo)
@@ -136,6 +142,45 @@ func (g *ConvGeom) im2col(col, x []float32) {
 	}
 }
 
+// spans holds span's results for every kernel row r and column s of a
+// geometry, computed once per call: span divides, and the lowering loops
+// would otherwise divide for every (c, r, s) — more than a LeNet row's copy
+// costs. Kernels over 16 wide or high compute them as they go.
+type spans struct {
+	hs, ws [16][2]int
+	ok     bool
+}
+
+func (sp *spans) fill(g *ConvGeom) {
+	if g.R > len(sp.hs) || g.S > len(sp.ws) {
+		return
+	}
+	for r := 0; r < g.R; r++ {
+		sp.hs[r][0], sp.hs[r][1] = span(g.OH, g.StrideH, g.PadH, r, g.H)
+	}
+	for s := 0; s < g.S; s++ {
+		sp.ws[s][0], sp.ws[s][1] = span(g.OW, g.StrideW, g.PadW, s, g.W)
+	}
+	sp.ok = true
+}
+
+// h returns the output rows whose input row under kernel row r is inside.
+func (sp *spans) h(g *ConvGeom, r int) (lo, hi int) {
+	if sp.ok {
+		return sp.hs[r][0], sp.hs[r][1]
+	}
+	return span(g.OH, g.StrideH, g.PadH, r, g.H)
+}
+
+// w returns the output columns whose input column under kernel column s is
+// inside.
+func (sp *spans) w(g *ConvGeom, s int) (lo, hi int) {
+	if sp.ok {
+		return sp.ws[s][0], sp.ws[s][1]
+	}
+	return span(g.OW, g.StrideW, g.PadW, s, g.W)
+}
+
 // zero clears a short slice in place.
 func zero(s []float32) {
 	for i := range s {
@@ -147,6 +192,8 @@ func zero(s []float32) {
 // with StrideW 1, each row of col is one strided add (vec.AddRows).
 func (g *ConvGeom) col2im(dx, col []float32) {
 	cg, ohw := g.C/g.groups(), g.OH*g.OW
+	var sp spans
+	sp.fill(g)
 	if g.StrideW == 1 && g.PadW == 0 {
 		// Every tap s covers whole output rows: add the S shifted rows of
 		// an output row into its input row at once (vec.AddShifted), in
@@ -154,7 +201,7 @@ func (g *ConvGeom) col2im(dx, col []float32) {
 		for c := 0; c < cg; c++ {
 			dxc := dx[c*g.H*g.W : (c+1)*g.H*g.W]
 			for r := 0; r < g.R; r++ {
-				hlo, hhi := span(g.OH, g.StrideH, g.PadH, r, g.H)
+				hlo, hhi := sp.h(g, r)
 				rows := col[(c*g.R+r)*g.S*ohw:]
 				for oh := hlo; oh < hhi; oh++ {
 					ih := oh*g.StrideH - g.PadH + r
@@ -167,10 +214,10 @@ func (g *ConvGeom) col2im(dx, col []float32) {
 	for c := 0; c < cg; c++ {
 		dxc := dx[c*g.H*g.W : (c+1)*g.H*g.W]
 		for r := 0; r < g.R; r++ {
-			hlo, hhi := span(g.OH, g.StrideH, g.PadH, r, g.H)
+			hlo, hhi := sp.h(g, r)
 			for s := 0; s < g.S; s++ {
 				row := col[((c*g.R+r)*g.S+s)*ohw:]
-				wlo, whi := span(g.OW, g.StrideW, g.PadW, s, g.W)
+				wlo, whi := sp.w(g, s)
 				if hlo >= hhi || wlo >= whi {
 					continue
 				}
@@ -356,6 +403,8 @@ func (c *CPU) convBackwardFilterChunk(th *sgemm.Thread, g *ConvGeom, chunk int, 
 
 func (g *ConvGeom) depthwiseForward(y, x, w []float32, lo, hi int) {
 	m, ohw, hw := g.K/g.C, g.OH*g.OW, g.H*g.W
+	var sp spans
+	sp.fill(g)
 	for n := lo; n < hi; n++ {
 		for k := 0; k < g.K; k++ {
 			yk := y[(n*g.K+k)*ohw : (n*g.K+k+1)*ohw]
@@ -363,9 +412,9 @@ func (g *ConvGeom) depthwiseForward(y, x, w []float32, lo, hi int) {
 			wk := w[k*g.R*g.S : (k+1)*g.R*g.S]
 			clear(yk)
 			for r := 0; r < g.R; r++ {
-				hlo, hhi := span(g.OH, g.StrideH, g.PadH, r, g.H)
+				hlo, hhi := sp.h(g, r)
 				for s := 0; s < g.S; s++ {
-					wlo, whi := span(g.OW, g.StrideW, g.PadW, s, g.W)
+					wlo, whi := sp.w(g, s)
 					wv := wk[r*g.S+s]
 					for oh := hlo; oh < hhi; oh++ {
 						out := yk[oh*g.OW : (oh+1)*g.OW]
@@ -384,6 +433,8 @@ func (g *ConvGeom) depthwiseForward(y, x, w []float32, lo, hi int) {
 
 func (g *ConvGeom) depthwiseBackwardData(dx, dy, w []float32, lo, hi int) {
 	m, ohw, hw := g.K/g.C, g.OH*g.OW, g.H*g.W
+	var sp spans
+	sp.fill(g)
 	clear(dx[lo*g.C*hw : hi*g.C*hw])
 	for n := lo; n < hi; n++ {
 		for k := 0; k < g.K; k++ {
@@ -391,9 +442,9 @@ func (g *ConvGeom) depthwiseBackwardData(dx, dy, w []float32, lo, hi int) {
 			dxc := dx[(n*g.C+k/m)*hw : (n*g.C+k/m+1)*hw]
 			wk := w[k*g.R*g.S : (k+1)*g.R*g.S]
 			for r := 0; r < g.R; r++ {
-				hlo, hhi := span(g.OH, g.StrideH, g.PadH, r, g.H)
+				hlo, hhi := sp.h(g, r)
 				for s := 0; s < g.S; s++ {
-					wlo, whi := span(g.OW, g.StrideW, g.PadW, s, g.W)
+					wlo, whi := sp.w(g, s)
 					wv := wk[r*g.S+s]
 					for oh := hlo; oh < hhi; oh++ {
 						src := dyk[oh*g.OW : (oh+1)*g.OW]
@@ -412,6 +463,8 @@ func (g *ConvGeom) depthwiseBackwardData(dx, dy, w []float32, lo, hi int) {
 
 func (g *ConvGeom) depthwiseBackwardFilter(dw, dy, x []float32) {
 	m, ohw, hw := g.K/g.C, g.OH*g.OW, g.H*g.W
+	var sp spans
+	sp.fill(g)
 	clear(dw)
 	for n := 0; n < g.N; n++ {
 		for k := 0; k < g.K; k++ {
@@ -419,9 +472,9 @@ func (g *ConvGeom) depthwiseBackwardFilter(dw, dy, x []float32) {
 			xc := x[(n*g.C+k/m)*hw : (n*g.C+k/m+1)*hw]
 			dwk := dw[k*g.R*g.S : (k+1)*g.R*g.S]
 			for r := 0; r < g.R; r++ {
-				hlo, hhi := span(g.OH, g.StrideH, g.PadH, r, g.H)
+				hlo, hhi := sp.h(g, r)
 				for s := 0; s < g.S; s++ {
-					wlo, whi := span(g.OW, g.StrideW, g.PadW, s, g.W)
+					wlo, whi := sp.w(g, s)
 					var sum float32
 					for oh := hlo; oh < hhi; oh++ {
 						src := dyk[oh*g.OW : (oh+1)*g.OW]
