@@ -349,9 +349,15 @@ func (c *clContext) launch(k *clKernel, global, loc []int, args ...any) error {
 		}
 		t0 = time.Now()
 	}
-	ev, err := c.queue.EnqueueNDRangeKernel(k.k, nil, global, loc, nil)
+	// Natively, without the event the cl package would create; through the
+	// cl package if its layout changed (opencl_native.go).
+	native, err := enqueueKernel(c.queue, k.k, global, loc)
+	if !native {
+		ev, eerr := c.queue.EnqueueNDRangeKernel(k.k, nil, global, loc, nil)
+		err = done("clEnqueueNDRangeKernel", ev, eerr)
+	}
 	if err != nil { // the operation's name is built only on failure: launches are hot
-		return done("clEnqueueNDRangeKernel "+k.name, ev, err)
+		return fmt.Errorf("kernel %s: %w", k.name, err)
 	}
 	if c.prof != nil {
 		if err := c.finish(); err != nil {
@@ -365,5 +371,5 @@ func (c *clContext) launch(k *clKernel, global, loc []int, args ...any) error {
 		kt.Launches++
 		kt.Total += time.Since(t0)
 	}
-	return done("", ev, nil)
+	return nil
 }

@@ -3,7 +3,9 @@
 package gpu
 
 import (
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -105,5 +107,21 @@ func TestOpenCLProfile(t *testing.T) {
 	o.Fill(x, 4)
 	if again := o.Profile(false); len(again) != 0 {
 		t.Errorf("profiled while off: %+v", again)
+	}
+}
+
+// TestOpenCLLaunchError: a launch the driver refuses (a work-group larger
+// than any device allows) is a *CLError naming the call and the kernel.
+func TestOpenCLLaunchError(t *testing.T) {
+	o := openCLForTest(t)
+	x := o.Alloc(4)
+	err := o.ctx.launch(o.k["fill"], []int{1 << 22}, []int{1 << 22}, o.buf(x).m, 0, 4, float32(1))
+	var ce *CLError
+	if !errors.As(err, &ce) || ce.Code >= 0 || !strings.Contains(err.Error(), "clEnqueueNDRangeKernel") || !strings.Contains(err.Error(), "fill") {
+		t.Errorf("launch error %v, want a *CLError from clEnqueueNDRangeKernel naming fill", err)
+	}
+	o.Fill(x, 2) // the queue still works
+	if got := download(o, x); got[3] != 2 {
+		t.Errorf("after the refused launch: %v", got)
 	}
 }

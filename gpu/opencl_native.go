@@ -10,6 +10,9 @@ package gpu
 //   - CL_DEVICE_SINGLE_FP_CONFIG (not exposed) and CL_DEVICE_EXTENSIONS of
 //     any length (the cl package reads strings into 1024 bytes and panics on
 //     longer ones);
+//   - kernel launches without an event (the cl package asks the driver for
+//     one per launch and gives it a finalizer; nothing here waits on
+//     events) and without per-launch slices: enqueueKernel;
 //   - the build log of a program that built (the cl package reads it only
 //     on failure; NVIDIA's -cl-nv-verbose puts register use there);
 //   - the status codes behind its error values (clCodes below), taken from
@@ -50,6 +53,14 @@ static cl_int binary_get(cl_program p, unsigned char* dst) { return clGetProgram
 static cl_program binary_new(cl_context c, cl_device_id d, const unsigned char* bin, size_t n, cl_int* status, cl_int* err) {
 	return clCreateProgramWithBinary(c, 1, &d, &n, &bin, status, err);
 }
+
+// enqueue launches k over dim dimensions of g grouped by l (l0 == 0: the
+// driver chooses), asking for no event.
+static cl_int enqueue(cl_command_queue q, cl_kernel k, cl_uint dim, size_t g0, size_t g1, size_t g2,
+                      size_t l0, size_t l1, size_t l2) {
+	size_t g[3] = {g0, g1, g2}, l[3] = {l0, l1, l2};
+	return clEnqueueNDRangeKernel(q, k, dim, NULL, g, l0 ? l : NULL, 0, NULL, NULL);
+}
 */
 import "C"
 
@@ -85,23 +96,59 @@ var clLayout = sync.OnceValue(func() error {
 // handle at offset 0 (clProgram, clContext, id) and that the program's second
 // field is devices []*cl.Device.
 func checkLayout(prog, ctx, dev reflect.Type) error {
-	ptr := unsafe.Sizeof(uintptr(0))
-	first := func(t reflect.Type, name string) error {
-		if t.Kind() != reflect.Struct || t.NumField() == 0 {
-			return fmt.Errorf("%v is not a struct with fields", t)
-		}
-		f := t.Field(0)
-		if f.Name != name || f.Offset != 0 || f.Type.Size() != ptr || f.Type.Kind() != reflect.Pointer {
-			return fmt.Errorf("%v's first field is %s %v (offset %d, %d bytes), want %s, a pointer at offset 0",
-				t, f.Name, f.Type, f.Offset, f.Type.Size(), name)
-		}
-		return nil
-	}
-	err := errors.Join(first(prog, "clProgram"), first(ctx, "clContext"), first(dev, "id"))
+	err := errors.Join(firstHandle(prog, "clProgram"), firstHandle(ctx, "clContext"), firstHandle(dev, "id"))
 	if prog.Kind() != reflect.Struct || prog.NumField() < 2 || prog.Field(1).Name != "devices" || prog.Field(1).Type != reflect.TypeFor[[]*cl.Device]() {
 		err = errors.Join(err, fmt.Errorf("%v's second field is not devices []*cl.Device", prog))
 	}
 	return err
+}
+
+// clLaunchLayout reports whether cl.Kernel and cl.CommandQueue hold their
+// handles first, as enqueueKernel assumes; computed once.
+var clLaunchLayout = sync.OnceValue(func() error {
+	return errors.Join(firstHandle(reflect.TypeFor[cl.Kernel](), "clKernel"), firstHandle(reflect.TypeFor[cl.CommandQueue](), "clQueue"))
+})
+
+// enqueueKernel launches k on q over global work items grouped by loc (nil:
+// the driver chooses), in up to 3 dimensions, without an event. done is
+// false, and nothing was enqueued, when the cl package's layout is not the
+// one assumed or the sizes are not 1 to 3 dimensions (the caller then goes
+// through the cl package).
+func enqueueKernel(q *cl.CommandQueue, k *cl.Kernel, global, loc []int) (done bool, err error) {
+	if clLaunchLayout() != nil || len(global) == 0 || len(global) > 3 || (loc != nil && len(loc) != len(global)) {
+		return false, nil
+	}
+	var g, l [3]C.size_t
+	for i, v := range global {
+		g[i] = C.size_t(v)
+	}
+	for i, v := range loc {
+		l[i] = C.size_t(v)
+	}
+	qh := *(*C.cl_command_queue)(unsafe.Pointer(q))
+	kh := *(*C.cl_kernel)(unsafe.Pointer(k))
+	code := C.enqueue(qh, kh, C.cl_uint(len(global)), g[0], g[1], g[2], l[0], l[1], l[2])
+	runtime.KeepAlive(q)
+	runtime.KeepAlive(k)
+	if code != C.CL_SUCCESS {
+		return true, clErr("clEnqueueNDRangeKernel", code)
+	}
+	return true, nil
+}
+
+// firstHandle checks that t's first field is name, a pointer-sized pointer
+// at offset 0 (a C handle).
+func firstHandle(t reflect.Type, name string) error {
+	ptr := unsafe.Sizeof(uintptr(0))
+	if t.Kind() != reflect.Struct || t.NumField() == 0 {
+		return fmt.Errorf("%v is not a struct with fields", t)
+	}
+	f := t.Field(0)
+	if f.Name != name || f.Offset != 0 || f.Type.Size() != ptr || f.Type.Kind() != reflect.Pointer {
+		return fmt.Errorf("%v's first field is %s %v (offset %d, %d bytes), want %s, a pointer at offset 0",
+			t, f.Name, f.Type, f.Offset, f.Type.Size(), name)
+	}
+	return nil
 }
 
 // The handle accessors; callers check clLayout first.

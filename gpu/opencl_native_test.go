@@ -21,7 +21,7 @@ import (
 // handles of cl.Program, cl.Context or cl.Device, this fails (and the
 // accessors refuse to run) instead of misreading memory.
 func TestOpenCLBindingLayout(t *testing.T) {
-	if err := clLayout(); err != nil {
+	if err := errors.Join(clLayout(), clLaunchLayout()); err != nil {
 		t.Fatalf("the cl package's layout changed; update opencl_native.go: %v", err)
 	}
 	// The checker itself must notice a moved or missing handle.
