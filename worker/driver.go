@@ -18,6 +18,10 @@ type Batches interface {
 	Next(x []float32, labels []int32) (n int, epochDone bool)
 }
 
+// sendGrace is how long a send in progress may go on after the worker was
+// told to stop.
+const sendGrace = 2 * time.Second
+
 // Driver runs a Core over one connection to the hub: a reader goroutine
 // hands the hub's messages to Run's goroutine, which owns the core, and the
 // forward/backward pass runs on a goroutine of its own so that messages
@@ -103,14 +107,21 @@ func (d *Driver) Run(ctx context.Context) error {
 	var x []float32
 	var labels []int32
 	hub := d.Conn.RemotePeer()
+	// A stop by the user does not cut a frame in half: a cancelled send
+	// resets the stream, and the Goodbye that follows would be lost (the
+	// hub would log a lost connection, not a leave). Sends get a grace
+	// period after ctx is done, then they are cancelled too.
+	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelSends()
+	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(sendGrace, cancelSends) })
+	defer stopGrace()
 	for {
 		rd := d.Core.Ready()
 		for _, m := range rd.Messages {
-			if err := d.Conn.Send(ctx, m); err != nil {
+			if err := d.Conn.Send(sendCtx, m); err != nil {
 				if ctx.Err() != nil {
-					// Stopped by the user mid-send: a clean leave, not a lost
-					// hub (the cancelled send reset the stream; if the Goodbye
-					// cannot follow, the hub sees the worker leave anyway).
+					// Stopped by the user and the send outlived the grace
+					// period: still a leave, not a lost hub.
 					return leave()
 				}
 				return fmt.Errorf("%w: send %s: %v", ErrHubGone, m.Kind(), err)
