@@ -17,6 +17,7 @@ type Thread struct {
 
 	job    job      // the job this thread leads in Parallel
 	task   gemmTask // GemmParallel's task, kept here so that it does not escape per call
+	shared PackedA  // GemmParallel's op(A), packed once for all blocks
 	helper bool     // a pool goroutine's Thread: Parallel runs serially on it
 	busy   bool     // leading a job: a nested Parallel runs serially
 }
@@ -155,7 +156,7 @@ func (t *Thread) Parallel(n int, task Task) {
 const parallelMin = 1 << 19
 
 // GemmParallel is Gemm on up to GOMAXPROCS threads. C is cut into blocks of
-// whole register tiles, two per thread, along m or n (see below); each block runs the serial algorithm with
+// whole register tiles, two per thread, along n or m (see below); each block runs the serial algorithm with
 // its thread's pack buffers, so every element of C sees the same arithmetic
 // as in Gemm and the result has the same bits whatever the thread count.
 func (t *Thread) GemmParallel(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
@@ -171,32 +172,19 @@ func (t *Thread) GemmParallel(transA, transB bool, m, n, k int, alpha float32, a
 	}
 	ar := best
 	tm, tn := (m+ar.mr-1)/ar.mr, (n+ar.nr-1)/ar.nr
-	// Splitting along n makes every block pack all of op(A), splitting
-	// along m all of op(B): take the dimension with more tiles, and on a
-	// tie the one whose duplicated packing is cheaper (a transposing pack
-	// costs about three copies' worth).
-	costA, costB := 3, 1
-	if transA {
-		costA = 1
-	}
-	if transB {
-		costB = 3
-	}
 	// Two blocks per thread, so that a caller whose helper starts late can
-	// take over its share.
+	// take over its share. Along n when C has a tile column per thread:
+	// op(A) is packed once, here, and every block reads it (each packing it
+	// again cost as much as its products on a fully connected layer of a
+	// LeNet). Otherwise along m, each block packing the narrow op(B).
 	blocks := 2 * threads
-	alongN := min(tn, blocks) > min(tm, blocks) ||
-		(min(tn, blocks) == min(tm, blocks) && m*costA <= n*costB)
-	gm, gn := 1, min(tn, blocks)
-	if alongN {
-		if gn < blocks {
-			gm = min(tm, (blocks+gn-1)/gn)
-		}
+	gm, gn := 1, 1
+	if tn >= threads {
+		gn = min(tn, blocks)
+		t.shared.Pack(transA, m, k, a, lda)
+		g.pa = &t.shared
 	} else {
-		gm, gn = min(tm, blocks), 1
-		if gm < blocks {
-			gn = min(tn, (blocks+gm-1)/gm)
-		}
+		gm = min(tm, blocks)
 	}
 	t.task.ar, t.task.tm, t.task.tn, t.task.gm, t.task.gn = ar, tm, tn, gm, gn
 	t.Parallel(gm*gn, &t.task)
