@@ -38,8 +38,9 @@
 //
 // Split k. A product with few blocks of C and a long k (a convolution's
 // filter gradient, or 1024³ on a large GPU) leaves compute units idle. The
-// host then cuts k into S ranges of kc (a multiple of 32, so of every TSK):
-// work-group layer z sums its range as above into a workspace, and gemm_sum
+// host then cuts k into S ranges of kc (a multiple of 32, so that no group of
+// 4 along k straddles two ranges): work-group layer z sums its range as
+// above, zero-padded at its end, into a workspace, and gemm_sum
 // adds the S partial sums in order z = 0, 1, ... and applies alpha and beta.
 // S and kc depend on the shape alone (gemmSplits on the host), so the bits
 // still depend neither on the variant nor on the device.
