@@ -2,8 +2,9 @@
 # Single-precision GEMM on ONE thread, cotrain against OpenBLAS, side by side:
 # gpu/internal/sgemm's Gemm (the CPU backend's product, best micro-kernel
 # family of this machine) and gonum's Sgemm through `go test -bench -cpu 1`,
-# and torch.mm with torch.set_num_threads(1) (Debian's torch calls OpenBLAS,
-# libopenblas0-pthread) at 256, 512 and 1024 (square, no transposes).
+# and torch.mm with torch.set_num_threads(1) and OPENBLAS_NUM_THREADS=1
+# (Debian's torch calls OpenBLAS, libopenblas0-pthread) at 256, 512 and 1024
+# (square, no transposes).
 # Measurements alternate over several rounds and each side keeps its best
 # round, so that a burst of load elsewhere on a shared machine hurts neither
 # side alone. Prints GFLOPS and the ratio ours/OpenBLAS (above 1: ours faster).
@@ -29,7 +30,9 @@ for ((r = 0; r < rounds; r++)); do
 	done < <(awk '/^BenchmarkSquare/ {sub("BenchmarkSquare/", "", $1); sub("-[0-9]+$", "", $1); for (i = 2; i <= NF; i++) if ($(i+1) == "GFLOPS") print $1, $i}' <<<"$out")
 	while read -r n gf; do
 		best_blas[$n]=$(awk -v a="${best_blas[$n]:-0}" -v b="$gf" 'BEGIN{print (b>a)?b:a}')
-	done < <(/usr/bin/python3 - "$secs" $sizes <<'PY'
+	# OpenBLAS keeps its own thread pool: torch.set_num_threads does not
+	# always reach it, the environment does.
+	done < <(OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 /usr/bin/python3 - "$secs" $sizes <<'PY'
 import sys, time
 import torch
 torch.set_num_threads(1)
