@@ -6,6 +6,7 @@
 #   bash scripts/bench_step.sh [seconds per measurement, default 3]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export OPENBLAS_NUM_THREADS=1 # torch.set_num_threads(1) does not reach OpenBLAS's own pool
 secs=${1:-3}
 go_out=$(go test ./models -run '^$' -bench 'TrainStep' -cpu 1 -benchtime "${secs}s" | grep '^BenchmarkTrainStep')
 py_out=$(/usr/bin/python3 scripts/bench_torch.py --threads 1 --seconds "$secs" | grep -v '^#')
