@@ -3,6 +3,8 @@ package solver
 import (
 	"fmt"
 	"math"
+	"reflect"
+	"slices"
 
 	"github.com/cotrain/cotrain/gpu"
 )
@@ -31,6 +33,7 @@ type SGD struct {
 	Nesterov    bool
 	velocity    gpu.Buffer
 	steps       int
+	views       viewCache // params, grads, velocity
 }
 
 // NewSGD returns SGD over n parameters.
@@ -43,9 +46,9 @@ func (*SGD) Name() string { return "sgd" }
 
 // Step implements Optimizer.
 func (s *SGD) Step(params, grads gpu.Buffer, ranges []Range, lr float32) {
-	for _, r := range ranges {
-		s.B.SGDStep(s.B.View(params, r.Off, r.Len), s.B.View(grads, r.Off, r.Len),
-			s.B.View(s.velocity, r.Off, r.Len), lr, s.Momentum, s.WeightDecay, s.Nesterov)
+	v := s.views.get(s.B, ranges, params, grads, s.velocity)
+	for i := range ranges {
+		s.B.SGDStep(v[i][0], v[i][1], v[i][2], lr, s.Momentum, s.WeightDecay, s.Nesterov)
 	}
 	s.steps++
 }
@@ -65,6 +68,7 @@ type Adam struct {
 	WeightDecay       float32
 	m, v              gpu.Buffer
 	steps             int
+	views             viewCache // params, grads, m, v
 }
 
 // NewAdam returns Adam over n parameters with PyTorch's defaults
@@ -79,10 +83,9 @@ func (*Adam) Name() string { return "adam" }
 // Step implements Optimizer.
 func (a *Adam) Step(params, grads gpu.Buffer, ranges []Range, lr float32) {
 	a.steps++
-	for _, r := range ranges {
-		a.B.AdamStep(a.B.View(params, r.Off, r.Len), a.B.View(grads, r.Off, r.Len),
-			a.B.View(a.m, r.Off, r.Len), a.B.View(a.v, r.Off, r.Len),
-			lr, a.Beta1, a.Beta2, a.Eps, a.WeightDecay, a.steps)
+	v := a.views.get(a.B, ranges, params, grads, a.m, a.v)
+	for i := range ranges {
+		a.B.AdamStep(v[i][0], v[i][1], v[i][2], v[i][3], lr, a.Beta1, a.Beta2, a.Eps, a.WeightDecay, a.steps)
 	}
 }
 
@@ -103,6 +106,67 @@ func NewOptimizer(b gpu.Backend, name string, n int, momentum, weightDecay float
 		return NewAdam(b, n, weightDecay), nil
 	}
 	return nil, fmt.Errorf("solver: unknown optimizer %q (want sgd or adam)", name)
+}
+
+// viewCache keeps an optimizer's views of its buffers over the trainable
+// ranges from one Step to the next. A View is a new interface value, so
+// making them afresh cost a few allocations per step, the only ones left in
+// a steady-state training step. The views are rebuilt whenever the ranges
+// or any buffer differ from the last call's.
+type viewCache struct {
+	ranges []Range
+	bufs   []gpu.Buffer
+	views  [][4]gpu.Buffer // per range, one view per buffer (at most 4)
+}
+
+// get returns the views of bufs (at most 4) over ranges, [range][buffer].
+func (c *viewCache) get(b gpu.Backend, ranges []Range, bufs ...gpu.Buffer) [][4]gpu.Buffer {
+	if c.valid(ranges, bufs) {
+		return c.views
+	}
+	c.ranges = append(c.ranges[:0], ranges...)
+	c.bufs = append(c.bufs[:0], bufs...)
+	c.views = c.views[:0]
+	for _, r := range ranges {
+		var v [4]gpu.Buffer
+		for j, buf := range bufs {
+			if r.Off == 0 && r.Len == buf.Len() {
+				v[j] = buf // the whole buffer needs no view
+			} else {
+				v[j] = b.View(buf, r.Off, r.Len)
+			}
+		}
+		c.views = append(c.views, v)
+	}
+	return c.views
+}
+
+func (c *viewCache) valid(ranges []Range, bufs []gpu.Buffer) bool {
+	if len(c.bufs) != len(bufs) || !slices.Equal(c.ranges, ranges) {
+		return false
+	}
+	for i := range bufs {
+		if !sameBuffer(c.bufs[i], bufs[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameBuffer reports whether a and b are certainly the same buffer. Buffers
+// of comparable types (OpenCL's pointers) compare directly; host slices,
+// which == would panic on, by their first element and length. Any other
+// type counts as different, which only costs rebuilding the views.
+func sameBuffer(a, b gpu.Buffer) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	if ha, ok := a.(gpu.Host); ok {
+		hb, ok := b.(gpu.Host)
+		return ok && len(ha) == len(hb) && (len(ha) == 0 || &ha[0] == &hb[0])
+	}
+	ta := reflect.TypeOf(a)
+	return ta == reflect.TypeOf(b) && ta.Comparable() && a == b
 }
 
 // Schedule gives the learning rate at an iteration (0-based).

@@ -31,6 +31,8 @@ type Trainer struct {
 	capN int
 	xv   gpu.Buffer
 	xvN  int
+
+	ranges []Range // Net's trainable ranges, refilled by every Apply without allocating
 }
 
 // NewTrainer returns a trainer; opt and sched may be nil for evaluation only.
@@ -77,7 +79,10 @@ func (t *Trainer) LR() float32 {
 
 // Apply takes one optimizer step with the gradient in Net.Grads.
 func (t *Trainer) Apply() {
-	t.Opt.Step(t.Net.Params, t.Net.Grads, t.Net.Trainable(), t.LR())
+	// The ranges are recomputed every step (a layer may be frozen between
+	// steps) into the same slice, so a steady-state step allocates nothing.
+	t.ranges = t.Net.appendTrainable(t.ranges[:0])
+	t.Opt.Step(t.Net.Params, t.Net.Grads, t.ranges, t.LR())
 	t.Iter++
 }
 
@@ -125,6 +130,25 @@ func (t *Trainer) Evaluate(s Samples, batch int) (acc, loss float64) {
 		}
 	}
 	return float64(correct) / float64(n), loss / float64(n)
+}
+
+// appendTrainable appends the ranges of Trainable to rs, merged where
+// adjacent, and returns the extended slice. It is Trainable's loop into a
+// caller's slice, kept here so the trainer's steps allocate nothing;
+// TestAppendTrainableMatchesTrainable holds the two together.
+func (n *Net) appendTrainable(rs []Range) []Range {
+	start := len(rs)
+	for _, nd := range n.nodes {
+		if nd.frozen || nd.params.Len == 0 {
+			continue
+		}
+		if k := len(rs) - 1; k >= start && rs[k].Off+rs[k].Len == nd.params.Off {
+			rs[k].Len += nd.params.Len
+			continue
+		}
+		rs = append(rs, nd.params)
+	}
+	return rs
 }
 
 func argmax(v []float32) int {

@@ -1,0 +1,107 @@
+package solver_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/solver"
+)
+
+// A steady-state Trainer.Step (upload, forward, loss, backward, optimizer)
+// allocates nothing on the CPU backend, for both optimizers and with all or
+// only some layers learning (the optimizer then works on views of the flat
+// buffers, which it must keep rather than make afresh every step).
+func TestTrainerStepAllocatesNothing(t *testing.T) {
+	opts := map[string]func(b gpu.Backend, n int) solver.Optimizer{
+		"sgd-momentum": func(b gpu.Backend, n int) solver.Optimizer { return solver.NewSGD(b, n, 0.9, 5e-4, false) },
+		"adam":         func(b gpu.Backend, n int) solver.Optimizer { return solver.NewAdam(b, n, 0) },
+	}
+	for _, model := range []string{"lenet5", "lenet-caffe"} {
+		for optName, newOpt := range opts {
+			for _, trainLast := range []int{0, 1} { // 0: every layer learns
+				be := gpu.NewCPU()
+				net, err := models.Build(be, model, models.Config{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := rand.New(rand.NewPCG(1, 2))
+				net.InitParams(r)
+				if trainLast > 0 {
+					net.FreezeAllButLast(trainLast)
+				}
+				tr := solver.NewTrainer(net, newOpt(be, net.NumParams()), solver.Constant(0.01))
+				const batch = 64
+				x := make([]float32, batch*net.In.Size())
+				for i := range x {
+					x[i] = float32(r.NormFloat64())
+				}
+				labels := make([]int32, batch)
+				for i := range labels {
+					labels[i] = int32(r.IntN(net.Out.Size()))
+				}
+				var stepErr error
+				step := func() {
+					if _, err := tr.Step(x, labels); err != nil {
+						stepErr = err
+					}
+				}
+				step() // the first step allocates the batch's buffers and the views
+				allocs := testing.AllocsPerRun(5, step)
+				if stepErr != nil {
+					t.Fatal(stepErr)
+				}
+				if allocs != 0 {
+					t.Errorf("%s, %s, training the last %d layers (0: all): %v allocations per steady-state step, want 0",
+						model, optName, trainLast, allocs)
+				}
+			}
+		}
+	}
+}
+
+// The same optimizer keeps stepping correctly when the buffers or ranges it
+// is given change between calls: its cached views must follow them. Two SGD
+// optimizers, one fed alternating buffers and one fresh per buffer, must
+// leave identical weights.
+func TestOptimizerViewsFollowTheirBuffers(t *testing.T) {
+	be := gpu.NewCPU()
+	const n = 10
+	host := func(v ...float32) gpu.Buffer { b := be.Alloc(n); be.Upload(b, v); return b }
+	seq := func(scale float32) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = scale * float32(i+1)
+		}
+		return v
+	}
+	pA, pB := host(seq(1)...), host(seq(2)...)
+	gA, gB := host(seq(0.5)...), host(seq(-0.25)...)
+	whole := []solver.Range{{Off: 0, Len: n}}
+	part := []solver.Range{{Off: 2, Len: 3}, {Off: 7, Len: 2}}
+
+	shared := solver.NewSGD(be, n, 0, 0, false) // no momentum: the state does not couple the buffers
+	shared.Step(pA, gA, whole, 0.1)
+	shared.Step(pB, gB, part, 0.1)
+	shared.Step(pA, gB, part, 0.1)
+	shared.Step(pB, gA, whole, 0.1)
+
+	pA2, pB2 := host(seq(1)...), host(seq(2)...)
+	for _, c := range []struct {
+		p, g gpu.Buffer
+		r    []solver.Range
+	}{{pA2, gA, whole}, {pB2, gB, part}, {pA2, gB, part}, {pB2, gA, whole}} {
+		solver.NewSGD(be, n, 0, 0, false).Step(c.p, c.g, c.r, 0.1)
+	}
+	for _, pair := range [][2]gpu.Buffer{{pA, pA2}, {pB, pB2}} {
+		got, want := make([]float32, n), make([]float32, n)
+		be.Download(got, pair[0])
+		be.Download(want, pair[1])
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("weights %v after a reused optimizer, %v after fresh ones", got, want)
+			}
+		}
+	}
+}
