@@ -191,38 +191,3 @@ func TestSaveFileAtomicAndNamed(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
-
-// BenchmarkTrainStep times one full training step (forward, loss, backward,
-// SGD with momentum) on a batch of 64 random MNIST-shaped samples.
-// scripts/bench_torch.py times the same step in PyTorch.
-func BenchmarkTrainStep(b *testing.B) {
-	for _, model := range []string{"lenet5", "lenet-caffe"} {
-		b.Run(model+"/b64", func(b *testing.B) {
-			be := gpu.NewCPU()
-			net, err := Build(be, model, Config{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			net.InitParams(rand.New(rand.NewPCG(1, 2)))
-			tr := solver.NewTrainer(net, solver.NewSGD(be, net.NumParams(), 0.9, 0, false), solver.Constant(0.01))
-			const batch = 64
-			r := rand.New(rand.NewPCG(5, 6))
-			x := make([]float32, batch*net.In.Size())
-			for i := range x {
-				x[i] = float32(r.NormFloat64())
-			}
-			labels := make([]int32, batch)
-			for i := range labels {
-				labels[i] = int32(i % 10)
-			}
-			tr.Step(x, labels) // allocate the per-batch buffers outside the timing
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, err := tr.Step(x, labels); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "img/s")
-		})
-	}
-}
