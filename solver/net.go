@@ -99,6 +99,18 @@ type Net struct {
 	// noShare gives every tensor its own buffer (tests: the reference
 	// layout the shared plans must match bit for bit).
 	noShare bool
+
+	// OnGradsDone, when set, is called by Backward, on Backward's
+	// goroutine, after each layer whose parameters learn has run, last
+	// layer first, with the offset of that layer's parameters in Grads:
+	// Grads[off:] is then final for this pass (the layers above have run,
+	// frozen ones stay zero) and stays so until the next Backward. This is
+	// what lets a worker push a layer's gradient while the layers below it
+	// are still computing (layer-wise overlap). The callee may read that
+	// range of Grads and State, on this goroutine (a backend is not safe
+	// for concurrent use), and must not change the net; Backward waits for
+	// it to return. Nil, the default, costs nothing.
+	OnGradsDone func(off int)
 }
 
 // NewNet checks the graph, sets the layers up and allocates the flat buffers
@@ -511,6 +523,7 @@ func (n *Net) Forward(x gpu.Buffer, batch int, train bool) gpu.Buffer {
 // Backward back-propagates dout (the loss gradient of the last Forward's
 // output) and sets Grads for every trainable layer. It must follow a
 // Forward with train set. Nodes below the lowest trainable layer do not run.
+// OnGradsDone, when set, hears of each trainable layer as it finishes.
 func (n *Net) Backward(dout gpu.Buffer) {
 	if !n.trained {
 		panic("solver: Backward needs a training Forward just before it, with no inference Forward or Freeze in between (they do not keep what Backward reads)")
@@ -555,6 +568,11 @@ func (n *Net) Backward(dout gpu.Buffer) {
 			if nd.dins[k] != nil && !nd.direct[k] {
 				n.B.Axpy(1, nd.dins[k], n.nodes[j].dout)
 			}
+		}
+		// A layer's parameter gradient depends only on its own output's
+		// gradient, complete once every later node has run: it is final now.
+		if n.OnGradsDone != nil && nd.trains() {
+			n.OnGradsDone(nd.params.Off)
 		}
 	}
 }
