@@ -46,6 +46,19 @@ func TestFirstNonFinite(t *testing.T) {
 			}
 		}
 	}
+	// Slices that start at every offset of a word: the scan reads pairs of
+	// floats, which then straddle the backing array's 8-byte words.
+	base := make([]float32, 300)
+	for off := range 3 {
+		w := base[off : off+257]
+		for pos := range w {
+			w[pos] = float32(math.NaN())
+			if got := firstNonFinite(w); got != pos {
+				t.Fatalf("offset %d, NaN at %d: got %d", off, pos, got)
+			}
+			w[pos] = 0
+		}
+	}
 	v := []float32{1, 2, float32(math.Inf(1)), float32(math.NaN())}
 	if err := CheckFinite("grad", v); !errors.Is(err, ErrNonFinite) || err.Error() != "state: non-finite value: grad[2] = +Inf" {
 		t.Errorf("CheckFinite: %v", err)

@@ -31,6 +31,50 @@ func TestHashMatchesNaiveSHA256(t *testing.T) {
 	}
 }
 
+// TestHashOfSubslices hashes vectors that start inside a larger array (in
+// place on little-endian machines) against the converted bytes.
+func TestHashOfSubslices(t *testing.T) {
+	base := make([]float32, 2100)
+	for i := range base {
+		base[i] = float32(i)*0.5 - 7
+	}
+	for _, off := range []int{1, 3, 1000} {
+		v := base[off : off+1025]
+		raw := make([]byte, 4*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(x))
+		}
+		if got, want := Hash(v), wire.Hash(sha256.Sum256(raw)); got != want {
+			t.Errorf("offset %d: Hash %x, want %x", off, got[:4], want[:4])
+		}
+	}
+}
+
+// BenchmarkHash hashes a lenet-caffe-sized weight vector (431,080 floats)
+// as Hash does and, for reference, by converting every float first.
+func BenchmarkHash(b *testing.B) {
+	v := make([]float32, 431080)
+	for i := range v {
+		v[i] = float32(i%1000) * 1e-3
+	}
+	b.Run("converted", func(b *testing.B) {
+		b.SetBytes(int64(4 * len(v)))
+		raw := make([]byte, 4*len(v))
+		for b.Loop() {
+			for i, x := range v {
+				binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(x))
+			}
+			sha256.Sum256(raw)
+		}
+	})
+	b.Run("hash", func(b *testing.B) {
+		b.SetBytes(int64(4 * len(v)))
+		for b.Loop() {
+			Hash(v)
+		}
+	})
+}
+
 func TestHashSeesOneBit(t *testing.T) {
 	v := []float32{1, 2, 3, 0}
 	h := Hash(v)
