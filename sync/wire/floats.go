@@ -46,6 +46,10 @@ func (f Floats) EncodeMsgpack(enc *msgpack.Encoder) error {
 	if err := enc.EncodeBytesLen(n); err != nil {
 		return err
 	}
+	if c, ok := enc.Writer().(*sizeCount); ok {
+		*c += sizeCount(n) // a Sizer: counted, not written
+		return nil
+	}
 	if fb, ok := enc.Writer().(*frameBuf); ok {
 		// Fast path: convert straight into the frame buffer, no copy.
 		putFloats(fb.grow(n), f)
