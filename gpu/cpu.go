@@ -31,6 +31,12 @@ var _ Backend = (*CPU)(nil)
 // NewCPU returns a CPU backend.
 func NewCPU() *CPU { return &CPU{} }
 
+// SetThreads caps at n the threads this backend's kernels use (n <= 0: up
+// to GOMAXPROCS, the default), for several networks that train at once in
+// one process, each on its share of the cores. Results do not depend on it.
+// Call it between kernel calls.
+func (c *CPU) SetThreads(n int) { c.th.SetThreads(n) }
+
 // Name implements Backend.
 func (*CPU) Name() string { return "cpu" }
 

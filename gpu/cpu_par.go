@@ -95,7 +95,7 @@ const minPart = 1 << 14
 // as a single part.
 func (c *CPU) run(j *cpuJob, n, work int) {
 	parts := 1
-	if t := sgemm.Threads(); t > 1 {
+	if t := c.th.Threads(); t > 1 {
 		parts = max(1, min(n, work/minPart, 4*t))
 	}
 	c.runParts(j, n, parts)

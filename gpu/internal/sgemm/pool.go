@@ -20,6 +20,25 @@ type Thread struct {
 	shared PackedA  // GemmParallel's op(A), packed once for all blocks
 	helper bool     // a pool goroutine's Thread: Parallel runs serially on it
 	busy   bool     // leading a job: a nested Parallel runs serially
+	max    int      // SetThreads's cap; 0: GOMAXPROCS
+}
+
+// SetThreads caps at n the threads that t's Parallel and GemmParallel use,
+// t's own goroutine included; n <= 0 removes the cap (GOMAXPROCS, the
+// default). Several trainers in one process (a hub and its workers in a
+// test or a benchmark) each take a share of the cores this way instead of
+// all of them each: their helpers would otherwise spin for cores the other
+// trainers are computing on. Results do not depend on it.
+func (t *Thread) SetThreads(n int) { t.max = max(n, 0) }
+
+// Threads returns the number of threads t's parallel calls use at most:
+// GOMAXPROCS, or SetThreads's cap when lower.
+func (t *Thread) Threads() int {
+	n := runtime.GOMAXPROCS(0)
+	if t.max > 0 && t.max < n {
+		n = t.max
+	}
+	return n
 }
 
 // Floats returns scratch slot i (0..3) with n elements, grown when too small
@@ -119,12 +138,12 @@ func nextJob() *job {
 // Threads is the number of threads Parallel uses at most: GOMAXPROCS.
 func Threads() int { return runtime.GOMAXPROCS(0) }
 
-// Parallel runs task.Run(th, i) for every i in [0, n) on up to GOMAXPROCS
+// Parallel runs task.Run(th, i) for every i in [0, n) on up to t.Threads()
 // threads, t's goroutine among them, and returns when all parts are done.
 // It runs the parts in order on t alone when n or GOMAXPROCS is 1 or when
 // called from inside a part (nested parallelism would only oversubscribe).
 func (t *Thread) Parallel(n int, task Task) {
-	threads := runtime.GOMAXPROCS(0)
+	threads := t.Threads()
 	if n <= 1 || threads <= 1 || t.helper || t.busy {
 		for i := 0; i < n; i++ {
 			task.Run(t, i)
@@ -155,12 +174,12 @@ func (t *Thread) Parallel(n int, task Task) {
 // splits: below it, waking a helper costs more than it saves.
 const parallelMin = 1 << 19
 
-// GemmParallel is Gemm on up to GOMAXPROCS threads. C is cut into blocks of
+// GemmParallel is Gemm on up to t.Threads() threads. C is cut into blocks of
 // whole register tiles, two per thread, along n or m (see below); each block runs the serial algorithm with
 // its thread's pack buffers, so every element of C sees the same arithmetic
 // as in Gemm and the result has the same bits whatever the thread count.
 func (t *Thread) GemmParallel(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	threads := runtime.GOMAXPROCS(0)
+	threads := t.Threads()
 	if threads <= 1 || t.helper || t.busy || m*n*k < parallelMin {
 		t.Gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
