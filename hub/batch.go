@@ -3,7 +3,6 @@ package hub
 import (
 	"fmt"
 	"math"
-	"sort"
 )
 
 // BatchPolicy decides how the global batch is split among the workers of an
@@ -47,15 +46,19 @@ func SplitEqual(dst []int, global int) {
 	}
 }
 
-// SplitThroughput writes into dst shares of global proportional to
-// throughput (samples per unit time, one per worker, len(throughput) ==
-// len(dst)). Every worker first gets 1 sample, so that none is starved and
-// each keeps reporting its speed; the other global-len(dst) samples are
-// split in proportion to throughput by largest-remainder rounding: each
-// worker gets the floor of its exact share, and the samples left over go one
-// each to the largest fractional parts (ties to the lower index). The shares
-// therefore sum exactly to global and differ from the exact proportional
-// share by less than 2.
+// SplitThroughput writes into dst (one entry per worker) the split of
+// global samples that finishes soonest: worker i needs dst[i]/throughput[i]
+// (throughput in samples per unit time, len(throughput) == len(dst)) and the
+// split minimises the largest of those times, with every worker given at
+// least 1 sample so that none is starved and each keeps reporting its
+// speed. The shares sum exactly to global.
+//
+// Rounding matters: with a fast phone and one 5 times slower, the nearest
+// proportional split of 64 can hand the slow phone the one sample that makes
+// it finish last. The split starts from the floor of each exact
+// proportional share and gives the samples left over one at a time to the
+// worker that would finish earliest with one more (ties to the lower index);
+// that greedy order is optimal for identical samples.
 //
 // A throughput that is not a positive finite number (a worker not measured
 // yet) counts as the mean of the valid ones; if none is valid the split is
@@ -86,43 +89,41 @@ func SplitThroughput(dst []int, global int, throughput []float64) {
 		return
 	}
 	mean := sum / float64(good)
-	w := make([]float64, n)
-	total := 0.0
-	for i, x := range throughput {
-		if !valid(x) {
-			x = mean
+	rate := func(i int) float64 {
+		if x := throughput[i]; valid(x) {
+			return x
 		}
-		w[i] = x
-		total += x
+		return mean
 	}
-	rest := global - n
-	frac := make([]float64, n)
+	total := 0.0
+	for i := range dst {
+		total += rate(i)
+	}
 	given := 0
 	for i := range dst {
-		exact := float64(rest) * w[i] / total
-		fl := math.Floor(exact)
-		dst[i] = 1 + int(fl)
-		frac[i] = exact - fl
-		given += int(fl)
+		dst[i] = max(1, int(math.Floor(float64(global)*rate(i)/total)))
+		given += dst[i]
 	}
-	// Largest remainders first; a stable sort keeps ties in index order.
-	order := make([]int, n)
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return frac[order[a]] > frac[order[b]] })
-	// Floating-point error could in principle make the floors sum to one
-	// more or less than rest; walking the order in a loop absorbs either.
-	for k := 0; given < rest; k++ {
-		dst[order[k%n]]++
-		given++
-	}
-	for k := n - 1; given > rest; k-- {
-		i := order[(k%n+n)%n]
-		if dst[i] > 1 {
-			dst[i]--
-			given--
+	// The floors leave at most n samples; the minimum of 1 can overshoot
+	// (global close to n), and then the worker finishing last gives one
+	// back (ties to the higher index).
+	for ; given < global; given++ {
+		best := 0
+		for i := 1; i < n; i++ {
+			if float64(dst[i]+1)/rate(i) < float64(dst[best]+1)/rate(best) {
+				best = i
+			}
 		}
+		dst[best]++
+	}
+	for ; given > global; given-- {
+		worst := -1
+		for i := n - 1; i >= 0; i-- {
+			if dst[i] > 1 && (worst < 0 || float64(dst[i])/rate(i) > float64(dst[worst])/rate(worst)) {
+				worst = i
+			}
+		}
+		dst[worst]--
 	}
 }
 
