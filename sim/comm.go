@@ -36,10 +36,12 @@ type comm struct {
 
 // setupComm sets the hub config's codec and overlap from the scenario (a
 // solo run, whose hub is on the phone, sends nothing and compresses
-// nothing), and the checker and part timings to match.
+// nothing; the "paper" policy sends whole gradients, one frame after the
+// backward pass, as the paper's system did), and the checker and part
+// timings to match.
 func (r *runner) setupComm(cfg *hub.Config, net *solver.Net, solo bool) error {
 	cfg.Compression, cfg.Overlap = r.sc.Compression, r.sc.Overlap
-	if solo {
+	if solo || r.spec.Policy == "paper" {
 		cfg.Compression, cfg.Overlap = "none", false
 	}
 	codec, err := compress.Parse(cfg.Compression)

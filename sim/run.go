@@ -199,7 +199,7 @@ func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Opt
 	tr := solver.NewTrainer(net, opt2, solver.Constant(float32(sc.LR)))
 	cfg.Batch = hub.Adaptive
 	switch spec.Policy {
-	case "fixed", "solo":
+	case "fixed", "paper", "solo":
 		cfg.Batch = hub.Fixed
 	case "adaptive-park":
 		cfg.Park = true

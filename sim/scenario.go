@@ -51,7 +51,9 @@ type Scenario struct {
 	Momentum    float64
 	WeightDecay float64
 	// Policies are the runs to make, in order: "solo" (each distinct
-	// profile alone), "fixed", "adaptive", "adaptive-park".
+	// profile alone), "paper" (fixed shares, uncompressed, no overlap:
+	// the system the paper measured), "fixed", "adaptive",
+	// "adaptive-park".
 	Policies []string
 	// Primary is the policy the JSON "done" event reports.
 	Primary string
@@ -599,8 +601,8 @@ func (sc *Scenario) Validate() error {
 		return bad("no policy")
 	}
 	for _, p := range sc.Policies {
-		if !slices.Contains([]string{"solo", "fixed", "adaptive", "adaptive-park"}, p) {
-			return bad("policy %q, want solo, fixed, adaptive or adaptive-park", p)
+		if !slices.Contains([]string{"solo", "paper", "fixed", "adaptive", "adaptive-park"}, p) {
+			return bad("policy %q, want solo, paper, fixed, adaptive or adaptive-park", p)
 		}
 	}
 	if !slices.Contains(sc.Policies, sc.Primary) || sc.Primary == "solo" {

@@ -212,7 +212,11 @@ func writeTable(w io.Writer, sc *sim.Scenario, rep *sim.Report) {
 	if sc.Overlap {
 		comp += ", layer by layer (overlap)"
 	}
-	fmt.Fprintf(w, "\nco-training runs: %s; kB up/down per iteration are the frames of pushes and merged updates (every copy)\n", comp)
+	paper := ""
+	if slices.Contains(sc.Policies, "paper") {
+		paper = " (but paper: uncompressed, one push after the backward pass, fixed shares)"
+	}
+	fmt.Fprintf(w, "\nco-training runs: %s%s; kB up/down per iteration are the frames of pushes and merged updates (every copy)\n", comp, paper)
 	fmt.Fprintf(w, "\naccuracy on %d MNIST test images, evaluated every %d iterations; times are simulated, from when every phone holds the model\n",
 		sc.TestImages, sc.EvalEvery)
 	for _, r := range rep.Runs {
