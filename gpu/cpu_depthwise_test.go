@@ -1,0 +1,94 @@
+package gpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// The 3×3 depthwise kernels give the same bits as the general depthwise
+// loops they replace, over strides, paddings, channel multipliers and planes
+// narrower than the kernel (where every output is an edge).
+func TestDepthwise3x3SameBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 3))
+	n := 0
+	for _, hw := range [][2]int{{1, 1}, {2, 3}, {3, 3}, {4, 7}, {8, 5}, {9, 16}} {
+		for stride := 1; stride <= 3; stride++ {
+			for pad := 0; pad <= 2; pad++ {
+				for _, m := range []int{1, 2} {
+					g := ConvGeom{N: 2, C: 3, H: hw[0], W: hw[1], K: 3 * m, R: 3, S: 3,
+						StrideH: stride, StrideW: stride, PadH: pad, PadW: pad, Groups: 3}
+					if g.Setup() != nil || !g.depthwise() {
+						continue // the kernel does not fit the padded plane
+					}
+					n++
+					name := fmt.Sprintf("%dx%d_s%d_p%d_m%d", g.H, g.W, stride, pad, m)
+					x := randSlice(rng, g.N*g.C*g.H*g.W)
+					w := randSlice(rng, g.K*9)
+					dy := randSlice(rng, g.N*g.K*g.OH*g.OW)
+
+					want, got := nanSlice(len(dy)), nanSlice(len(dy))
+					g.depthwiseForward(want, x, w, 0, g.N)
+					g.depthwise3x3Forward(got, x, w, 0, g.N)
+					dw3SameBits(t, name+" forward", got, want)
+
+					want, got = nanSlice(len(w)), nanSlice(len(w))
+					g.depthwiseBackwardFilter(want, dy, x)
+					g.depthwise3x3BackwardFilter(got, dy, x)
+					dw3SameBits(t, name+" filter", got, want)
+
+					if stride == 1 && m == 1 {
+						want, got = nanSlice(len(x)), nanSlice(len(x))
+						g.depthwiseBackwardData(want, dy, w, 0, g.N)
+						g.depthwise3x3BackwardData(got, dy, w, 0, g.N)
+						dw3SameBits(t, name+" data", got, want)
+					}
+				}
+			}
+		}
+	}
+	if n < 40 {
+		t.Fatalf("only %d geometries fit: the table no longer tests the edges", n)
+	}
+}
+
+func dw3SameBits(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Errorf("%s: [%d] = %v, general loop %v", what, i, got[i], want[i])
+			return
+		}
+	}
+}
+
+// BenchmarkDepthwise puts the 3×3 kernels beside the general loops on
+// MobileNet v1 α=0.5's first depthwise layer at 128×128 (16 channels of
+// 64×64), batch 16.
+func BenchmarkDepthwise(b *testing.B) {
+	g := ConvGeom{N: 16, C: 16, H: 64, W: 64, K: 16, R: 3, S: 3, PadH: 1, PadW: 1, Groups: 16}
+	if err := g.Setup(); err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	x, w, dy := randSlice(rng, g.N*g.C*g.H*g.W), randSlice(rng, g.K*9), randSlice(rng, g.N*g.K*g.OH*g.OW)
+	y, dx, dw := make([]float32, len(dy)), make([]float32, len(x)), make([]float32, len(w))
+	for _, k := range []struct {
+		name string
+		f    func()
+	}{
+		{"forward/general", func() { g.depthwiseForward(y, x, w, 0, g.N) }},
+		{"forward/3x3", func() { g.depthwise3x3Forward(y, x, w, 0, g.N) }},
+		{"data/general", func() { g.depthwiseBackwardData(dx, dy, w, 0, g.N) }},
+		{"data/3x3", func() { g.depthwise3x3BackwardData(dx, dy, w, 0, g.N) }},
+		{"filter/general", func() { g.depthwiseBackwardFilter(dw, dy, x) }},
+		{"filter/3x3", func() { g.depthwise3x3BackwardFilter(dw, dy, x) }},
+	} {
+		b.Run(k.name, func(b *testing.B) {
+			for b.Loop() {
+				k.f()
+			}
+		})
+	}
+}
