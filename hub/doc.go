@@ -58,8 +58,9 @@
 // # Batch sizes and parking
 //
 // Config.Batch chooses how the global batch is split among the members of
-// an iteration: Fixed gives equal shares (SplitEqual); Adaptive splits it in
-// proportion to each worker's throughput (SplitThroughput), the samples per
+// an iteration: Fixed gives equal shares (SplitEqual); Adaptive splits it so
+// that the workers finish together as nearly as whole samples allow, from
+// each worker's throughput (SplitThroughput), the samples per
 // second it reports in every Push (compute time over samples), smoothed by
 // an exponential moving average (Config.Smoothing) and re-estimated every
 // iteration, so a phone that throttles or speeds up gets a new share at the
