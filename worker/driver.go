@@ -35,20 +35,24 @@ type Driver struct {
 	Log *slog.Logger
 	// OnReady, when set, sees every Ready on Run's goroutine before Advance.
 	OnReady func(Ready)
-	// Slowdown, for tests, makes the worker play a slower device: after
-	// each pass it sleeps (Slowdown−1) times the pass's duration, inside
-	// the time it reports. 0 or 1 means none.
+	// Slowdown, for tests, makes the worker play a slower device: it
+	// sleeps (Slowdown−1) times the time the pass took, inside the time it
+	// reports, in stretches as the backward pass hands out its parts (so
+	// that a part is ready as much later as the whole pass). 0 or 1 means
+	// none.
 	Slowdown float64
+
+	// OnPass, when set, is called on Run's goroutine with the timing of
+	// each pass and its Pushes, once they are sent.
+	OnPass func(PassTiming)
+
+	pass   pass   // the compute goroutine's buffers (pass.go)
+	timing timing // for OnPass
 }
 
 // ErrHubGone is returned when the connection to the hub ends before its
 // Goodbye.
 var ErrHubGone = errors.New("worker: connection to the hub lost")
-
-type computed struct {
-	done ComputeDone
-	err  error
-}
 
 // Run works until the hub says Goodbye (nil), refuses the worker (the
 // core's error), the connection drops (ErrHubGone) or ctx ends. On ctx's end
@@ -82,11 +86,13 @@ func (d *Driver) Run(ctx context.Context) error {
 			}
 		}
 	}()
+	// The compute goroutine reports on results, parts first and the end of
+	// the pass last (pass.go); it never blocks there.
 	results := make(chan computed, 1)
 	computing := false
 	defer func() {
-		if computing {
-			<-results
+		for computing {
+			computing = (<-results).isPart
 		}
 	}()
 	leave := func() error {
@@ -118,6 +124,7 @@ func (d *Driver) Run(ctx context.Context) error {
 	for {
 		rd := d.Core.Ready()
 		for _, m := range rd.Messages {
+			start := time.Now()
 			if err := d.Conn.Send(sendCtx, m); err != nil {
 				if ctx.Err() != nil {
 					// Stopped by the user and the send outlived the grace
@@ -126,6 +133,12 @@ func (d *Driver) Run(ctx context.Context) error {
 				}
 				return fmt.Errorf("%w: send %s: %v", ErrHubGone, m.Kind(), err)
 			}
+			if p, ok := m.(*wire.Push); ok && d.OnPass != nil {
+				d.timing.sent(p.Part, start)
+			}
+		}
+		if d.OnPass != nil {
+			d.timing.flush(d.OnPass)
 		}
 		for _, e := range rd.Events {
 			logEvent(log, e)
@@ -142,22 +155,11 @@ func (d *Driver) Run(ctx context.Context) error {
 			if req.Batch > len(labels) {
 				x, labels = make([]float32, req.Batch*size), make([]int32, req.Batch)
 			}
+			if need := len(req.Parts) + 1; cap(results) < need {
+				results = make(chan computed, need) // empty: no pass is running
+			}
 			computing = true
-			go func(x []float32, labels []int32) {
-				start := time.Now()
-				d.Data.SetBatch(req.Batch)
-				n, _ := d.Data.Next(x, labels)
-				if n == 0 {
-					results <- computed{err: errors.New("worker: the data source gave no samples")}
-					return
-				}
-				loss := tr.Gradient(x[:n*size], labels[:n])
-				if d.Slowdown > 1 {
-					time.Sleep(time.Duration(float64(time.Since(start)) * (d.Slowdown - 1)))
-				}
-				results <- computed{done: ComputeDone{Iteration: req.Iteration, Samples: n, Loss: loss,
-					ComputeNanos: time.Since(start).Nanoseconds()}}
-			}(x, labels)
+			go d.pass.run(tr, req, d.Data, x, labels, d.Slowdown, results)
 		}
 		d.Core.Advance()
 		if rd.Done {
@@ -175,7 +177,17 @@ func (d *Driver) Run(ctx context.Context) error {
 				log.Warn("refused", "kind", in.msg.Kind().String(), "err", err)
 			}
 		case r := <-results:
+			if r.isPart {
+				// Its Push goes out at the top of the loop, while the
+				// backward pass goes on.
+				if err := d.Core.PartDone(r.part); err != nil {
+					log.Debug("part refused", "part", r.part.Part, "err", err)
+				}
+				break
+			}
 			computing = false
+			d.timing.cur = PassTiming{Iteration: r.done.Iteration, Pass: r.end.Sub(r.start)}
+			d.timing.start, d.timing.ended = r.start, true
 			if r.err != nil {
 				return r.err
 			}

@@ -25,6 +25,8 @@ type parts struct {
 	warmup   uint64    // iterations of denser top-k pushes (Session.TopKWarmup)
 	bounds   []int     // part j is [bounds[j], bounds[j+1])
 	grad     []float32 // the part being pushed, downloaded
+	decay    float32   // Adam correction's L2 decay (Session.WorkerWeightDecay)
+	weights  []float32 // the part's weights, downloaded for decay
 	pushed   []bool    // parts of the compute in flight already pushed
 	sentBN   bool      // the compute's batch-norm statistics went out
 	merged   []float32 // the merged update, part by part
@@ -60,13 +62,26 @@ func (p *parts) setup(s wire.Session, n int) error {
 		return fmt.Errorf("%w: the session's top-k minimum %d and warm-up %d with compression %s", ErrModel, s.TopKMin, s.TopKWarmup, codec)
 	}
 	p.fb = compress.NewFeedback(codec, n)
-	if m := s.WorkerMomentum; m != 0 {
+	if m := s.WorkerMomentum; m != 0 || s.WorkerBeta2 != 0 {
 		if codec.Format() != compress.FormatSparse || s.Momentum != 0 {
-			return fmt.Errorf("%w: the session's worker momentum %v with compression %s and node momentum %v (want top-k and 0)", ErrModel, m, codec, s.Momentum)
+			return fmt.Errorf("%w: the session's worker momentum %v, β2 %v with compression %s and node momentum %v (want top-k and 0)", ErrModel, m, s.WorkerBeta2, codec, s.Momentum)
 		}
-		if err := p.fb.SetMomentum(m); err != nil {
+		if s.WorkerBeta2 != 0 {
+			if s.WeightDecay != 0 || !(s.WorkerWeightDecay >= 0) {
+				return fmt.Errorf("%w: the session's Adam correction with worker decay %v and node decay %v (want 0 or more, and 0)", ErrModel, s.WorkerWeightDecay, s.WeightDecay)
+			}
+			if err := p.fb.SetAdam(m, s.WorkerBeta2, s.WorkerEps); err != nil {
+				return fmt.Errorf("%w: the session's Adam correction: %w", ErrModel, err)
+			}
+			p.decay = s.WorkerWeightDecay
+			if p.decay > 0 {
+				p.weights = make([]float32, n)
+			}
+		} else if err := p.fb.SetMomentum(m); err != nil {
 			return fmt.Errorf("%w: the session's worker momentum: %w", ErrModel, err)
 		}
+	} else if s.WorkerEps != 0 || s.WorkerWeightDecay != 0 {
+		return fmt.Errorf("%w: the session's worker ε %v and decay %v without Adam correction", ErrModel, s.WorkerEps, s.WorkerWeightDecay)
 	}
 	p.bounds = append(append([]int(nil), starts...), n)
 	p.grad = make([]float32, n)
@@ -100,6 +115,15 @@ type PartDone struct {
 	Samples      int
 	Loss         float64
 	ComputeNanos int64
+	// Grad, when set, is the part's values, downloaded by the driver (its
+	// length is the part's); State is then Net.State, downloaded after the
+	// forward pass (empty for a net without any). A driver whose pass is
+	// still running on another goroutine must download them there and
+	// pass them here, since a backend is not safe for concurrent use; the
+	// core then does not touch the net. Without Grad the core downloads
+	// both itself (a driver that calls PartDone between passes, like the
+	// simulator). The core reads them during the call only.
+	Grad, State []float32
 }
 
 // PartDone pushes a part of the gradient before the whole pass is done
@@ -114,14 +138,23 @@ func (c *Core) PartDone(d PartDone) error {
 	}
 	if d.Iteration != c.iter || d.Samples < 1 || d.Samples > c.batch || d.ComputeNanos < 0 ||
 		d.Part < 0 || d.Part >= c.parts.count() || c.parts.pushed[d.Part] {
-		return c.refuse(fmt.Errorf("%w: part done %+v for iteration %d, batch %d, %d parts", ErrBadCompute, d, c.iter, c.batch, c.parts.count()))
+		return c.refuse(fmt.Errorf("%w: part done (iteration %d, part %d, %d samples, %d ns) for iteration %d, batch %d, %d parts",
+			ErrBadCompute, d.Iteration, d.Part, d.Samples, d.ComputeNanos, c.iter, c.batch, c.parts.count()))
+	}
+	if d.Grad != nil {
+		if n := c.parts.bounds[d.Part+1] - c.parts.bounds[d.Part]; len(d.Grad) != n {
+			return c.refuse(fmt.Errorf("%w: part %d done with %d values, want %d", ErrBadCompute, d.Part, len(d.Grad), n))
+		}
+		if n := c.tr.Net.State.Len(); len(d.State) != n {
+			return c.refuse(fmt.Errorf("%w: part %d done with %d batch-norm state values, want %d", ErrBadCompute, d.Part, len(d.State), n))
+		}
 	}
 	if c.superseded() || math.IsNaN(d.Loss) || math.IsInf(d.Loss, 0) {
 		// Computed says why; nothing goes out.
 		return nil
 	}
 	c.parts.pushed[d.Part] = true
-	if !c.pushPart(d.Part, d.Iteration, d.Samples, d.Loss, d.ComputeNanos) {
+	if !c.pushValues(d.Part, d.Iteration, d.Samples, d.Loss, d.ComputeNanos, d.Grad, d.State) {
 		c.parts.pushed[d.Part] = false
 	}
 	return nil
@@ -130,10 +163,19 @@ func (c *Core) PartDone(d PartDone) error {
 // pushPart downloads part j of the gradient, encodes it and sends it; it
 // reports false (and sends nothing) when the part is not finite.
 func (c *Core) pushPart(j int, it uint64, samples int, loss float64, nanos int64) bool {
+	return c.pushValues(j, it, samples, loss, nanos, nil, nil)
+}
+
+// pushValues is pushPart with the part and the batch-norm state as the
+// driver downloaded them (PartDone), or nil for the core to download them
+// from the net.
+func (c *Core) pushValues(j int, it uint64, samples int, loss float64, nanos int64, g, st []float32) bool {
 	p := &c.parts
 	lo, hi := p.bounds[j], p.bounds[j+1]
-	g := p.grad[lo:hi]
-	c.tr.Net.B.Download(g, c.tr.Net.B.View(c.tr.Net.Grads, lo, hi-lo))
+	if g == nil {
+		g = p.grad[lo:hi]
+		c.tr.Net.B.Download(g, c.tr.Net.B.View(c.tr.Net.Grads, lo, hi-lo))
+	}
 	if state.CheckFinite("gradient", g) != nil {
 		return false
 	}
@@ -145,13 +187,29 @@ func (c *Core) pushPart(j int, it uint64, samples int, loss float64, nanos int64
 		if tk, ok := p.codec.(*compress.TopK); ok {
 			tk.Fraction = compress.WarmupFraction(p.fraction, it, p.warmup)
 		}
+		if p.decay > 0 {
+			// Adam's L2 decay goes through the worker's Adam, as in
+			// solver.Adam: the gradient Adam sees is g + decay·w, on the
+			// ranges that learn (frozen ones stay zero, unsent).
+			w := p.weights[lo:hi]
+			c.tr.Net.B.Download(w, c.tr.Net.B.View(c.tr.Net.Params, lo, hi-lo))
+			for _, r := range c.tr.Net.Trainable() {
+				for i := max(r.Off, lo); i < min(r.Off+r.Len, hi); i++ {
+					g[i-lo] += p.decay * w[i-lo]
+				}
+			}
+		}
 		m.Enc = p.fb.Append(nil, g, lo)
 	}
 	if !p.sentBN {
 		// The statistics the forward pass moved: final before any part.
 		if n := c.tr.Net.State.Len(); n > 0 {
 			m.State = make(wire.Floats, n)
-			c.tr.Net.B.Download(m.State, c.tr.Net.State)
+			if st != nil {
+				copy(m.State, st)
+			} else {
+				c.tr.Net.B.Download(m.State, c.tr.Net.State)
+			}
 		}
 		p.sentBN = true
 	}
