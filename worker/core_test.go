@@ -17,27 +17,31 @@ import (
 
 // fakeHub plays the hub's side by hand with its own copy of the model.
 type fakeHub struct {
-	t  *testing.T
-	tr *solver.Trainer
-	n  int
+	t     testing.TB
+	model string
+	tr    *solver.Trainer
+	n     int
 }
 
-func newFakeHub(t *testing.T) *fakeHub {
+func newFakeHub(t testing.TB) *fakeHub { return newFakeHubModel(t, "lenet5") }
+
+// newFakeHubModel is a fake hub for a model with 28×28 inputs.
+func newFakeHubModel(t testing.TB, model string) *fakeHub {
 	b := gpu.NewCPU()
-	net, err := models.Build(b, "lenet5", models.Config{})
+	net, err := models.Build(b, model, models.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	net.InitParams(rand.New(rand.NewPCG(4, 2)))
 	tr := solver.NewTrainer(net, solver.NewSGD(b, net.NumParams(), 0.9, 1e-4, false), solver.Constant(0.1))
-	return &fakeHub{t: t, tr: tr, n: net.NumParams()}
+	return &fakeHub{t: t, model: model, tr: tr, n: net.NumParams()}
 }
 
 func (f *fakeHub) welcome(batch int) *wire.Welcome {
 	w := &wire.Welcome{
 		Header:      wire.Header{Iteration: uint64(f.tr.Iter), Sender: "hub"},
 		WorkerID:    "w0",
-		Model:       "lenet5",
+		Model:       f.model,
 		ModelConfig: state.EncodeConfig(models.Config{}),
 		ModelState:  state.Capture(f.tr.Net, f.tr.Opt),
 		BatchSize:   batch,

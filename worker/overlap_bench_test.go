@@ -1,0 +1,165 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/sync/compress"
+	"github.com/cotrain/cotrain/sync/transport"
+	"github.com/cotrain/cotrain/sync/wire"
+)
+
+// throttled paces its writes at rate bytes a second (a slow uplink): each
+// write returns once the link would have carried its bytes.
+type throttled struct {
+	net.Conn
+	rate float64
+	due  time.Time
+}
+
+func (c *throttled) Write(p []byte) (int, error) {
+	const chunk = 16 << 10
+	n := 0
+	for len(p) > 0 {
+		k := min(len(p), chunk)
+		w, err := c.Conn.Write(p[:k])
+		n += w
+		if err != nil {
+			return n, err
+		}
+		c.due = later(c.due, time.Now()).Add(time.Duration(float64(k) / c.rate * float64(time.Second)))
+		time.Sleep(time.Until(c.due))
+		p = p[k:]
+	}
+	return n, nil
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// BenchmarkOverlapThrottled plays one worker that computes lenet-caffe's
+// batches of 64 at about the Nexus 6P's pace (0.5 s a pass: this CPU's pass
+// stretched by Driver.Slowdown, layer by layer) and pushes over a 32 Mbit/s
+// uplink to a hub that answers at once, with and without layer-wise
+// overlap. It reports, per iteration: the pass (ms), the pushes' send time
+// (send-ms), the part of it inside the pass (hidden-%), and how long after
+// the pass the last push was out (after-ms): what the overlap did not hide.
+//
+//	go test ./worker -run '^$' -bench OverlapThrottled -benchtime 5x
+func BenchmarkOverlapThrottled(b *testing.B) {
+	const (
+		model  = "lenet-caffe"
+		batch  = 64
+		target = 500 * time.Millisecond // a pass on the Nexus 6P (the paper)
+		rate   = 32e6 / 8               // bytes a second
+	)
+	f := newFakeHubModel(b, model)
+	// This CPU's pass, the best of 3, sets the slowdown.
+	data := &randBatches{r: rand.New(rand.NewPCG(9, 9))}
+	data.SetBatch(batch)
+	x, labels := make([]float32, batch*28*28), make([]int32, batch)
+	data.Next(x, labels)
+	own := time.Duration(1 << 62)
+	for range 3 {
+		start := time.Now()
+		f.tr.Gradient(x, labels)
+		own = min(own, time.Since(start))
+	}
+	slowdown := max(1, float64(target)/float64(own))
+	for _, codec := range []string{"none", "int8"} {
+		for _, overlap := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/overlap=%v", codec, overlap), func(b *testing.B) {
+				parts := []int{0}
+				if overlap {
+					parts = f.layerParts()
+				}
+				benchOverlap(b, f, codec, parts, slowdown, rate, batch)
+			})
+		}
+	}
+}
+
+func benchOverlap(b *testing.B, f *fakeHub, codec string, parts []int, slowdown, rate float64, batch int) {
+	wEnd, hEnd := net.Pipe()
+	wc := transport.NewStreamConn(&throttled{Conn: wEnd, rate: rate}, "hub", 64<<20)
+	hc := transport.NewStreamConn(hEnd, "worker", 64<<20)
+	defer hc.Close()
+	core, err := NewCore(DefaultConfig(), gpu.NewCPU())
+	if err != nil {
+		b.Fatal(err)
+	}
+	passes := make(chan PassTiming, b.N+1)
+	d := &Driver{Core: core, Conn: wc, Data: &randBatches{r: rand.New(rand.NewPCG(1, 1))}, Slowdown: slowdown,
+		OnPass: func(p PassTiming) { passes <- p }}
+	done := make(chan error, 1)
+	ctx := context.Background()
+	go func() { done <- d.Run(ctx) }()
+	recvKind := func(want wire.Kind) wire.Message {
+		m, err := hc.Recv(ctx)
+		if err != nil || m.Kind() != want {
+			b.Fatalf("hub received %v (%v), want %s", m, err, want)
+		}
+		return m
+	}
+	recvKind(wire.KindRegister)
+	w := f.welcome(batch)
+	w.Session.Compression, w.Session.Parts = codec, parts
+	if err := hc.Send(ctx, w); err != nil {
+		b.Fatal(err)
+	}
+	c, err := compress.Parse(codec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bounds := append(append([]int(nil), parts...), f.n)
+	b.ResetTimer()
+	for it := range b.N {
+		for range parts {
+			recvKind(wire.KindPush)
+		}
+		// A zero update, part by part (the weights need not move).
+		for j := len(parts) - 1; j >= 0; j-- {
+			m := &wire.Merged{Header: wire.Header{Iteration: uint64(it)}, Part: j, Partial: j > 0}
+			zero := make([]float32, bounds[j+1]-bounds[j])
+			if c.Lossless() {
+				m.Gradient = zero
+			} else {
+				m.Enc = c.Append(nil, zero)
+			}
+			if j == 0 {
+				m.BatchSizes = wire.BatchSizes{"w0": batch}
+				if it == b.N-1 {
+					m.BatchSizes = nil
+				}
+			}
+			if err := hc.Send(ctx, m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.StopTimer()
+	hc.Send(ctx, &wire.Goodbye{Reason: "done"})
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	var pass, send, hidden, after time.Duration
+	for range b.N {
+		p := <-passes
+		h, t, a := p.Overlap()
+		pass, send, hidden, after = pass+p.Pass, send+t, hidden+h, after+a
+	}
+	n := float64(b.N) * float64(time.Millisecond)
+	b.ReportMetric(float64(pass)/n, "pass-ms")
+	b.ReportMetric(float64(send)/n, "send-ms")
+	b.ReportMetric(100*float64(hidden)/float64(send), "hidden-%")
+	b.ReportMetric(float64(after)/n, "after-ms")
+}
