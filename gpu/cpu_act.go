@@ -26,9 +26,7 @@ func activate(a Act, ys, xs []float32) {
 	case ReLU:
 		vec.ReLU(ys, xs) // max(v, 0): NaN passes through, -0 becomes +0
 	case ReLU6:
-		for i, v := range xs {
-			ys[i] = min(max(v, 0), 6)
-		}
+		vec.ReLU6(ys, xs) // min(max(v, 0), 6)
 	default:
 		panic(fmt.Sprintf("gpu: unknown activation %v", a))
 	}
@@ -55,18 +53,7 @@ func activateBackward(a Act, dxs, dys, xs []float32) {
 	case ReLU:
 		vec.ReLUBackward(dxs, dys, xs)
 	case ReLU6:
-		// A bit mask set by conditional moves: a branch on the sign of x
-		// mispredicts half the time on real activations.
-		for i, v := range xs {
-			m := ^uint32(0)
-			if !(v > 0) {
-				m = 0
-			}
-			if !(v < 6) {
-				m = 0
-			}
-			dxs[i] = math.Float32frombits(math.Float32bits(dys[i]) & m)
-		}
+		vec.ReLU6Backward(dxs, dys, xs) // dy where 0 < x < 6
 	default:
 		panic(fmt.Sprintf("gpu: unknown activation %v", a))
 	}
