@@ -488,3 +488,100 @@ func TestTopKMinAndWarmup(t *testing.T) {
 		t.Errorf("no warm-up: %g", f)
 	}
 }
+
+// TestFeedbackAdam: with Adam correction the worker's moments follow a
+// float64 reference of Adam (bias-corrected, per part's own step count,
+// the parts encoded in reverse order as the layer-wise push does), and
+// delivered plus residual is the sum of Adam's step directions
+// m̂/(√v̂+ε): what dense Adam would have applied at learning rate 1, only
+// delayed. Reset forgets the moments and the step counts; SetAdam refuses
+// what it cannot do and SetMomentum turns it off.
+func TestFeedbackAdam(t *testing.T) {
+	const n, b1, b2, eps = 2000, 0.9, 0.999, 1e-8
+	c, _ := Parse("topk:0.01")
+	f := NewFeedback(c, n)
+	if err := f.SetAdam(b1, b2, eps); err != nil || !f.Adam() || f.Momentum() != b1 {
+		t.Fatalf("SetAdam: %v, Adam %v, momentum %v", err, f.Adam(), f.Momentum())
+	}
+	m := make([]float64, n)
+	v := make([]float64, n)
+	acc := make([]float64, n) // Σ of the step directions
+	got := make([]float64, n)
+	part := make([]float32, n/2)
+	g := make([]float32, n)
+	sent := 0
+	for it := range 300 {
+		for i := range g {
+			g[i] = float32(1e-4 * float64(1+i%7) * float64(1-2*(it%3/2)))
+			if i == (7*it)%n {
+				g[i] = -0.5
+			}
+		}
+		for _, off := range []int{n / 2, 0} {
+			t1 := float64(it + 1)
+			for i := off; i < off+n/2; i++ {
+				m[i] = b1*m[i] + (1-b1)*float64(g[i])
+				v[i] = b2*v[i] + (1-b2)*float64(g[i])*float64(g[i])
+				mh := m[i] / (1 - math.Pow(b1, t1))
+				vh := v[i] / (1 - math.Pow(b2, t1))
+				acc[i] += mh / (math.Sqrt(vh) + eps)
+			}
+			p := f.Append(nil, g[off:off+n/2], off)
+			if err := Decode(part, p, c.Format()); err != nil {
+				t.Fatal(err)
+			}
+			for i, x := range part {
+				got[off+i] += float64(x)
+				if x != 0 {
+					sent++
+				}
+			}
+		}
+	}
+	if sent == 0 {
+		t.Fatal("nothing was sent")
+	}
+	res, vel := f.Residual(), f.Velocity()
+	for i := range acc {
+		if d := math.Abs(got[i] + float64(res[i]) - acc[i]); d > 2e-3*max(1, math.Abs(acc[i])) {
+			t.Fatalf("value %d: delivered %g + residual %g, Adam's directions sum to %g", i, got[i], res[i], acc[i])
+		}
+		if d := math.Abs(float64(vel[i]) - m[i]); d > 1e-3*max(1e-4, math.Abs(m[i])) {
+			t.Fatalf("value %d: first moment %g, reference %g", i, vel[i], m[i])
+		}
+	}
+	f.Reset()
+	for i := range n {
+		if res[i] != 0 || vel[i] != 0 {
+			t.Fatalf("Reset left residual %g, first moment %g at %d", res[i], vel[i], i)
+		}
+	}
+	// After Reset the first step is bias-corrected from step 1 again: a
+	// steady gradient gives directions of magnitude about 1.
+	dense := NewFeedback(NewTopK(1), 4)
+	if err := dense.SetAdam(b1, b2, eps); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float32, 4)
+	for range 2 {
+		dense.Reset()
+		if err := Decode(out, dense.Append(nil, []float32{0.3, -2, 1e-3, 0}, 0), FormatSparse); err != nil {
+			t.Fatal(err)
+		}
+		if want := []float32{1, -1, 1, 0}; !slices.EqualFunc(out, want, func(a, b float32) bool { return math.Abs(float64(a-b)) < 1e-3 }) {
+			t.Fatalf("first Adam direction after Reset %v, want %v", out, want)
+		}
+	}
+
+	for _, bad := range [][3]float32{{1, 0.999, 1e-8}, {0.9, 1, 1e-8}, {-0.1, 0.999, 1e-8}, {0.9, 0.999, 0}, {0.9, float32(math.NaN()), 1e-8}, {0.9, 0.999, float32(math.Inf(1))}} {
+		if err := NewFeedback(c, n).SetAdam(bad[0], bad[1], bad[2]); err == nil {
+			t.Errorf("SetAdam(%v) accepted", bad)
+		}
+	}
+	if err := NewFeedback(Float32{}, n).SetAdam(b1, b2, eps); err == nil {
+		t.Error("Adam correction accepted with a lossless codec")
+	}
+	if err := f.SetMomentum(0); err != nil || f.Adam() || f.Velocity() != nil {
+		t.Errorf("SetMomentum(0) after SetAdam: %v, Adam %v", err, f.Adam())
+	}
+}

@@ -203,6 +203,15 @@ type Session struct {
 	// SGD momentum on its own gradient before sparsifying it, and every
 	// node steps on the merged update with Momentum 0.
 	WorkerMomentum float32 `msgpack:"worker_momentum,omitempty"`
+	// WorkerBeta2, when above 0, turns on Adam correction instead
+	// (compress.Feedback.SetAdam): every worker runs Adam with β1
+	// WorkerMomentum, β2 WorkerBeta2 and ε WorkerEps on its own gradient
+	// plus WorkerWeightDecay times its weights (Adam's L2 decay) and sends
+	// the top-k of the accumulated step directions; every node steps on
+	// the merged update with SGD, Momentum 0 and WeightDecay 0.
+	WorkerBeta2       float32 `msgpack:"worker_beta2,omitempty"`
+	WorkerEps         float32 `msgpack:"worker_eps,omitempty"`
+	WorkerWeightDecay float32 `msgpack:"worker_weight_decay,omitempty"`
 	// TopKMin is the fewest values a top-k push of a part keeps
 	// (compress.TopK.Min); 0 means 1.
 	TopKMin int `msgpack:"topk_min,omitempty"`
