@@ -115,8 +115,7 @@ func (r *runner) connectionDied(p *phone, why string) {
 	r.note(fmt.Sprintf("%s: connection lost: %s", p.spec.Name, why))
 	p.alive = false
 	p.gen++
-	p.conn.Close()
-	p.hubConn.Close()
+	p.link = nil
 	r.net.forget(p.spec.Name)
 	r.hub.Leave(p.spec.Name)
 	r.flushHub()

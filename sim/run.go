@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +15,6 @@ import (
 	"github.com/cotrain/cotrain/hub"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
-	"github.com/cotrain/cotrain/sync/transport"
 	"github.com/cotrain/cotrain/sync/wire"
 	"github.com/cotrain/cotrain/worker"
 )
@@ -36,7 +36,8 @@ type runSpec struct {
 }
 
 // runner is one simulated run: a hub core and its phones' worker cores on
-// a virtual clock, connected through an in-memory transport.
+// a virtual clock, connected by links that hand messages over in memory
+// (link.go).
 type runner struct {
 	ctx  context.Context
 	sc   *Scenario
@@ -46,15 +47,16 @@ type runner struct {
 
 	clk     clock
 	net     *network
-	mem     *transport.MemNetwork
-	ln      transport.Listener
 	hub     *hub.Core
 	hubDev  *device
 	hubFree int64 // the hub sends nothing before: it is merging
 	phones  []*phone
 	byName  map[string]*phone
-	sizer   *wire.Writer
-	counted *countWriter
+	sizer   *wire.Sizer
+	sent    map[wire.Kind]int // messages sent, by kind: which take the codec's round trip
+	frame   bytes.Buffer      // the round trip's frame
+	codecW  *wire.Writer      // into frame
+	codecR  *wire.Reader      // from frame
 
 	sampleFLOPs float64 // training FLOPs per sample
 	paramCount  int
@@ -80,8 +82,7 @@ type phone struct {
 	dev     *device
 	shard   data.Dataset
 	core    *worker.Core
-	conn    transport.Conn // the phone's end
-	hubConn transport.Conn // the hub's end
+	link    *link // the connection to the hub; nil when there is none
 	loader  *data.Loader
 	x       []float32
 	labels  []int32
@@ -92,15 +93,13 @@ type phone struct {
 	stats   *DeviceTime
 }
 
-// countWriter counts the bytes written to it.
-type countWriter struct{ n int }
-
-func (w *countWriter) Write(p []byte) (int, error) { w.n += len(p); return len(p), nil }
+// maxFrame is the receivers' frame cap, as the real transports have.
+const maxFrame = 64 << 20
 
 func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Options) (*runner, error) {
 	r := &runner{ctx: ctx, sc: sc, spec: spec, d: d, opt: opt, byName: map[string]*phone{}, t0: -1,
-		counted: &countWriter{}}
-	r.sizer = wire.NewWriter(r.counted)
+		sizer: wire.NewSizer(), sent: map[wire.Kind]int{}}
+	r.codecW, r.codecR = wire.NewWriter(&r.frame), wire.NewReader(&r.frame, maxFrame)
 	r.res = &RunResult{Name: spec.Name, Policy: spec.Policy, Solo: spec.Solo, TimeToTarget: -1}
 	refFLOPs, err := TrainFLOPs(RefModel, models.Config{}, RefBatch)
 	if err != nil {
@@ -108,14 +107,6 @@ func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Opt
 	}
 	solo := spec.Policy == "solo"
 	r.net = newNetwork(sc.Network, solo)
-	mem, err := transport.NewMemNetwork(transport.MemConfig{QueueLen: 1 << 12, MaxFrame: 64 << 20, FailWhenFull: true})
-	if err != nil {
-		return nil, err
-	}
-	r.mem = mem
-	if r.ln, err = mem.Listen("hub"); err != nil {
-		return nil, err
-	}
 
 	// The phones: all of the scenario's, or the solo one with the whole
 	// training set (and the data order of device 0, so that every solo run
@@ -184,17 +175,17 @@ func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Opt
 	if err := r.setupComm(&cfg, net, solo); err != nil {
 		return nil, err
 	}
-	// A top-k session moves SGD's momentum onto the workers (momentum
-	// correction, hub.ConfigureTopK): the master steps with momentum 0.
-	nodeMomentum, err := hub.ConfigureTopK(&cfg, sc.Optimizer, sc.Momentum, false)
+	// A top-k session moves SGD's momentum or Adam onto the workers
+	// (hub.ConfigureTopK): the master then steps with plain SGD.
+	node, err := hub.ConfigureTopK(&cfg, hub.NodeOptimizer{Name: sc.Optimizer, Momentum: sc.Momentum, WeightDecay: sc.WeightDecay})
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	var opt2 solver.Optimizer
-	if sc.Optimizer == "adam" {
-		opt2 = solver.NewAdam(b, net.NumParams(), float32(sc.WeightDecay))
+	if node.Name == "adam" {
+		opt2 = solver.NewAdam(b, net.NumParams(), float32(node.WeightDecay))
 	} else {
-		opt2 = solver.NewSGD(b, net.NumParams(), float32(nodeMomentum), float32(sc.WeightDecay), false)
+		opt2 = solver.NewSGD(b, net.NumParams(), float32(node.Momentum), float32(node.WeightDecay), false)
 	}
 	tr := solver.NewTrainer(net, opt2, solver.Constant(float32(sc.LR)))
 	cfg.Batch = hub.Adaptive
@@ -292,19 +283,9 @@ func (r *runner) result() (*RunResult, error) {
 	return r.res, nil
 }
 
-// connect dials the hub for p with a fresh worker core (a phone that
-// rejoins starts over, as worker.Session does) and sends its Register.
+// connect opens a link to the hub for p with a fresh worker core (a phone
+// that rejoins starts over, as worker.Session does) and sends its Register.
 func (r *runner) connect(p *phone) {
-	conn, err := r.mem.Dialer(p.spec.Name).Dial(r.ctx, "hub")
-	if err != nil {
-		r.fail(fmt.Errorf("sim: dial for %s: %w", p.spec.Name, err))
-		return
-	}
-	server, err := r.ln.Accept(r.ctx)
-	if err != nil {
-		r.fail(fmt.Errorf("sim: accept for %s: %w", p.spec.Name, err))
-		return
-	}
 	cfg := worker.DefaultConfig()
 	cfg.Name, cfg.Hub, cfg.Device = p.spec.Name, "hub", p.spec.Profile
 	cfg.Speed = p.dev.flops / r.sampleFLOPs // what a phone's benchmark would say
@@ -314,7 +295,7 @@ func (r *runner) connect(p *phone) {
 		return
 	}
 	seed := r.sc.Seed*1_000_003 + uint64(p.idx)
-	p.core, p.conn, p.hubConn = core, conn, server
+	p.core, p.link = core, &link{}
 	p.loader = data.NewLoader(p.shard, 1, seed, true)
 	p.alive, p.reached = true, false
 	r.connected(p)
@@ -343,8 +324,7 @@ func (r *runner) fault(f Fault) {
 	}
 	p.alive = false
 	p.gen++
-	p.conn.Close()
-	p.hubConn.Close()
+	p.link = nil
 	p.stats.end(r.clk.now, r.t0)
 	r.hub.Leave(p.spec.Name)
 	r.flushHub()
@@ -365,9 +345,12 @@ func (r *runner) rel(t int64) float64 {
 
 // frameSize returns the bytes of m's frame on the wire.
 func (r *runner) frameSize(m wire.Message) int {
-	r.counted.n = 0
-	if err := r.sizer.WriteMessage(m); err != nil {
+	n, err := r.sizer.Size(m)
+	if err != nil {
 		r.fail(fmt.Errorf("sim: encode %s: %w", m.Kind(), err))
 	}
-	return r.counted.n
+	if n-4 > maxFrame {
+		r.fail(fmt.Errorf("sim: a %s frame of %d bytes is over the receivers' cap of %d: %w", m.Kind(), n, maxFrame, wire.ErrTooLarge))
+	}
+	return n
 }
