@@ -178,16 +178,25 @@ func TestMomentumCorrection(t *testing.T) {
 	}{
 		{"topk:0.01", "sgd", false, 0, 0.9, hub.TopKMinValues, hub.TopKWarmupIterations},
 		{"topk:0.01", "sgd", true, 0.9, 0, hub.TopKMinValues, hub.TopKWarmupIterations},
-		{"topk:0.01", "adam", false, 0.9, 0, hub.TopKMinValues, hub.TopKWarmupIterations},
+		{"topk:0.01", "adam", false, 0, hub.AdamBeta1, hub.TopKMinValues, hub.TopKWarmupIterations},
+		{"fp16", "adam", false, 0.9, 0, 0, 0},
 		{"int8", "sgd", false, 0.9, 0, 0, 0},
 		{"none", "sgd", false, 0.9, 0, 0, 0},
 	} {
 		cfg := hub.DefaultConfig()
 		cfg.Compression = c.codec
-		node, err := hub.ConfigureTopK(&cfg, c.opt, 0.9, c.nesterov)
-		if err != nil || node != c.node || float64(cfg.WorkerMomentum) != float64(float32(c.worker)) ||
-			cfg.TopKMin != c.topkMin || cfg.TopKWarmup != uint64(c.warm) {
-			t.Errorf("%+v: node %v, config %v %v %v, %v", c, node, cfg.WorkerMomentum, cfg.TopKMin, cfg.TopKWarmup, err)
+		node, err := hub.ConfigureTopK(&cfg, hub.NodeOptimizer{Name: c.opt, Momentum: 0.9, WeightDecay: 0.001, Nesterov: c.nesterov})
+		adamCorr := c.opt == "adam" && c.worker > 0
+		wantName, wantDecay := c.opt, 0.001
+		if adamCorr {
+			wantName, wantDecay = "sgd", 0
+		}
+		if err != nil || node.Name != wantName || node.Momentum != c.node || node.WeightDecay != wantDecay || node.Nesterov != c.nesterov ||
+			float64(cfg.WorkerMomentum) != float64(float32(c.worker)) || cfg.TopKMin != c.topkMin || cfg.TopKWarmup != uint64(c.warm) {
+			t.Errorf("%+v: node %+v, config %v %v %v, %v", c, node, cfg.WorkerMomentum, cfg.TopKMin, cfg.TopKWarmup, err)
+		}
+		if adamCorr != (cfg.WorkerBeta2 == hub.AdamBeta2 && cfg.WorkerEps == hub.AdamEps && cfg.WorkerWeightDecay == 0.001) {
+			t.Errorf("%+v: Adam correction β2 %v, ε %v, decay %v", c, cfg.WorkerBeta2, cfg.WorkerEps, cfg.WorkerWeightDecay)
 		}
 		if err := cfg.Validate(); err != nil {
 			t.Errorf("%+v: %v", c, err)
@@ -195,7 +204,7 @@ func TestMomentumCorrection(t *testing.T) {
 	}
 	cfg := hub.DefaultConfig()
 	cfg.Compression = "zip"
-	if _, err := hub.ConfigureTopK(&cfg, "sgd", 0.9, false); !errors.Is(err, hub.ErrConfig) {
+	if _, err := hub.ConfigureTopK(&cfg, hub.NodeOptimizer{Name: "sgd", Momentum: 0.9}); !errors.Is(err, hub.ErrConfig) {
 		t.Errorf("ConfigureTopK with compression zip: %v", err)
 	}
 	for _, bad := range []func(*hub.Config){
@@ -204,6 +213,11 @@ func TestMomentumCorrection(t *testing.T) {
 		func(c *hub.Config) { c.Compression, c.TopKMin = "fp16", 16 },
 		func(c *hub.Config) { c.Compression, c.TopKWarmup = "none", 5 },
 		func(c *hub.Config) { c.Compression, c.TopKMin = "topk", -1 },
+		func(c *hub.Config) { c.Compression, c.WorkerBeta2, c.WorkerEps = "int8", 0.999, 1e-8 },
+		func(c *hub.Config) { c.Compression, c.WorkerBeta2, c.WorkerEps = "topk", 1, 1e-8 },
+		func(c *hub.Config) { c.Compression, c.WorkerBeta2, c.WorkerEps = "topk", 0.999, 0 },
+		func(c *hub.Config) { c.Compression, c.WorkerEps = "topk", 1e-8 },
+		func(c *hub.Config) { c.Compression, c.WorkerBeta2, c.WorkerEps, c.WorkerWeightDecay = "topk", 0.999, 1e-8, -1 },
 	} {
 		c := hub.DefaultConfig()
 		bad(&c)
@@ -225,10 +239,20 @@ func TestMomentumCorrection(t *testing.T) {
 		t.Errorf("WorkerMomentum with node momentum 0.9: %v", err)
 	}
 
-	for _, overlap := range []bool{false, true} {
+	for _, run := range []struct {
+		overlap bool
+		want    hub.NodeOptimizer
+		lr      float32
+	}{
+		{false, hub.NodeOptimizer{Name: "sgd", Momentum: 0.9, WeightDecay: 0.0005}, 0.05},
+		{true, hub.NodeOptimizer{Name: "sgd", Momentum: 0.9, WeightDecay: 0.0005}, 0.05},
+		// Adam correction, with its decay on the workers.
+		{true, hub.NodeOptimizer{Name: "adam", WeightDecay: 0.001}, 0.001},
+	} {
+		overlap := run.overlap
 		cfg := trainConfig(2, 8)
 		cfg.Compression, cfg.Overlap = "topk:0.05", overlap
-		momentum, err := hub.ConfigureTopK(&cfg, "sgd", 0.9, false)
+		node, err := hub.ConfigureTopK(&cfg, run.want)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +262,7 @@ func TestMomentumCorrection(t *testing.T) {
 			t.Fatal(err)
 		}
 		m.InitParams(rand.New(rand.NewPCG(3, 1)))
-		tr := solver.NewTrainer(m, solver.NewSGD(b, m.NumParams(), float32(momentum), 0.0005, false), solver.Constant(0.05))
+		tr := solver.NewTrainer(m, solver.NewSGD(b, m.NumParams(), float32(node.Momentum), float32(node.WeightDecay), false), solver.Constant(run.lr))
 		h, err := hub.NewCore(cfg, hub.Model{Name: "lenet5", Trainer: tr})
 		if err != nil {
 			t.Fatal(err)

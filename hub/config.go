@@ -99,6 +99,14 @@ type Config struct {
 	// every node holds the same weights, so the decay need not travel).
 	// ConfigureTopK sets it. In [0, 1).
 	WorkerMomentum float32
+	// WorkerBeta2, when above 0, turns on Adam correction in a top-k
+	// session instead (compress.Feedback.SetAdam): every worker runs Adam
+	// with β1 WorkerMomentum, β2 WorkerBeta2, ε WorkerEps and L2 decay
+	// WorkerWeightDecay on its own gradient and sends the top-k of the
+	// accumulated step directions; the nodes' optimizer must then be SGD
+	// with momentum 0 and weight decay 0 at Adam's learning rate.
+	// ConfigureTopK sets them for Adam.
+	WorkerBeta2, WorkerEps, WorkerWeightDecay float32
 	// TopKMin and TopKWarmup tune a top-k session's pushes: at least
 	// TopKMin values a part (a smaller part whole), and TopKWarmup
 	// iterations of denser pushes at the start (compress.WarmupFraction).
@@ -181,6 +189,12 @@ func (c Config) Validate() error {
 		return bad("WorkerMomentum %v, want [0, 1)", c.WorkerMomentum)
 	case c.WorkerMomentum > 0 && codec.Format() != compress.FormatSparse:
 		return bad("WorkerMomentum %v with compression %s: momentum correction needs top-k", c.WorkerMomentum, codec)
+	case c.WorkerBeta2 != 0 && !(c.WorkerBeta2 > 0 && c.WorkerBeta2 < 1 && c.WorkerMomentum < 1 && c.WorkerEps > 0 && c.WorkerWeightDecay >= 0):
+		return bad("Adam correction with β1 %v, β2 %v, ε %v, weight decay %v: want β in [0, 1), ε > 0, decay ≥ 0", c.WorkerMomentum, c.WorkerBeta2, c.WorkerEps, c.WorkerWeightDecay)
+	case c.WorkerBeta2 == 0 && (c.WorkerEps != 0 || c.WorkerWeightDecay != 0):
+		return bad("WorkerEps %v, WorkerWeightDecay %v without WorkerBeta2: they tune Adam correction only", c.WorkerEps, c.WorkerWeightDecay)
+	case c.WorkerBeta2 > 0 && codec.Format() != compress.FormatSparse:
+		return bad("WorkerBeta2 %v with compression %s: Adam correction needs top-k", c.WorkerBeta2, codec)
 	case c.TopKMin < 0:
 		return bad("TopKMin %d, want 0 or more", c.TopKMin)
 	case (c.TopKMin > 0 || c.TopKWarmup > 0) && codec.Format() != compress.FormatSparse:

@@ -58,31 +58,60 @@ func PartBounds(net *solver.Net) []int {
 	return out
 }
 
-// ConfigureTopK tunes cfg for its compression and returns the momentum
-// the nodes' optimizer must use. For a top-k session it sets TopKMin
-// (TopKMinValues) and TopKWarmup (TopKWarmupIterations), and with SGD
-// momentum (no Nesterov) moves the momentum onto the workers
-// (WorkerMomentum, momentum correction): the nodes then get 0. Nodes that
-// applied momentum to top-k's sparse, delayed updates would amplify each
-// late spike over the following iterations (docs/compression.md measures
-// it). Other codecs, Nesterov and Adam keep their momentum on the nodes
-// (Adam's moments are the nodes', and its per-coordinate scaling already
-// damps a spike).
-func ConfigureTopK(cfg *Config, optimizer string, momentum float64, nesterov bool) (nodeMomentum float64, err error) {
+// NodeOptimizer names an optimizer and its hyper-parameters: what the
+// session was asked for, and what its nodes step with (ConfigureTopK).
+type NodeOptimizer struct {
+	Name                  string // "sgd" or "adam"
+	Momentum, WeightDecay float64
+	Nesterov              bool
+}
+
+// ConfigureTopK tunes cfg for its compression, given the optimizer asked
+// for, and returns the optimizer every node must step with. For a top-k
+// session it sets TopKMin (TopKMinValues) and TopKWarmup
+// (TopKWarmupIterations), and moves the optimizer's state onto the
+// workers where that is what keeps top-k accurate:
+//
+//   - SGD with momentum (no Nesterov): momentum correction
+//     (WorkerMomentum); the nodes get SGD with momentum 0 and the same
+//     weight decay.
+//   - Adam: Adam correction (WorkerMomentum, WorkerBeta2, WorkerEps,
+//     WorkerWeightDecay with solver.NewAdam's β1, β2, ε); the nodes get
+//     SGD with momentum 0 and weight decay 0, at Adam's learning rate.
+//
+// Nodes that applied momentum or Adam to top-k's sparse, delayed updates
+// would amplify each late spike (momentum) or squash it to a few learning
+// rates (Adam): docs/compression.md measures both. Other codecs and
+// Nesterov keep the optimizer on the nodes as asked.
+func ConfigureTopK(cfg *Config, want NodeOptimizer) (NodeOptimizer, error) {
 	codec, err := compress.Parse(cfg.Compression)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrConfig, err)
+		return want, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if codec.Format() != compress.FormatSparse {
-		return momentum, nil
+		return want, nil
 	}
 	cfg.TopKMin, cfg.TopKWarmup = TopKMinValues, TopKWarmupIterations
-	if optimizer == "sgd" && momentum > 0 && !nesterov {
-		cfg.WorkerMomentum = float32(momentum)
-		return 0, nil
+	switch {
+	case want.Name == "adam":
+		cfg.WorkerMomentum, cfg.WorkerBeta2, cfg.WorkerEps = AdamBeta1, AdamBeta2, AdamEps
+		cfg.WorkerWeightDecay = float32(want.WeightDecay)
+		return NodeOptimizer{Name: "sgd"}, nil
+	case want.Name == "sgd" && want.Momentum > 0 && !want.Nesterov:
+		cfg.WorkerMomentum = float32(want.Momentum)
+		want.Momentum = 0
+		return want, nil
 	}
-	return momentum, nil
+	return want, nil
 }
+
+// AdamBeta1, AdamBeta2 and AdamEps are solver.NewAdam's hyper-parameters,
+// which Adam correction uses on the workers.
+const (
+	AdamBeta1 = 0.9
+	AdamBeta2 = 0.999
+	AdamEps   = 1e-8
+)
 
 // TopKMinValues and TopKWarmupIterations are ConfigureTopK's choices:
 // lenet-caffe's first convolution (520 values) and last layer (5,010)
@@ -103,13 +132,19 @@ func (c *Core) setupParts() error {
 	}
 	c.codec = codec
 	c.session.Compression = codec.String()
-	if m := c.cfg.WorkerMomentum; m > 0 {
+	if m := c.cfg.WorkerMomentum; m > 0 || c.cfg.WorkerBeta2 > 0 {
 		sgd, ok := c.tr.Opt.(*solver.SGD)
 		if !ok || sgd.Momentum != 0 || sgd.Nesterov {
-			return fmt.Errorf("%w: WorkerMomentum %v needs the nodes' optimizer to be SGD with momentum 0, without Nesterov (got %T, session momentum %v)",
-				ErrConfig, m, c.tr.Opt, c.session.Momentum)
+			return fmt.Errorf("%w: WorkerMomentum %v, WorkerBeta2 %v need the nodes' optimizer to be SGD with momentum 0, without Nesterov (got %T, session momentum %v)",
+				ErrConfig, m, c.cfg.WorkerBeta2, c.tr.Opt, c.session.Momentum)
+		}
+		if c.cfg.WorkerBeta2 > 0 && sgd.WeightDecay != 0 {
+			return fmt.Errorf("%w: Adam correction (WorkerBeta2 %v) decays the weights on the workers: the nodes' SGD has weight decay %v, want 0",
+				ErrConfig, c.cfg.WorkerBeta2, sgd.WeightDecay)
 		}
 		c.session.WorkerMomentum = m
+		c.session.WorkerBeta2, c.session.WorkerEps = c.cfg.WorkerBeta2, c.cfg.WorkerEps
+		c.session.WorkerWeightDecay = c.cfg.WorkerWeightDecay
 	}
 	c.session.TopKMin, c.session.TopKWarmup = c.cfg.TopKMin, c.cfg.TopKWarmup
 	n := c.tr.Net.NumParams()

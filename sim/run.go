@@ -175,17 +175,17 @@ func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Opt
 	if err := r.setupComm(&cfg, net, solo); err != nil {
 		return nil, err
 	}
-	// A top-k session moves SGD's momentum onto the workers (momentum
-	// correction, hub.ConfigureTopK): the master steps with momentum 0.
-	nodeMomentum, err := hub.ConfigureTopK(&cfg, sc.Optimizer, sc.Momentum, false)
+	// A top-k session moves SGD's momentum or Adam onto the workers
+	// (hub.ConfigureTopK): the master then steps with plain SGD.
+	node, err := hub.ConfigureTopK(&cfg, hub.NodeOptimizer{Name: sc.Optimizer, Momentum: sc.Momentum, WeightDecay: sc.WeightDecay})
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	var opt2 solver.Optimizer
-	if sc.Optimizer == "adam" {
-		opt2 = solver.NewAdam(b, net.NumParams(), float32(sc.WeightDecay))
+	if node.Name == "adam" {
+		opt2 = solver.NewAdam(b, net.NumParams(), float32(node.WeightDecay))
 	} else {
-		opt2 = solver.NewSGD(b, net.NumParams(), float32(nodeMomentum), float32(sc.WeightDecay), false)
+		opt2 = solver.NewSGD(b, net.NumParams(), float32(node.Momentum), float32(node.WeightDecay), false)
 	}
 	tr := solver.NewTrainer(net, opt2, solver.Constant(float32(sc.LR)))
 	cfg.Batch = hub.Adaptive

@@ -287,6 +287,7 @@ func (c *Core) next(b int) {
 	c.phase, c.pending, c.batch = phaseComputing, true, b
 	clear(c.parts.pushed)
 	c.parts.sentBN = false
+	c.parts.snapshot(c.tr.Net)
 	c.ready.Compute = &ComputeRequest{Iteration: c.iter, Batch: b, Parts: c.parts.bounds[:c.parts.count()]}
 }
 

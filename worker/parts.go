@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/cotrain/cotrain/solver"
 	"github.com/cotrain/cotrain/sync/compress"
 	"github.com/cotrain/cotrain/sync/state"
 	"github.com/cotrain/cotrain/sync/wire"
@@ -19,18 +20,19 @@ import (
 
 // parts holds the codec and the gradient's parts of the session.
 type parts struct {
-	codec    compress.Codec
-	fb       *compress.Feedback
-	fraction float64   // a top-k session's fraction (compress.TopK)
-	warmup   uint64    // iterations of denser top-k pushes (Session.TopKWarmup)
-	bounds   []int     // part j is [bounds[j], bounds[j+1])
-	grad     []float32 // the part being pushed, downloaded
-	decay    float32   // Adam correction's L2 decay (Session.WorkerWeightDecay)
-	weights  []float32 // the part's weights, downloaded for decay
-	pushed   []bool    // parts of the compute in flight already pushed
-	sentBN   bool      // the compute's batch-norm statistics went out
-	merged   []float32 // the merged update, part by part
-	got      []bool    // parts of the merged update received
+	codec     compress.Codec
+	fb        *compress.Feedback
+	fraction  float64        // a top-k session's fraction (compress.TopK)
+	warmup    uint64         // iterations of denser top-k pushes (Session.TopKWarmup)
+	bounds    []int          // part j is [bounds[j], bounds[j+1])
+	grad      []float32      // the part being pushed, downloaded
+	decay     float32        // Adam correction's L2 decay (Session.WorkerWeightDecay)
+	weights   []float32      // the weights, downloaded for decay (snapshot)
+	trainable []solver.Range // the ranges that learn, for decay
+	pushed    []bool         // parts of the compute in flight already pushed
+	sentBN    bool           // the compute's batch-norm statistics went out
+	merged    []float32      // the merged update, part by part
+	got       []bool         // parts of the merged update received
 }
 
 // setup reads the session's codec and parts for a net of n parameters.
@@ -89,6 +91,15 @@ func (p *parts) setup(s wire.Session, n int) error {
 	p.merged = make([]float32, n)
 	p.got = make([]bool, len(starts))
 	return nil
+}
+
+// snapshot copies the net's weights for Adam correction's decay, before a
+// pass (the core owns the net then); without decay it does nothing.
+func (p *parts) snapshot(net *solver.Net) {
+	if p.decay > 0 {
+		net.B.Download(p.weights, net.Params)
+		p.trainable = net.Trainable()
+	}
 }
 
 // count is the number of parts.
@@ -190,14 +201,18 @@ func (c *Core) pushValues(j int, it uint64, samples int, loss float64, nanos int
 		if p.decay > 0 {
 			// Adam's L2 decay goes through the worker's Adam, as in
 			// solver.Adam: the gradient Adam sees is g + decay·w, on the
-			// ranges that learn (frozen ones stay zero, unsent).
-			w := p.weights[lo:hi]
-			c.tr.Net.B.Download(w, c.tr.Net.B.View(c.tr.Net.Params, lo, hi-lo))
-			for _, r := range c.tr.Net.Trainable() {
+			// ranges that learn (frozen ones stay zero, unsent). The
+			// weights are the copy next took before the pass (the net may
+			// be busy on the driver's goroutine now), and the sum goes to
+			// p.grad: the driver's g is only read.
+			w, dst := p.weights[lo:hi], p.grad[lo:hi]
+			copy(dst, g)
+			for _, r := range p.trainable {
 				for i := max(r.Off, lo); i < min(r.Off+r.Len, hi); i++ {
-					g[i-lo] += p.decay * w[i-lo]
+					dst[i-lo] += p.decay * w[i-lo]
 				}
 			}
+			g = dst
 		}
 		m.Enc = p.fb.Append(nil, g, lo)
 	}

@@ -57,13 +57,13 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	hc := hub.DefaultConfig()
 	hc.Compression, hc.Overlap = c.compress, c.overlap
-	// A top-k session with SGD momentum runs the momentum on the workers
-	// (momentum correction): the nodes step with plain SGD.
-	momentum, err := hub.ConfigureTopK(&hc, c.optimizer, c.momentum, c.nesterov)
+	// A top-k session with SGD momentum or Adam runs it on the workers
+	// (momentum or Adam correction): the nodes step with plain SGD.
+	node, err := hub.ConfigureTopK(&hc, hub.NodeOptimizer{Name: c.optimizer, Momentum: c.momentum, WeightDecay: c.weightDecay, Nesterov: c.nesterov})
 	if err != nil {
 		return fmt.Errorf("%w: --compress: %v", errUsage, err)
 	}
-	opt, err := solver.NewOptimizer(b, c.optimizer, net.NumParams(), float32(momentum), float32(c.weightDecay), c.nesterov)
+	opt, err := solver.NewOptimizer(b, node.Name, net.NumParams(), float32(node.Momentum), float32(node.WeightDecay), node.Nesterov)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
