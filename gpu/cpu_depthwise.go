@@ -1,5 +1,7 @@
 package gpu
 
+import "github.com/cotrain/cotrain/gpu/internal/vec"
+
 // The 3×3 depthwise convolution, MobileNet's, with its taps in registers.
 //
 // The general depthwise loops (depthwiseForward and its two gradients in
@@ -89,6 +91,11 @@ func (g *ConvGeom) depthwise3x3Forward(y, x, w []float32, lo, hi int) {
 				x1 := xc[(ih+1)*g.W : (ih+2)*g.W]
 				x2 := xc[(ih+2)*g.W : (ih+3)*g.W]
 				i := clo*sw - g.PadW
+				if sw == 1 {
+					// Contiguous: 16 outputs at a time, same sums.
+					vec.Conv3Rows(out[clo:chi], x0[i:], x1[i:], x2[i:], wk)
+					continue
+				}
 				for ow := clo; ow < chi; ow++ {
 					a, b, c := x0[i:i+3:i+3], x1[i:i+3:i+3], x2[i:i+3:i+3]
 					var acc float32
@@ -176,6 +183,10 @@ func (g *ConvGeom) depthwise3x3BackwardData(dx, dy, w []float32, lo, hi int) {
 				d0 := dyk[oh*g.OW : (oh+1)*g.OW]
 				d1 := dyk[(oh-1)*g.OW : oh*g.OW]
 				d2 := dyk[(oh-2)*g.OW : (oh-1)*g.OW]
+				if j0 := clo + g.PadW - 2; j0 >= 0 && chi > clo {
+					vec.Conv3RowsFlipped(out[clo:chi], d0[j0:], d1[j0:], d2[j0:], wk)
+					continue
+				}
 				for iw := clo; iw < chi; iw++ {
 					j := iw + g.PadW - 2 // dy column under kernel column 2
 					a, b, c := d0[j:j+3:j+3], d1[j:j+3:j+3], d2[j:j+3:j+3]

@@ -1,0 +1,82 @@
+package vec
+
+import "fmt"
+
+// Conv3Rows and Conv3RowsFlipped are the inner rows of a 3×3 depthwise
+// convolution at stride 1 (the forward pass and its input gradient): each
+// output element is a sum of nine products taken in a fixed order, with the
+// same rounding as the scalar loop (multiply, round, add, round; no fused
+// multiply-add), so the vector path and the Go twin give the same bits.
+
+// Conv3Rows sets out[i] = Σ_{r=0..2} Σ_{s=0..2} w[3r+s]·x_r[i+s], the terms
+// added in that order (r, then s) to +0, for i in [0, len(out)). Each x_r
+// must hold len(out)+2 floats.
+func Conv3Rows(out, x0, x1, x2, w []float32) {
+	n := len(out)
+	if len(w) < 9 || len(x0) < n+2 || len(x1) < n+2 || len(x2) < n+2 {
+		panic(fmt.Sprintf("vec: Conv3Rows: %d outputs from rows of %d, %d, %d and %d weights", n, len(x0), len(x1), len(x2), len(w)))
+	}
+	if n == 0 {
+		return
+	}
+	if useAVX512 {
+		conv3RowsAVX512(&out[0], &x0[0], &x1[0], &x2[0], &w[0], n)
+		return
+	}
+	conv3RowsGo(out, x0, x1, x2, w)
+}
+
+// Conv3RowsFlipped sets out[i] = Σ_{r=0..2} Σ_{s=0..2} w[3r+s]·x_r[i+2-s],
+// the terms added in that order to +0: the input gradient of a stride-1
+// depthwise convolution, x_r being the output-gradient row under kernel row
+// r. Each x_r must hold len(out)+2 floats.
+func Conv3RowsFlipped(out, x0, x1, x2, w []float32) {
+	n := len(out)
+	if len(w) < 9 || len(x0) < n+2 || len(x1) < n+2 || len(x2) < n+2 {
+		panic(fmt.Sprintf("vec: Conv3RowsFlipped: %d outputs from rows of %d, %d, %d and %d weights", n, len(x0), len(x1), len(x2), len(w)))
+	}
+	if n == 0 {
+		return
+	}
+	if useAVX512 {
+		conv3RowsFlippedAVX512(&out[0], &x0[0], &x1[0], &x2[0], &w[0], n)
+		return
+	}
+	conv3RowsFlippedGo(out, x0, x1, x2, w)
+}
+
+func conv3RowsGo(out, x0, x1, x2, w []float32) {
+	w = w[:9]
+	for i := range out {
+		a, b, c := x0[i:i+3:i+3], x1[i:i+3:i+3], x2[i:i+3:i+3]
+		var acc float32
+		acc += w[0] * a[0]
+		acc += w[1] * a[1]
+		acc += w[2] * a[2]
+		acc += w[3] * b[0]
+		acc += w[4] * b[1]
+		acc += w[5] * b[2]
+		acc += w[6] * c[0]
+		acc += w[7] * c[1]
+		acc += w[8] * c[2]
+		out[i] = acc
+	}
+}
+
+func conv3RowsFlippedGo(out, x0, x1, x2, w []float32) {
+	w = w[:9]
+	for i := range out {
+		a, b, c := x0[i:i+3:i+3], x1[i:i+3:i+3], x2[i:i+3:i+3]
+		var acc float32
+		acc += w[0] * a[2]
+		acc += w[1] * a[1]
+		acc += w[2] * a[0]
+		acc += w[3] * b[2]
+		acc += w[4] * b[1]
+		acc += w[5] * b[0]
+		acc += w[6] * c[2]
+		acc += w[7] * c[1]
+		acc += w[8] * c[0]
+		out[i] = acc
+	}
+}

@@ -1,0 +1,11 @@
+//go:build purego || !amd64
+
+package vec
+
+func conv3RowsAVX512(*float32, *float32, *float32, *float32, *float32, int) {
+	panic("vec: no assembly")
+}
+
+func conv3RowsFlippedAVX512(*float32, *float32, *float32, *float32, *float32, int) {
+	panic("vec: no assembly")
+}
