@@ -25,6 +25,11 @@
 //     pass may run on another goroutine: until Computed, the core does not
 //     touch the network (it holds the hub's messages that would) — but all
 //     calls into the core must still come from one goroutine.
+//     With layer-wise overlap (ComputeRequest.Parts has several offsets),
+//     the driver may also report each part as the backward pass finishes
+//     it (solver.Net.OnGradsDone), last first, with PartDone, downloading
+//     the part on the pass's goroutine and passing the values along; its
+//     Push goes out at once. Computed, still last, pushes the rest.
 //  5. When Ready().Done, the session is over: Final() holds the hub's final
 //     weights (Goodbye) or Err() says why the hub refused (Reject).
 //  6. To leave early (the user stopped the worker), call Leave and send the
