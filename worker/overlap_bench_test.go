@@ -45,7 +45,6 @@ func (c *throttled) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-
 // BenchmarkOverlapThrottled plays one worker that computes lenet-caffe's
 // batches of 64 at about the Nexus 6P's pace (0.5 s a pass, the paper:
 // this CPU's pass stretched by Driver.Slowdown, layer by layer, so the
