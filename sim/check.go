@@ -47,8 +47,8 @@ func newChecker(params int, starts []int, codec compress.Codec) checker {
 		snaps: map[uint64][]float32{}, scratch: make([]float32, params)}
 }
 
-// decode writes the payload of a part (raw or encoded) into scratch and
-// returns it.
+// decode returns the payload of a part: raw values as they are (only
+// read), encoded ones decoded into scratch.
 func (c *checker) decode(part int, raw wire.Floats, enc []byte) ([]float32, error) {
 	if part < 0 || part >= len(c.samples) {
 		return nil, fmt.Errorf("part %d of %d", part, len(c.samples))
@@ -58,8 +58,7 @@ func (c *checker) decode(part int, raw wire.Floats, enc []byte) ([]float32, erro
 		if len(raw) != len(dst) {
 			return nil, fmt.Errorf("part %d has %d values, want %d", part, len(raw), len(dst))
 		}
-		copy(dst, raw)
-		return dst, nil
+		return raw, nil
 	}
 	return dst, compress.Decode(dst, enc, 0)
 }
@@ -71,7 +70,7 @@ func (c *checker) pushed(m *wire.Push) error {
 		return fmt.Errorf("%w: the hub accepted a push that does not decode: %v", ErrInvariant, err)
 	}
 	w := float64(m.Samples)
-	acc := c.acc[c.bounds[m.Part]:]
+	acc := c.acc[c.bounds[m.Part]:][:len(g)]
 	for i, v := range g {
 		acc[i] += w * float64(v)
 	}
@@ -100,13 +99,12 @@ func (c *checker) merged(m *wire.Merged) error {
 		return fmt.Errorf("%w: Merged %d: %v", ErrInvariant, m.Iteration, err)
 	}
 	lo := c.bounds[m.Part]
-	n := float64(c.samples[m.Part])
-	mean := func(i int) float64 {
-		if n == 0 {
-			return 0
-		}
-		return c.acc[lo+i] / n
+	acc := c.acc[lo : lo+len(got)]
+	inv := 0.0 // 1/Σ bᵢ: a product per element, not a division
+	if n := c.samples[m.Part]; n > 0 {
+		inv = 1 / float64(n)
 	}
+	mean := func(i int) float64 { return acc[i] * inv }
 	for b := 0; b < len(got); b += compress.BlockSize {
 		end := min(len(got), b+compress.BlockSize)
 		// The codec's share of the tolerance.
