@@ -173,3 +173,41 @@ func median(v []float64) float64 {
 	}
 	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
+
+// BenchmarkPass: the compute goroutine's pass on lenet-caffe, 64 samples,
+// as one part (Trainer.Gradient) and with one part per layer (the hooked
+// backward, each part downloaded as it is final): the overlap's cost on
+// the pass itself.
+//
+//	go test ./worker -run '^$' -bench 'Pass$' -benchtime 20x
+func BenchmarkPass(b *testing.B) {
+	f := newFakeHubModel(b, "lenet-caffe")
+	core, err := NewCore(DefaultConfig(), gpu.NewCPU())
+	if err != nil {
+		b.Fatal(err)
+	}
+	take(core)
+	w := f.welcome(64)
+	w.Session.Parts = f.layerParts()
+	if err := core.Step("hub", w); err != nil {
+		b.Fatal(err)
+	}
+	take(core)
+	x, labels := make([]float32, 64*28*28), make([]int32, 64)
+	data := &randBatches{r: rand.New(rand.NewPCG(1, 1))}
+	for _, parts := range [][]int{{0}, f.layerParts()} {
+		b.Run(fmt.Sprintf("parts=%d", len(parts)), func(b *testing.B) {
+			var p pass
+			out := make(chan computed, len(parts)+1)
+			req := ComputeRequest{Batch: 64, Parts: parts}
+			for b.Loop() {
+				p.run(core.Trainer(), req, data, x, labels, 1, out)
+				for r := range out {
+					if !r.isPart {
+						break
+					}
+				}
+			}
+		})
+	}
+}
