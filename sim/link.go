@@ -87,10 +87,10 @@ func (r *runner) roundTrip(m, c wire.Message) error {
 }
 
 // firstDiff names the first place where a (decoded) and b (copied), of
-// the same type, differ, or returns "". Unlike reflect.DeepEqual it tells
-// nil from empty maps too, compares floats bit for bit (a NaN equals
-// itself, -0 differs from +0), and compares vectors of plain values as
-// memory rather than element by element through reflection.
+// the same type, differ, or returns "". It tells nil from empty, as
+// reflect.DeepEqual does, but compares floats bit for bit (a NaN equals
+// itself, -0 differs from +0) and vectors of plain values as memory rather
+// than element by element through reflection.
 func firstDiff(a, b reflect.Value, path string) string {
 	switch a.Kind() {
 	case reflect.Struct:
