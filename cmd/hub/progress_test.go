@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -30,5 +31,30 @@ func TestFlagsRefuseARunWithoutEnd(t *testing.T) {
 	c, err := parseFlags([]string{"--batch", "4", "--max-workers", "16"}, io.Discard)
 	if err != nil || c.maxWorkers != 4 {
 		t.Errorf("max workers not capped by the batch: %+v %v", c.maxWorkers, err)
+	}
+}
+
+// TestFlagsTopKOptimizer: a top-k session without --optimizer trains with
+// SGD (learning rate 0.05 unless --lr is given); one that asks for Adam
+// keeps it and is warned; other codecs keep Adam.
+func TestFlagsTopKOptimizer(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		opt     string
+		lr      float64
+		warning bool
+	}{
+		{[]string{"--compress", "topk"}, "sgd", topKSGDLR, false},
+		{[]string{"--compress", "topk:0.02", "--lr", "0.01"}, "sgd", 0.01, false},
+		{[]string{"--compress", "topk", "--optimizer", "adam"}, "adam", 0.004, true},
+		{[]string{"--compress", "topk", "--optimizer", "sgd", "--lr", "0.1"}, "sgd", 0.1, false},
+		{[]string{"--compress", "int8"}, "adam", 0.004, false},
+		{nil, "adam", 0.004, false},
+	} {
+		var stderr strings.Builder
+		c, err := parseFlags(append([]string{"--iterations", "5"}, tc.args...), &stderr)
+		if err != nil || c.optimizer != tc.opt || c.lr != tc.lr || (stderr.Len() > 0) != tc.warning {
+			t.Errorf("%q: optimizer %s, lr %v, stderr %q, %v; want %s, %v, warning %v", tc.args, c.optimizer, c.lr, stderr.String(), err, tc.opt, tc.lr, tc.warning)
+		}
 	}
 }
