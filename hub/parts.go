@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/cotrain/cotrain/hub/internal/avg"
 	"github.com/cotrain/cotrain/solver"
 	"github.com/cotrain/cotrain/sync/compress"
-	"github.com/cotrain/cotrain/sync/state"
 	"github.com/cotrain/cotrain/sync/wire"
 )
 
@@ -156,44 +156,47 @@ func (c *Core) setupParts() error {
 	c.bar.bounds = append(starts, n)
 	c.merged = make([]float32, n)
 	c.applied = make([]float32, n)
-	c.scratch = make([]float32, n)
 	return nil
 }
 
-// decodePush decodes part m.Part of a push into c.scratch (its range) and
-// returns the range; on error nothing else changed.
-func (c *Core) decodePush(p *peer, m *wire.Push) (lo, hi int, err error) {
-	j := m.Part
+// decodePush checks part m.Part of a push and returns its values and its
+// index: a float32 session's are the push's own vector, a compressed
+// session's are decoded into a's buffer (in the part's range). On error
+// nothing that anyone reads changed (a's buffer range is not marked in).
+func (c *Core) decodePush(a *arrival, p *peer, m *wire.Push) (part []float32, j int, err error) {
+	j = m.Part
 	if j < 0 || j >= c.bar.parts() {
-		return 0, 0, fmt.Errorf("%w: %q pushed part %d, the session has %d", ErrBadPart, p.id, j, c.bar.parts())
+		return nil, 0, fmt.Errorf("%w: %q pushed part %d, the session has %d", ErrBadPart, p.id, j, c.bar.parts())
 	}
-	lo, hi = c.bar.bounds[j], c.bar.bounds[j+1]
-	dst := c.scratch[lo:hi]
+	lo, hi := c.bar.bounds[j], c.bar.bounds[j+1]
 	if c.codec.Format() == compress.FormatFloat32 {
 		if len(m.Enc) > 0 {
-			return 0, 0, fmt.Errorf("%w: %q sent an encoded payload, the session does not compress", ErrBadPayload, p.id)
+			return nil, 0, fmt.Errorf("%w: %q sent an encoded payload, the session does not compress", ErrBadPayload, p.id)
 		}
 		if err := m.Gradient.CheckLen(fmt.Sprintf("gradient part %d", j), hi-lo); err != nil {
-			return 0, 0, fmt.Errorf("%w: %q: %w", ErrBadLength, p.id, err)
+			return nil, 0, fmt.Errorf("%w: %q: %w", ErrBadLength, p.id, err)
 		}
-		if err := state.CheckFinite("gradient", m.Gradient); err != nil {
-			return 0, 0, fmt.Errorf("%w: %q: %w", ErrNonFinite, p.id, err)
+		if i := avg.FirstNonFinite(m.Gradient); i >= 0 {
+			return nil, 0, fmt.Errorf("%w: %q: gradient part %d: value %d is %v", ErrNonFinite, p.id, j, i, m.Gradient[i])
 		}
-		copy(dst, m.Gradient)
-		return lo, hi, nil
+		return m.Gradient, j, nil
 	}
 	if len(m.Gradient) > 0 {
-		return 0, 0, fmt.Errorf("%w: %q sent raw floats, the session compresses with %s", ErrBadPayload, p.id, c.codec)
+		return nil, 0, fmt.Errorf("%w: %q sent raw floats, the session compresses with %s", ErrBadPayload, p.id, c.codec)
 	}
-	switch err := compress.Decode(dst, m.Enc, c.codec.Format()); {
+	if len(a.buf) != c.tr.Net.NumParams() {
+		a.buf = make([]float32, c.tr.Net.NumParams())
+	}
+	part = a.buf[lo:hi]
+	switch err := compress.Decode(part, m.Enc, c.codec.Format()); {
 	case err == nil:
-		return lo, hi, nil
+		return part, j, nil
 	case errors.Is(err, compress.ErrLength):
-		return 0, 0, fmt.Errorf("%w: %q, part %d: %w", ErrBadLength, p.id, j, err)
+		return nil, 0, fmt.Errorf("%w: %q, part %d: %w", ErrBadLength, p.id, j, err)
 	case errors.Is(err, compress.ErrNonFinite):
-		return 0, 0, fmt.Errorf("%w: %q, part %d: %w", ErrNonFinite, p.id, j, err)
+		return nil, 0, fmt.Errorf("%w: %q, part %d: %w", ErrNonFinite, p.id, j, err)
 	default:
-		return 0, 0, fmt.Errorf("%w: %q, part %d: %w", ErrBadPayload, p.id, j, err)
+		return nil, 0, fmt.Errorf("%w: %q, part %d: %w", ErrBadPayload, p.id, j, err)
 	}
 }
 
@@ -208,7 +211,7 @@ func payloadBytes(raw wire.Floats, enc []byte) int64 {
 func (c *Core) mergePart(j int, partial bool) *wire.Merged {
 	lo, hi := c.bar.bounds[j], c.bar.bounds[j+1]
 	dst := c.merged[lo:hi]
-	c.bar.mergePart(dst, c.acc[lo:hi], j)
+	c.bar.mergePart(dst, c.acc, j)
 	m := &wire.Merged{Header: wire.Header{Iteration: c.iter}, Part: j, Partial: partial}
 	switch c.codec.Format() {
 	case compress.FormatFloat32:
