@@ -3,6 +3,8 @@ package gpu
 import (
 	"fmt"
 	"math"
+
+	"github.com/cotrain/cotrain/gpu/internal/vec"
 )
 
 // Batch normalisation on the CPU.
@@ -66,14 +68,24 @@ func sqDev64(s []float32, mean float64) float64 {
 	return (a0 + a1) + (a2 + a3)
 }
 
+// vecMin is the plane size (HW) from which the vector loops of package vec
+// pay: below it (batch norm after a linear layer, HW 1) the call per plane
+// costs more than the loop, and the Go loops here run instead. The sums of
+// the two paths are added in different orders, each fixed for a geometry.
+const vecMin = 16
+
 // bnApply sets y = (x - mean)*scale + shift for every element of channel c.
 func bnApply(g BNGeom, ys, xs []float32, c int, mean, scale, shift float32) {
 	for n := 0; n < g.N; n++ {
 		off := (n*g.C + c) * g.HW
 		yr, xr := ys[off:off+g.HW], xs[off:off+g.HW]
-		for i, v := range xr {
-			yr[i] = (v-mean)*scale + shift
+		if g.HW < vecMin {
+			for i, v := range xr {
+				yr[i] = (v-mean)*scale + shift
+			}
+			continue
 		}
+		vec.BNApply(yr, xr, mean, scale, shift)
 	}
 }
 
@@ -162,10 +174,16 @@ func (*CPU) BatchNormBackward(g BNGeom, dx, dgamma, dbeta, dy, x, gamma, saveMea
 		for n := 0; n < g.N; n++ {
 			off := (n*g.C + c) * g.HW
 			dr, xr := dys[off:off+g.HW], xs[off:off+g.HW]
-			for i, d := range dr {
-				sdy += float64(d)
-				sdyx += float64(d) * float64(xr[i]-mean)
+			if g.HW < vecMin {
+				for i, d := range dr {
+					sdy += float64(d)
+					sdyx += float64(d) * float64(xr[i]-mean)
+				}
+				continue
 			}
+			a, b := vec.SumDyDev(dr, xr, mean)
+			sdy += a
+			sdyx += b
 		}
 		sdyx *= inv
 		if dbs != nil {
@@ -186,9 +204,13 @@ func (*CPU) BatchNormBackward(g BNGeom, dx, dgamma, dbeta, dy, x, gamma, saveMea
 		for n := 0; n < g.N; n++ {
 			off := (n*g.C + c) * g.HW
 			dr, xr, or := dys[off:off+g.HW], xs[off:off+g.HW], dxs[off:off+g.HW]
-			for i, d := range dr {
-				or[i] = kf*d - bf - af*(xr[i]-mean)
+			if g.HW < vecMin {
+				for i, d := range dr {
+					or[i] = kf*d - bf - af*(xr[i]-mean)
+				}
+				continue
 			}
+			vec.BNBackwardData(or, dr, xr, kf, bf, af, mean)
 		}
 	}
 }

@@ -1,0 +1,81 @@
+package vec
+
+import "fmt"
+
+// Batch normalisation's per-element loops. BNApply and BNBackwardData round
+// every operation as the Go twin does (no fused multiply-add), so both paths
+// give the same bits; SumDyDev's eight float64 lanes fix its order of
+// addition, which its Go twin follows.
+
+// BNApply sets y = (x - mean)·scale + shift.
+func BNApply(y, x []float32, mean, scale, shift float32) {
+	if len(y) < len(x) {
+		panic(fmt.Sprintf("vec: BNApply: y of %d for x of %d", len(y), len(x)))
+	}
+	if len(x) == 0 {
+		return
+	}
+	if useAVX512 {
+		bnApplyAVX512(&y[0], &x[0], len(x), mean, scale, shift)
+		return
+	}
+	bnApplyGo(y, x, mean, scale, shift)
+}
+
+// BNBackwardData sets dx = k·dy - b - a·(x - mean).
+func BNBackwardData(dx, dy, x []float32, k, b, a, mean float32) {
+	if len(dx) < len(x) || len(dy) < len(x) {
+		panic(fmt.Sprintf("vec: BNBackwardData: dx of %d, dy of %d for x of %d", len(dx), len(dy), len(x)))
+	}
+	if len(x) == 0 {
+		return
+	}
+	if useAVX512 {
+		bnBackwardDataAVX512(&dx[0], &dy[0], &x[0], len(x), k, b, a, mean)
+		return
+	}
+	bnBackwardDataGo(dx, dy, x, k, b, a, mean)
+}
+
+// SumDyDev returns Σ dy and Σ dy·(x - mean) in float64, x - mean rounded to
+// float32 first. Element i goes to lane i%8 of eight accumulators each; the
+// lanes are then added as ((0+4)+(2+6))+((1+5)+(3+7)).
+func SumDyDev(dy, x []float32, mean float32) (sdy, sdyx float64) {
+	if len(x) < len(dy) {
+		panic(fmt.Sprintf("vec: SumDyDev: x of %d for dy of %d", len(x), len(dy)))
+	}
+	if len(dy) == 0 {
+		return 0, 0
+	}
+	if useAVX512 {
+		return sumDyDevAVX512(&dy[0], &x[0], len(dy), mean)
+	}
+	return sumDyDevGo(dy, x, mean)
+}
+
+func bnApplyGo(y, x []float32, mean, scale, shift float32) {
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] = float32((v-mean)*scale) + shift // float32(): never fused, as the assembly
+	}
+}
+
+func bnBackwardDataGo(dx, dy, x []float32, k, b, a, mean float32) {
+	dx, dy = dx[:len(x)], dy[:len(x)]
+	for i, d := range dy {
+		dx[i] = float32(k*d) - b - float32(a*(x[i]-mean)) // float32(): never fused
+	}
+}
+
+func sumDyDevGo(dy, x []float32, mean float32) (float64, float64) {
+	var s, t [8]float64
+	x = x[:len(dy)]
+	for i, d := range dy {
+		s[i%8] += float64(d)
+		t[i%8] += float64(float64(d) * float64(x[i]-mean))
+	}
+	lanes := func(l *[8]float64) float64 {
+		return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))
+	}
+	return lanes(&s), lanes(&t)
+}
