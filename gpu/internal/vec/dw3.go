@@ -6,7 +6,9 @@ import "fmt"
 // convolution at stride 1 (the forward pass and its input gradient): each
 // output element is a sum of nine products taken in a fixed order, with the
 // same rounding as the scalar loop (multiply, round, add, round; no fused
-// multiply-add), so the vector path and the Go twin give the same bits.
+// multiply-add: the twins' float32() conversions keep Go from fusing on
+// arm64 or GOAMD64=v3), so the vector path and the Go twin give the same
+// bits.
 
 // Conv3Rows sets out[i] = Σ_{r=0..2} Σ_{s=0..2} w[3r+s]·x_r[i+s], the terms
 // added in that order (r, then s) to +0, for i in [0, len(out)). Each x_r
@@ -50,15 +52,15 @@ func conv3RowsGo(out, x0, x1, x2, w []float32) {
 	for i := range out {
 		a, b, c := x0[i:i+3:i+3], x1[i:i+3:i+3], x2[i:i+3:i+3]
 		var acc float32
-		acc += w[0] * a[0]
-		acc += w[1] * a[1]
-		acc += w[2] * a[2]
-		acc += w[3] * b[0]
-		acc += w[4] * b[1]
-		acc += w[5] * b[2]
-		acc += w[6] * c[0]
-		acc += w[7] * c[1]
-		acc += w[8] * c[2]
+		acc += float32(w[0] * a[0])
+		acc += float32(w[1] * a[1])
+		acc += float32(w[2] * a[2])
+		acc += float32(w[3] * b[0])
+		acc += float32(w[4] * b[1])
+		acc += float32(w[5] * b[2])
+		acc += float32(w[6] * c[0])
+		acc += float32(w[7] * c[1])
+		acc += float32(w[8] * c[2])
 		out[i] = acc
 	}
 }
@@ -68,15 +70,15 @@ func conv3RowsFlippedGo(out, x0, x1, x2, w []float32) {
 	for i := range out {
 		a, b, c := x0[i:i+3:i+3], x1[i:i+3:i+3], x2[i:i+3:i+3]
 		var acc float32
-		acc += w[0] * a[2]
-		acc += w[1] * a[1]
-		acc += w[2] * a[0]
-		acc += w[3] * b[2]
-		acc += w[4] * b[1]
-		acc += w[5] * b[0]
-		acc += w[6] * c[2]
-		acc += w[7] * c[1]
-		acc += w[8] * c[0]
+		acc += float32(w[0] * a[2])
+		acc += float32(w[1] * a[1])
+		acc += float32(w[2] * a[0])
+		acc += float32(w[3] * b[2])
+		acc += float32(w[4] * b[1])
+		acc += float32(w[5] * b[0])
+		acc += float32(w[6] * c[2])
+		acc += float32(w[7] * c[1])
+		acc += float32(w[8] * c[0])
 		out[i] = acc
 	}
 }
