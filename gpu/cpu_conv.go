@@ -431,7 +431,7 @@ func (g *ConvGeom) depthwiseForward(y, x, w []float32, lo, hi int) {
 						in := xc[(oh*g.StrideH-g.PadH+r)*g.W:]
 						iw := wlo*g.StrideW - g.PadW + s
 						for ow := wlo; ow < whi; ow++ {
-							out[ow] += wv * in[iw]
+							out[ow] += float32(wv * in[iw])
 							iw += g.StrideW
 						}
 					}
@@ -461,7 +461,7 @@ func (g *ConvGeom) depthwiseBackwardData(dx, dy, w []float32, lo, hi int) {
 						dst := dxc[(oh*g.StrideH-g.PadH+r)*g.W:]
 						iw := wlo*g.StrideW - g.PadW + s
 						for ow := wlo; ow < whi; ow++ {
-							dst[iw] += wv * src[ow]
+							dst[iw] += float32(wv * src[ow])
 							iw += g.StrideW
 						}
 					}
@@ -491,7 +491,7 @@ func (g *ConvGeom) depthwiseBackwardFilter(dw, dy, x []float32) {
 						in := xc[(oh*g.StrideH-g.PadH+r)*g.W:]
 						iw := wlo*g.StrideW - g.PadW + s
 						for ow := wlo; ow < whi; ow++ {
-							sum += src[ow] * in[iw]
+							sum += float32(src[ow] * in[iw])
 							iw += g.StrideW
 						}
 					}

@@ -13,7 +13,10 @@ import "github.com/cotrain/cotrain/gpu/internal/vec"
 // row, then kernel column; skipped taps are those outside the input), so
 // their results have the same bits, which TestDepthwise3x3SameBits checks
 // against the general loops; the general loops stay as their reference and
-// serve every other kernel size.
+// serve every other kernel size. Every product is wrapped in float32(), here
+// and in the general loops, so that Go never fuses it with the add (it may
+// on arm64): fused and unfused sums differ in their last bits, and the
+// vector rows of package vec never fuse.
 
 // dw3 reports whether the 3×3 kernels apply.
 func (g *ConvGeom) dw3() bool { return g.R == 3 && g.S == 3 }
@@ -40,7 +43,7 @@ func (g *ConvGeom) dw3Point(xc, wk []float32, oh, ow int) float32 {
 			if iw < 0 || iw >= g.W {
 				continue
 			}
-			acc += wk[r*3+s] * xc[ih*g.W+iw]
+			acc += float32(wk[r*3+s] * xc[ih*g.W+iw])
 		}
 	}
 	return acc
@@ -78,9 +81,9 @@ func (g *ConvGeom) depthwise3x3Forward(y, x, w []float32, lo, hi int) {
 						for ow := clo; ow < chi; ow++ {
 							a := xr[i : i+3 : i+3]
 							o := out[ow]
-							o += v0 * a[0]
-							o += v1 * a[1]
-							o += v2 * a[2]
+							o += float32(v0 * a[0])
+							o += float32(v1 * a[1])
+							o += float32(v2 * a[2])
 							out[ow] = o
 							i += sw
 						}
@@ -99,15 +102,15 @@ func (g *ConvGeom) depthwise3x3Forward(y, x, w []float32, lo, hi int) {
 				for ow := clo; ow < chi; ow++ {
 					a, b, c := x0[i:i+3:i+3], x1[i:i+3:i+3], x2[i:i+3:i+3]
 					var acc float32
-					acc += w0 * a[0]
-					acc += w1 * a[1]
-					acc += w2 * a[2]
-					acc += w3 * b[0]
-					acc += w4 * b[1]
-					acc += w5 * b[2]
-					acc += w6 * c[0]
-					acc += w7 * c[1]
-					acc += w8 * c[2]
+					acc += float32(w0 * a[0])
+					acc += float32(w1 * a[1])
+					acc += float32(w2 * a[2])
+					acc += float32(w3 * b[0])
+					acc += float32(w4 * b[1])
+					acc += float32(w5 * b[2])
+					acc += float32(w6 * c[0])
+					acc += float32(w7 * c[1])
+					acc += float32(w8 * c[2])
 					out[ow] = acc
 					i += sw
 				}
@@ -131,7 +134,7 @@ func (g *ConvGeom) dw3DataPoint(dyk, wk []float32, ih, iw int) float32 {
 			if ow < 0 || ow >= g.OW {
 				continue
 			}
-			acc += wk[r*3+s] * dyk[oh*g.OW+ow]
+			acc += float32(wk[r*3+s] * dyk[oh*g.OW+ow])
 		}
 	}
 	return acc
@@ -172,9 +175,9 @@ func (g *ConvGeom) depthwise3x3BackwardData(dx, dy, w []float32, lo, hi int) {
 							j := iw + g.PadW - 2
 							a := dr[j : j+3 : j+3]
 							o := out[iw]
-							o += v0 * a[2]
-							o += v1 * a[1]
-							o += v2 * a[0]
+							o += float32(v0 * a[2])
+							o += float32(v1 * a[1])
+							o += float32(v2 * a[0])
 							out[iw] = o
 						}
 					}
@@ -191,15 +194,15 @@ func (g *ConvGeom) depthwise3x3BackwardData(dx, dy, w []float32, lo, hi int) {
 					j := iw + g.PadW - 2 // dy column under kernel column 2
 					a, b, c := d0[j:j+3:j+3], d1[j:j+3:j+3], d2[j:j+3:j+3]
 					var acc float32
-					acc += w0 * a[2]
-					acc += w1 * a[1]
-					acc += w2 * a[0]
-					acc += w3 * b[2]
-					acc += w4 * b[1]
-					acc += w5 * b[0]
-					acc += w6 * c[2]
-					acc += w7 * c[1]
-					acc += w8 * c[0]
+					acc += float32(w0 * a[2])
+					acc += float32(w1 * a[1])
+					acc += float32(w2 * a[0])
+					acc += float32(w3 * b[2])
+					acc += float32(w4 * b[1])
+					acc += float32(w5 * b[0])
+					acc += float32(w6 * c[2])
+					acc += float32(w7 * c[1])
+					acc += float32(w8 * c[0])
 					out[iw] = acc
 				}
 			}
@@ -236,9 +239,9 @@ func (g *ConvGeom) depthwise3x3BackwardFilter(dw, dy, x []float32) {
 						for ow := clo; ow < chi; ow++ {
 							d := src[ow]
 							a := xr[i : i+3 : i+3]
-							b0 += d * a[0]
-							b1 += d * a[1]
-							b2 += d * a[2]
+							b0 += float32(d * a[0])
+							b1 += float32(d * a[1])
+							b2 += float32(d * a[2])
 							i += sw
 						}
 						acc[r*3], acc[r*3+1], acc[r*3+2] = b0, b1, b2
@@ -254,15 +257,15 @@ func (g *ConvGeom) depthwise3x3BackwardFilter(dw, dy, x []float32) {
 				for ow := clo; ow < chi; ow++ {
 					d := src[ow]
 					a, b, c := x0[i:i+3:i+3], x1[i:i+3:i+3], x2[i:i+3:i+3]
-					a0 += d * a[0]
-					a1 += d * a[1]
-					a2 += d * a[2]
-					a3 += d * b[0]
-					a4 += d * b[1]
-					a5 += d * b[2]
-					a6 += d * c[0]
-					a7 += d * c[1]
-					a8 += d * c[2]
+					a0 += float32(d * a[0])
+					a1 += float32(d * a[1])
+					a2 += float32(d * a[2])
+					a3 += float32(d * b[0])
+					a4 += float32(d * b[1])
+					a5 += float32(d * b[2])
+					a6 += float32(d * c[0])
+					a7 += float32(d * c[1])
+					a8 += float32(d * c[2])
 					i += sw
 				}
 				acc = [9]float32{a0, a1, a2, a3, a4, a5, a6, a7, a8}
@@ -291,7 +294,7 @@ func (g *ConvGeom) dw3FilterCols(acc *[9]float32, src, xc []float32, oh, lo, hi 
 				if iw < 0 || iw >= g.W {
 					continue
 				}
-				acc[r*3+s] += d * xc[ih*g.W+iw]
+				acc[r*3+s] += float32(d * xc[ih*g.W+iw])
 			}
 		}
 	}
