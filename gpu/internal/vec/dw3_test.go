@@ -31,7 +31,7 @@ func TestConv3RowsAgainstTwin(t *testing.T) {
 				w[r.IntN(9)] = special[r.IntN(len(special))]
 			}
 			for _, k := range []struct {
-				name     string
+				name    string
 				f, twin func(out, x0, x1, x2, w []float32)
 			}{{"Conv3Rows", Conv3Rows, conv3RowsGo}, {"Conv3RowsFlipped", Conv3RowsFlipped, conv3RowsFlippedGo}} {
 				got, want := randSlice(r, n+3), make([]float32, n+3)
