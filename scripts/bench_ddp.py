@@ -15,6 +15,13 @@ import os
 import sys
 import time
 
+# One thread per process for real: torch.set_num_threads(1) does not reach
+# OpenBLAS's own pool (scripts/bench_step.sh found torch.mm on 1.5 cores),
+# and two processes on two cores with a pool each would oversubscribe them.
+# Set before torch loads; the spawned workers inherit it.
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_v] = "1"
+
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -43,18 +50,32 @@ def worker(rank, procs, batch, seconds, port, out):
 
     for _ in range(10):
         step()
-    # Every rank runs the same number of steps: rank 0 decides by time.
+    # Every rank must run the same number of steps. A stop flag broadcast
+    # after every step would add a collective per step that DDP's own
+    # training does not have, so rank 0 times a short calibration (with the
+    # flag), then every rank runs the count it broadcasts, with nothing
+    # added to the steps that are timed.
     n = torch.zeros(1)
     dist.barrier()
     t0 = time.perf_counter()
-    steps = 0
+    calib = 0
     while True:
         step()
-        steps += 1
-        n[0] = 1.0 if (rank == 0 and time.perf_counter() - t0 >= seconds) else 0.0
+        calib += 1
+        n[0] = 1.0 if (rank == 0 and time.perf_counter() - t0 >= min(1.0, seconds / 5)) else 0.0
         dist.broadcast(n, 0)
         if n[0] > 0:
             break
+    n[0] = max(20, int(seconds * calib / (time.perf_counter() - t0)))
+    dist.broadcast(n, 0)
+    steps = int(n[0])
+    dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    # The last step's allreduce finished inside its backward; a barrier
+    # makes rank 0's clock stop when every rank is done.
+    dist.barrier()
     dt = time.perf_counter() - t0
     if rank == 0:
         out.put((steps, dt))

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 
@@ -51,7 +52,12 @@ func BenchmarkCooperative(b *testing.B) {
 	const perWorker, workers = 64, 2
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	// Each trainer gets its share of the cores, as DDP's processes get
+	// one thread each: three trainers on GOMAXPROCS threads apiece would
+	// have their kernel pools spin for the cores the others compute on.
+	threads := max(1, runtime.GOMAXPROCS(0)/workers)
 	be := gpu.NewCPU()
+	be.SetThreads(threads)
 	net, err := models.Build(be, "lenet5", models.Config{})
 	if err != nil {
 		b.Fatal(err)
@@ -102,7 +108,9 @@ func BenchmarkCooperative(b *testing.B) {
 		}
 		wc := worker.DefaultConfig()
 		wc.Name, wc.Hub = wh.ID(), conn.RemotePeer()
-		wcore, err := worker.NewCore(wc, gpu.NewCPU())
+		wbe := gpu.NewCPU()
+		wbe.SetThreads(threads)
+		wcore, err := worker.NewCore(wc, wbe)
 		if err != nil {
 			b.Fatal(err)
 		}
