@@ -105,7 +105,8 @@ type Config struct {
 	// WorkerWeightDecay on its own gradient and sends the top-k of the
 	// accumulated step directions; the nodes' optimizer must then be SGD
 	// with momentum 0 and weight decay 0 at Adam's learning rate.
-	// ConfigureTopK sets them for Adam.
+	// ConfigureTopK leaves them 0 (docs/compression.md: no better than
+	// Adam on the nodes); set them by hand to try it.
 	WorkerBeta2, WorkerEps, WorkerWeightDecay float32
 	// TopKMin and TopKWarmup tune a top-k session's pushes: at least
 	// TopKMin values a part (a smaller part whole), and TopKWarmup
