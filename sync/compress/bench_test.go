@@ -38,6 +38,17 @@ func BenchmarkCodecs(b *testing.B) {
 			p = f.Append(p[:0], src, 0)
 		}
 	})
+	b.Run("feedback-adam/topk:0.01", func(b *testing.B) {
+		f := NewFeedback(NewTopK(0.01), lenetParams)
+		if err := f.SetAdam(0.9, 0.999, 1e-8); err != nil {
+			b.Fatal(err)
+		}
+		var p []byte
+		b.SetBytes(4 * lenetParams)
+		for b.Loop() {
+			p = f.Append(p[:0], src, 0)
+		}
+	})
 	b.Run("feedback-momentum/topk:0.01", func(b *testing.B) {
 		f := NewFeedback(NewTopK(0.01), lenetParams)
 		if err := f.SetMomentum(0.9); err != nil {
