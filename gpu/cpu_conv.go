@@ -355,12 +355,11 @@ func (c *CPU) ConvBackwardFilter(g ConvGeom, dw, dbias, dy, x, ws Buffer) {
 	if dbs != nil {
 		c.BiasGrad(dbias, dy, g.N, g.K, g.OH*g.OW)
 	}
-	if g.depthwise() && g.dw3() {
-		g.depthwise3x3BackwardFilter(dws, dys, xs)
-		return
-	}
 	if g.depthwise() {
-		g.depthwiseBackwardFilter(dws, dys, xs)
+		// Split over output channels: each one's sums keep their order.
+		j := &c.job
+		j.op, j.conv, j.w, j.dy, j.x = opDepthwiseFilter, g, dws, dys, xs
+		c.run(j, g.K, 2*len(dys))
 		return
 	}
 	chunks := min(g.N, filterChunks)
@@ -471,13 +470,15 @@ func (g *ConvGeom) depthwiseBackwardData(dx, dy, w []float32, lo, hi int) {
 	}
 }
 
-func (g *ConvGeom) depthwiseBackwardFilter(dw, dy, x []float32) {
+// depthwiseBackwardFilter sums dW of output channels [klo, khi) over the
+// batch, one tap at a time over each plane.
+func (g *ConvGeom) depthwiseBackwardFilter(dw, dy, x []float32, klo, khi int) {
 	m, ohw, hw := g.K/g.C, g.OH*g.OW, g.H*g.W
 	var sp spans
 	sp.fill(g)
-	clear(dw)
+	clear(dw[klo*g.R*g.S : khi*g.R*g.S])
 	for n := 0; n < g.N; n++ {
-		for k := 0; k < g.K; k++ {
+		for k := klo; k < khi; k++ {
 			dyk := dy[(n*g.K+k)*ohw : (n*g.K+k+1)*ohw]
 			xc := x[(n*g.C+k/m)*hw : (n*g.C+k/m+1)*hw]
 			dwk := dw[k*g.R*g.S : (k+1)*g.R*g.S]

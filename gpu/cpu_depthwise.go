@@ -213,14 +213,15 @@ func (g *ConvGeom) depthwise3x3BackwardData(dx, dy, w []float32, lo, hi int) {
 // depthwise3x3BackwardFilter is depthwiseBackwardFilter for 3×3 kernels:
 // one pass over each plane feeds the nine taps' sums at once. Each tap's sum
 // still runs over its own valid outputs in row-major order and is added to
-// dW once per sample, as in the general loop. dw: K×1×3×3.
-func (g *ConvGeom) depthwise3x3BackwardFilter(dw, dy, x []float32) {
+// dW once per sample, as in the general loop. dw: K×1×3×3; output
+// channels [klo, khi).
+func (g *ConvGeom) depthwise3x3BackwardFilter(dw, dy, x []float32, klo, khi int) {
 	m, ohw, hw := g.K/g.C, g.OH*g.OW, g.H*g.W
 	clo, chi := g.dw3Cols()
 	sw := g.StrideW
-	clear(dw)
+	clear(dw[klo*9 : khi*9])
 	for n := 0; n < g.N; n++ {
-		for k := 0; k < g.K; k++ {
+		for k := klo; k < khi; k++ {
 			dyk := dy[(n*g.K+k)*ohw : (n*g.K+k+1)*ohw]
 			xc := x[(n*g.C+k/m)*hw : (n*g.C+k/m+1)*hw]
 			var acc [9]float32

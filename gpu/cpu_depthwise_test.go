@@ -34,8 +34,8 @@ func TestDepthwise3x3SameBits(t *testing.T) {
 					dw3SameBits(t, name+" forward", got, want)
 
 					want, got = nanSlice(len(w)), nanSlice(len(w))
-					g.depthwiseBackwardFilter(want, dy, x)
-					g.depthwise3x3BackwardFilter(got, dy, x)
+					g.depthwiseBackwardFilter(want, dy, x, 0, g.K)
+					g.depthwise3x3BackwardFilter(got, dy, x, 0, g.K)
 					dw3SameBits(t, name+" filter", got, want)
 
 					if stride == 1 && m == 1 {
@@ -82,8 +82,8 @@ func BenchmarkDepthwise(b *testing.B) {
 		{"forward/3x3", func() { g.depthwise3x3Forward(y, x, w, 0, g.N) }},
 		{"data/general", func() { g.depthwiseBackwardData(dx, dy, w, 0, g.N) }},
 		{"data/3x3", func() { g.depthwise3x3BackwardData(dx, dy, w, 0, g.N) }},
-		{"filter/general", func() { g.depthwiseBackwardFilter(dw, dy, x) }},
-		{"filter/3x3", func() { g.depthwise3x3BackwardFilter(dw, dy, x) }},
+		{"filter/general", func() { g.depthwiseBackwardFilter(dw, dy, x, 0, g.K) }},
+		{"filter/3x3", func() { g.depthwise3x3BackwardFilter(dw, dy, x, 0, g.K) }},
 	} {
 		b.Run(k.name, func(b *testing.B) {
 			for b.Loop() {

@@ -91,7 +91,7 @@ func bnApply(g BNGeom, ys, xs []float32, c int, mean, scale, shift float32) {
 
 // BatchNormTrain implements Backend. saveMean and saveInvStd receive the batch
 // mean and 1/sqrt(biased variance + eps) of each channel.
-func (*CPU) BatchNormTrain(g BNGeom, y, x, gamma, beta, runMean, runVar, saveMean, saveInvStd Buffer) {
+func (c *CPU) BatchNormTrain(g BNGeom, y, x, gamma, beta, runMean, runVar, saveMean, saveInvStd Buffer) {
 	ys, xs := h(y), h(x)
 	gs, bs, rm, rv, sm, si := h(gamma), h(beta), h(runMean), h(runVar), h(saveMean), h(saveInvStd)
 	bnCheck("BatchNormTrain", g, xs, gs, bs, rm, rv, sm, si)
@@ -99,13 +99,22 @@ func (*CPU) BatchNormTrain(g BNGeom, y, x, gamma, beta, runMean, runVar, saveMea
 	if gs == nil || bs == nil || rm == nil || rv == nil || sm == nil || si == nil {
 		panic("gpu: BatchNormTrain: nil buffer")
 	}
+	j := &c.job
+	j.op, j.bn, j.y, j.x, j.per = opBNTrain, g, ys, xs, [6][]float32{gs, bs, rm, rv, sm, si}
+	c.run(j, g.C, 3*len(xs))
+}
+
+// bnTrain is BatchNormTrain for channels [lo, hi); per holds gamma, beta,
+// the running mean and variance, the saved mean and 1/std.
+func bnTrain(g *BNGeom, ys, xs []float32, per *[6][]float32, lo, hi int) {
+	gs, bs, rm, rv, sm, si := per[0], per[1], per[2], per[3], per[4], per[5]
 	m := g.N * g.HW
 	corr := 1.0 // unbiased correction; 1 when M == 1 (see the file comment)
 	if m > 1 {
 		corr = float64(m) / float64(m-1)
 	}
 	mom := float64(g.Momentum)
-	for c := 0; c < g.C; c++ {
+	for c := lo; c < hi; c++ {
 		var s float64
 		for n := 0; n < g.N; n++ {
 			off := (n*g.C + c) * g.HW
@@ -128,7 +137,7 @@ func (*CPU) BatchNormTrain(g BNGeom, y, x, gamma, beta, runMean, runVar, saveMea
 		scale := float64(gs[c]) * invStd
 		mean32 := float32(mean)
 		shift := float64(bs[c]) - (mean-float64(mean32))*scale
-		bnApply(g, ys, xs, c, mean32, float32(scale), float32(shift))
+		bnApply(*g, ys, xs, c, mean32, float32(scale), float32(shift))
 	}
 }
 
@@ -155,7 +164,7 @@ func (*CPU) BatchNormInfer(g BNGeom, y, x, gamma, beta, runMean, runVar Buffer) 
 //	dx     = gamma*invStd/M * (M*dy - dbeta - xhat*dgamma)
 //
 // dx, dgamma and dbeta may each be nil; they are then not written.
-func (*CPU) BatchNormBackward(g BNGeom, dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd Buffer) {
+func (c *CPU) BatchNormBackward(g BNGeom, dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd Buffer) {
 	dxs, dgs, dbs, dys, xs := h(dx), h(dgamma), h(dbeta), h(dy), h(x)
 	gs, sm, si := h(gamma), h(saveMean), h(saveInvStd)
 	bnCheck("BatchNormBackward", g, xs, dgs, dbs, gs, sm, si)
@@ -166,8 +175,17 @@ func (*CPU) BatchNormBackward(g BNGeom, dx, dgamma, dbeta, dy, x, gamma, saveMea
 	if gs == nil || sm == nil || si == nil {
 		panic("gpu: BatchNormBackward: nil buffer")
 	}
+	j := &c.job
+	j.op, j.bn, j.dx, j.dy, j.x, j.per = opBNBackward, g, dxs, dys, xs, [6][]float32{dgs, dbs, gs, sm, si}
+	c.run(j, g.C, 3*len(xs))
+}
+
+// bnBackward is BatchNormBackward for channels [lo, hi); per holds dgamma,
+// dbeta, gamma, the saved mean and 1/std.
+func bnBackward(g *BNGeom, dxs, dys, xs []float32, per *[6][]float32, lo, hi int) {
+	dgs, dbs, gs, sm, si := per[0], per[1], per[2], per[3], per[4]
 	m := float64(g.N * g.HW)
-	for c := 0; c < g.C; c++ {
+	for c := lo; c < hi; c++ {
 		mean, inv := sm[c], float64(si[c])
 		// Σ dy*xhat = invStd * Σ dy*(x-mean): one multiply per channel, not per element.
 		var sdy, sdyx float64

@@ -11,7 +11,7 @@ import "github.com/cotrain/cotrain/gpu/internal/sgemm"
 // so a call allocates nothing.
 //
 // Every split is over independent outputs: samples of a batch, planes,
-// channels, ranges of elements. The one reduction over the batch (a
+// channels (batch norm, depthwise filter gradients), ranges of elements. The one reduction over the batch (a
 // convolution's filter gradient) is cut into chunks whose bounds depend on
 // the batch size alone and summed in chunk order, so results have the same
 // bits whatever the thread count, as the cooperative nodes' weight hashes
@@ -31,6 +31,9 @@ const (
 	opActivate
 	opActivateBackward
 	opBiasGrad
+	opBNTrain
+	opBNBackward
+	opDepthwiseFilter
 )
 
 // cpuJob is one parallel kernel call: the operands the kernel needs (each op
@@ -47,6 +50,8 @@ type cpuJob struct {
 	dx, dy     []float32
 	ws         []float32 // the caller's conv workspace
 	batch, hw  int       // BiasGrad: samples, and elements per channel and sample
+	bn         BNGeom
+	per        [6][]float32 // batch norm's per-channel buffers, in the kernel's order
 	cpu        *CPU      // packed filters and partial sums of the conv kernels
 }
 
@@ -80,6 +85,16 @@ func (j *cpuJob) Run(th *sgemm.Thread, i int) {
 		activateBackward(j.act, j.dx[lo:hi], j.dy[lo:hi], j.x[lo:hi])
 	case opBiasGrad:
 		biasGrad(j.b, j.dy, j.batch, j.hw, lo, hi)
+	case opBNTrain:
+		bnTrain(&j.bn, j.y, j.x, &j.per, lo, hi)
+	case opBNBackward:
+		bnBackward(&j.bn, j.dx, j.dy, j.x, &j.per, lo, hi)
+	case opDepthwiseFilter:
+		if j.conv.dw3() {
+			j.conv.depthwise3x3BackwardFilter(j.w, j.dy, j.x, lo, hi)
+		} else {
+			j.conv.depthwiseBackwardFilter(j.w, j.dy, j.x, lo, hi)
+		}
 	default:
 		panic("gpu: cpuJob without an op")
 	}
