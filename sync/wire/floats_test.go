@@ -200,6 +200,30 @@ func BenchmarkDecodePush(b *testing.B) {
 	})
 }
 
+// TestConvertLoops: the value-by-value loops (big-endian machines' path)
+// write the naive encoding and read it back bit for bit, as the copy does
+// on this machine.
+func TestConvertLoops(t *testing.T) {
+	for _, n := range []int{0, 1, 7, 1000} {
+		f := randFloats(n, uint64(n))
+		want := naiveBytes(f)
+		for name, put := range map[string]func([]byte, []float32){"loop": putFloatsLoop, "putFloats": putFloats} {
+			buf := make([]byte, 4*n)
+			put(buf, f)
+			if !bytes.Equal(buf, want) {
+				t.Fatalf("%s, %d values: bytes differ from the naive encoding", name, n)
+			}
+		}
+		for name, get := range map[string]func([]float32, []byte){"loop": getFloatsLoop, "getFloats": getFloats} {
+			back := make([]float32, n)
+			get(back, want)
+			if !sameBits(back, f) {
+				t.Fatalf("%s, %d values: decoded values differ", name, n)
+			}
+		}
+	}
+}
+
 // BenchmarkConvert puts the conversion loops beside a plain copy of the
 // same bytes, the floor any encoding could reach.
 func BenchmarkConvert(b *testing.B) {
