@@ -211,9 +211,13 @@ func (g *ConvGeom) depthwise3x3BackwardData(dx, dy, w []float32, lo, hi int) {
 }
 
 // depthwise3x3BackwardFilter is depthwiseBackwardFilter for 3×3 kernels:
-// one pass over each plane feeds the nine taps' sums at once. Each tap's sum
-// still runs over its own valid outputs in row-major order and is added to
-// dW once per sample, as in the general loop. dw: K×1×3×3; output
+// one pass over each plane feeds the nine taps' sums at once, added to dW
+// once per sample as in the general loop. With column stride 1 and planes
+// wide enough the interior goes through vector rows (dw3FilterLanes) and
+// each tap's sum is added in another order than the general loop's (the
+// same for a geometry at any thread count; TestDepthwise3x3SameBits bounds
+// the difference); otherwise the order, and the bits, are the general
+// loop's. dw: K×1×3×3; output
 // channels [klo, khi).
 func (g *ConvGeom) depthwise3x3BackwardFilter(dw, dy, x []float32, klo, khi int) {
 	m, ohw, hw := g.K/g.C, g.OH*g.OW, g.H*g.W
@@ -225,58 +229,101 @@ func (g *ConvGeom) depthwise3x3BackwardFilter(dw, dy, x []float32, klo, khi int)
 			dyk := dy[(n*g.K+k)*ohw : (n*g.K+k+1)*ohw]
 			xc := x[(n*g.C+k/m)*hw : (n*g.C+k/m+1)*hw]
 			var acc [9]float32
-			for oh := 0; oh < g.OH; oh++ {
-				src := dyk[oh*g.OW : (oh+1)*g.OW]
-				ih := oh*g.StrideH - g.PadH
-				// Each tap's sum takes the row's columns in order: the left
-				// edge, the interior, the right edge.
-				g.dw3FilterCols(&acc, src, xc, oh, 0, clo)
-				if ih < 0 || ih+2 >= g.H {
-					// A top or bottom row: a pass per kernel row inside.
-					for r := max(-ih, 0); r < min(g.H-ih, 3); r++ {
-						xr := xc[(ih+r)*g.W : (ih+r+1)*g.W]
-						b0, b1, b2 := acc[r*3], acc[r*3+1], acc[r*3+2]
-						i := clo*sw - g.PadW
-						for ow := clo; ow < chi; ow++ {
-							d := src[ow]
-							a := xr[i : i+3 : i+3]
-							b0 += float32(d * a[0])
-							b1 += float32(d * a[1])
-							b2 += float32(d * a[2])
-							i += sw
-						}
-						acc[r*3], acc[r*3+1], acc[r*3+2] = b0, b1, b2
-					}
-					g.dw3FilterCols(&acc, src, xc, oh, chi, g.OW)
-					continue
-				}
-				x0 := xc[ih*g.W : (ih+1)*g.W]
-				x1 := xc[(ih+1)*g.W : (ih+2)*g.W]
-				x2 := xc[(ih+2)*g.W : (ih+3)*g.W]
-				a0, a1, a2, a3, a4, a5, a6, a7, a8 := acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6], acc[7], acc[8]
-				i := clo*sw - g.PadW
-				for ow := clo; ow < chi; ow++ {
-					d := src[ow]
-					a, b, c := x0[i:i+3:i+3], x1[i:i+3:i+3], x2[i:i+3:i+3]
-					a0 += float32(d * a[0])
-					a1 += float32(d * a[1])
-					a2 += float32(d * a[2])
-					a3 += float32(d * b[0])
-					a4 += float32(d * b[1])
-					a5 += float32(d * b[2])
-					a6 += float32(d * c[0])
-					a7 += float32(d * c[1])
-					a8 += float32(d * c[2])
-					i += sw
-				}
-				acc = [9]float32{a0, a1, a2, a3, a4, a5, a6, a7, a8}
-				g.dw3FilterCols(&acc, src, xc, oh, chi, g.OW)
+			if sw == 1 && chi-clo >= dw3LanesMin {
+				g.dw3FilterLanes(&acc, dyk, xc, clo, chi)
+			} else {
+				g.dw3FilterPlane(&acc, dyk, xc, clo, chi)
 			}
 			dwk := dw[k*9 : k*9+9]
 			for t, v := range acc {
 				dwk[t] += v
 			}
 		}
+	}
+}
+
+// dw3LanesMin is the least number of interior columns for which
+// dw3FilterLanes's vector rows beat the scalar loop (a call per row and
+// kernel row).
+const dw3LanesMin = 8
+
+// dw3FilterLanes sums one plane's filter gradient at column stride 1: the
+// interior columns of each row into 16-lane partial sums per tap
+// (vec.Conv3RowFilter), the edge columns into acc through the general tap
+// loop; then each tap's lanes are added pairwise (8 apart, then 4, 2, 1)
+// and to acc. The order is fixed by the geometry alone.
+func (g *ConvGeom) dw3FilterLanes(acc *[9]float32, dyk, xc []float32, clo, chi int) {
+	var lanes [9 * 16]float32
+	i0 := clo - g.PadW
+	for oh := 0; oh < g.OH; oh++ {
+		src := dyk[oh*g.OW : (oh+1)*g.OW]
+		ih := oh*g.StrideH - g.PadH
+		g.dw3FilterCols(acc, src, xc, oh, 0, clo)
+		g.dw3FilterCols(acc, src, xc, oh, chi, g.OW)
+		for r := max(-ih, 0); r < min(g.H-ih, 3); r++ {
+			vec.Conv3RowFilter(lanes[r*48:r*48+48], src[clo:chi], xc[(ih+r)*g.W+i0:])
+		}
+	}
+	for t := range acc {
+		l := lanes[t*16 : t*16+16]
+		for w := 8; w >= 1; w /= 2 {
+			for j := 0; j < w; j++ {
+				l[j] += l[j+w]
+			}
+		}
+		acc[t] += l[0]
+	}
+}
+
+// dw3FilterPlane sums one plane's filter gradient into acc, each tap's sum
+// over its outputs in row-major order: per row the left edge, the interior
+// (nine taps in registers), the right edge.
+func (g *ConvGeom) dw3FilterPlane(acc *[9]float32, dyk, xc []float32, clo, chi int) {
+	sw := g.StrideW
+	for oh := 0; oh < g.OH; oh++ {
+		src := dyk[oh*g.OW : (oh+1)*g.OW]
+		ih := oh*g.StrideH - g.PadH
+		g.dw3FilterCols(acc, src, xc, oh, 0, clo)
+		if ih < 0 || ih+2 >= g.H {
+			// A top or bottom row: a pass per kernel row inside.
+			for r := max(-ih, 0); r < min(g.H-ih, 3); r++ {
+				xr := xc[(ih+r)*g.W : (ih+r+1)*g.W]
+				b0, b1, b2 := acc[r*3], acc[r*3+1], acc[r*3+2]
+				i := clo*sw - g.PadW
+				for ow := clo; ow < chi; ow++ {
+					d := src[ow]
+					a := xr[i : i+3 : i+3]
+					b0 += float32(d * a[0])
+					b1 += float32(d * a[1])
+					b2 += float32(d * a[2])
+					i += sw
+				}
+				acc[r*3], acc[r*3+1], acc[r*3+2] = b0, b1, b2
+			}
+			g.dw3FilterCols(acc, src, xc, oh, chi, g.OW)
+			continue
+		}
+		x0 := xc[ih*g.W : (ih+1)*g.W]
+		x1 := xc[(ih+1)*g.W : (ih+2)*g.W]
+		x2 := xc[(ih+2)*g.W : (ih+3)*g.W]
+		a0, a1, a2, a3, a4, a5, a6, a7, a8 := acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6], acc[7], acc[8]
+		i := clo*sw - g.PadW
+		for ow := clo; ow < chi; ow++ {
+			d := src[ow]
+			a, b, c := x0[i:i+3:i+3], x1[i:i+3:i+3], x2[i:i+3:i+3]
+			a0 += float32(d * a[0])
+			a1 += float32(d * a[1])
+			a2 += float32(d * a[2])
+			a3 += float32(d * b[0])
+			a4 += float32(d * b[1])
+			a5 += float32(d * b[2])
+			a6 += float32(d * c[0])
+			a7 += float32(d * c[1])
+			a8 += float32(d * c[2])
+			i += sw
+		}
+		*acc = [9]float32{a0, a1, a2, a3, a4, a5, a6, a7, a8}
+		g.dw3FilterCols(acc, src, xc, oh, chi, g.OW)
 	}
 }
 

@@ -82,3 +82,34 @@ func conv3RowsFlippedGo(out, x0, x1, x2, w []float32) {
 		out[i] = acc
 	}
 }
+
+// Conv3RowFilter adds one row's share of a stride-1 3×3 depthwise filter
+// gradient to 16-lane partial sums: acc[16s + i%16] += dy[i]·x[i+s] for s in
+// 0..2 and i in [0, len(dy)), each product rounded to float32 and each lane
+// taking its elements in order. acc holds 48 floats (three taps of one
+// kernel row); x must hold len(dy)+2 floats. The lanes are the caller's to
+// add up, in an order it fixes.
+func Conv3RowFilter(acc, dy, x []float32) {
+	n := len(dy)
+	if len(acc) < 48 || len(x) < n+2 {
+		panic(fmt.Sprintf("vec: Conv3RowFilter: %d outputs, row of %d, %d sums", n, len(x), len(acc)))
+	}
+	if n == 0 {
+		return
+	}
+	if useAVX512 {
+		conv3RowFilterAVX512(&acc[0], &dy[0], &x[0], n)
+		return
+	}
+	conv3RowFilterGo(acc, dy, x)
+}
+
+func conv3RowFilterGo(acc, dy, x []float32) {
+	acc = acc[:48]
+	for i, d := range dy {
+		a, l := x[i:i+3:i+3], i%16
+		acc[l] += float32(d * a[0])
+		acc[16+l] += float32(d * a[1])
+		acc[32+l] += float32(d * a[2])
+	}
+}

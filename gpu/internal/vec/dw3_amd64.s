@@ -138,3 +138,55 @@ fliptail:
 flipdone:
 	VZEROUPPER
 	RET
+
+// FTAP adds Z0 (dy) times the 16 floats at off(SI)(R10*1) to acc.
+#define FTAP(acc, off) \
+	VMOVUPS off(SI)(R10*1), Z1 \
+	VMULPS  Z1, Z0, Z1 \
+	VADDPS  Z1, acc, acc
+
+// FTAPM is FTAP for the tail: masked load, and only K1's lanes of acc
+// change.
+#define FTAPM(acc, off) \
+	VMOVUPS.Z off(SI)(R10*1), K1, Z1 \
+	VMULPS    Z1, Z0, Z1 \
+	VADDPS    Z1, acc, K1, acc
+
+// func conv3RowFilterAVX512(acc, dy, x *float32, n int)
+// acc[16s + i%16] += dy[i]*x[i+s], s = 0..2: lane l of Z16+s is acc[16s+l].
+TEXT ·conv3RowFilterAVX512(SB), NOSPLIT, $0-32
+	MOVQ    acc+0(FP), DI
+	MOVQ    dy+8(FP), R8
+	MOVQ    x+16(FP), SI
+	MOVQ    n+24(FP), DX
+	TAILMASK(DX)
+	VMOVUPS (DI), Z16
+	VMOVUPS 64(DI), Z17
+	VMOVUPS 128(DI), Z18
+	XORQ    R10, R10
+
+gfull:
+	CMPQ    DX, $16
+	JB      gtail
+	VMOVUPS (R8)(R10*1), Z0
+	FTAP(Z16, 0)
+	FTAP(Z17, 4)
+	FTAP(Z18, 8)
+	ADDQ    $64, R10
+	SUBQ    $16, DX
+	JMP     gfull
+
+gtail:
+	TESTQ     DX, DX
+	JZ        gdone
+	VMOVUPS.Z (R8)(R10*1), K1, Z0
+	FTAPM(Z16, 0)
+	FTAPM(Z17, 4)
+	FTAPM(Z18, 8)
+
+gdone:
+	VMOVUPS Z16, (DI)
+	VMOVUPS Z17, 64(DI)
+	VMOVUPS Z18, 128(DI)
+	VZEROUPPER
+	RET

@@ -46,6 +46,35 @@ func TestConv3RowsAgainstTwin(t *testing.T) {
 	})
 }
 
+// Conv3RowFilter against its twin, bit for bit, over every tail length and
+// over several calls into the same sums (lanes restart at each call's
+// first element).
+func TestConv3RowFilterAgainstTwin(t *testing.T) {
+	special := []float32{float32(math.NaN()), float32(math.Copysign(0, -1)), 0, float32(math.Inf(1)), 1e-40}
+	paths(t, func(t *testing.T, _ bool) {
+		r := rand.New(rand.NewPCG(7, 7))
+		for n := 0; n <= 70; n++ {
+			got, want := randSlice(r, 48+4), make([]float32, 48+4)
+			copy(want, got)
+			for call := 0; call < 3; call++ {
+				dy, x := randSlice(r, n), randSlice(r, n+2)
+				if n%9 == 0 {
+					for i := range x {
+						if r.IntN(4) == 0 {
+							x[i] = special[r.IntN(len(special))]
+						}
+					}
+				}
+				conv3RowFilterGo(want, dy, x)
+				Conv3RowFilter(got, dy, x)
+			}
+			if !sameBitsOrNaN(got, want) {
+				t.Fatalf("n=%d:\n got %v\nwant %v", n, got, want)
+			}
+		}
+	})
+}
+
 // The twins add the nine products in the documented order: a case where
 // the order shows (2^24 + 1 - 2^24 ...).
 func TestConv3RowsOrder(t *testing.T) {
