@@ -87,10 +87,20 @@ func dw3SameBits(t *testing.T, what string, got, want []float32) {
 }
 
 // BenchmarkDepthwise puts the 3×3 kernels beside the general loops on
-// MobileNet v1 α=0.5's first depthwise layer at 128×128 (16 channels of
-// 64×64), batch 16.
+// MobileNet v1 α=0.5's depthwise layers at 128×128, batch 16: the first (16
+// channels of 64×64), a middle one (256 of 8×8) and a stride-2 one (32 of
+// 64×64 to 32×32).
 func BenchmarkDepthwise(b *testing.B) {
-	g := ConvGeom{N: 16, C: 16, H: 64, W: 64, K: 16, R: 3, S: 3, PadH: 1, PadW: 1, Groups: 16}
+	for _, g := range []ConvGeom{
+		{N: 16, C: 16, H: 64, W: 64, K: 16, R: 3, S: 3, PadH: 1, PadW: 1, Groups: 16},
+		{N: 16, C: 256, H: 8, W: 8, K: 256, R: 3, S: 3, PadH: 1, PadW: 1, Groups: 256},
+		{N: 16, C: 32, H: 64, W: 64, K: 32, R: 3, S: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1, Groups: 32},
+	} {
+		b.Run(fmt.Sprintf("%dx%dx%d_s%d", g.C, g.H, g.W, max(g.StrideH, 1)), func(b *testing.B) { benchDepthwise(b, g) })
+	}
+}
+
+func benchDepthwise(b *testing.B, g ConvGeom) {
 	if err := g.Setup(); err != nil {
 		b.Fatal(err)
 	}
@@ -107,6 +117,27 @@ func BenchmarkDepthwise(b *testing.B) {
 		{"data/3x3", func() { g.depthwise3x3BackwardData(dx, dy, w, 0, g.N) }},
 		{"filter/general", func() { g.depthwiseBackwardFilter(dw, dy, x, 0, g.K) }},
 		{"filter/3x3", func() { g.depthwise3x3BackwardFilter(dw, dy, x, 0, g.K) }},
+		{"filter/3x3-plane", func() {
+			var acc [9]float32
+			clo, chi := g.dw3Cols()
+			for n := 0; n < g.N; n++ {
+				for k := 0; k < g.K; k++ {
+					g.dw3FilterPlane(&acc, dy[(n*g.K+k)*g.OH*g.OW:], x[(n*g.C+k)*g.H*g.W:], clo, chi)
+				}
+			}
+		}},
+		{"filter/3x3-lanes", func() {
+			var acc [9]float32
+			clo, chi := g.dw3Cols()
+			if g.StrideW != 1 {
+				return
+			}
+			for n := 0; n < g.N; n++ {
+				for k := 0; k < g.K; k++ {
+					g.dw3FilterLanes(&acc, dy[(n*g.K+k)*g.OH*g.OW:], x[(n*g.C+k)*g.H*g.W:], clo, chi)
+				}
+			}
+		}},
 	} {
 		b.Run(k.name, func(b *testing.B) {
 			for b.Loop() {
