@@ -35,6 +35,7 @@ func newMergeBench(b *testing.B, workers int) *mergeBench {
 	net.InitParams(rand.New(rand.NewPCG(1, 1)))
 	tr := solver.NewTrainer(net, solver.NewSGD(be, net.NumParams(), 0.9, 0, false), solver.Constant(0.01))
 	cfg := hub.DefaultConfig()
+	cfg.Compression, cfg.Overlap = "none", false // whole float32 gradients, the case
 	cfg.MinWorkers, cfg.MaxWorkers, cfg.GlobalBatch = workers, workers, 64*workers
 	cfg.Batch, cfg.DeadlineTicks = hub.Fixed, 0
 	h, err := hub.NewCore(cfg, hub.Model{Name: "lenet-caffe", Trainer: tr})
