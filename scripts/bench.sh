@@ -31,9 +31,9 @@ case "${1:-}" in
 	;;
 esac
 if ((quick)); then
-	sgemm_rounds=1 sgemm_secs=0.3 step_secs=1 thr_time=1s thr_count=1 coop_iters=100 merge_n=5x
+	sgemm_rounds=1 sgemm_secs=0.3 step_secs=1 step_rounds=1 thr_time=1s thr_count=1 coop_iters=100 merge_n=5x
 else
-	sgemm_rounds=3 sgemm_secs=0.5 step_secs=3 thr_time=2s thr_count=3 coop_iters=300 merge_n=20x
+	sgemm_rounds=3 sgemm_secs=0.5 step_secs=2 step_rounds=3 thr_time=2s thr_count=3 coop_iters=300 merge_n=20x
 fi
 export OPENBLAS_NUM_THREADS=1 # the torch anchors run on one thread (bench_coop's DDP: 2 processes x 1)
 
@@ -73,7 +73,7 @@ else
 fi
 
 # 2. Training steps against PyTorch, one thread each, and allocations.
-if part step bash scripts/bench_step.sh "$step_secs"; then
+if part step bash scripts/bench_step.sh "$step_secs" "$step_rounds"; then
 	while read -r m g p ratio allocs; do
 		case $m in
 		mobilenet*) target="report" met="-" ;;
