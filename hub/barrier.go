@@ -160,7 +160,18 @@ func (b *barrier) mergePart(dst []float32, acc []float64, j int) (samples int) {
 		end := min(off+mergeBlock, len(dst))
 		blk := acc[:end-off]
 		clear(blk)
-		for _, a := range in {
+		// Four workers at a time in one pass, the rest one by one: the
+		// same additions in the same order either way.
+		k := 0
+		for ; k+4 <= len(in); k += 4 {
+			var w [4]float64
+			var src [4][]float32
+			for q, a := range in[k : k+4] {
+				w[q], src[q] = float64(a.samples), a.part[j][off:end]
+			}
+			avg.AddScaled4(blk, &w, &src)
+		}
+		for _, a := range in[k:] {
 			avg.AddScaled(blk, float64(a.samples), a.part[j][off:end])
 		}
 		avg.Mean(dst[off:end], blk, n)

@@ -15,6 +15,9 @@ func firstNonFiniteAVX512(src *float32, n int) int
 func addScaledAVX512(acc *float64, w float64, src *float32, n int)
 
 //go:noescape
+func addScaled4AVX512(acc *float64, w *[4]float64, src *[4]*float32, n int)
+
+//go:noescape
 func meanAVX512(dst *float32, acc *float64, n float64, count int)
 
 // setAVX512 switches the assembly on or off (tests compare both paths);

@@ -154,6 +154,111 @@ asdone:
 	VZEROUPPER
 	RET
 
+// func addScaled4AVX512(acc *float64, w *[4]float64, src *[4]*float32, n int)
+//
+// acc += w0·s0, then w1·s1, w2·s2, w3·s3: 32 values a round in four
+// independent accumulators (Z0-Z3), each taking its four fused
+// multiply-adds in source order. SI is the byte offset into the sources.
+TEXT ·addScaled4AVX512(SB), NOSPLIT, $0-32
+	MOVQ         acc+0(FP), DI
+	MOVQ         w+8(FP), AX
+	VBROADCASTSD 0(AX), Z4
+	VBROADCASTSD 8(AX), Z5
+	VBROADCASTSD 16(AX), Z6
+	VBROADCASTSD 24(AX), Z7
+	MOVQ         src+16(FP), AX
+	MOVQ         0(AX), R8
+	MOVQ         8(AX), R9
+	MOVQ         16(AX), R10
+	MOVQ         24(AX), R11
+	MOVQ         n+24(FP), DX
+	XORQ         SI, SI
+
+a4r32:
+	CMPQ        DX, $32
+	JB          a4r8
+	VMOVUPD     (DI), Z0
+	VMOVUPD     64(DI), Z1
+	VMOVUPD     128(DI), Z2
+	VMOVUPD     192(DI), Z3
+	VCVTPS2PD   (R8)(SI*1), Z8
+	VCVTPS2PD   32(R8)(SI*1), Z9
+	VCVTPS2PD   64(R8)(SI*1), Z10
+	VCVTPS2PD   96(R8)(SI*1), Z11
+	VFMADD231PD Z8, Z4, Z0
+	VFMADD231PD Z9, Z4, Z1
+	VFMADD231PD Z10, Z4, Z2
+	VFMADD231PD Z11, Z4, Z3
+	VCVTPS2PD   (R9)(SI*1), Z8
+	VCVTPS2PD   32(R9)(SI*1), Z9
+	VCVTPS2PD   64(R9)(SI*1), Z10
+	VCVTPS2PD   96(R9)(SI*1), Z11
+	VFMADD231PD Z8, Z5, Z0
+	VFMADD231PD Z9, Z5, Z1
+	VFMADD231PD Z10, Z5, Z2
+	VFMADD231PD Z11, Z5, Z3
+	VCVTPS2PD   (R10)(SI*1), Z8
+	VCVTPS2PD   32(R10)(SI*1), Z9
+	VCVTPS2PD   64(R10)(SI*1), Z10
+	VCVTPS2PD   96(R10)(SI*1), Z11
+	VFMADD231PD Z8, Z6, Z0
+	VFMADD231PD Z9, Z6, Z1
+	VFMADD231PD Z10, Z6, Z2
+	VFMADD231PD Z11, Z6, Z3
+	VCVTPS2PD   (R11)(SI*1), Z8
+	VCVTPS2PD   32(R11)(SI*1), Z9
+	VCVTPS2PD   64(R11)(SI*1), Z10
+	VCVTPS2PD   96(R11)(SI*1), Z11
+	VFMADD231PD Z8, Z7, Z0
+	VFMADD231PD Z9, Z7, Z1
+	VFMADD231PD Z10, Z7, Z2
+	VFMADD231PD Z11, Z7, Z3
+	VMOVUPD     Z0, (DI)
+	VMOVUPD     Z1, 64(DI)
+	VMOVUPD     Z2, 128(DI)
+	VMOVUPD     Z3, 192(DI)
+	ADDQ        $128, SI
+	ADDQ        $256, DI
+	SUBQ        $32, DX
+	JMP         a4r32
+
+a4r8:
+	CMPQ        DX, $8
+	JB          a4tail
+	VMOVUPD     (DI), Z0
+	VCVTPS2PD   (R8)(SI*1), Z8
+	VFMADD231PD Z8, Z4, Z0
+	VCVTPS2PD   (R9)(SI*1), Z8
+	VFMADD231PD Z8, Z5, Z0
+	VCVTPS2PD   (R10)(SI*1), Z8
+	VFMADD231PD Z8, Z6, Z0
+	VCVTPS2PD   (R11)(SI*1), Z8
+	VFMADD231PD Z8, Z7, Z0
+	VMOVUPD     Z0, (DI)
+	ADDQ        $32, SI
+	ADDQ        $64, DI
+	SUBQ        $8, DX
+	JMP         a4r8
+
+a4tail:
+	TESTQ       DX, DX
+	JZ          a4done
+	MASK(DX, 7)
+	VMOVUPD.Z   (DI), K1, Z0
+	VCVTPS2PD.Z (R8)(SI*1), K1, Z8
+	VFMADD231PD Z8, Z4, Z0
+	VCVTPS2PD.Z (R9)(SI*1), K1, Z8
+	VFMADD231PD Z8, Z5, Z0
+	VCVTPS2PD.Z (R10)(SI*1), K1, Z8
+	VFMADD231PD Z8, Z6, Z0
+	VCVTPS2PD.Z (R11)(SI*1), K1, Z8
+	VFMADD231PD Z8, Z7, Z0
+	VMOVUPD     Z0, K1, (DI)
+
+a4done:
+	VZEROUPPER
+	RET
+
 // func meanAVX512(dst *float32, acc *float64, n float64, count int)
 //
 // dst = float32(acc / n), 16 values a round: a correctly rounded division
