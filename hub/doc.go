@@ -14,7 +14,10 @@
 //     NewCore with a validated Config.
 //  2. For every message a worker sends, call Step with the peer id the
 //     transport authenticated (never the message's Header.Sender). Log the
-//     error it returns; the input has been dropped whole.
+//     error it returns; the input has been dropped whole. Hand over a
+//     message of your own and leave an accepted Push's Gradient untouched
+//     until its iteration closes: the core reads it there, without a copy
+//     (the transports' Recv and the simulator's links give fresh messages).
 //  3. Call Tick at a steady period (Config.Tick); the barrier deadline is
 //     counted in ticks from the iteration's start.
 //  4. Call Leave when a worker's connection drops.
