@@ -30,17 +30,46 @@ func FirstNonFinite(src []float32) int {
 	return firstNonFiniteGo(src)
 }
 
+// firstNonFiniteGo tests blocks of 256 values without a branch per value:
+// an exponent field of all ones plus its lowest bit carries into the sign
+// bit, and only then, so OR-ing (bits&expMask)+expLSB over the block and
+// testing the sign bit tells whether the block holds a NaN or an infinity;
+// only such a block is searched value by value.
 func firstNonFiniteGo(src []float32) int {
-	for i, v := range src {
-		if math.Float32bits(v)&expMask == expMask {
-			return i
+	const block = 256
+	for lo := 0; lo < len(src); lo += block {
+		b := src[lo:min(lo+block, len(src))]
+		var a0, a1, a2, a3 uint32
+		i := 0
+		for ; i+4 <= len(b); i += 4 {
+			q := b[i : i+4 : i+4]
+			a0 |= math.Float32bits(q[0])&expMask + expLSB
+			a1 |= math.Float32bits(q[1])&expMask + expLSB
+			a2 |= math.Float32bits(q[2])&expMask + expLSB
+			a3 |= math.Float32bits(q[3])&expMask + expLSB
+		}
+		for ; i < len(b); i++ {
+			a0 |= math.Float32bits(b[i])&expMask + expLSB
+		}
+		if (a0|a1|a2|a3)&signBit == 0 {
+			continue
+		}
+		for j, v := range b {
+			if math.Float32bits(v)&expMask == expMask {
+				return lo + j
+			}
 		}
 	}
 	return -1
 }
 
-// expMask is float32's exponent field: all ones exactly for NaN and ±Inf.
-const expMask = 0x7f800000
+// expMask is float32's exponent field: all ones exactly for NaN and ±Inf;
+// expLSB is its lowest bit and signBit the bit above it.
+const (
+	expMask = 0x7f800000
+	expLSB  = 0x00800000
+	signBit = 0x80000000
+)
 
 // exactWeight bounds the weights for which AddScaled's products are exact:
 // an integer below 2^29 times a float32 (24 significant bits) fits in
@@ -85,17 +114,37 @@ func AddScaled4(acc []float64, w *[4]float64, src *[4][]float32) {
 		addScaled4AVX512(&acc[0], w, &p, len(acc))
 		return
 	}
-	for k := range src {
-		addScaledGo(acc, w[k], src[k])
+	addScaled4Go(acc, w, src)
+}
+
+// addScaled4Go adds the four products to each element in turn, so acc is
+// read and written once for the four.
+func addScaled4Go(acc []float64, w *[4]float64, src *[4][]float32) {
+	n := len(acc)
+	s0, s1, s2, s3 := src[0][:n], src[1][:n], src[2][:n], src[3][:n]
+	w0, w1, w2, w3 := w[0], w[1], w[2], w[3]
+	for i := range acc {
+		// Each conversion rounds its product: Go may not fuse them.
+		a := acc[i] + float64(w0*float64(s0[i]))
+		a += float64(w1 * float64(s1[i]))
+		a += float64(w2 * float64(s2[i]))
+		acc[i] = a + float64(w3*float64(s3[i]))
 	}
 }
 
 func addScaledGo(acc []float64, w float64, src []float32) {
 	acc = acc[:len(src)]
-	for i, g := range src {
-		// The conversion rounds the product: Go may not fuse it with
-		// the add.
-		acc[i] += float64(w * float64(g))
+	i := 0
+	for ; i+4 <= len(src); i += 4 {
+		a, s := acc[i:i+4:i+4], src[i:i+4:i+4]
+		// The conversions round the products: Go may not fuse them.
+		a[0] += float64(w * float64(s[0]))
+		a[1] += float64(w * float64(s[1]))
+		a[2] += float64(w * float64(s[2]))
+		a[3] += float64(w * float64(s[3]))
+	}
+	for ; i < len(src); i++ {
+		acc[i] += float64(w * float64(src[i]))
 	}
 }
 
