@@ -118,13 +118,21 @@ func bnTrain(g *BNGeom, ys, xs []float32, per *[6][]float32, lo, hi int) {
 		var s float64
 		for n := 0; n < g.N; n++ {
 			off := (n*g.C + c) * g.HW
-			s += sum64(xs[off : off+g.HW])
+			if g.HW < vecMin {
+				s += sum64(xs[off : off+g.HW])
+			} else {
+				s += vec.Sum64(xs[off : off+g.HW])
+			}
 		}
 		mean := s / float64(m)
 		var ss float64
 		for n := 0; n < g.N; n++ {
 			off := (n*g.C + c) * g.HW
-			ss += sqDev64(xs[off:off+g.HW], mean)
+			if g.HW < vecMin {
+				ss += sqDev64(xs[off:off+g.HW], mean)
+			} else {
+				ss += vec.SqDev64(xs[off:off+g.HW], mean)
+			}
 		}
 		variance := ss / float64(m)
 		invStd := 1 / math.Sqrt(variance+float64(g.Eps))

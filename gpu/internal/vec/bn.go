@@ -74,8 +74,50 @@ func sumDyDevGo(dy, x []float32, mean float32) (float64, float64) {
 		s[i%8] += float64(d)
 		t[i%8] += float64(float64(d) * float64(x[i]-mean))
 	}
-	lanes := func(l *[8]float64) float64 {
-		return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))
+	return lanes8(&s), lanes8(&t)
+}
+
+// Sum64 returns Σ s in float64, element i in lane i%8, the lanes added as
+// SumDyDev's.
+func Sum64(s []float32) float64 {
+	if len(s) == 0 {
+		return 0
 	}
-	return lanes(&s), lanes(&t)
+	if useAVX512 {
+		return sum64AVX512(&s[0], len(s))
+	}
+	return sum64Go(s)
+}
+
+// SqDev64 returns Σ (s[i] - mean)² in float64 (the difference taken in
+// float64), element i in lane i%8, the lanes added as SumDyDev's.
+func SqDev64(s []float32, mean float64) float64 {
+	if len(s) == 0 {
+		return 0
+	}
+	if useAVX512 {
+		return sqDev64AVX512(&s[0], len(s), mean)
+	}
+	return sqDev64Go(s, mean)
+}
+
+func lanes8(l *[8]float64) float64 {
+	return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))
+}
+
+func sum64Go(s []float32) float64 {
+	var l [8]float64
+	for i, v := range s {
+		l[i%8] += float64(v)
+	}
+	return lanes8(&l)
+}
+
+func sqDev64Go(s []float32, mean float64) float64 {
+	var l [8]float64
+	for i, v := range s {
+		d := float64(v) - mean
+		l[i%8] += float64(d * d)
+	}
+	return lanes8(&l)
 }

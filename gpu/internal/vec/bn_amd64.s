@@ -152,3 +152,66 @@ sdone:
 	VMOVSD X5, sdyx+40(FP)
 	VZEROUPPER
 	RET
+
+// func sum64AVX512(s *float32, n int) float64
+TEXT ·sum64AVX512(SB), NOSPLIT, $0-24
+	MOVQ   s+0(FP), SI
+	MOVQ   n+8(FP), DX
+	TAILMASK(DX, 7)
+	VPXORD Z2, Z2, Z2
+
+ufull:
+	CMPQ      DX, $8
+	JB        utail
+	VCVTPS2PD (SI), Z0
+	VADDPD    Z0, Z2, Z2
+	ADDQ      $32, SI
+	SUBQ      $8, DX
+	JMP       ufull
+
+utail:
+	TESTQ     DX, DX
+	JZ        udone
+	VMOVUPS.Z (SI), K1, Z0
+	VCVTPS2PD Y0, Z0
+	VADDPD    Z0, Z2, Z2
+
+udone:
+	LANES8(Z2, Y2)
+	VMOVSD X5, ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func sqDev64AVX512(s *float32, n int, mean float64) float64
+TEXT ·sqDev64AVX512(SB), NOSPLIT, $0-32
+	MOVQ         s+0(FP), SI
+	MOVQ         n+8(FP), DX
+	VBROADCASTSD mean+16(FP), Z7
+	TAILMASK(DX, 7)
+	VPXORD       Z2, Z2, Z2
+
+qfull:
+	CMPQ      DX, $8
+	JB        qtail
+	VCVTPS2PD (SI), Z0
+	VSUBPD    Z7, Z0, Z0
+	VMULPD    Z0, Z0, Z0
+	VADDPD    Z0, Z2, Z2
+	ADDQ      $32, SI
+	SUBQ      $8, DX
+	JMP       qfull
+
+qtail:
+	TESTQ     DX, DX
+	JZ        qdone
+	VMOVUPS.Z (SI), K1, Z0
+	VCVTPS2PD Y0, Z0
+	VSUBPD    Z7, Z0, Z0
+	VMULPD.Z  Z0, Z0, K1, Z0
+	VADDPD    Z0, Z2, Z2
+
+qdone:
+	LANES8(Z2, Y2)
+	VMOVSD X5, ret+24(FP)
+	VZEROUPPER
+	RET

@@ -9,3 +9,6 @@ func bnBackwardDataAVX512(*float32, *float32, *float32, int, float32, float32, f
 }
 
 func sumDyDevAVX512(*float32, *float32, int, float32) (float64, float64) { panic("vec: no assembly") }
+
+func sum64AVX512(*float32, int) float64            { panic("vec: no assembly") }
+func sqDev64AVX512(*float32, int, float64) float64 { panic("vec: no assembly") }

@@ -40,6 +40,12 @@ func TestBNAgainstTwin(t *testing.T) {
 			if !sameBitsOrNaN(got, want) {
 				t.Fatalf("BNBackwardData n=%d:\n got %v\nwant %v", n, got, want)
 			}
+			if a, b := Sum64(x), sum64Go(x); !same64(a, b) {
+				t.Fatalf("Sum64 n=%d: %v, twin %v", n, a, b)
+			}
+			if a, b := SqDev64(x, float64(mean)), sqDev64Go(x, float64(mean)); !same64(a, b) {
+				t.Fatalf("SqDev64 n=%d: %v, twin %v", n, a, b)
+			}
 			s1, t1 := sumDyDevGo(dy, x, mean)
 			s2, t2 := SumDyDev(dy, x, mean)
 			if !same64(s1, s2) || !same64(t1, t2) {
@@ -81,6 +87,10 @@ func BenchmarkBN(b *testing.B) {
 		{"apply", func() { BNApply(y, x, 0.1, 1.5, 0.2) }},
 		{"backward/go", func() { bnBackwardDataGo(y, dy, x, 1.5, 0.1, 0.3, 0.2) }},
 		{"backward", func() { BNBackwardData(y, dy, x, 1.5, 0.1, 0.3, 0.2) }},
+		{"sum64/go", func() { sum64Go(x) }},
+		{"sum64", func() { Sum64(x) }},
+		{"sqdev64/go", func() { sqDev64Go(x, 0.2) }},
+		{"sqdev64", func() { SqDev64(x, 0.2) }},
 		{"sums/go", func() { sumDyDevGo(dy, x, 0.2) }},
 		{"sums", func() { SumDyDev(dy, x, 0.2) }},
 	} {
