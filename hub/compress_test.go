@@ -213,7 +213,9 @@ func TestMomentumCorrection(t *testing.T) {
 		func(c *hub.Config) { c.Compression, c.WorkerBeta2, c.WorkerEps = "topk", 1, 1e-8 },
 		func(c *hub.Config) { c.Compression, c.WorkerBeta2, c.WorkerEps = "topk", 0.999, 0 },
 		func(c *hub.Config) { c.Compression, c.WorkerEps = "topk", 1e-8 },
-		func(c *hub.Config) { c.Compression, c.WorkerBeta2, c.WorkerEps, c.WorkerWeightDecay = "topk", 0.999, 1e-8, -1 },
+		func(c *hub.Config) {
+			c.Compression, c.WorkerBeta2, c.WorkerEps, c.WorkerWeightDecay = "topk", 0.999, 1e-8, -1
+		},
 	} {
 		c := hub.DefaultConfig()
 		bad(&c)

@@ -134,9 +134,14 @@ type Config struct {
 
 // DefaultConfig returns a config for a few phones: start with 2 workers, at
 // most 16, global batch 64, a deadline of 50 ticks of 100 ms, adaptive
-// batches with α 0.3, workers dropped after 3 missed deadlines in a row.
+// batches with α 0.3, workers dropped after 3 missed deadlines in a row,
+// top-k compression (DefaultCompression of SGD) and layer-wise overlap.
+// A caller that builds its trainer should pass the config through
+// ConfigureTopK, which moves SGD's momentum onto the workers.
 func DefaultConfig() Config {
 	return Config{
+		Compression:   DefaultCompression("sgd"),
+		Overlap:       true,
 		ID:            "hub",
 		MinWorkers:    2,
 		MaxWorkers:    16,
@@ -148,6 +153,22 @@ func DefaultConfig() Config {
 		MaxMisses:     3,
 		ParkProbe:     20,
 	}
+}
+
+// DefaultCompression is cotrain's codec for a session whose optimizer is
+// optimizer ("sgd" or "adam") when none is asked for, the codec that wins
+// on shared Wi-Fi without costing accuracy (docs/compression.md):
+//
+//   - SGD: "topk:0.01". With momentum correction it sends about 100 times
+//     fewer bytes up than the whole gradient at the same test accuracy, and
+//     paper-table1's two phones beat the faster one alone only with it.
+//   - Adam: "fp16". Adam under top-k loses 1.5 points or more, with or
+//     without Adam correction; half floats halve the bytes and lose none.
+func DefaultCompression(optimizer string) string {
+	if optimizer == "adam" {
+		return "fp16"
+	}
+	return "topk:0.01"
 }
 
 // Validate returns an error wrapping ErrConfig for the first invalid field.

@@ -37,6 +37,7 @@ func tinyCore(t testing.TB) *hub.Core {
 	b.Upload(net.Params, init)
 	tr := solver.NewTrainer(net, solver.NewSGD(b, net.NumParams(), 0.9, 0, false), solver.Constant(0.05))
 	cfg := hub.DefaultConfig()
+	cfg.Compression, cfg.Overlap = "none", false // the seeds push raw floats
 	cfg.MinWorkers, cfg.MaxWorkers, cfg.GlobalBatch = 1, 2, 6
 	cfg.Iterations, cfg.DeadlineTicks, cfg.MaxMisses = 12, 3, 2
 	cfg.Allow = map[string]bool{"w0": true, "w1": true, "w2": true}

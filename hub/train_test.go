@@ -15,6 +15,9 @@ import (
 
 func trainConfig(workers int, iters uint64) hub.Config {
 	cfg := hub.DefaultConfig()
+	// The protocol's exact semantics: whole float32 gradients in one push
+	// (compress_test.go and parts tests cover the codecs and overlap).
+	cfg.Compression, cfg.Overlap = "none", false
 	cfg.MinWorkers, cfg.MaxWorkers = workers, 8
 	cfg.GlobalBatch = 32
 	cfg.Iterations = iters

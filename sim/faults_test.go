@@ -202,7 +202,7 @@ func TestSimDelaySpikes(t *testing.T) {
 // and trains to the end of the run.
 func TestSimPartition30s(t *testing.T) {
 	const at, dur = 10 * time.Second, 30 * time.Second
-	res, r := faultRun(t, "iterations 180\nfault at=10s partition=meizu-mx3 for=30s\n")
+	res, r := faultRun(t, "iterations 300\nfault at=10s partition=meizu-mx3 for=30s\n")
 	from, to := at.Nanoseconds(), (at + dur).Nanoseconds()
 	if miss := logLacks(res, "meizu-mx3 cut off for 30s", "hub: late meizu-mx3", "hub: dropped meizu-mx3",
 		"meizu-mx3: connection lost", "meizu-mx3: reconnects", "hub: joined meizu-mx3"); miss != nil {

@@ -85,16 +85,17 @@ func TestPaperTable1(t *testing.T) {
 	if fixed.TenIterations > paper.TenIterations {
 		t.Errorf("fixed with cotrain's defaults: %.2f s, slower than the paper's system (%.2f)", fixed.TenIterations, paper.TenIterations)
 	}
-	if adaptive.TenIterations >= fixed.TenIterations || adaptive.TenIterations <= nexus.TenIterations {
-		t.Errorf("adaptive: %.2f s, want between the Nexus alone (%.2f) and fixed (%.2f)",
-			adaptive.TenIterations, nexus.TenIterations, fixed.TenIterations)
+	// Issue 8's bar: with cotrain's defaults (top-k, overlap) the two
+	// phones take at most 4.5 s, less than the Nexus alone.
+	if adaptive.TenIterations > 4.5 || adaptive.TenIterations >= nexus.TenIterations {
+		t.Errorf("adaptive: %.2f s, want at most 4.5 s and below the Nexus alone (%.2f)", adaptive.TenIterations, nexus.TenIterations)
 	}
-	// Parking saves the Meizu's pushes (bytes) but hardly time: it still
-	// receives every Merged, and the adaptive split already overlaps its
-	// compute with the Nexus's transfers (docs/simulator.md).
-	if park.Parks < 1 || park.Bytes >= adaptive.Bytes || !almost(park.TenIterations, adaptive.TenIterations, 0.1) {
-		t.Errorf("adaptive-park: %d parks, %.2f s, %d bytes: want the Meizu parked, fewer bytes than adaptive (%d) and about its time (%.2f)",
-			park.Parks, park.TenIterations, park.Bytes, adaptive.Bytes, adaptive.TenIterations)
+	if fixed.TenIterations <= adaptive.TenIterations {
+		t.Errorf("fixed: %.2f s, want above adaptive (%.2f): the Meizu's equal share holds the Nexus back", fixed.TenIterations, adaptive.TenIterations)
+	}
+	// With top-k the Meizu's pushes cost little, so parking keeps it.
+	if park.Parks != 0 || park.TenIterations != adaptive.TenIterations {
+		t.Errorf("adaptive-park: %d parks, %.2f s: want none, as adaptive (%.2f)", park.Parks, park.TenIterations, adaptive.TenIterations)
 	}
 	if nexus.Bytes != 0 || fixed.Bytes == 0 {
 		t.Errorf("bytes: solo %d (loopback, want 0), fixed %d", nexus.Bytes, fixed.Bytes)
@@ -102,6 +103,25 @@ func TestPaperTable1(t *testing.T) {
 	// The solo runs train identically: same weights, same accuracy.
 	if !reflect.DeepEqual(nexus.Curve[0].Accuracy, meizu.Curve[0].Accuracy) {
 		t.Errorf("solo accuracies differ: %v vs %v", nexus.Curve, meizu.Curve)
+	}
+}
+
+// TestPaperTable1Uncompressed: without compression the Meizu's whole
+// gradients cost more airtime than its samples save, and parking takes it
+// out. That saves its pushes (bytes) but hardly time: it still receives
+// every Merged, and the adaptive split already overlaps its compute with the
+// Nexus's transfers (docs/simulator.md).
+func TestPaperTable1Uncompressed(t *testing.T) {
+	rep := simulate(t, "paper-table1", Options{Iterations: 10}, func(sc *Scenario) {
+		sc.Policies, sc.Compression, sc.Overlap = []string{"fixed", "adaptive", "adaptive-park"}, "none", false
+	})
+	fixed, adaptive, park := rep.Run("fixed"), rep.Run("adaptive"), rep.Run("adaptive-park")
+	if !almost(fixed.TenIterations, 25, 0.30) || adaptive.TenIterations >= fixed.TenIterations {
+		t.Errorf("fixed %.2f s (want 25 ± 30%%), adaptive %.2f s (want below)", fixed.TenIterations, adaptive.TenIterations)
+	}
+	if park.Parks < 1 || park.Bytes >= adaptive.Bytes || !almost(park.TenIterations, adaptive.TenIterations, 0.1) {
+		t.Errorf("adaptive-park: %d parks, %.2f s, %d bytes: want the Meizu parked, fewer bytes than adaptive (%d) and about its time (%.2f)",
+			park.Parks, park.TenIterations, park.Bytes, adaptive.Bytes, adaptive.TenIterations)
 	}
 }
 
@@ -156,7 +176,7 @@ func TestLeaveMidway(t *testing.T) {
 			stayed = d
 		}
 	}
-	if r.Iterations != 30 || left.Samples >= stayed.Samples || left.Samples == 0 {
+	if r.Iterations != 60 || left.Samples >= stayed.Samples || left.Samples == 0 {
 		t.Errorf("%d iterations; samples: left-and-back %d, stayed %d", r.Iterations, left.Samples, stayed.Samples)
 	}
 }

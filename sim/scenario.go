@@ -63,7 +63,8 @@ type Scenario struct {
 	// Compression is the hub's gradient codec (hub.Config.Compression:
 	// none, fp16, int8, topk:F) and Overlap its layer-wise push and merge
 	// (hub.Config.Overlap), for the co-training runs; a solo run sends
-	// nothing. Both default to hub.DefaultConfig's.
+	// nothing. Both default to cotrain's: hub.DefaultCompression of the
+	// optimizer, and hub.DefaultConfig's overlap.
 	Compression string
 	Overlap     bool
 	// Deadline is the hub's barrier deadline (0: none), counted in ticks
@@ -192,7 +193,7 @@ func defaults() Scenario {
 func ParseScenario(r io.Reader) (*Scenario, error) {
 	sc := defaults()
 	sc.Policies = nil
-	sc.Compression, sc.Overlap = hub.DefaultConfig().Compression, hub.DefaultConfig().Overlap
+	sc.Compression, sc.Overlap = "", hub.DefaultConfig().Overlap
 	s := bufio.NewScanner(r)
 	for ln := 1; s.Scan(); ln++ {
 		line, _, _ := strings.Cut(s.Text(), "#")
@@ -209,6 +210,9 @@ func ParseScenario(r io.Reader) (*Scenario, error) {
 	}
 	if sc.Policies == nil {
 		sc.Policies = defaults().Policies
+	}
+	if sc.Compression == "" {
+		sc.Compression = hub.DefaultCompression(sc.Optimizer)
 	}
 	if sc.Primary == "" {
 		sc.Primary = sc.Policies[len(sc.Policies)-1]

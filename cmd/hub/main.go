@@ -89,13 +89,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.allow, "allow", "", "file of worker peer ids allowed to join, one per line (# comments); empty: any peer that can connect")
 	fs.IntVar(&c.checkpointEvery, "checkpoint-every", 50, "iterations between checkpoints ("+checkpointName+" in --out; also written on exit); 0: only on exit")
 	fs.BoolVar(&c.resume, "resume", false, "continue from the checkpoint in --out")
-	fs.StringVar(&c.optimizer, "optimizer", "adam", "adam or sgd (Adam is the default: it copes best with a global batch whose split changes; with --compress topk the default is sgd, see below)")
-	fs.Float64Var(&c.lr, "lr", 0.004, "learning rate (try 0.05 with sgd; the default with --compress topk and no --optimizer is 0.05)")
+	fs.StringVar(&c.optimizer, "optimizer", "adam", "adam or sgd (with --compress topk the default is sgd, with momentum correction)")
+	fs.Float64Var(&c.lr, "lr", 0, "learning rate (default: 0.004 with adam, 0.05 with sgd)")
 	fs.Float64Var(&c.momentum, "momentum", 0.9, "SGD momentum")
 	fs.BoolVar(&c.nesterov, "nesterov", false, "Nesterov momentum")
 	fs.Float64Var(&c.weightDecay, "weight-decay", 0, "L2 weight decay")
 	fs.StringVar(&c.schedule, "schedule", "cosine", "learning-rate schedule: cosine or constant")
-	fs.StringVar(&c.compress, "compress", def.Compression, "gradient codec of pushes and merged updates: none, fp16, int8 or topk[:FRACTION] (workers learn it from the hub)")
+	fs.StringVar(&c.compress, "compress", "", "gradient codec of pushes and merged updates: none, fp16, int8 or topk[:FRACTION] (workers learn it from the hub); default: fp16 with adam, topk:0.01 with sgd")
 	fs.BoolVar(&c.overlap, "overlap", def.Overlap, "push and merge the gradient layer by layer, so that transfers overlap the backward pass")
 	fs.StringVar(&c.policy, "policy", "adaptive", "batch split: adaptive (by measured throughput) or fixed (equal)")
 	fs.BoolVar(&c.park, "park", true, "with --policy adaptive, park a worker whose contribution does not pay for its communication (it says so, and is probed again now and then)")
@@ -116,18 +116,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	}
+	if err := c.resolveOptimizer(fs, stderr); err != nil {
+		return c, err
+	}
 	switch {
 	case c.batch < 1, c.minWorkers < 1, c.lr <= 0, c.tick <= 0, c.deadline < c.tick, c.evalEvery < 1, c.logEvery < 1, c.checkpointEvery < 0:
 		return c, fmt.Errorf("%w: --batch, --min-workers, --lr, --eval-every, --log-every must be positive, --checkpoint-every not negative, and --deadline at least --tick", errUsage)
 	case c.iterations == 0 && c.epochs == 0 && c.patience == 0:
 		return c, fmt.Errorf("%w: nothing stops the run: give --iterations, --epochs or --patience", errUsage)
-	}
-	codec, err := compress.Parse(c.compress)
-	if err != nil {
-		return c, fmt.Errorf("%w: --compress: %v", errUsage, err)
-	}
-	if codec.Format() == compress.FormatSparse {
-		topKOptimizer(&c, fs, stderr)
 	}
 	if c.maxWorkers > c.batch {
 		c.maxWorkers = c.batch
@@ -140,28 +136,49 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	return c, nil
 }
 
-// topKOptimizer applies the optimizer rule of top-k sessions. Top-k keeps
-// SGD with momentum as accurate as no compression (momentum correction),
-// but Adam loses about 1.6 points of accuracy under it on lenet-caffe,
-// with or without Adam correction (docs/compression.md): so a top-k
-// session whose --optimizer was not given trains with SGD (momentum
-// --momentum, learning rate 0.05 unless --lr was given), and one that asks
-// for Adam gets it, with a warning on stderr.
-func topKOptimizer(c *config, fs *flag.FlagSet, stderr io.Writer) {
+// resolveOptimizer settles the optimizer, codec and learning rate the flags
+// left to cotrain's defaults:
+//
+//   - no --compress: hub.DefaultCompression of the optimizer (fp16 with
+//     Adam, top-k with SGD);
+//   - a top-k session without --optimizer trains with SGD. Top-k keeps SGD
+//     with momentum as accurate as no compression (momentum correction),
+//     but Adam, even with Adam correction on the workers, loses about 1.5
+//     points on lenet-caffe (docs/compression.md). One that asks for Adam
+//     gets it, with a warning on stderr;
+//   - no --lr: 0.004 with Adam, 0.05 with SGD.
+func (c *config) resolveOptimizer(fs *flag.FlagSet, stderr io.Writer) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	switch {
-	case !set["optimizer"]:
-		c.optimizer = "sgd"
-		if !set["lr"] {
-			c.lr = topKSGDLR
-		}
-	case c.optimizer == "adam":
-		fmt.Fprintf(stderr, "hub: --compress %s with --optimizer adam: top-k lost about 1.6 points of accuracy against uncompressed Adam "+
-			"where SGD with momentum lost none (docs/compression.md); leave --optimizer out for SGD\n", c.compress)
+	if c.optimizer != "adam" && c.optimizer != "sgd" {
+		return fmt.Errorf("%w: --optimizer %q, want adam or sgd", errUsage, c.optimizer)
 	}
+	if c.compress == "" {
+		c.compress = hub.DefaultCompression(c.optimizer)
+	}
+	codec, err := compress.Parse(c.compress)
+	if err != nil {
+		return fmt.Errorf("%w: --compress: %v", errUsage, err)
+	}
+	if codec.Format() == compress.FormatSparse {
+		switch {
+		case !set["optimizer"]:
+			c.optimizer = "sgd"
+		case c.optimizer == "adam":
+			fmt.Fprintf(stderr, "hub: --compress %s with --optimizer adam: Adam under top-k lost about 1.5 points of accuracy "+
+				"where SGD with momentum lost none (docs/compression.md); leave --optimizer out for SGD, or use --compress fp16\n", c.compress)
+		}
+	}
+	if !set["lr"] {
+		c.lr = map[string]float64{"adam": adamLR, "sgd": sgdLR}[c.optimizer]
+	}
+	return nil
 }
 
-// topKSGDLR is the learning rate of a top-k session's default SGD: the
-// --lr flag's suggestion for SGD.
-const topKSGDLR = 0.05
+// The default learning rates: Adam's is what trains lenet5 and lenet-caffe
+// well at global batches of 64 to 192; SGD's, with momentum 0.9, reaches
+// 97% on lenet5 in 300 iterations of 192 (cmd/hub's process test).
+const (
+	adamLR = 0.004
+	sgdLR  = 0.05
+)

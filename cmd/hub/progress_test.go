@@ -34,27 +34,36 @@ func TestFlagsRefuseARunWithoutEnd(t *testing.T) {
 	}
 }
 
-// TestFlagsTopKOptimizer: a top-k session without --optimizer trains with
-// SGD (learning rate 0.05 unless --lr is given); one that asks for Adam
-// keeps it and is warned; other codecs keep Adam.
+// TestFlagsTopKOptimizer: without --compress the codec is cotrain's
+// default for the optimizer (fp16 with Adam, top-k with SGD); a top-k
+// session without --optimizer trains with SGD; one that asks for Adam keeps
+// it and is warned; other codecs keep Adam; the learning rate defaults by
+// optimizer.
 func TestFlagsTopKOptimizer(t *testing.T) {
 	for _, tc := range []struct {
 		args    []string
 		opt     string
 		lr      float64
 		warning bool
+		codec   string
 	}{
-		{[]string{"--compress", "topk"}, "sgd", topKSGDLR, false},
-		{[]string{"--compress", "topk:0.02", "--lr", "0.01"}, "sgd", 0.01, false},
-		{[]string{"--compress", "topk", "--optimizer", "adam"}, "adam", 0.004, true},
-		{[]string{"--compress", "topk", "--optimizer", "sgd", "--lr", "0.1"}, "sgd", 0.1, false},
-		{[]string{"--compress", "int8"}, "adam", 0.004, false},
-		{nil, "adam", 0.004, false},
+		{[]string{"--compress", "topk"}, "sgd", sgdLR, false, "topk"},
+		{[]string{"--compress", "topk:0.02", "--lr", "0.01"}, "sgd", 0.01, false, "topk:0.02"},
+		{[]string{"--compress", "topk", "--optimizer", "adam"}, "adam", 0.004, true, "topk"},
+		{[]string{"--compress", "topk", "--optimizer", "sgd", "--lr", "0.1"}, "sgd", 0.1, false, "topk"},
+		{[]string{"--compress", "int8"}, "adam", 0.004, false, "int8"},
+		{nil, "adam", 0.004, false, "fp16"},
+		{[]string{"--optimizer", "sgd"}, "sgd", sgdLR, false, "topk:0.01"},
+		{[]string{"--optimizer", "adam", "--lr", "0.001"}, "adam", 0.001, false, "fp16"},
 	} {
 		var stderr strings.Builder
 		c, err := parseFlags(append([]string{"--iterations", "5"}, tc.args...), &stderr)
-		if err != nil || c.optimizer != tc.opt || c.lr != tc.lr || (stderr.Len() > 0) != tc.warning {
-			t.Errorf("%q: optimizer %s, lr %v, stderr %q, %v; want %s, %v, warning %v", tc.args, c.optimizer, c.lr, stderr.String(), err, tc.opt, tc.lr, tc.warning)
+		if err != nil || c.optimizer != tc.opt || c.lr != tc.lr || (stderr.Len() > 0) != tc.warning || c.compress != tc.codec {
+			t.Errorf("%q: optimizer %s, lr %v, codec %s, stderr %q, %v; want %s, %v, %s, warning %v",
+				tc.args, c.optimizer, c.lr, c.compress, stderr.String(), err, tc.opt, tc.lr, tc.codec, tc.warning)
 		}
+	}
+	if _, err := parseFlags([]string{"--iterations", "5", "--optimizer", "lamb"}, io.Discard); err == nil || !strings.Contains(err.Error(), "lamb") {
+		t.Errorf("--optimizer lamb: %v, want an error naming it", err)
 	}
 }
