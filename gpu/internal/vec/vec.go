@@ -6,7 +6,12 @@
 // instructions of bounds-checked Go.
 //
 // Every function gives the same bits on every path: they copy, add two
-// floats, or select between a value and zero.
+// floats, or select between a value and zero; the arithmetic loops of the
+// other files (ReLU6, batch norm, the 3×3 depthwise rows, 2×2 max pooling)
+// round each operation as their Go twins do, with no fused multiply-add,
+// and the few that sum into lanes (Sum64, SqDev64, SumDyDev,
+// Conv3RowFilter) document the lanes' order, which the twins follow. A NaN
+// may come out with another payload than the twin's.
 //
 // Caller's duties: slices must hold every element the strides address;
 // functions panic otherwise (the caller's bug).
