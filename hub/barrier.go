@@ -17,15 +17,18 @@ import (
 // they were cut from.
 //
 // The gradient comes in parts (Session.Parts: one per layer under
-// layer-wise overlap, else one): a member has pushed when every part of it
-// has arrived, and a part can be merged as soon as every member has pushed
-// it. What a worker pushed counts even if it then leaves the membership.
+// layer-wise overlap, else one; parts in frozen layers are zero and never
+// come): a member has pushed when every other part of it has arrived, and
+// a part can be merged as soon as every member has pushed it. What a
+// worker pushed counts even if it then leaves the membership.
 type barrier struct {
 	iter    uint64
 	ticks   int
 	members map[string]int      // worker id → batch size assigned for iter
 	pushes  map[string]*arrival // accepted pushes, by worker id
 	bounds  []int               // part j is [bounds[j], bounds[j+1])
+	zero    []bool              // parts that lie in frozen layers: never pushed nor merged
+	live    int                 // parts that are not zero: what a member pushes
 	sent    []bool              // parts merged and sent ahead (partial Merged)
 	bytesUp int64               // gradient payload bytes accepted
 	// free holds the arrivals of closed iterations for reuse, with their
@@ -52,8 +55,8 @@ type arrival struct {
 // parts is the number of parts.
 func (b *barrier) parts() int { return len(b.bounds) - 1 }
 
-// done reports whether a has every part.
-func (b *barrier) done(a *arrival) bool { return a != nil && a.count == b.parts() }
+// done reports whether a has every part that is not zero.
+func (b *barrier) done(a *arrival) bool { return a != nil && a.count == b.live }
 
 // reset opens iteration iter with the given members, keeping the maps'
 // storage.
@@ -71,7 +74,8 @@ func (b *barrier) reset(iter uint64, members map[string]int) {
 	b.bytesUp = 0
 }
 
-// complete reports whether every member has pushed every part.
+// complete reports whether every member has pushed every part that is not
+// zero.
 func (b *barrier) complete() bool {
 	for id := range b.members {
 		if !b.done(b.pushes[id]) {

@@ -503,14 +503,20 @@ func (c *Core) close(late []string) {
 	// The parts not sent ahead: all but the last go out as partial
 	// Merged, the last in the final one. (With every part sent ahead —
 	// possible only when members left — the final repeats the last part.)
+	// Zero parts (frozen layers) never go out.
 	var unsent []int
+	last := 0
 	for j := c.bar.parts() - 1; j >= 0; j-- {
+		if c.bar.zero[j] {
+			continue
+		}
+		last = j
 		if !c.bar.sent[j] {
 			unsent = append(unsent, j)
 		}
 	}
 	if len(unsent) == 0 {
-		unsent = []int{0}
+		unsent = []int{last}
 	}
 	for _, j := range unsent[:len(unsent)-1] {
 		m := c.mergePart(j, true)

@@ -32,6 +32,12 @@ import (
 // the remaining part with the batch sizes and the hash; the step is taken
 // then. A worker that registers or resyncs while the iteration is open gets
 // the parts sent ahead again after its state.
+//
+// Parts that lie wholly in frozen layers (SessionParts, Session.ZeroParts)
+// are zero on every node: workers do not push them, the barrier does not
+// wait for them, no Merged carries them, and every node's update keeps
+// zeros there (the optimizer skips frozen ranges anyway). Fine-tuning the
+// last layers then sends only their gradient, with or without overlap.
 
 // ErrBadPart and ErrBadPayload refuse a push whose part or encoding does not
 // match the session.
@@ -56,6 +62,42 @@ func PartBounds(net *solver.Net) []int {
 		out = []int{0}
 	}
 	return out
+}
+
+// SessionParts returns the parts of a session's gradient over net and the
+// ones among them that lie wholly in frozen layers (Session.Parts and
+// Session.ZeroParts): with overlap one part per layer with parameters
+// (PartBounds), else one per run of consecutive frozen or trainable
+// layers, so that fine-tuning the last layers has two parts, the frozen
+// prefix (zero) and the trainable suffix. A zero part's gradient is zero
+// on every node: it is neither pushed nor merged. A net with nothing
+// frozen, or nothing trainable, has no zero part (and, without overlap,
+// one part): a session where nothing is pushed could never close.
+func SessionParts(net *solver.Net, overlap bool) (starts, zero []int) {
+	var frozen []bool // per part
+	off := 0
+	for _, l := range net.Layers() {
+		if l.Params == 0 {
+			continue
+		}
+		if overlap || len(frozen) == 0 || frozen[len(frozen)-1] != l.Frozen {
+			starts = append(starts, off)
+			frozen = append(frozen, l.Frozen)
+		}
+		off += l.Params
+	}
+	for j, f := range frozen {
+		if f {
+			zero = append(zero, j)
+		}
+	}
+	if len(zero) == len(frozen) {
+		zero = nil
+	}
+	if len(starts) == 0 || (!overlap && zero == nil) {
+		starts = []int{0}
+	}
+	return starts, zero
 }
 
 // NodeOptimizer names an optimizer and its hyper-parameters: what the
@@ -138,12 +180,17 @@ func (c *Core) setupParts() error {
 	}
 	c.session.TopKMin, c.session.TopKWarmup = c.cfg.TopKMin, c.cfg.TopKWarmup
 	n := c.tr.Net.NumParams()
-	starts := []int{0}
-	if c.cfg.Overlap {
-		starts = PartBounds(c.tr.Net)
+	starts, zero := SessionParts(c.tr.Net, c.cfg.Overlap)
+	if len(starts) > 1 {
 		c.session.Parts = slices.Clone(starts)
 	}
+	c.session.ZeroParts = zero
 	c.bar.bounds = append(starts, n)
+	c.bar.zero = make([]bool, len(starts))
+	for _, j := range zero {
+		c.bar.zero[j] = true
+	}
+	c.bar.live = len(starts) - len(zero)
 	c.merged = make([]float32, n)
 	c.applied = make([]float32, n)
 	return nil
@@ -157,6 +204,9 @@ func (c *Core) decodePush(a *arrival, p *peer, m *wire.Push) (part []float32, j 
 	j = m.Part
 	if j < 0 || j >= c.bar.parts() {
 		return nil, 0, fmt.Errorf("%w: %q pushed part %d, the session has %d", ErrBadPart, p.id, j, c.bar.parts())
+	}
+	if c.bar.zero[j] {
+		return nil, 0, fmt.Errorf("%w: %q pushed part %d, which lies in frozen layers (Session.ZeroParts: implicitly zero)", ErrBadPart, p.id, j)
 	}
 	lo, hi := c.bar.bounds[j], c.bar.bounds[j+1]
 	if c.codec.Format() == compress.FormatFloat32 {
@@ -226,11 +276,11 @@ func (c *Core) mergePart(j int, partial bool) *wire.Merged {
 // has pushed and that has not gone out yet. The iteration must be open and
 // its barrier not complete (close sends what is left).
 func (c *Core) sendParts() {
-	if c.bar.parts() < 2 {
+	if c.bar.live < 2 {
 		return
 	}
 	for j := c.bar.parts() - 1; j >= 0; j-- {
-		if c.bar.sent[j] || !c.bar.partComplete(j) {
+		if c.bar.zero[j] || c.bar.sent[j] || !c.bar.partComplete(j) {
 			continue
 		}
 		m := c.mergePart(j, true)

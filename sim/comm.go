@@ -48,10 +48,11 @@ func (r *runner) setupComm(cfg *hub.Config, net *solver.Net, solo bool) error {
 	if err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
-	starts := []int{0}
+	// The parts as the hub cuts them (frozen layers make parts of their
+	// own that nobody sends; the checker never sees them).
+	starts, _ := hub.SessionParts(net, cfg.Overlap)
 	r.comm = comm{readyAt: []float64{1}, seen: map[*wire.Merged]bool{}}
 	if cfg.Overlap {
-		starts = hub.PartBounds(net)
 		if r.comm.readyAt, err = partReadyAt(r.sc.Model, r.opt.ModelConfig, net.Layers()); err != nil {
 			return err
 		}

@@ -227,7 +227,7 @@ func (c *Core) welcome(m *wire.Welcome) error {
 	} else if m.Model != c.model || !slices.Equal(m.ModelConfig, c.mcfg) {
 		return fmt.Errorf("%w: Welcome for %s, this worker runs %s", ErrModel, m.Model, c.model)
 	}
-	if err := c.parts.setup(m.Session, c.tr.Net.NumParams()); err != nil {
+	if err := c.parts.setup(m.Session, c.tr.Net); err != nil {
 		c.send(&wire.Reject{Code: wire.CodeModel, Message: err.Error()})
 		c.err = err
 		c.end("cannot use the session's gradient encoding")
@@ -321,7 +321,7 @@ func (c *Core) merged(m *wire.Merged) error {
 	}
 	if err == nil {
 		for j, ok := range c.parts.got {
-			if !ok {
+			if !ok && !c.parts.zero[j] {
 				err = fmt.Errorf("the final Merged came without part %d of the update", j)
 				break
 			}
@@ -375,14 +375,15 @@ func (c *Core) Computed(d ComputeDone) error {
 	}
 	c.pending = false
 	c.phase = phaseIdle
-	// The parts PartDone did not push go now, last layer first; all are
+	// The parts PartDone did not push go now, last layer first (zero
+	// parts, in frozen layers, never go); all are
 	// checked before any goes, so that a non-finite one sends nothing more
 	// (and leaves the error feedback's residual untouched).
 	finite := true
 	p := &c.parts
 	c.tr.Net.B.Download(p.grad, c.tr.Net.Grads)
 	for j := range p.count() {
-		if !p.pushed[j] && state.CheckFinite("gradient", p.grad[p.bounds[j]:p.bounds[j+1]]) != nil {
+		if !p.pushed[j] && !p.zero[j] && state.CheckFinite("gradient", p.grad[p.bounds[j]:p.bounds[j+1]]) != nil {
 			finite = false
 		}
 	}
@@ -394,7 +395,7 @@ func (c *Core) Computed(d ComputeDone) error {
 		c.event(Event{Kind: EventDiscarded, Iteration: d.Iteration, Text: "non-finite loss or gradient"})
 	default:
 		for j := p.count() - 1; j >= 0; j-- {
-			if !p.pushed[j] {
+			if !p.pushed[j] && !p.zero[j] {
 				p.pushed[j] = true
 				c.pushPart(j, d.Iteration, d.Samples, d.Loss, d.ComputeNanos)
 			}

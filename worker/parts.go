@@ -33,10 +33,13 @@ type parts struct {
 	sentBN    bool           // the compute's batch-norm statistics went out
 	merged    []float32      // the merged update, part by part
 	got       []bool         // parts of the merged update received
+	zero      []bool         // parts in frozen layers (Session.ZeroParts): never pushed nor merged
 }
 
-// setup reads the session's codec and parts for a net of n parameters.
-func (p *parts) setup(s wire.Session, n int) error {
+// setup reads the session's codec and parts for net (frozen as the
+// session says).
+func (p *parts) setup(s wire.Session, net *solver.Net) error {
+	n := net.NumParams()
 	codec, err := compress.Parse(s.Compression)
 	if err != nil {
 		return fmt.Errorf("%w: the session's compression: %w", ErrModel, err)
@@ -52,6 +55,10 @@ func (p *parts) setup(s wire.Session, n int) error {
 		if starts[j] <= starts[j-1] || starts[j] >= n {
 			return fmt.Errorf("%w: the session's part %d starts at %d (after %d, of %d values)", ErrModel, j, starts[j], starts[j-1], n)
 		}
+	}
+	zero, err := zeroParts(s.ZeroParts, starts, n, net.Trainable())
+	if err != nil {
+		return err
 	}
 	p.codec = codec
 	if tk, ok := codec.(*compress.TopK); ok {
@@ -90,7 +97,36 @@ func (p *parts) setup(s wire.Session, n int) error {
 	p.pushed = make([]bool, len(starts))
 	p.merged = make([]float32, n)
 	p.got = make([]bool, len(starts))
+	p.zero = zero
 	return nil
+}
+
+// zeroParts checks the session's zero parts against its parts (starts, of
+// n values) and the net's trainable ranges, and returns them as a flag per
+// part. A zero part that overlapped a trainable range would drop that
+// range's gradient on every node: the hub and this worker disagree about
+// what is frozen.
+func zeroParts(list, starts []int, n int, trainable []solver.Range) ([]bool, error) {
+	zero := make([]bool, len(starts))
+	for i, j := range list {
+		if j < 0 || j >= len(starts) || (i > 0 && j <= list[i-1]) {
+			return nil, fmt.Errorf("%w: the session's zero parts %v (want increasing parts of %d)", ErrModel, list, len(starts))
+		}
+		lo, hi := starts[j], n
+		if j+1 < len(starts) {
+			hi = starts[j+1]
+		}
+		for _, r := range trainable {
+			if r.Off < hi && lo < r.Off+r.Len {
+				return nil, fmt.Errorf("%w: the session's zero part %d [%d, %d) holds parameters [%d, %d) that learn here", ErrModel, j, lo, hi, r.Off, r.Off+r.Len)
+			}
+		}
+		zero[j] = true
+	}
+	if len(list) == len(starts) {
+		return nil, fmt.Errorf("%w: every one of the session's %d parts is zero: nothing to push", ErrModel, len(starts))
+	}
+	return zero, nil
 }
 
 // snapshot copies the net's weights for Adam correction's decay, before a
@@ -160,8 +196,9 @@ func (c *Core) PartDone(d PartDone) error {
 			return c.refuse(fmt.Errorf("%w: part %d done with %d batch-norm state values, want %d", ErrBadCompute, d.Part, len(d.State), n))
 		}
 	}
-	if c.superseded() || math.IsNaN(d.Loss) || math.IsInf(d.Loss, 0) {
-		// Computed says why; nothing goes out.
+	if c.superseded() || math.IsNaN(d.Loss) || math.IsInf(d.Loss, 0) || c.parts.zero[d.Part] {
+		// Computed says why; nothing goes out. A zero part (frozen
+		// layers) never goes out: a driver may report it all the same.
 		return nil
 	}
 	c.parts.pushed[d.Part] = true
@@ -238,6 +275,9 @@ func (c *Core) mergedPart(m *wire.Merged) error {
 	j := m.Part
 	if j < 0 || j >= p.count() {
 		return fmt.Errorf("part %d of a session of %d", j, p.count())
+	}
+	if p.zero[j] {
+		return fmt.Errorf("merged part %d lies in frozen layers (the session's zero parts)", j)
 	}
 	dst := p.merged[p.bounds[j]:p.bounds[j+1]]
 	if p.codec.Lossless() {

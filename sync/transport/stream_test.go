@@ -107,7 +107,7 @@ func TestStreamClose(t *testing.T) {
 // error, and the stream is reset.
 func TestStreamBadFrames(t *testing.T) {
 	junk := binary.BigEndian.AppendUint32(nil, 3)
-	junk = append(junk, 0x93, 1, 2)
+	junk = append(junk, 0x93, byte(wire.ProtocolVersion), 2)
 	tests := []struct {
 		name string
 		raw  []byte

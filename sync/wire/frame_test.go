@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"strings"
@@ -142,6 +143,7 @@ func TestMalformed(t *testing.T) {
 		return packed(t, []any{version, kind, iter, sender, payload})
 	}
 	deep := append(bytes.Repeat([]byte{0x91}, 100_000), 0xc0)
+	v := int(ProtocolVersion)
 	tests := []struct {
 		name    string
 		stream  []byte
@@ -156,29 +158,30 @@ func TestMalformed(t *testing.T) {
 		{"empty body", frame(nil), 100, ErrMalformed, "empty frame body"},
 		{"body not an array", frame(packed(t, "hello")), 100, ErrMalformed, "want an array"},
 		{"empty header", frame(packed(t, []any{})), 100, ErrMalformed, "empty header"},
-		{"newer version", frame(fields(2, 3, 0, "", map[string]any{})), 100, ErrVersion, "version 2, this build speaks 1"},
+		{"newer version", frame(fields(int(ProtocolVersion)+1, 3, 0, "", map[string]any{})), 100, ErrVersion, fmt.Sprintf("version %d, this build speaks %d", ProtocolVersion+1, ProtocolVersion)},
+		{"version 1 (before ZeroParts)", frame(fields(1, 3, 0, "", map[string]any{})), 100, ErrVersion, "version 1, this build speaks"},
 		{"version 0", frame(fields(0, 3, 0, "", map[string]any{})), 100, ErrVersion, "version 0"},
 		{"version a string", frame(fields("1", 3, 0, "", map[string]any{})), 100, ErrMalformed, "want an integer"},
-		{"short header", frame(packed(t, []any{1, 3, 0, ""})), 100, ErrMalformed, "4 fields, want 5"},
-		{"unknown kind", frame(fields(1, 9, 0, "", map[string]any{})), 100, ErrUnknownKind, "kind 9"},
-		{"kind 0", frame(fields(1, 0, 0, "", map[string]any{})), 100, ErrUnknownKind, "kind 0"},
-		{"kind over a byte", frame(fields(1, 300, 0, "", map[string]any{})), 100, ErrMalformed, "kind is 300"},
-		{"negative iteration", frame(fields(1, 3, -1, "", map[string]any{})), 100, ErrMalformed, "iteration is -1"},
-		{"iteration nil", frame(fields(1, 3, nil, "", map[string]any{})), 100, ErrMalformed, "iteration is msgpack code 0xc0"},
-		{"sender an int", frame(fields(1, 3, 0, 7, map[string]any{})), 100, ErrMalformed, "want a string"},
-		{"payload an array", frame(fields(1, 3, 0, "", []any{1})), 100, ErrMalformed, "want a map"},
-		{"samples a string", frame(fields(1, 3, 0, "", map[string]any{"samples": "many"})), 100, ErrMalformed, "push payload"},
-		{"gradient an array", frame(fields(1, 3, 0, "", map[string]any{"grad": []float32{1}})), 100, ErrMalformed, "push payload"},
-		{"gradient of 7 bytes", frame(fields(1, 3, 0, "", map[string]any{"grad": make([]byte, 7)})), 100, ErrMalformed, "7 bytes is not a multiple of 4"},
-		{"hash of 31 bytes", frame(fields(1, 4, 0, "", map[string]any{"weights_hash": make([]byte, 31)})), 100, ErrMalformed, "hash of 31 bytes"},
-		{"batch size twice", frame(packed(t, raw{0x95}, 1, 4, 0, "", raw{0x81}, "batches", raw{0x82}, "a", 1, "a", 2)), 100, ErrMalformed, "given twice"},
+		{"short header", frame(packed(t, []any{v, 3, 0, ""})), 100, ErrMalformed, "4 fields, want 5"},
+		{"unknown kind", frame(fields(v, 9, 0, "", map[string]any{})), 100, ErrUnknownKind, "kind 9"},
+		{"kind 0", frame(fields(v, 0, 0, "", map[string]any{})), 100, ErrUnknownKind, "kind 0"},
+		{"kind over a byte", frame(fields(v, 300, 0, "", map[string]any{})), 100, ErrMalformed, "kind is 300"},
+		{"negative iteration", frame(fields(v, 3, -1, "", map[string]any{})), 100, ErrMalformed, "iteration is -1"},
+		{"iteration nil", frame(fields(v, 3, nil, "", map[string]any{})), 100, ErrMalformed, "iteration is msgpack code 0xc0"},
+		{"sender an int", frame(fields(v, 3, 0, 7, map[string]any{})), 100, ErrMalformed, "want a string"},
+		{"payload an array", frame(fields(v, 3, 0, "", []any{1})), 100, ErrMalformed, "want a map"},
+		{"samples a string", frame(fields(v, 3, 0, "", map[string]any{"samples": "many"})), 100, ErrMalformed, "push payload"},
+		{"gradient an array", frame(fields(v, 3, 0, "", map[string]any{"grad": []float32{1}})), 100, ErrMalformed, "push payload"},
+		{"gradient of 7 bytes", frame(fields(v, 3, 0, "", map[string]any{"grad": make([]byte, 7)})), 100, ErrMalformed, "7 bytes is not a multiple of 4"},
+		{"hash of 31 bytes", frame(fields(v, 4, 0, "", map[string]any{"weights_hash": make([]byte, 31)})), 100, ErrMalformed, "hash of 31 bytes"},
+		{"batch size twice", frame(packed(t, raw{0x95}, v, 4, 0, "", raw{0x81}, "batches", raw{0x82}, "a", 1, "a", 2)), 100, ErrMalformed, "given twice"},
 		{"trailing garbage", frame(append(bytes.Clone(pushBody), 0xc0)), 1 << 20, ErrMalformed, "1 bytes of trailing garbage"},
 		// A bin header claiming 4 GiB inside a small frame: refused by
 		// validate before the decoder allocates.
-		{"lying bin length", frame(packed(t, raw{0x95}, 1, 2, 0, "", raw{0x81}, "model_config", raw{0xc6, 0xff, 0xff, 0xff, 0xff, 1, 2})), 100, ErrMalformed, "declares 4294967295 bytes"},
-		{"lying array length", frame(packed(t, raw{0x95}, 1, 1, 0, "", raw{0x81}, "info", raw{0xdf, 0xff, 0xff, 0xff, 0xff})), 100, ErrMalformed, "declares 8589934590 values"},
-		{"deep nesting", frame(packed(t, raw{0x95}, 1, 1, 0, "", raw{0x81}, "info", raw(deep))), 1 << 20, ErrMalformed, "nest deeper than 32"},
-		{"reserved code", frame(packed(t, raw{0x95}, 1, 1, 0, "", raw{0xc1})), 100, ErrMalformed, "invalid msgpack code 0xc1"},
+		{"lying bin length", frame(packed(t, raw{0x95}, v, 2, 0, "", raw{0x81}, "model_config", raw{0xc6, 0xff, 0xff, 0xff, 0xff, 1, 2})), 100, ErrMalformed, "declares 4294967295 bytes"},
+		{"lying array length", frame(packed(t, raw{0x95}, v, 1, 0, "", raw{0x81}, "info", raw{0xdf, 0xff, 0xff, 0xff, 0xff})), 100, ErrMalformed, "declares 8589934590 values"},
+		{"deep nesting", frame(packed(t, raw{0x95}, v, 1, 0, "", raw{0x81}, "info", raw(deep))), 1 << 20, ErrMalformed, "nest deeper than 32"},
+		{"reserved code", frame(packed(t, raw{0x95}, v, 1, 0, "", raw{0xc1})), 100, ErrMalformed, "invalid msgpack code 0xc1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,7 +10,11 @@ import (
 // ErrVersion. Bump it whenever a change would make an older peer misread a
 // frame (renaming or retyping a field, changing the frame layout); adding
 // a field does not need a bump, because decoders skip fields they do not know.
-const ProtocolVersion uint16 = 1
+//
+// Version 2: Session.ZeroParts (parts lying wholly in frozen layers are
+// neither pushed nor merged); a version-1 worker would push them and wait
+// for them in Merged forever, so it is refused with CodeVersion instead.
+const ProtocolVersion uint16 = 2
 
 // Kind names a message kind. The set is closed: a frame of any other kind is
 // refused with ErrUnknownKind. The numbers are part of the protocol: never
@@ -222,6 +226,13 @@ type Session struct {
 	// Frozen names the layers that do not learn (solver.Net.Freeze): every
 	// node freezes them, so that all apply the step to the same ranges.
 	Frozen []string `msgpack:"frozen,omitempty"`
+	// ZeroParts lists, in increasing order, the parts (indices into
+	// Parts) that lie wholly in frozen layers: their gradient is zero on
+	// every node, so workers do not push them, the hub neither waits for
+	// them nor sends them in Merged, and every node applies zeros there.
+	// Without layer-wise overlap a session with frozen layers still has
+	// Parts: one per run of frozen or trainable layers.
+	ZeroParts []int `msgpack:"zero_parts,omitempty"`
 }
 
 // Schedule describes a learning-rate schedule of the solver package by its
