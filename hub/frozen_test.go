@@ -19,33 +19,6 @@ import (
 // Fine-tuning with frozen layers: parts that lie wholly in frozen layers
 // (Session.ZeroParts) are neither pushed nor merged.
 
-// newFrozenHub is newHubCore with every layer but the last trainLast (of
-// those with parameters) frozen on the master net, as cotrain adapt's way
-// (b) does; freeze, when set, is called instead to freeze by name.
-func newFrozenHub(t testing.TB, cfg hub.Config, seed uint64, trainLast int, freeze ...string) *hub.Core {
-	t.Helper()
-	b := gpu.NewCPU()
-	m, err := models.Build(b, "lenet5", models.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.InitParams(rand.New(rand.NewPCG(seed, 1)))
-	if len(freeze) > 0 {
-		if err := m.Freeze(freeze...); err != nil {
-			t.Fatal(err)
-		}
-	} else {
-		m.FreezeAllButLast(trainLast)
-	}
-	opt := solver.NewSGD(b, m.NumParams(), 0.9, 0, false)
-	tr := solver.NewTrainer(m, opt, solver.Constant(0.05))
-	h, err := hub.NewCore(cfg, hub.Model{Name: "lenet5", Trainer: tr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
-}
-
 // TestSessionParts: the parts and zero parts for lenet5 (five layers with
 // parameters: 156, 2,416, 48,120, 10,164 and 850 values) frozen in
 // several ways.
