@@ -1,7 +1,10 @@
 package solver_test
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
@@ -104,4 +107,103 @@ func TestOptimizerViewsFollowTheirBuffers(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The same at two threads, where the kernels hand parts to the pool's
+// helper goroutines (testing.AllocsPerRun would run everything on one: it
+// sets GOMAXPROCS to 1). Counting every allocation of the process would
+// count the runtime's too: a goroutine that sleeps (a helper waiting for
+// work, a caller for its helpers) takes a wait record (sudog) from a cache
+// that garbage collections empty, and the runtime's background goroutines
+// allocate for themselves. So the test records every allocation during ten
+// steady-state steps (MemProfileRate 1) and fails on any whose stack is not
+// the runtime's sudog cache or a runtime goroutine's own.
+func TestTrainerStepAllocatesNothingOnTwoThreads(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	defer func(r int) { runtime.MemProfileRate = r }(runtime.MemProfileRate)
+	for _, model := range []string{"lenet5", "lenet-caffe", "mobilenet-small"} {
+		be := gpu.NewCPU()
+		cfg := models.Config{}
+		if model == "mobilenet-small" {
+			cfg.Width = 0.25
+		}
+		net, err := models.Build(be, model, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(1, 2))
+		net.InitParams(r)
+		tr := solver.NewTrainer(net, solver.NewSGD(be, net.NumParams(), 0.9, 0, false), solver.Constant(0.01))
+		const batch = 32
+		x := make([]float32, batch*net.In.Size())
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		labels := make([]int32, batch)
+		for i := range labels {
+			labels[i] = int32(r.IntN(net.Out.Size()))
+		}
+		step := func() {
+			if _, err := tr.Step(x, labels); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 10 { // the helpers' scratch grows the first times they take part
+			step()
+		}
+		runtime.MemProfileRate = 1
+		before := ourAllocs()
+		for range 10 {
+			step()
+		}
+		after := ourAllocs()
+		runtime.MemProfileRate = 512 * 1024
+		for stack, n := range after {
+			if d := n - before[stack]; d > 0 {
+				t.Errorf("%s at GOMAXPROCS=2: %d allocations in 10 steady-state steps at\n%s", model, d, stack)
+			}
+		}
+	}
+}
+
+// ourAllocs returns the allocation counts of the memory profile by stack,
+// leaving out the runtime's sudog cache, its own and stacks with no cotrain
+// frame.
+// The profile is as of the last completed garbage collection, hence the
+// two collections first.
+func ourAllocs() map[string]int64 {
+	runtime.GC()
+	runtime.GC()
+	var recs []runtime.MemProfileRecord
+	for {
+		n, ok := runtime.MemProfile(recs, true)
+		if ok {
+			recs = recs[:n]
+			break
+		}
+		recs = make([]runtime.MemProfileRecord, n+64)
+	}
+	out := map[string]int64{}
+	for _, rec := range recs {
+		var b strings.Builder
+		ours, skip := false, false
+		frames := runtime.CallersFrames(rec.Stack())
+		for {
+			f, more := frames.Next()
+			switch {
+			case f.Function == "runtime.acquireSudog", strings.HasSuffix(f.Function, "solver_test.ourAllocs"):
+				skip = true // the runtime's, or this function's own
+			case strings.HasPrefix(f.Function, "github.com/cotrain/cotrain/"):
+				ours = true
+			}
+			fmt.Fprintf(&b, "\t%s\n", f.Function)
+			if !more {
+				break
+			}
+		}
+		if ours && !skip {
+			out[b.String()] += rec.AllocObjects
+		}
+	}
+	return out
 }
