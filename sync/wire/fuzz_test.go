@@ -24,11 +24,11 @@ func FuzzReadFrame(f *testing.F) {
 		f.Add(frameBytes(f, m))
 	}
 	small := frameBytes(f, &Push{Samples: 1, Gradient: Floats{1, 2, 3}})
-	f.Add(small[:len(small)-1])                          // truncated
-	f.Add(append(bytes.Clone(small), 0, 0, 0, 0))        // a second, empty frame
-	f.Add([]byte{0, 0, 0, 1, 0xc1})                      // reserved code
-	f.Add([]byte{0xff, 0xff, 0xff, 0xff})                // over the cap
-	f.Add([]byte{0, 0, 0, 6, 0x95, 2, 3, 0, 0xa0, 0x80}) // newer version
+	f.Add(small[:len(small)-1])                                              // truncated
+	f.Add(append(bytes.Clone(small), 0, 0, 0, 0))                            // a second, empty frame
+	f.Add([]byte{0, 0, 0, 1, 0xc1})                                          // reserved code
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff})                                    // over the cap
+	f.Add([]byte{0, 0, 0, 6, 0x95, 9, 3, 0, 0xa0, 0x80})                     // newer version
 	f.Add([]byte{0, 0, 0, 6, 0x95, byte(ProtocolVersion), 9, 0, 0xa0, 0x80}) // unknown kind
 	f.Add([]byte("not a frame at all"))
 	f.Fuzz(func(t *testing.T, data []byte) {
