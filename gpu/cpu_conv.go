@@ -283,7 +283,9 @@ func (c *CPU) ConvForward(g ConvGeom, y, x, w, bias, ws Buffer) {
 // convForward is ConvForward for samples [lo, hi) on thread th.
 func (c *CPU) convForward(th *sgemm.Thread, g *ConvGeom, y, x, w, bias, ws []float32, lo, hi int) {
 	ohw := g.OH * g.OW
-	if g.depthwise() && g.dw3() {
+	if g.depthwise() && g.dw3Padded() {
+		g.depthwise3x3PaddedForward(th, y, x, w, lo, hi)
+	} else if g.depthwise() && g.dw3() {
 		g.depthwise3x3Forward(y, x, w, lo, hi)
 	} else if g.depthwise() {
 		g.depthwiseForward(y, x, w, lo, hi)
@@ -322,6 +324,10 @@ func (c *CPU) ConvBackwardData(g ConvGeom, dx, dy, w, ws Buffer) {
 
 // convBackwardData is ConvBackwardData for samples [lo, hi) on thread th.
 func (c *CPU) convBackwardData(th *sgemm.Thread, g *ConvGeom, dx, dy, w, ws []float32, lo, hi int) {
+	if g.depthwise() && g.dw3PaddedData() {
+		g.depthwise3x3PaddedData(th, dx, dy, w, lo, hi)
+		return
+	}
 	if g.depthwise() && g.dw3() && g.K == g.C && g.StrideH == 1 && g.StrideW == 1 {
 		g.depthwise3x3BackwardData(dx, dy, w, lo, hi)
 		return

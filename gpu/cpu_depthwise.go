@@ -9,6 +9,9 @@ import "github.com/cotrain/cotrain/gpu/internal/vec"
 // loaded, updated and stored nine times, behind a bounds check each time.
 // These kernels instead finish one output element (or, for the filter
 // gradient, one pass over the plane) with all nine taps held in registers.
+// At stride 1 the padded kernels of cpu_depthwise_pad.go take over the
+// forward pass, the filter gradient and (padding up to 2) the input
+// gradient; these serve the strided layers.
 // They add the same products in the same order as the general loops (kernel
 // row, then kernel column; skipped taps are those outside the input), so
 // their results have the same bits, which TestDepthwise3x3SameBits checks
@@ -94,11 +97,6 @@ func (g *ConvGeom) depthwise3x3Forward(y, x, w []float32, lo, hi int) {
 				x1 := xc[(ih+1)*g.W : (ih+2)*g.W]
 				x2 := xc[(ih+2)*g.W : (ih+3)*g.W]
 				i := clo*sw - g.PadW
-				if sw == 1 {
-					// Contiguous: 16 outputs at a time, same sums.
-					vec.Conv3Rows(out[clo:chi], x0[i:], x1[i:], x2[i:], wk)
-					continue
-				}
 				for ow := clo; ow < chi; ow++ {
 					a, b, c := x0[i:i+3:i+3], x1[i:i+3:i+3], x2[i:i+3:i+3]
 					var acc float32
@@ -212,66 +210,24 @@ func (g *ConvGeom) depthwise3x3BackwardData(dx, dy, w []float32, lo, hi int) {
 
 // depthwise3x3BackwardFilter is depthwiseBackwardFilter for 3×3 kernels:
 // one pass over each plane feeds the nine taps' sums at once, added to dW
-// once per sample as in the general loop. With column stride 1 and planes
-// wide enough the interior goes through vector rows (dw3FilterLanes) and
-// each tap's sum is added in another order than the general loop's (the
-// same for a geometry at any thread count; TestDepthwise3x3SameBits bounds
-// the difference); otherwise the order, and the bits, are the general
-// loop's. dw: K×1×3×3; output
-// channels [klo, khi).
+// once per sample as in the general loop, in the general loop's order (the
+// stride-1 case goes to depthwise3x3PaddedFilter instead). dw: K×1×3×3;
+// output channels [klo, khi).
 func (g *ConvGeom) depthwise3x3BackwardFilter(dw, dy, x []float32, klo, khi int) {
 	m, ohw, hw := g.K/g.C, g.OH*g.OW, g.H*g.W
 	clo, chi := g.dw3Cols()
-	sw := g.StrideW
 	clear(dw[klo*9 : khi*9])
 	for n := 0; n < g.N; n++ {
 		for k := klo; k < khi; k++ {
 			dyk := dy[(n*g.K+k)*ohw : (n*g.K+k+1)*ohw]
 			xc := x[(n*g.C+k/m)*hw : (n*g.C+k/m+1)*hw]
 			var acc [9]float32
-			if sw == 1 && chi-clo >= dw3LanesMin {
-				g.dw3FilterLanes(&acc, dyk, xc, clo, chi)
-			} else {
-				g.dw3FilterPlane(&acc, dyk, xc, clo, chi)
-			}
+			g.dw3FilterPlane(&acc, dyk, xc, clo, chi)
 			dwk := dw[k*9 : k*9+9]
 			for t, v := range acc {
 				dwk[t] += v
 			}
 		}
-	}
-}
-
-// dw3LanesMin is the least number of interior columns for which
-// dw3FilterLanes's vector rows beat the scalar loop (a call per row and
-// kernel row).
-const dw3LanesMin = 8
-
-// dw3FilterLanes sums one plane's filter gradient at column stride 1: the
-// interior columns of each row into 16-lane partial sums per tap
-// (vec.Conv3RowFilter), the edge columns into acc through the general tap
-// loop; then each tap's lanes are added pairwise (8 apart, then 4, 2, 1)
-// and to acc. The order is fixed by the geometry alone.
-func (g *ConvGeom) dw3FilterLanes(acc *[9]float32, dyk, xc []float32, clo, chi int) {
-	var lanes [9 * 16]float32
-	i0 := clo - g.PadW
-	for oh := 0; oh < g.OH; oh++ {
-		src := dyk[oh*g.OW : (oh+1)*g.OW]
-		ih := oh*g.StrideH - g.PadH
-		g.dw3FilterCols(acc, src, xc, oh, 0, clo)
-		g.dw3FilterCols(acc, src, xc, oh, chi, g.OW)
-		for r := max(-ih, 0); r < min(g.H-ih, 3); r++ {
-			vec.Conv3RowFilter(lanes[r*48:r*48+48], src[clo:chi], xc[(ih+r)*g.W+i0:])
-		}
-	}
-	for t := range acc {
-		l := lanes[t*16 : t*16+16]
-		for w := 8; w >= 1; w /= 2 {
-			for j := 0; j < w; j++ {
-				l[j] += l[j+w]
-			}
-		}
-		acc[t] += l[0]
 	}
 }
 

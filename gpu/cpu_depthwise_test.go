@@ -5,18 +5,21 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/cotrain/cotrain/gpu/internal/sgemm"
 )
 
 // The 3×3 depthwise kernels give the same bits as the general depthwise
 // loops they replace, over strides, paddings, channel multipliers and planes
-// narrower than the kernel (where every output is an edge). The one
-// exception is the filter gradient through vector rows (stride 1, planes
-// with dw3LanesMin interior columns or more), whose sums run in another
-// order: there the difference from the general loop must stay within float32
-// rounding of the sum of |terms|.
+// narrower than the kernel (where every output is an edge): the per-row
+// kernels and, at stride 1, the padded ones. The one exception is the
+// padded filter gradient, whose 16-lane sums run in another order: there
+// the difference from the general loop must stay within float32 rounding
+// of the sum of |terms|.
 func TestDepthwise3x3SameBits(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 3))
-	n, lanes := 0, 0
+	var th sgemm.Thread // scratch of the padded kernels, dirty from one case to the next
+	n, padded := 0, 0
 	for _, hw := range [][2]int{{1, 1}, {2, 3}, {3, 3}, {4, 7}, {8, 5}, {9, 16}, {4, 21}, {6, 40}} {
 		for stride := 1; stride <= 3; stride++ {
 			for pad := 0; pad <= 2; pad++ {
@@ -36,21 +39,27 @@ func TestDepthwise3x3SameBits(t *testing.T) {
 					g.depthwiseForward(want, x, w, 0, g.N)
 					g.depthwise3x3Forward(got, x, w, 0, g.N)
 					dw3SameBits(t, name+" forward", got, want)
+					if g.dw3Padded() {
+						padded++
+						got = nanSlice(len(dy))
+						g.depthwise3x3PaddedForward(&th, got, x, w, 0, g.N)
+						dw3SameBits(t, name+" padded forward", got, want)
+					}
 
 					want, got = nanSlice(len(w)), nanSlice(len(w))
 					g.depthwiseBackwardFilter(want, dy, x, 0, g.K)
 					g.depthwise3x3BackwardFilter(got, dy, x, 0, g.K)
-					if clo, chi := g.dw3Cols(); stride == 1 && chi-clo >= dw3LanesMin {
-						lanes++
+					dw3SameBits(t, name+" filter", got, want)
+					if g.dw3Padded() {
+						got = nanSlice(len(w))
+						g.depthwise3x3PaddedFilter(&th, got, dy, x, 0, g.K)
 						scale := make([]float32, len(w))
 						g.depthwiseBackwardFilter(scale, absSlice(dy), absSlice(x), 0, g.K)
 						for i := range want {
-							if d := math.Abs(float64(got[i] - want[i])); d > 1e-6*float64(scale[i]) {
-								t.Errorf("%s filter: [%d] = %v, general loop %v (|terms| %v)", name, i, got[i], want[i], scale[i])
+							if d := math.Abs(float64(got[i] - want[i])); !(d <= 1e-6*float64(scale[i])) {
+								t.Errorf("%s padded filter: [%d] = %v, general loop %v (|terms| %v)", name, i, got[i], want[i], scale[i])
 							}
 						}
-					} else {
-						dw3SameBits(t, name+" filter", got, want)
 					}
 
 					if stride == 1 && m == 1 {
@@ -58,13 +67,18 @@ func TestDepthwise3x3SameBits(t *testing.T) {
 						g.depthwiseBackwardData(want, dy, w, 0, g.N)
 						g.depthwise3x3BackwardData(got, dy, w, 0, g.N)
 						dw3SameBits(t, name+" data", got, want)
+						if g.dw3PaddedData() {
+							got = nanSlice(len(x))
+							g.depthwise3x3PaddedData(&th, got, dy, w, 0, g.N)
+							dw3SameBits(t, name+" padded data", got, want)
+						}
 					}
 				}
 			}
 		}
 	}
-	if n < 40 || lanes < 4 {
-		t.Fatalf("only %d geometries fit, %d through the filter's vector rows: the table no longer tests the edges", n, lanes)
+	if n < 40 || padded < 15 {
+		t.Fatalf("only %d geometries fit, %d at stride 1: the table no longer tests the edges", n, padded)
 	}
 }
 
@@ -86,7 +100,8 @@ func dw3SameBits(t *testing.T, what string, got, want []float32) {
 	}
 }
 
-// BenchmarkDepthwise puts the 3×3 kernels beside the general loops on
+// BenchmarkDepthwise puts the 3×3 kernels (per row, and padded at stride
+// 1) beside the general loops on
 // MobileNet v1 α=0.5's depthwise layers at 128×128, batch 16: the first (16
 // channels of 64×64), a middle one (256 of 8×8) and a stride-2 one (32 of
 // 64×64 to 32×32).
@@ -107,38 +122,26 @@ func benchDepthwise(b *testing.B, g ConvGeom) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	x, w, dy := randSlice(rng, g.N*g.C*g.H*g.W), randSlice(rng, g.K*9), randSlice(rng, g.N*g.K*g.OH*g.OW)
 	y, dx, dw := make([]float32, len(dy)), make([]float32, len(x)), make([]float32, len(w))
+	var th sgemm.Thread
+	s1 := g.StrideH == 1 && g.StrideW == 1 && g.K == g.C
 	for _, k := range []struct {
 		name string
+		ok   bool
 		f    func()
 	}{
-		{"forward/general", func() { g.depthwiseForward(y, x, w, 0, g.N) }},
-		{"forward/3x3", func() { g.depthwise3x3Forward(y, x, w, 0, g.N) }},
-		{"data/general", func() { g.depthwiseBackwardData(dx, dy, w, 0, g.N) }},
-		{"data/3x3", func() { g.depthwise3x3BackwardData(dx, dy, w, 0, g.N) }},
-		{"filter/general", func() { g.depthwiseBackwardFilter(dw, dy, x, 0, g.K) }},
-		{"filter/3x3", func() { g.depthwise3x3BackwardFilter(dw, dy, x, 0, g.K) }},
-		{"filter/3x3-plane", func() {
-			var acc [9]float32
-			clo, chi := g.dw3Cols()
-			for n := 0; n < g.N; n++ {
-				for k := 0; k < g.K; k++ {
-					g.dw3FilterPlane(&acc, dy[(n*g.K+k)*g.OH*g.OW:], x[(n*g.C+k)*g.H*g.W:], clo, chi)
-				}
-			}
-		}},
-		{"filter/3x3-lanes", func() {
-			var acc [9]float32
-			clo, chi := g.dw3Cols()
-			if g.StrideW != 1 {
-				return
-			}
-			for n := 0; n < g.N; n++ {
-				for k := 0; k < g.K; k++ {
-					g.dw3FilterLanes(&acc, dy[(n*g.K+k)*g.OH*g.OW:], x[(n*g.C+k)*g.H*g.W:], clo, chi)
-				}
-			}
-		}},
+		{"forward/general", true, func() { g.depthwiseForward(y, x, w, 0, g.N) }},
+		{"forward/3x3", true, func() { g.depthwise3x3Forward(y, x, w, 0, g.N) }},
+		{"forward/padded", g.dw3Padded(), func() { g.depthwise3x3PaddedForward(&th, y, x, w, 0, g.N) }},
+		{"data/general", true, func() { g.depthwiseBackwardData(dx, dy, w, 0, g.N) }},
+		{"data/3x3", s1, func() { g.depthwise3x3BackwardData(dx, dy, w, 0, g.N) }},
+		{"data/padded", g.dw3PaddedData(), func() { g.depthwise3x3PaddedData(&th, dx, dy, w, 0, g.N) }},
+		{"filter/general", true, func() { g.depthwiseBackwardFilter(dw, dy, x, 0, g.K) }},
+		{"filter/3x3", true, func() { g.depthwise3x3BackwardFilter(dw, dy, x, 0, g.K) }},
+		{"filter/padded", g.dw3Padded(), func() { g.depthwise3x3PaddedFilter(&th, dw, dy, x, 0, g.K) }},
 	} {
+		if !k.ok {
+			continue
+		}
 		b.Run(k.name, func(b *testing.B) {
 			for b.Loop() {
 				k.f()

@@ -52,7 +52,7 @@ type cpuJob struct {
 	batch, hw  int       // BiasGrad: samples, and elements per channel and sample
 	bn         BNGeom
 	per        [6][]float32 // batch norm's per-channel buffers, in the kernel's order
-	cpu        *CPU      // packed filters and partial sums of the conv kernels
+	cpu        *CPU         // packed filters and partial sums of the conv kernels
 }
 
 // span returns the items [lo, hi) of part i: n cut into parts nearly equal
@@ -90,7 +90,9 @@ func (j *cpuJob) Run(th *sgemm.Thread, i int) {
 	case opBNBackward:
 		bnBackward(&j.bn, j.dx, j.dy, j.x, &j.per, lo, hi)
 	case opDepthwiseFilter:
-		if j.conv.dw3() {
+		if j.conv.dw3Padded() {
+			j.conv.depthwise3x3PaddedFilter(th, j.w, j.dy, j.x, lo, hi)
+		} else if j.conv.dw3() {
 			j.conv.depthwise3x3BackwardFilter(j.w, j.dy, j.x, lo, hi)
 		} else {
 			j.conv.depthwiseBackwardFilter(j.w, j.dy, j.x, lo, hi)
