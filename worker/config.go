@@ -64,8 +64,10 @@ type ComputeRequest struct {
 	Batch     int
 	// Parts are the offsets in Net.Grads where the session's gradient
 	// parts start (Session.Parts; one part, {0}, without layer-wise
-	// overlap). A driver that can tell when the backward pass is done with
-	// a part's layers reports it with Core.PartDone, last part first.
+	// overlap and frozen layers). A driver that can tell when the backward
+	// pass is done with a part's layers reports it with Core.PartDone, last
+	// part first; the core ignores a part in frozen layers
+	// (Session.ZeroParts), which is never pushed.
 	Parts []int
 }
 
