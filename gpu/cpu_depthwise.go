@@ -9,9 +9,9 @@ import "github.com/cotrain/cotrain/gpu/internal/vec"
 // loaded, updated and stored nine times, behind a bounds check each time.
 // These kernels instead finish one output element (or, for the filter
 // gradient, one pass over the plane) with all nine taps held in registers.
-// At stride 1 the padded kernels of cpu_depthwise_pad.go take over the
-// forward pass, the filter gradient and (padding up to 2) the input
-// gradient; these serve the strided layers.
+// At strides 1 and 2 the padded kernels of cpu_depthwise_pad.go take over
+// the forward pass, the filter gradient and (padding up to 2) the input
+// gradient; these serve other strides and paddings.
 // They add the same products in the same order as the general loops (kernel
 // row, then kernel column; skipped taps are those outside the input), so
 // their results have the same bits, which TestDepthwise3x3SameBits checks
@@ -210,8 +210,8 @@ func (g *ConvGeom) depthwise3x3BackwardData(dx, dy, w []float32, lo, hi int) {
 
 // depthwise3x3BackwardFilter is depthwiseBackwardFilter for 3×3 kernels:
 // one pass over each plane feeds the nine taps' sums at once, added to dW
-// once per sample as in the general loop, in the general loop's order (the
-// stride-1 case goes to depthwise3x3PaddedFilter instead). dw: K×1×3×3;
+// once per sample as in the general loop, in the general loop's order
+// (strides 1 and 2 go to depthwise3x3PaddedFilter instead). dw: K×1×3×3;
 // output channels [klo, khi).
 func (g *ConvGeom) depthwise3x3BackwardFilter(dw, dy, x []float32, klo, khi int) {
 	m, ohw, hw := g.K/g.C, g.OH*g.OW, g.H*g.W

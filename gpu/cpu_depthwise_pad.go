@@ -5,7 +5,7 @@ import (
 	"github.com/cotrain/cotrain/gpu/internal/vec"
 )
 
-// The stride-1 3×3 depthwise convolution over zero-padded planes.
+// The 3×3 depthwise convolution over zero-padded planes, stride 1 or 2.
 //
 // MobileNet's later layers work on planes of 8×8 and 4×4, where most
 // outputs touch the padding: the per-row kernels of cpu_depthwise.go spend
@@ -14,7 +14,10 @@ import (
 // output (oh, ow) then reads the padded plane at (oh+r)·Wp + ow+s, a fixed
 // offset per tap, so the whole plane is one flat row of the vector kernels
 // of package vec (the two columns at the end of each flat row, which wrap
-// into the next, are computed and dropped).
+// into the next, are computed and dropped). At stride 2 the forward pass
+// computes the stride-1 outputs of every other row and keeps every other
+// column, and the gradients spread the output gradient onto the stride-1
+// grid with zeros between: a few times the products, sixteen at a time.
 //
 // A tap over the padding adds w·0 where the general loop adds nothing. The
 // sum starts at +0 and a round-to-nearest sum is never -0 unless both its
@@ -28,9 +31,26 @@ import (
 // the flat output (or, for the filter gradient, the widened output
 // gradient).
 
-// dw3Padded reports whether the padded kernels apply: 3×3, stride 1.
+// dw3Padded reports whether the padded kernels apply: 3×3, stride 1 or 2
+// (the same along both axes), a padded plane at least as large as the
+// kernel.
 func (g *ConvGeom) dw3Padded() bool {
-	return g.dw3() && g.StrideH == 1 && g.StrideW == 1
+	return g.dw3() && g.StrideH == g.StrideW && (g.StrideH == 1 || g.StrideH == 2) &&
+		g.H+2*g.PadH >= 3 && g.W+2*g.PadW >= 3
+}
+
+// scatter2 writes the h×w plane src into dst at every other row and column
+// from (pt, pl), rows wp apart: what the stride-2 gradients see as the
+// output gradient on the stride-1 grid, zeros between. dst is cleared
+// first.
+func scatter2(dst, src []float32, h, w, wp, pt, pl int) {
+	clear(dst)
+	for i := 0; i < h; i++ {
+		row, d := src[i*w:(i+1)*w], dst[(pt+2*i)*wp+pl:]
+		for j, v := range row {
+			d[2*j] = v
+		}
+	}
 }
 
 // padPlane copies the h×w plane src into dst, rows wp apart, with pt rows
@@ -41,12 +61,17 @@ func padPlane(dst, src []float32, h, w, wp, pt, pl int) {
 }
 
 // depthwise3x3PaddedForward is depthwiseForward for dw3Padded geometries,
-// samples [lo, hi), on thread th.
+// samples [lo, hi), on thread th. At stride 2 it computes the stride-1
+// outputs of the rows it needs (twice the columns it keeps: still far
+// fewer instructions than the scalar loop) and keeps every other one.
 func (g *ConvGeom) depthwise3x3PaddedForward(th *sgemm.Thread, y, x, w []float32, lo, hi int) {
 	m, ohw, hw := g.K/g.C, g.OH*g.OW, g.H*g.W
-	wp := g.W + 2*g.PadW // = OW + 2
-	hp := g.H + 2*g.PadH // = OH + 2
+	wp := g.W + 2*g.PadW // = OW + 2 at stride 1
+	hp := g.H + 2*g.PadH // = OH + 2 at stride 1
 	n := (g.OH-1)*wp + g.OW
+	if g.StrideH == 2 {
+		n = wp - 2 // one row of stride-1 outputs
+	}
 	pad, out := th.Floats(1, hp*wp), th.Floats(2, n)
 	for s := lo; s < hi; s++ {
 		for k := 0; k < g.K; k++ {
@@ -54,15 +79,29 @@ func (g *ConvGeom) depthwise3x3PaddedForward(th *sgemm.Thread, y, x, w []float32
 				c := k / m
 				padPlane(pad, x[(s*g.C+c)*hw:(s*g.C+c+1)*hw], g.H, g.W, wp, g.PadH, g.PadW)
 			}
-			vec.Conv3Rows(out, pad, pad[wp:], pad[2*wp:], w[k*9:k*9+9])
-			vec.CopyRows(y[(s*g.K+k)*ohw:], g.OW, out, wp, g.OH, g.OW)
+			wk, yk := w[k*9:k*9+9], y[(s*g.K+k)*ohw:(s*g.K+k+1)*ohw]
+			if g.StrideH == 1 {
+				vec.Conv3Rows(out, pad, pad[wp:], pad[2*wp:], wk)
+				vec.CopyRows(yk, g.OW, out, wp, g.OH, g.OW)
+				continue
+			}
+			for oh := 0; oh < g.OH; oh++ {
+				r := pad[2*oh*wp:]
+				vec.Conv3Rows(out, r, r[wp:], r[2*wp:], wk)
+				yr := yk[oh*g.OW : (oh+1)*g.OW]
+				for ow := range yr {
+					yr[ow] = out[2*ow]
+				}
+			}
 		}
 	}
 }
 
 // dw3PaddedData reports whether depthwise3x3PaddedData applies: one output
 // channel per input channel and padding of at most 2 (the output gradient
-// is padded by 2-PadH and 2-PadW).
+// is padded by 2-PadH and 2-PadW). At stride 2 the output gradient is
+// spread onto the stride-1 grid with zeros between (scatter2), which makes
+// the input gradient a stride-1 correlation again.
 func (g *ConvGeom) dw3PaddedData() bool {
 	return g.dw3Padded() && g.K == g.C && g.PadH <= 2 && g.PadW <= 2
 }
@@ -77,7 +116,11 @@ func (g *ConvGeom) depthwise3x3PaddedData(th *sgemm.Thread, dx, dy, w []float32,
 	pad, out := th.Floats(1, (g.H+2)*wp), th.Floats(2, n)
 	for s := lo; s < hi; s++ {
 		for c := 0; c < g.C; c++ {
-			padPlane(pad, dy[(s*g.C+c)*ohw:(s*g.C+c+1)*ohw], g.OH, g.OW, wp, 2-g.PadH, 2-g.PadW)
+			if dyc := dy[(s*g.C+c)*ohw : (s*g.C+c+1)*ohw]; g.StrideH == 1 {
+				padPlane(pad, dyc, g.OH, g.OW, wp, 2-g.PadH, 2-g.PadW)
+			} else {
+				scatter2(pad, dyc, g.OH, g.OW, wp, 2-g.PadH, 2-g.PadW)
+			}
 			// Kernel row r reads padded row ih+2-r.
 			vec.Conv3RowsFlipped(out, pad[2*wp:], pad[wp:], pad, w[c*9:c*9+9])
 			vec.CopyRows(dx[(s*g.C+c)*hw:], g.W, out, wp, g.H, g.W)
@@ -97,13 +140,20 @@ func (g *ConvGeom) depthwise3x3PaddedFilter(th *sgemm.Thread, dw, dy, x []float3
 	wp := g.W + 2*g.PadW
 	hp := g.H + 2*g.PadH
 	n := (g.OH-1)*wp + g.OW
+	if g.StrideH == 2 { // the output gradient on the stride-1 grid (scatter2)
+		n = (2*g.OH-2)*wp + 2*g.OW - 1
+	}
 	pad, wide := th.Floats(1, hp*wp), th.Floats(2, n)
 	clear(dw[klo*9 : khi*9])
 	for s := 0; s < g.N; s++ {
 		for k := klo; k < khi; k++ {
 			c := k / m
 			padPlane(pad, x[(s*g.C+c)*hw:(s*g.C+c+1)*hw], g.H, g.W, wp, g.PadH, g.PadW)
-			padPlane(wide[:n], dy[(s*g.K+k)*ohw:(s*g.K+k+1)*ohw], g.OH, g.OW, wp, 0, 0)
+			if dyk := dy[(s*g.K+k)*ohw : (s*g.K+k+1)*ohw]; g.StrideH == 1 {
+				padPlane(wide[:n], dyk, g.OH, g.OW, wp, 0, 0)
+			} else {
+				scatter2(wide[:n], dyk, g.OH, g.OW, wp, 0, 0)
+			}
 			var lanes [9 * 16]float32
 			for r := 0; r < 3; r++ {
 				vec.Conv3RowFilter(lanes[r*48:r*48+48], wide[:n], pad[r*wp:])

@@ -12,14 +12,14 @@ import (
 // The 3×3 depthwise kernels give the same bits as the general depthwise
 // loops they replace, over strides, paddings, channel multipliers and planes
 // narrower than the kernel (where every output is an edge): the per-row
-// kernels and, at stride 1, the padded ones. The one exception is the
+// kernels and, at strides 1 and 2, the padded ones. The one exception is the
 // padded filter gradient, whose 16-lane sums run in another order: there
 // the difference from the general loop must stay within float32 rounding
 // of the sum of |terms|.
 func TestDepthwise3x3SameBits(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 3))
 	var th sgemm.Thread // scratch of the padded kernels, dirty from one case to the next
-	n, padded := 0, 0
+	n, padded, paddedData := 0, 0, 0
 	for _, hw := range [][2]int{{1, 1}, {2, 3}, {3, 3}, {4, 7}, {8, 5}, {9, 16}, {4, 21}, {6, 40}} {
 		for stride := 1; stride <= 3; stride++ {
 			for pad := 0; pad <= 2; pad++ {
@@ -62,23 +62,25 @@ func TestDepthwise3x3SameBits(t *testing.T) {
 						}
 					}
 
+					want = nanSlice(len(x))
+					g.depthwiseBackwardData(want, dy, w, 0, g.N)
 					if stride == 1 && m == 1 {
-						want, got = nanSlice(len(x)), nanSlice(len(x))
-						g.depthwiseBackwardData(want, dy, w, 0, g.N)
+						got = nanSlice(len(x))
 						g.depthwise3x3BackwardData(got, dy, w, 0, g.N)
 						dw3SameBits(t, name+" data", got, want)
-						if g.dw3PaddedData() {
-							got = nanSlice(len(x))
-							g.depthwise3x3PaddedData(&th, got, dy, w, 0, g.N)
-							dw3SameBits(t, name+" padded data", got, want)
-						}
+					}
+					if g.dw3PaddedData() {
+						paddedData++
+						got = nanSlice(len(x))
+						g.depthwise3x3PaddedData(&th, got, dy, w, 0, g.N)
+						dw3SameBits(t, name+" padded data", got, want)
 					}
 				}
 			}
 		}
 	}
-	if n < 40 || padded < 15 {
-		t.Fatalf("only %d geometries fit, %d at stride 1: the table no longer tests the edges", n, padded)
+	if n < 40 || padded < 30 || paddedData < 15 {
+		t.Fatalf("only %d geometries fit, %d padded (%d input gradients): the table no longer tests the edges", n, padded, paddedData)
 	}
 }
 
