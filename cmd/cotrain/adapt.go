@@ -27,7 +27,7 @@ import (
 
 // adaptConfig is what cotrain adapt takes.
 type adaptConfig struct {
-	out, tasks, bandwidth, row string
+	out, tasks, bandwidth, row, compress string
 	pretrain, train, test      int
 	pretrainEpochs, epochs     int
 	seed                       uint64
@@ -45,6 +45,7 @@ func runAdapt(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&c.epochs, "epochs", 3, "epochs over the target training images for modes b, c, d")
 	fs.IntVar(&c.test, "test", 1000, "test images of the target task")
 	fs.StringVar(&c.bandwidth, "bandwidth", "32Mbit", "shared Wi-Fi bandwidth of the cooperative runs")
+	fs.StringVar(&c.compress, "compress", "", "gradient codec of the cooperative runs: none, fp16, int8, topk[:FRACTION] (default: cotrain's for SGD, topk:0.01)")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of initialisation, data order and the simulation")
 	fs.BoolVar(&c.inproc, "inproc", false, "run every row in this process (no per-row peak memory; for tests)")
 	fs.BoolVar(&c.json, "json", false, "print one JSON line per row")
@@ -140,7 +141,7 @@ func runAdaptRow(ctx context.Context, c adaptConfig, spec string, stderr io.Writ
 	if err != nil {
 		return adaptResult{}, err
 	}
-	args := []string{"adapt", "--row", spec, "--out", c.out, "--tasks", c.tasks, "--bandwidth", c.bandwidth,
+	args := []string{"adapt", "--row", spec, "--out", c.out, "--tasks", c.tasks, "--bandwidth", c.bandwidth, "--compress", c.compress,
 		"--pretrain", fmt.Sprint(c.pretrain), "--pretrain-epochs", fmt.Sprint(c.pretrainEpochs),
 		"--train", fmt.Sprint(c.train), "--epochs", fmt.Sprint(c.epochs), "--test", fmt.Sprint(c.test),
 		"--seed", fmt.Sprint(c.seed)}
@@ -384,6 +385,9 @@ network bandwidth=%s latency=2ms medium=shared
 hub nexus-6p
 device nexus-6p count=3
 `, t.Name, mode, c.seed, t.Model, batch, t.LR, iters, evalEvery, test.Len(), c.bandwidth)
+	if c.compress != "" {
+		scText += "compress " + c.compress + "\n"
+	}
 	sc, err := sim.ParseScenario(strings.NewReader(scText))
 	if err != nil {
 		return res, err
