@@ -376,11 +376,21 @@ func (c *CPU) ConvBackwardFilter(g ConvGeom, dw, dbias, dy, x, ws Buffer) {
 	j := &c.job
 	j.op, j.conv, j.dy, j.x, j.w, j.ws = opConvBackwardFilter, g, dys, xs, dws, col
 	c.runParts(j, g.N, chunks)
+	if chunks > 1 {
+		// The chunks' sums in chunk order, split over ranges of weights
+		// (each weight's additions keep their order).
+		j.op, j.w, j.batch = opSumPartials, dws, chunks
+		c.run(j, size, chunks*size)
+	}
+}
+
+// sumPartials adds the partial filter gradients of chunks 1..chunks-1 to
+// dw[lo:hi], in chunk order.
+func (c *CPU) sumPartials(dw []float32, chunks, lo, hi int) {
+	size := len(dw)
 	for ci := 1; ci < chunks; ci++ {
 		p := c.partial[(ci-1)*size : ci*size]
-		for i, v := range p {
-			dws[i] += v
-		}
+		vec.AddRows(dw[lo:hi], 0, p[lo:hi], 0, 1, hi-lo)
 	}
 }
 

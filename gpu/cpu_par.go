@@ -34,6 +34,7 @@ const (
 	opBNTrain
 	opBNBackward
 	opDepthwiseFilter
+	opSumPartials
 )
 
 // cpuJob is one parallel kernel call: the operands the kernel needs (each op
@@ -49,7 +50,7 @@ type cpuJob struct {
 	x, y, w, b []float32 // inputs and outputs, named as in the kernels
 	dx, dy     []float32
 	ws         []float32 // the caller's conv workspace
-	batch, hw  int       // BiasGrad: samples, and elements per channel and sample
+	batch, hw  int       // BiasGrad: samples, and elements per channel and sample; sumPartials: chunks
 	bn         BNGeom
 	per        [6][]float32 // batch norm's per-channel buffers, in the kernel's order
 	cpu        *CPU         // packed filters and partial sums of the conv kernels
@@ -89,6 +90,8 @@ func (j *cpuJob) Run(th *sgemm.Thread, i int) {
 		bnTrain(&j.bn, j.y, j.x, &j.per, lo, hi)
 	case opBNBackward:
 		bnBackward(&j.bn, j.dx, j.dy, j.x, &j.per, lo, hi)
+	case opSumPartials:
+		j.cpu.sumPartials(j.w, j.batch, lo, hi)
 	case opDepthwiseFilter:
 		if j.conv.dw3Padded() {
 			j.conv.depthwise3x3PaddedFilter(th, j.w, j.dy, j.x, lo, hi)
