@@ -28,10 +28,10 @@ import (
 // adaptConfig is what cotrain adapt takes.
 type adaptConfig struct {
 	out, tasks, bandwidth, row, compress string
-	pretrain, train, test      int
-	pretrainEpochs, epochs     int
-	seed                       uint64
-	inproc, json               bool
+	pretrain, train, test                int
+	pretrainEpochs, epochs               int
+	seed                                 uint64
+	inproc, json                         bool
 }
 
 func runAdapt(ctx context.Context, args []string, stdout, stderr io.Writer) error {
