@@ -381,9 +381,17 @@ func (c *Core) Computed(d ComputeDone) error {
 	// (and leaves the error feedback's residual untouched).
 	finite := true
 	p := &c.parts
-	c.tr.Net.B.Download(p.grad, c.tr.Net.Grads)
 	for j := range p.count() {
-		if !p.pushed[j] && !p.zero[j] && state.CheckFinite("gradient", p.grad[p.bounds[j]:p.bounds[j+1]]) != nil {
+		if p.pushed[j] || p.zero[j] {
+			continue
+		}
+		lo, hi := p.bounds[j], p.bounds[j+1]
+		if g := p.grad[lo:hi]; lo == 0 && hi == len(p.grad) {
+			c.tr.Net.B.Download(g, c.tr.Net.Grads)
+		} else {
+			c.tr.Net.B.Download(g, c.tr.Net.B.View(c.tr.Net.Grads, lo, hi-lo))
+		}
+		if state.CheckFinite("gradient", p.grad[lo:hi]) != nil {
 			finite = false
 		}
 	}
@@ -397,7 +405,7 @@ func (c *Core) Computed(d ComputeDone) error {
 		for j := p.count() - 1; j >= 0; j-- {
 			if !p.pushed[j] && !p.zero[j] {
 				p.pushed[j] = true
-				c.pushPart(j, d.Iteration, d.Samples, d.Loss, d.ComputeNanos)
+				c.pushValues(j, d.Iteration, d.Samples, d.Loss, d.ComputeNanos, p.grad[p.bounds[j]:p.bounds[j+1]], nil)
 			}
 		}
 		c.phase = phasePushed

@@ -208,15 +208,10 @@ func (c *Core) PartDone(d PartDone) error {
 	return nil
 }
 
-// pushPart downloads part j of the gradient, encodes it and sends it; it
-// reports false (and sends nothing) when the part is not finite.
-func (c *Core) pushPart(j int, it uint64, samples int, loss float64, nanos int64) bool {
-	return c.pushValues(j, it, samples, loss, nanos, nil, nil)
-}
-
-// pushValues is pushPart with the part and the batch-norm state as the
-// driver downloaded them (PartDone), or nil for the core to download them
-// from the net.
+// pushValues encodes part j of the gradient and sends it, and reports
+// false (sending nothing) when the part is not finite. g and st are the
+// part and the batch-norm state as the caller downloaded them (PartDone's
+// driver, or Computed), or nil for the core to download them from the net.
 func (c *Core) pushValues(j int, it uint64, samples int, loss float64, nanos int64, g, st []float32) bool {
 	p := &c.parts
 	lo, hi := p.bounds[j], p.bounds[j+1]
