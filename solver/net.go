@@ -301,12 +301,19 @@ func (n *Net) Unfreeze() {
 
 // Trainable lists the ranges of Params that learn (merged where adjacent).
 func (n *Net) Trainable() []Range {
-	var rs []Range
+	return n.appendTrainable(nil)
+}
+
+// appendTrainable appends the ranges of Trainable to rs, merged where
+// adjacent, and returns the extended slice: into a caller's slice, so the
+// trainer's steps allocate nothing.
+func (n *Net) appendTrainable(rs []Range) []Range {
+	start := len(rs)
 	for _, nd := range n.nodes {
 		if nd.frozen || nd.params.Len == 0 {
 			continue
 		}
-		if k := len(rs) - 1; k >= 0 && rs[k].Off+rs[k].Len == nd.params.Off {
+		if k := len(rs) - 1; k >= start && rs[k].Off+rs[k].Len == nd.params.Off {
 			rs[k].Len += nd.params.Len
 			continue
 		}

@@ -132,25 +132,6 @@ func (t *Trainer) Evaluate(s Samples, batch int) (acc, loss float64) {
 	return float64(correct) / float64(n), loss / float64(n)
 }
 
-// appendTrainable appends the ranges of Trainable to rs, merged where
-// adjacent, and returns the extended slice. It is Trainable's loop into a
-// caller's slice, kept here so the trainer's steps allocate nothing;
-// TestAppendTrainableMatchesTrainable holds the two together.
-func (n *Net) appendTrainable(rs []Range) []Range {
-	start := len(rs)
-	for _, nd := range n.nodes {
-		if nd.frozen || nd.params.Len == 0 {
-			continue
-		}
-		if k := len(rs) - 1; k >= start && rs[k].Off+rs[k].Len == nd.params.Off {
-			rs[k].Len += nd.params.Len
-			continue
-		}
-		rs = append(rs, nd.params)
-	}
-	return rs
-}
-
 func argmax(v []float32) int {
 	best := 0
 	for i, x := range v {
