@@ -125,6 +125,7 @@ func (v *gemmVariant) fits(info DeviceInfo) bool {
 func (o *OpenCL) buildGemms(dir string, cands []gemmVariant, extra string) error {
 	src := kernelSource("gemm.cl")
 	o.gemmKey = extra
+	var lastErr error
 	for _, cand := range cands {
 		v := cand
 		o.gemmKey += "," + v.Name
@@ -134,6 +135,7 @@ func (o *OpenCL) buildGemms(dir string, cands []gemmVariant, extra string) error
 		p, fromDisk, err := o.ctx.buildCached(o.info, dir, src, strings.TrimSpace(v.options()+" "+extra), o.log)
 		if err != nil {
 			o.log.Debug("gpu: opencl: gemm variant not built", "variant", v.Name, "err", err)
+			lastErr = fmt.Errorf("variant %s: %w", v.Name, err)
 			continue
 		}
 		if log := o.ctx.buildLog(p); log != "" && !fromDisk {
@@ -160,8 +162,13 @@ func (o *OpenCL) buildGemms(dir string, cands []gemmVariant, extra string) error
 		}
 		o.gemms = append(o.gemms, &v)
 	}
+	if len(o.gemms) == 0 && lastErr != nil {
+		// A kernel that does not compile is a bug to see (in the tests
+		// too), not a missing device.
+		return fmt.Errorf("no GEMM variant builds on %s: %w", o.info.Name, lastErr)
+	}
 	if len(o.gemms) == 0 {
-		return fmt.Errorf("%w: no GEMM variant builds on %s", ErrNoDevice, o.info.Name)
+		return fmt.Errorf("%w: no GEMM variant fits %s", ErrNoDevice, o.info.Name)
 	}
 	o.gemmSel = len(o.gemms) - 1
 	return nil
@@ -211,19 +218,28 @@ func (o *OpenCL) gemm(ta, tb bool, m, n, k int, alpha float32, a, b mat, beta fl
 }
 
 // gemmSplits returns into how many k-ranges of kc (a multiple of 32) an
-// m×n×k product is cut: while its C has fewer than 128 blocks of 128×128
-// and each range would still be at least 512 deep, up to 8 ranges. It
-// depends on the shape alone, never on the device, so that every device
-// sums in the same order (see gemm.cl).
+// m×n×k product is cut: while its C has fewer than splitTiles blocks of
+// 128×128 counting each range, and each range would still be at least
+// splitDepth deep, up to 8 ranges. It depends on the shape alone, never on
+// the device, so that every device sums in the same order (see gemm.cl).
 func gemmSplits(m, n, k int) (splits, kc int) {
 	tiles := ((m + 127) / 128) * ((n + 127) / 128)
 	splits = 1
-	for splits < 8 && tiles*splits < 128 && k/(2*splits) >= 512 {
+	for splits < 8 && tiles*splits < splitTiles && k/(2*splits) >= splitDepth {
 		splits *= 2
 	}
 	kc = ((k+splits-1)/splits + 31) / 32 * 32
 	return splits, kc
 }
+
+// gemmSplits' targets: a C with fewer blocks of 128×128 than splitTiles is
+// split in k, into ranges at least splitDepth deep. Variables only so that
+// the benchmarks can compare targets in one run; changing them changes the
+// bits of split products.
+var splitTiles, splitDepth = 256, 256
+
+// gemmSumWG is gemm_sum's work-group size.
+var gemmSumWG = 256
 
 // gemmRun runs a product with variant v, split in k as gemmSplits says: the
 // partial sums go to a workspace and gemm_sum adds them into C.
@@ -235,16 +251,18 @@ func (o *OpenCL) gemmRun(v *gemmVariant, ta, tb bool, m, n, k int, alpha float32
 	}
 	ws := o.scratch(&o.splitWS, splits*m*n)
 	o.gemmWith(v, ta, tb, m, n, k, 1, a, b, 0, plainMat(ws, 0, n), kc, splits)
-	wg := min(128, v.sum.maxWG)
-	must(o.ctx.launch(v.sum, []int{(m*n + wg - 1) / wg * wg}, []int{wg}, m, n, splits, alpha, ws, beta,
-		c.m, c.off, c.ld, c.segl, c.segs))
+	wg, vec := min(gemmSumWG, v.sum.maxWG), c.vec(n)
+	items := m * n / (1 + 3*vec) // 4 elements per item with vec
+	must(o.ctx.launch(v.sum, []int{(items + wg - 1) / wg * wg}, []int{wg}, m, n, splits, alpha, ws, beta,
+		c.m, c.off, c.ld, c.segl, c.segs, vec))
 }
 
 // pickGemm returns the index of the variant for an m×n×k product: the tuned
 // winner at the tuned size nearest (in log scale) to the cube root of m·n·k,
-// then smaller tiles while the grid would leave more than half of the
-// compute units idle. (The winners were timed on square products, whose
-// occupancy they reflect; a thin product needs the step down.)
+// then smaller tiles while the grid (its split-k layers included) would
+// leave more than half of the compute units idle. (The winners were timed
+// on square products, whose occupancy they reflect; a thin product needs
+// the step down.)
 func (o *OpenCL) pickGemm(m, n, k int) int {
 	i := o.gemmSel
 	if len(o.gemmBySize) > 0 {
@@ -256,7 +274,8 @@ func (o *OpenCL) pickGemm(m, n, k int) int {
 			}
 		}
 	}
-	for i > 0 && 2*blocks(o.gemms[i], m, n) < o.info.ComputeUnits {
+	splits, _ := gemmSplits(m, n, k)
+	for i > 0 && 2*blocks(o.gemms[i], m, n)*splits < o.info.ComputeUnits {
 		i--
 	}
 	return i

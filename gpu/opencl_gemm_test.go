@@ -17,7 +17,7 @@ import (
 var gemmShapes = []struct{ m, n, k int }{
 	{1, 1, 1}, {3, 5, 7}, {17, 33, 65}, {64, 64, 64}, {130, 70, 257}, {1, 200, 31}, {200, 1, 300}, {129, 129, 16}, {6, 576, 25},
 	{132, 260, 36}, {257, 131, 45}, {4, 8, 0},
-	{20, 50, 1024}, {33, 65, 1537}, {200, 130, 2500}, // split in k: 2, 2 and 4 ranges
+	{20, 50, 1024}, {33, 65, 1537}, {200, 130, 2500}, {36, 44, 600}, // split in k: 4, 4, 8 and 2 ranges
 }
 
 func TestOpenCLGemm(t *testing.T) {
@@ -148,8 +148,9 @@ func TestOpenCLGemmSegmented(t *testing.T) {
 
 func TestGemmSplits(t *testing.T) {
 	for _, c := range []struct{ m, n, k, splits int }{
-		{1024, 1024, 1024, 2}, {2048, 2048, 2048, 1}, {50, 500, 4096, 8}, {20, 25, 36864, 8}, {64, 500, 800, 1},
-		{20, 50, 1023, 1}, {20, 50, 1024, 2}, {1, 1, 1 << 20, 8}, {4, 8, 0, 1},
+		{1024, 1024, 1024, 4}, {2048, 2048, 2048, 1}, {1536, 1536, 1536, 2}, {50, 500, 4096, 8}, {20, 25, 36864, 8},
+		{64, 500, 800, 2}, {64, 500, 511, 1}, {20, 50, 512, 2}, {20, 50, 1023, 2}, {20, 50, 1024, 4}, {1, 1, 1 << 20, 8},
+		{4, 8, 0, 1},
 	} {
 		s, kc := gemmSplits(c.m, c.n, c.k)
 		if s != c.splits || kc%32 != 0 || s*kc < c.k || (s > 1 && (s-1)*kc >= c.k) {
@@ -353,5 +354,55 @@ func BenchmarkOpenCLSgemmVariants(b *testing.B) {
 		for _, n := range []int{1024, 2048, 4096} {
 			b.Run(fmt.Sprintf("%s/%d", v.Name, n), func(b *testing.B) { sgemmBench(b, o, v, n, false, false) })
 		}
+	}
+}
+
+// BenchmarkOpenCLSgemmSplit times 1024³ with every variant, split in k as
+// gemmSplits says with targets of 128 blocks and ranges of 512 (2 ranges at
+// 1024³), 256 and 256 (4 ranges, the defaults) or 512 and 128 (8 ranges),
+// all in one run.
+func BenchmarkOpenCLSgemmSplit(b *testing.B) {
+	o := benchOpenCL(b)
+	defer o.Close()
+	tiles0, depth0 := splitTiles, splitDepth
+	defer func() { splitTiles, splitDepth = tiles0, depth0 }()
+	for _, t := range [][2]int{{128, 512}, {256, 256}, {512, 128}} {
+		for _, v := range o.gemms {
+			splitTiles, splitDepth = t[0], t[1]
+			s, _ := gemmSplits(1024, 1024, 1024)
+			b.Run(fmt.Sprintf("split=%d/%s", s, v.Name), func(b *testing.B) {
+				splitTiles, splitDepth = t[0], t[1]
+				sgemmBench(b, o, v, 1024, false, false)
+			})
+		}
+	}
+	// Where the time of 4 ranges goes: the product kernel alone (no sum),
+	// and gemm_sum in work-groups of 64, 128 and 256.
+	splitTiles, splitDepth = 256, 256
+	v := o.gemms[len(o.gemms)-1]
+	if i := o.gemmIndex("128x128/8x8/k16"); i >= 0 {
+		v = o.gemms[i]
+	}
+	b.Run("split=4/body-only/"+v.Name, func(b *testing.B) {
+		splitTiles, splitDepth = 256, 256
+		s, kc := gemmSplits(1024, 1024, 1024)
+		ws := o.scratch(&o.splitWS, s*1024*1024)
+		a, bb := o.buf(o.Alloc(1024*1024)), o.buf(o.Alloc(1024*1024))
+		o.gemmWith(v, false, false, 1024, 1024, 1024, 1, plainMat(a.m, 0, 1024), plainMat(bb.m, 0, 1024), 0, plainMat(ws, 0, 1024), kc, s)
+		must(o.Finish())
+		b.ResetTimer()
+		for range b.N {
+			o.gemmWith(v, false, false, 1024, 1024, 1024, 1, plainMat(a.m, 0, 1024), plainMat(bb.m, 0, 1024), 0, plainMat(ws, 0, 1024), kc, s)
+		}
+		must(o.Finish())
+		b.ReportMetric(2*1024*1024*1024*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
+	})
+	wg0 := gemmSumWG
+	defer func() { gemmSumWG = wg0 }()
+	for _, wg := range []int{64, 128, 256} {
+		b.Run(fmt.Sprintf("split=4/sum-wg=%d/%s", wg, v.Name), func(b *testing.B) {
+			splitTiles, splitDepth, gemmSumWG = 256, 256, wg
+			sgemmBench(b, o, v, 1024, false, false)
+		})
 	}
 }

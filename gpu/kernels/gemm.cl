@@ -263,14 +263,30 @@ __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void gemm_tt(GEMM_
 }
 
 // gemm_sum sets C = alpha*(W_0 + W_1 + ... + W_{S-1}) + beta*C, summing in
-// that order, where W_z is the M×N partial-sum matrix at W + z*M*N.
+// that order, where W_z is the M×N partial-sum matrix at W + z*M*N. With
+// vec (the host checked that N, C's offset, row stride and segments are
+// multiples of 4) an item does 4 consecutive elements of a row as float4;
+// the arithmetic per element is the same.
 __kernel void gemm_sum(int M, int N, int S, float alpha, __global const float* W, float beta, __global float* C, int coff,
-                       int ldc, int csegl, int csegs) {
-	int i = get_global_id(0);
-	if (i >= M * N) return;
+                       int ldc, int csegl, int csegs, int vec) {
+	const int MN = M * N;
+	if (vec) {
+		const int i = get_global_id(0) * 4;
+		if (i >= MN) return;
+		float4 acc = vload4(0, W + i);
+		for (int z = 1; z < S; z++) acc += vload4(0, W + z * MN + i);
+		const int r = i / N, c = i % N;
+		__global float4* p = (__global float4*)(C + coff + r * ldc + seg_addr(c, csegl, csegs));
+		float4 v = alpha * acc;
+		if (beta != 0.0f) v += beta * *p;
+		*p = v;
+		return;
+	}
+	const int i = get_global_id(0);
+	if (i >= MN) return;
 	float acc = W[i];
-	for (int z = 1; z < S; z++) acc += W[z * M * N + i];
-	int r = i / N, c = i % N;
+	for (int z = 1; z < S; z++) acc += W[z * MN + i];
+	const int r = i / N, c = i % N;
 	__global float* p = C + coff + r * ldc + seg_addr(c, csegl, csegs);
 	float v = alpha * acc;
 	if (beta != 0.0f) v += beta * *p;
