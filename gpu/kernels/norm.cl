@@ -2,6 +2,16 @@
 // channel writes per-channel coefficients into coef (4 floats a channel), then
 // an elementwise kernel applies them. Sums use acc_t and a fixed tree.
 
+// CHANNEL_WALK(o) runs the statement after it for o = the offset of
+// element j of channel c in an N×C×HW tensor, j = l, l+RED_WG, ... < M =
+// N·HW in that order (l, c, C, HW and M are the kernel's), carrying
+// (j / HW, j % HW) from one j to the next instead of two integer divisions
+// per element. The order, and so the bits, are those of the plain loop.
+#define CHANNEL_WALK(o)                                                                                                \
+	for (int j_ = l, n_ = l / HW, p_ = l % HW, o = (n_ * C + c) * HW + p_; j_ < M;                                   \
+	     j_ += RED_WG, n_ += RED_WG / HW, p_ += RED_WG % HW, n_ += p_ >= HW, p_ -= p_ >= HW ? HW : 0,               \
+	    o = (n_ * C + c) * HW + p_)
+
 // bn_stats: batch mean and biased variance (two passes, as the CPU), saved
 // statistics, running statistics (unbiased variance) and y = (x-mean)*scale+shift.
 __kernel void bn_stats(__global const float* x, int xoff, __global const float* gamma, int goff,
@@ -12,12 +22,12 @@ __kernel void bn_stats(__global const float* x, int xoff, __global const float* 
 	int c = get_group_id(0), l = get_local_id(0);
 	int M = N * HW;
 	acc_t s = 0, unused = 0;
-	for (int j = l; j < M; j += RED_WG) s += x[xoff + ((j / HW) * C + c) * HW + j % HW];
+	CHANNEL_WALK(o) s += x[xoff + o];
 	wg_sum2(sa, sb, &s, &unused);
 	acc_t mean = s / M;
 	acc_t ss = 0;
-	for (int j = l; j < M; j += RED_WG) {
-		acc_t d = (acc_t)x[xoff + ((j / HW) * C + c) * HW + j % HW] - mean;
+	CHANNEL_WALK(o) {
+		acc_t d = (acc_t)x[xoff + o] - mean;
 		ss += d * d;
 	}
 	wg_sum2(sa, sb, &ss, &unused);
@@ -69,8 +79,7 @@ __kernel void bn_backward_reduce(__global const float* dy, int dyoff, __global c
 	int M = N * HW;
 	float mean = sm[smoff + c];
 	acc_t sdy = 0, sdyx = 0;
-	for (int j = l; j < M; j += RED_WG) {
-		int o = ((j / HW) * C + c) * HW + j % HW;
+	CHANNEL_WALK(o) {
 		float d = dy[dyoff + o];
 		sdy += d;
 		sdyx += (acc_t)d * (acc_t)(x[xoff + o] - mean);
