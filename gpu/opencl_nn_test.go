@@ -182,7 +182,7 @@ func TestOpenCLBatchNorm(t *testing.T) {
 		{N: 4, C: 3, HW: 25, Eps: 1e-5, Momentum: 0.1},
 		{N: 64, C: 10, HW: 1, Eps: 1e-5, Momentum: 0.1},
 		{N: 2, C: 5, HW: 300, Eps: 1e-3, Momentum: 0.3},
-		{N: 1, C: 2, HW: 1, Eps: 1e-5, Momentum: 0.1}, // M == 1
+		{N: 1, C: 2, HW: 1, Eps: 1e-5, Momentum: 0.1},   // M == 1
 		{N: 40, C: 3, HW: 49, Eps: 1e-5, Momentum: 0.1}, // each item steps over several images and wraps within one
 	} {
 		t.Run(fmt.Sprintf("%+v", g), func(t *testing.T) {
