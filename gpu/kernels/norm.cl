@@ -3,14 +3,13 @@
 // an elementwise kernel applies them. Sums use acc_t and a fixed tree.
 
 // CHANNEL_WALK(o) runs the statement after it for o = the offset of
-// element j of channel c in an N×C×HW tensor, j = l, l+RED_WG, ... < M =
-// N·HW in that order (l, c, C, HW and M are the kernel's), carrying
-// (j / HW, j % HW) from one j to the next instead of two integer divisions
-// per element. The order, and so the bits, are those of the plain loop.
+// element j of channel c in an N×C×HW tensor, j = l, l+RED_WG, ... < N·HW
+// in that order (l, c, N, C and HW are the kernel's), carrying (j / HW,
+// j % HW) from one j to the next instead of two integer divisions per
+// element. The order, and so the bits, are those of the plain loop.
 #define CHANNEL_WALK(o)                                                                                                \
-	for (int j_ = l, n_ = l / HW, p_ = l % HW, o = (n_ * C + c) * HW + p_; j_ < M;                                   \
-	     j_ += RED_WG, n_ += RED_WG / HW, p_ += RED_WG % HW, n_ += p_ >= HW, p_ -= p_ >= HW ? HW : 0,               \
-	    o = (n_ * C + c) * HW + p_)
+	for (int n_ = l / HW, p_ = l % HW, o = (n_ * C + c) * HW + p_; n_ < N;                                           \
+	     n_ += RED_WG / HW, p_ += RED_WG % HW, n_ += p_ >= HW, p_ -= p_ >= HW ? HW : 0, o = (n_ * C + c) * HW + p_)
 
 // bn_stats: batch mean and biased variance (two passes, as the CPU), saved
 // statistics, running statistics (unbiased variance) and y = (x-mean)*scale+shift.
