@@ -117,7 +117,8 @@ func TestOptimizerViewsFollowTheirBuffers(t *testing.T) {
 // that garbage collections empty, and the runtime's background goroutines
 // allocate for themselves. So the test records every allocation during ten
 // steady-state steps (MemProfileRate 1) and fails on any whose stack is not
-// the runtime's sudog cache or a runtime goroutine's own.
+// the runtime's sudog cache or a runtime goroutine's own (see below for why
+// it may look at up to four windows).
 func TestTrainerStepAllocatesNothingOnTwoThreads(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	defer func(r int) { runtime.MemProfileRate = r }(runtime.MemProfileRate)
@@ -151,17 +152,32 @@ func TestTrainerStepAllocatesNothingOnTwoThreads(t *testing.T) {
 		for range 10 { // the helpers' scratch grows the first times they take part
 			step()
 		}
-		runtime.MemProfileRate = 1
-		before := ourAllocs()
-		for range 10 {
-			step()
-		}
-		after := ourAllocs()
-		runtime.MemProfileRate = 512 * 1024
-		for stack, n := range after {
-			if d := n - before[stack]; d > 0 {
-				t.Errorf("%s at GOMAXPROCS=2: %d allocations in 10 steady-state steps at\n%s", model, d, stack)
+		// Ten steps may still leave a helper that has never run the
+		// largest part of some kernel (the caller can take every part of a
+		// job before a helper wakes): its scratch then grows once, later.
+		// An allocation made every step shows in every window of ten, so
+		// the test fails only when none of four windows is clean.
+		var leaks []string
+		for range 4 {
+			runtime.MemProfileRate = 1
+			before := ourAllocs()
+			for range 10 {
+				step()
 			}
+			after := ourAllocs()
+			runtime.MemProfileRate = 512 * 1024
+			leaks = leaks[:0]
+			for stack, n := range after {
+				if d := n - before[stack]; d > 0 {
+					leaks = append(leaks, fmt.Sprintf("%d allocations at\n%s", d, stack))
+				}
+			}
+			if len(leaks) == 0 {
+				break
+			}
+		}
+		for _, l := range leaks {
+			t.Errorf("%s at GOMAXPROCS=2, in each of four windows of 10 steady-state steps; in the last, %s", model, l)
 		}
 	}
 }
