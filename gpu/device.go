@@ -45,7 +45,7 @@ type DeviceInfo struct {
 	LocalMem     int64 // bytes of __local memory per work-group
 	MaxWorkGroup int
 	BaseAlign    int  // CL_DEVICE_MEM_BASE_ADDR_ALIGN, in bits
-	FP16         bool // cl_khr_fp16: half arithmetic (storage is optional, unused yet)
+	FP16         bool // cl_khr_fp16: half arithmetic (half storage needs only core OpenCL; see OpenOptions)
 	FP64         bool // cl_khr_fp64: reductions accumulate in double when set
 	// CorrectDivSqrt is CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT: the device can
 	// build with -cl-fp32-correctly-rounded-divide-sqrt, which the backend
@@ -64,7 +64,30 @@ func (d DeviceInfo) String() string {
 type openCLRequest struct {
 	Index   int  // device index, or -1 for the first suitable one
 	GPUOnly bool // "auto": accept GPUs and accelerators only, never a CPU device
+	Half    bool // OpenOptions.HalfStorage
 	Log     *slog.Logger
+}
+
+// OpenOptions are OpenWith's options beyond the device spec.
+type OpenOptions struct {
+	Log *slog.Logger // where the choice and any fallback are logged; nil: nowhere
+	// HalfStorage asks an OpenCL backend to store every tensor as IEEE
+	// half floats (fp16), computing in float32: half the device memory and
+	// memory traffic, for inference only (see StoresHalf). It needs no
+	// cl_khr_fp16 (half loads and stores are core OpenCL), so every OpenCL
+	// device honours it. The CPU backend stores float32 whatever this says;
+	// when auto falls back to it, the log says so.
+	HalfStorage bool
+}
+
+// StoresHalf reports whether b keeps its tensors as half floats (an OpenCL
+// backend opened with OpenOptions.HalfStorage). Such a backend is for
+// inference: weights rounded to half lose most optimizer steps (an update
+// below half a unit in the last place, 2⁻¹¹ of the weight, leaves it
+// unchanged), so the solver refuses to train on it.
+func StoresHalf(b Backend) bool {
+	h, ok := b.(interface{ HalfStorage() bool })
+	return ok && h.HalfStorage()
 }
 
 // openCLDriver is set when the package is built with -tags opencl.
@@ -85,24 +108,39 @@ var openCLDriver struct {
 //
 // Errors wrap ErrNoOpenCL, ErrNoDevice, ErrDeviceSpec or an OpenCL failure.
 func Open(spec string, log *slog.Logger) (Backend, error) {
+	return OpenWith(spec, OpenOptions{Log: log})
+}
+
+// OpenWith is Open with options: Open(spec, log) is OpenWith(spec,
+// OpenOptions{Log: log}).
+func OpenWith(spec string, opts OpenOptions) (Backend, error) {
+	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	cpu := func(reason string) Backend {
+		if opts.HalfStorage {
+			reason += "; it stores float32 (fp16 storage needs OpenCL)"
+		}
+		log.Info("gpu: using the CPU backend", "reason", reason)
+		return NewCPU()
 	}
 	spec = strings.ToLower(strings.TrimSpace(spec))
 	switch {
 	case spec == "cpu":
+		if opts.HalfStorage {
+			return nil, fmt.Errorf("%w: fp16 storage needs an OpenCL device; the CPU backend stores float32", ErrDeviceSpec)
+		}
 		return NewCPU(), nil
 	case spec == "auto" || spec == "":
 		if openCLDriver.open == nil {
-			log.Info("gpu: using the CPU backend", "reason", "built without OpenCL support (rebuild with -tags opencl)")
-			return NewCPU(), nil
+			return cpu("built without OpenCL support (rebuild with -tags opencl)"), nil
 		}
-		b, err := openCLDriver.open(openCLRequest{Index: -1, GPUOnly: true, Log: log})
+		b, err := openCLDriver.open(openCLRequest{Index: -1, GPUOnly: true, Half: opts.HalfStorage, Log: log})
 		if err != nil {
-			log.Info("gpu: using the CPU backend", "reason", err.Error())
-			return NewCPU(), nil
+			return cpu(err.Error()), nil
 		}
-		log.Info("gpu: using OpenCL", "device", b.Name())
+		log.Info("gpu: using OpenCL", "device", b.Name(), "fp16_storage", opts.HalfStorage)
 		return b, nil
 	case spec == "opencl" || strings.HasPrefix(spec, "opencl:"):
 		idx := -1
@@ -116,7 +154,7 @@ func Open(spec string, log *slog.Logger) (Backend, error) {
 		if openCLDriver.open == nil {
 			return nil, fmt.Errorf("%w: built without OpenCL support: rebuild with -tags opencl", ErrNoOpenCL)
 		}
-		return openCLDriver.open(openCLRequest{Index: idx, Log: log})
+		return openCLDriver.open(openCLRequest{Index: idx, Half: opts.HalfStorage, Log: log})
 	}
 	return nil, fmt.Errorf("%w: %q (want auto, cpu, opencl or opencl:N)", ErrDeviceSpec, spec)
 }

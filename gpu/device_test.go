@@ -91,3 +91,27 @@ func TestDeviceInfoString(t *testing.T) {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
 }
+
+// OpenWith's HalfStorage: refused with an explicit "cpu" (it would be
+// silently ignored), logged when auto falls back to the CPU, and never
+// reported by the CPU backend.
+func TestOpenHalfStorage(t *testing.T) {
+	if _, err := OpenWith("cpu", OpenOptions{HalfStorage: true}); !errors.Is(err, ErrDeviceSpec) || !strings.Contains(err.Error(), "fp16") {
+		t.Errorf("OpenWith(cpu, fp16) error %v, want ErrDeviceSpec naming fp16", err)
+	}
+	var logs bytes.Buffer
+	b, err := OpenWith("auto", OpenOptions{Log: slog.New(slog.NewTextHandler(&logs, nil)), HalfStorage: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := b.(interface{ Close() error }); ok {
+		defer c.Close()
+	}
+	if b.Name() == "cpu" {
+		if StoresHalf(b) || !strings.Contains(logs.String(), "fp16 storage needs OpenCL") {
+			t.Errorf("auto with fp16 fell back to the CPU without saying it stores float32: %q", logs.String())
+		}
+	} else if !StoresHalf(b) {
+		t.Errorf("auto with fp16 opened %s without half storage", b.Name())
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"math"
 	"slices"
 	"unsafe"
+
+	"github.com/cotrain/cotrain/gpu/half"
 )
 
 // OpenCL is the Backend on one OpenCL device: one context, one in-order
@@ -29,6 +31,11 @@ type OpenCL struct {
 	info  DeviceInfo
 	log   *slog.Logger
 	redWG int // work-group size of the reduction kernels (RED_WG)
+
+	// half: every Buffer holds half floats (OpenCLConfig.HalfStorage);
+	// stage is the host's half copy of an Upload or Download then.
+	half  bool
+	stage []uint16
 
 	progs      []*clProgram
 	k          map[string]*clKernel
@@ -64,6 +71,18 @@ func (b *clBuf) Len() int { return b.n }
 
 // Info describes the device.
 func (o *OpenCL) Info() DeviceInfo { return o.info }
+
+// HalfStorage reports whether the backend stores its Buffers as half
+// floats (OpenCLConfig.HalfStorage): an inference backend (see StoresHalf).
+func (o *OpenCL) HalfStorage() bool { return o.half }
+
+// esize is the size in bytes of one Buffer element.
+func (o *OpenCL) esize() int {
+	if o.half {
+		return 2
+	}
+	return 4
+}
 
 // Name implements Backend: "opencl:N <device name>".
 func (o *OpenCL) Name() string { return fmt.Sprintf("opencl:%d %s", o.info.Index, o.info.Name) }
@@ -174,7 +193,7 @@ func (o *OpenCL) Alloc(n int) Buffer {
 	}
 	b := &clBuf{n: n, owner: o}
 	if n > 0 {
-		m, err := o.ctx.alloc(n)
+		m, err := o.ctx.allocSized(n, o.esize())
 		must(err)
 		b.m = m
 		o.run1("fill", n, m, 0, n, float32(0))
@@ -197,7 +216,14 @@ func (o *OpenCL) Upload(dst Buffer, src []float32) {
 	if len(src) != d.n {
 		panic(fmt.Sprintf("gpu: Upload: length %d != %d", len(src), d.n))
 	}
-	if d.n > 0 {
+	switch {
+	case d.n == 0:
+	case o.half:
+		// Rounded on the host as vstore_half_rte rounds on the device.
+		o.stage = slices.Grow(o.stage[:0], d.n)[:d.n]
+		half.Encode(o.stage, src)
+		must(o.ctx.write(d.m, 2*d.off, unsafe.Pointer(&o.stage[0]), 2*d.n))
+	default:
 		must(o.ctx.write(d.m, 4*d.off, unsafe.Pointer(&src[0]), 4*d.n))
 	}
 }
@@ -208,7 +234,13 @@ func (o *OpenCL) Download(dst []float32, src Buffer) {
 	if len(dst) != s.n {
 		panic(fmt.Sprintf("gpu: Download: length %d != %d", len(dst), s.n))
 	}
-	if s.n > 0 {
+	switch {
+	case s.n == 0:
+	case o.half:
+		o.stage = slices.Grow(o.stage[:0], s.n)[:s.n]
+		must(o.ctx.read(unsafe.Pointer(&o.stage[0]), s.m, 2*s.off, 2*s.n))
+		half.Decode(dst, o.stage)
+	default:
 		must(o.ctx.read(unsafe.Pointer(&dst[0]), s.m, 4*s.off, 4*s.n))
 	}
 }
@@ -230,7 +262,8 @@ func (o *OpenCL) Copy(dst, src Buffer) {
 	if d.m == s.m && d.off < s.off+s.n && s.off < d.off+d.n {
 		panic("gpu: Copy between overlapping views")
 	}
-	must(o.ctx.copy(d.m, 4*d.off, s.m, 4*s.off, 4*d.n))
+	e := o.esize()
+	must(o.ctx.copy(d.m, e*d.off, s.m, e*s.off, e*d.n))
 }
 
 // Axpy implements Backend.
@@ -337,11 +370,11 @@ func (o *OpenCL) SoftmaxCrossEntropy(probs, logits Buffer, labels []int32, n, cl
 	lb := o.putLabels(labels, classes)
 	loss := o.scratch(&o.loss, 2*n+2)
 	o.run1("softmax_xent", n, ps.m, ps.off, ls.m, ls.off, lb, loss, n, classes)
-	// The sum lands after the row pairs: elements 2n and 2n+1.
-	sum := &clBuf{m: loss, off: 2 * n, n: 2, owner: o}
+	// The sum lands after the row pairs: elements 2n and 2n+1 (float
+	// whatever the storage: the loss buffer is the backend's own).
 	o.runGroups("sum_pairs", 1, loss, 2*n, loss, n)
 	var out [2]float32
-	o.Download(out[:], sum)
+	must(o.ctx.read(unsafe.Pointer(&out[0]), loss, 4*2*n, 8))
 	return float64(out[0]) + float64(out[1])
 }
 

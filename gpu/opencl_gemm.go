@@ -232,6 +232,15 @@ func gemmSplits(m, n, k int) (splits, kc int) {
 	return splits, kc
 }
 
+// splits is gemmSplits, except that half storage never splits: the
+// product kernels would write the partial sums as half (gemm.cl).
+func (o *OpenCL) splits(m, n, k int) (splits, kc int) {
+	if o.half {
+		return 1, k
+	}
+	return gemmSplits(m, n, k)
+}
+
 // gemmSplits' targets: a C with fewer blocks of 128×128 than splitTiles is
 // split in k, into ranges at least splitDepth deep. Variables only so that
 // the benchmarks can compare targets in one run; changing them changes the
@@ -244,7 +253,7 @@ var gemmSumWG = 256
 // gemmRun runs a product with variant v, split in k as gemmSplits says: the
 // partial sums go to a workspace and gemm_sum adds them into C.
 func (o *OpenCL) gemmRun(v *gemmVariant, ta, tb bool, m, n, k int, alpha float32, a, b mat, beta float32, c mat) {
-	splits, kc := gemmSplits(m, n, k)
+	splits, kc := o.splits(m, n, k)
 	if splits == 1 {
 		o.gemmWith(v, ta, tb, m, n, k, alpha, a, b, beta, c, k, 1)
 		return
@@ -274,7 +283,7 @@ func (o *OpenCL) pickGemm(m, n, k int) int {
 			}
 		}
 	}
-	splits, _ := gemmSplits(m, n, k)
+	splits, _ := o.splits(m, n, k)
 	for i > 0 && 2*blocks(o.gemms[i], m, n)*splits < o.info.ComputeUnits {
 		i--
 	}
@@ -418,12 +427,12 @@ func (o *OpenCL) timeGemms(budget time.Duration) (gemmTuning, error) {
 	start := time.Now()
 	t := gemmTuning{Device: o.info.Name, Driver: o.info.Driver, Best: map[int]string{}, GFLOPS: map[int]map[string]float64{}}
 	for _, size := range []int{256, 512, 1024, 2048} {
-		a, err := o.ctx.alloc(size * size)
+		a, err := o.ctx.allocSized(size*size, o.esize())
 		if err != nil {
 			break
 		}
-		b, errB := o.ctx.alloc(size * size)
-		c, errC := o.ctx.alloc(size * size)
+		b, errB := o.ctx.allocSized(size*size, o.esize())
+		c, errC := o.ctx.allocSized(size*size, o.esize())
 		if errB != nil || errC != nil {
 			break
 		}

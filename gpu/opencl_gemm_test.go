@@ -20,8 +20,9 @@ var gemmShapes = []struct{ m, n, k int }{
 	{20, 50, 1024}, {33, 65, 1537}, {200, 130, 2500}, {36, 44, 600}, // split in k: 4, 4, 8 and 2 ranges
 }
 
-func TestOpenCLGemm(t *testing.T) {
-	o := openCLForTest(t)
+func TestOpenCLGemm(t *testing.T) { bothStorages(t, testOpenCLGemm) }
+
+func testOpenCLGemm(t *testing.T, o *OpenCL) {
 	cpu := NewCPU()
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, s := range gemmShapes {
@@ -42,8 +43,9 @@ func TestOpenCLGemm(t *testing.T) {
 // on views at offsets: the tuner's choice must not change results. Offset 3
 // takes the scalar loads, offset 4 (with sizes that are multiples of 4) the
 // float4 ones.
-func TestOpenCLGemmVariantsAgree(t *testing.T) {
-	o := openCLForTest(t)
+func TestOpenCLGemmVariantsAgree(t *testing.T) { bothStorages(t, testOpenCLGemmVariantsAgree) }
+
+func testOpenCLGemmVariantsAgree(t *testing.T, o *OpenCL) {
 	r := rand.New(rand.NewPCG(13, 14))
 	names, _ := o.GemmVariants()
 	if len(names) < 2 {
@@ -90,7 +92,7 @@ type segOperand struct {
 
 func newSegOperand(o *OpenCL, r *rand.Rand, rows, cols, hw int) segOperand {
 	nb, chans := cols/hw, rows+2
-	data := clRand(r, 4+nb*chans*hw)
+	data := forStorage(o, clRand(r, 4+nb*chans*hw))
 	buf := o.Alloc(len(data))
 	o.Upload(buf, data)
 	plain := make([]float32, rows*cols)
@@ -119,8 +121,9 @@ func (s segOperand) gather(o *OpenCL, rows, cols, hw int) []float32 {
 // TestOpenCLGemmSegmented checks products whose three operands are all
 // segmented (batch tensors read as one matrix) against the CPU on the same
 // matrices stored plainly: segments of 16 (float4 loads) and of 7 (scalar).
-func TestOpenCLGemmSegmented(t *testing.T) {
-	o := openCLForTest(t)
+func TestOpenCLGemmSegmented(t *testing.T) { bothStorages(t, testOpenCLGemmSegmented) }
+
+func testOpenCLGemmSegmented(t *testing.T, o *OpenCL) {
 	cpu := NewCPU()
 	r := rand.New(rand.NewPCG(15, 16))
 	for _, c := range []struct{ hw, m, n, k int }{{16, 3, 5, 9}, {7, 3, 5, 9}, {32, 2, 3, 40}} { // the last is split in k
@@ -140,7 +143,7 @@ func TestOpenCLGemmSegmented(t *testing.T) {
 				want := append([]float32(nil), c.plain...)
 				cpu.Gemm(tr[0], tr[1], m, n, k, 0.5, Host(a.plain), Host(b.plain), -1, Host(want))
 				o.gemmRun(v, tr[0], tr[1], m, n, k, 0.5, a.m, b.m, -1, c.m)
-				assertClose(t, fmt.Sprintf("hw %d %v %s", hw, tr, v.Name), c.gather(o, m, n, hw), want, 1e-4)
+				assertCloseFor(t, o, fmt.Sprintf("hw %d %v %s", hw, tr, v.Name), c.gather(o, m, n, hw), want)
 			}
 		}
 	}

@@ -39,7 +39,8 @@ var errFreed = errors.New("gpu: opencl: buffer used after the backend was closed
 // errClosed is returned when a closed backend is used.
 var errClosed = errors.New("gpu: opencl: backend used after Close")
 
-// clMem is one allocation of n float32 (or int32) elements.
+// clMem is one allocation of n elements of 4 bytes (float32 or int32), or
+// of 2 bytes (a half-storage backend's Buffers).
 type clMem struct {
 	mem   *cl.MemObject
 	n     int
@@ -58,12 +59,15 @@ type memTracker struct {
 	gcs    int   // collections alloc forced (for tests)
 }
 
-// alloc creates a buffer of n elements.
-func (c *clContext) alloc(n int) (*clMem, error) {
+// alloc creates a buffer of n elements of 4 bytes.
+func (c *clContext) alloc(n int) (*clMem, error) { return c.allocSized(n, 4) }
+
+// allocSized creates a buffer of n elements of size bytes.
+func (c *clContext) allocSized(n, size int) (*clMem, error) {
 	if c.ctx == nil {
 		return nil, errClosed
 	}
-	bytes := int64(4 * n)
+	bytes := int64(size) * int64(n)
 	t := &c.mem
 	// Collect only after a quarter of the budget was allocated since the
 	// last time, so that a live set legitimately near the budget does not

@@ -17,7 +17,7 @@ import (
 func init() {
 	openCLDriver.open = func(req openCLRequest) (Backend, error) {
 		cfg := DefaultOpenCLConfig()
-		cfg.Index, cfg.GPUOnly, cfg.Log = req.Index, req.GPUOnly, req.Log
+		cfg.Index, cfg.GPUOnly, cfg.HalfStorage, cfg.Log = req.Index, req.GPUOnly, req.Half, req.Log
 		return NewOpenCL(cfg)
 	}
 	openCLDriver.list = listDeviceInfo
@@ -42,6 +42,10 @@ type OpenCLConfig struct {
 	// tree, so devices that end with the same size give the same bits. (1024
 	// was no faster on the H100: docs/opencl.md.)
 	ReductionWG int
+	// HalfStorage stores every Buffer as half floats (OpenOptions.HalfStorage):
+	// the kernels are built with -D STORE_HALF (kernels/common.cl), Upload
+	// and Download convert on the host, and products are never split in k.
+	HalfStorage bool
 	Log         *slog.Logger
 }
 
@@ -61,6 +65,9 @@ func DefaultOpenCLConfig() OpenCLConfig {
 	}
 	return cfg
 }
+
+// storeHalfOption builds the programs for half storage (kernels/common.cl).
+const storeHalfOption = "-D STORE_HALF"
 
 // mainKernels are the kernels of the main program (everything but GEMM).
 var mainKernels = []string{
@@ -140,20 +147,24 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 	// Collect dropped buffers before the live ones pass half the device's
 	// memory (opencl_mem.go).
 	ctx.mem.budget = info.GlobalMem / 2
-	o := &OpenCL{ctx: ctx, info: info, log: cfg.Log, k: map[string]*clKernel{}}
+	o := &OpenCL{ctx: ctx, info: info, log: cfg.Log, k: map[string]*clKernel{}, half: cfg.HalfStorage}
+	gemmOpts := cfg.GemmOptions
+	if o.half {
+		gemmOpts += " " + storeHalfOption
+	}
 	start := time.Now()
 	if err := o.buildMain(cfg.CacheDir, cfg.ReductionWG); err != nil {
 		o.Close()
 		return nil, fmt.Errorf("gpu: opencl: %s: kernels: %w", info.Name, err)
 	}
-	if err := o.buildGemms(cfg.CacheDir, cands, cfg.GemmOptions); err != nil {
+	if err := o.buildGemms(cfg.CacheDir, cands, gemmOpts); err != nil {
 		o.Close()
 		return nil, fmt.Errorf("gpu: opencl: %s: gemm: %w", info.Name, err)
 	}
 	built := time.Since(start)
 	o.tuneGemm(cfg.CacheDir, cfg.Tune)
 	_, sel := o.GemmVariants()
-	cfg.Log.Debug("gpu: opencl: ready", "device", info.String(), "build", built, "gemm", sel, "reduction_wg", o.redWG)
+	cfg.Log.Debug("gpu: opencl: ready", "device", info.String(), "build", built, "gemm", sel, "reduction_wg", o.redWG, "fp16_storage", o.half)
 	return o, nil
 }
 
@@ -178,6 +189,9 @@ func (o *OpenCL) buildMain(dir string, maxWG int) error {
 	var opts string
 	if o.info.CorrectDivSqrt {
 		opts = " -cl-fp32-correctly-rounded-divide-sqrt"
+	}
+	if o.half {
+		opts += " " + storeHalfOption
 	}
 	for ; wg >= 16; wg /= 2 {
 		p, _, err := o.ctx.buildCached(o.info, dir, src, fmt.Sprintf("-D RED_WG=%d", wg)+opts, o.log)

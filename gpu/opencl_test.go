@@ -9,6 +9,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+
+	"github.com/cotrain/cotrain/gpu/half"
 )
 
 // OpenCL kernels are checked against the CPU backend on random data. Run with
@@ -18,28 +20,69 @@ import (
 // The tests use the device Open("opencl") picks (COTRAIN_TEST_DEVICE=opencl:N
 // overrides) and skip when the machine has no OpenCL device at all.
 
-var testCL struct {
+// testBackend is one shared backend of the tests, built on first use.
+type testBackend struct {
 	once sync.Once
 	o    *OpenCL
 	err  error
 }
 
+// testCL and testCLHalf are the float and the half-storage backends.
+var testCL, testCLHalf testBackend
+
+func (tb *testBackend) get(t testing.TB, half bool) *OpenCL {
+	t.Helper()
+	tb.once.Do(func() {
+		cfg := DefaultOpenCLConfig()
+		cfg.Tune, cfg.HalfStorage = false, half
+		if half {
+			// Two small tilings: enough to compare variants, and a fraction
+			// of the build time of all six on PoCL.
+			cfg.GemmVariants = halfTestGemms
+		}
+		tb.o, tb.err = NewOpenCL(cfg)
+	})
+	if errors.Is(tb.err, ErrNoOpenCL) || errors.Is(tb.err, ErrNoDevice) {
+		t.Skipf("no OpenCL device: %v", tb.err)
+	}
+	if tb.err != nil {
+		t.Fatal(tb.err)
+	}
+	return tb.o
+}
+
+// halfTestGemms are the GEMM tilings of the half-storage test backends.
+var halfTestGemms = []string{"32x32/4x4/k16", "64x64/8x4/k16/w4"}
+
 // openCLForTest returns the backend shared by the tests (building the
 // kernels once per test binary), tuning off.
-func openCLForTest(t testing.TB) *OpenCL {
-	t.Helper()
-	testCL.once.Do(func() {
-		cfg := DefaultOpenCLConfig()
-		cfg.Tune = false
-		testCL.o, testCL.err = NewOpenCL(cfg)
-	})
-	if errors.Is(testCL.err, ErrNoOpenCL) || errors.Is(testCL.err, ErrNoDevice) {
-		t.Skipf("no OpenCL device: %v", testCL.err)
+func openCLForTest(t testing.TB) *OpenCL { return testCL.get(t, false) }
+
+// openCLHalfForTest is openCLForTest with half storage.
+func openCLHalfForTest(t testing.TB) *OpenCL { return testCLHalf.get(t, true) }
+
+// bothStorages runs test as subtests "fp32" and "fp16", on the float and the
+// half-storage backend. On the latter, twins hold half-rounded data on the
+// CPU side too, so that both compute from the same inputs, and checks allow
+// for the device's rounding of its outputs (halfTol).
+func bothStorages(t *testing.T, test func(t *testing.T, o *OpenCL)) {
+	t.Run("fp32", func(t *testing.T) { test(t, openCLForTest(t)) })
+	t.Run("fp16", func(t *testing.T) { test(t, openCLHalfForTest(t)) })
+}
+
+// halfTol is the relative tolerance of half storage: four roundings to half
+// (2⁻¹¹ each), for checks after a few kernels whose outputs the device
+// rounds and the CPU does not.
+const halfTol = 2e-3
+
+// forStorage returns data as o stores it: rounded to half with half storage.
+func forStorage(o *OpenCL, data []float32) []float32 {
+	if o.half {
+		for i, v := range data {
+			data[i] = half.Round(v)
+		}
 	}
-	if testCL.err != nil {
-		t.Fatal(testCL.err)
-	}
-	return testCL.o
+	return data
 }
 
 func clRand(r *rand.Rand, n int) []float32 {
@@ -59,7 +102,7 @@ type twin struct {
 func newTwin(o *OpenCL, data []float32) twin {
 	c := o.Alloc(len(data))
 	o.Upload(c, data)
-	return twin{cpu: Host(append([]float32(nil), data...)), cl: c}
+	return twin{cpu: Host(forStorage(o, append([]float32(nil), data...))), cl: c}
 }
 
 func download(o *OpenCL, b Buffer) []float32 {
@@ -72,6 +115,26 @@ func download(o *OpenCL, b Buffer) []float32 {
 // |got-want| <= rel*(|want| + 1e-2*max|want|) (the second term absorbs
 // cancellation in sums whose terms are much larger than their result).
 func assertClose(t *testing.T, what string, got, want []float32, rel float64) {
+	t.Helper()
+	assertCloseFloor(t, what, got, want, rel, 1e-2)
+}
+
+// assertCloseFor is assertClose with o's tolerance: 1e-4 in float; with half
+// storage halfTol and a floor of half max|want|, as every intermediate the
+// device stores (a product before its bias, the column matrix col2im sums)
+// is rounded to 2⁻¹¹ of its own size, which can be far larger than the
+// result's.
+func assertCloseFor(t *testing.T, o *OpenCL, what string, got, want []float32) {
+	t.Helper()
+	if o.half {
+		assertCloseFloor(t, what, got, want, halfTol, 0.5)
+		return
+	}
+	assertClose(t, what, got, want, tol)
+}
+
+// assertCloseFloor is assertClose with the floor's fraction of max|want|.
+func assertCloseFloor(t *testing.T, what string, got, want []float32, rel, floor float64) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
@@ -86,7 +149,7 @@ func assertClose(t *testing.T, what string, got, want []float32, rel float64) {
 		if math.IsNaN(w) && math.IsNaN(g) {
 			continue
 		}
-		if math.Abs(g-w) > rel*(math.Abs(w)+1e-2*scale) || math.IsNaN(g) != math.IsNaN(w) {
+		if math.Abs(g-w) > rel*(math.Abs(w)+floor*scale) || math.IsNaN(g) != math.IsNaN(w) {
 			if bad < 5 {
 				t.Errorf("%s[%d] = %g, want %g", what, i, g, w)
 			}
@@ -98,16 +161,23 @@ func assertClose(t *testing.T, what string, got, want []float32, rel float64) {
 	}
 }
 
-// check compares a twin's OpenCL side with its CPU side.
+// check compares a twin's OpenCL side with its CPU side. With half
+// storage it then sets the CPU side to the device's values, so that the
+// next kernel's check starts from the same inputs on both sides again.
 func (tw twin) check(t *testing.T, o *OpenCL, what string) {
 	t.Helper()
-	assertClose(t, what, download(o, tw.cl), []float32(tw.cpu.(Host)), 1e-4)
+	got := download(o, tw.cl)
+	assertCloseFor(t, o, what, got, []float32(tw.cpu.(Host)))
+	if o.half {
+		copy(tw.cpu.(Host), got)
+	}
 }
 
 const tol = 1e-4
 
-func TestOpenCLElementwise(t *testing.T) {
-	o := openCLForTest(t)
+func TestOpenCLElementwise(t *testing.T) { bothStorages(t, testOpenCLElementwise) }
+
+func testOpenCLElementwise(t *testing.T, o *OpenCL) {
 	cpu := NewCPU()
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{1, 7, 128, 1000, 4097} {
@@ -151,8 +221,9 @@ func scaled(v []float32, s float32) []float32 {
 
 // TestOpenCLViews runs kernels on views at odd offsets of one allocation and
 // checks the elements around them are untouched.
-func TestOpenCLViews(t *testing.T) {
-	o := openCLForTest(t)
+func TestOpenCLViews(t *testing.T) { bothStorages(t, testOpenCLViews) }
+
+func testOpenCLViews(t *testing.T, o *OpenCL) {
 	cpu := NewCPU()
 	r := rand.New(rand.NewPCG(3, 4))
 	all := newTwin(o, clRand(r, 100))
@@ -170,7 +241,7 @@ func TestOpenCLViews(t *testing.T) {
 	all.check(t, o, "views")
 	got := make([]float32, 17)
 	o.Download(got, oc)
-	assertClose(t, "view download", got, []float32(cc.(Host)), tol)
+	assertCloseFor(t, o, "view download", got, []float32(cc.(Host)))
 	o.Upload(ob, got)
 	cpu.Upload(cb, got)
 	all.check(t, o, "view upload")
@@ -179,8 +250,9 @@ func TestOpenCLViews(t *testing.T) {
 	}
 }
 
-func TestOpenCLBias(t *testing.T) {
-	o := openCLForTest(t)
+func TestOpenCLBias(t *testing.T) { bothStorages(t, testOpenCLBias) }
+
+func testOpenCLBias(t *testing.T, o *OpenCL) {
 	cpu := NewCPU()
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, s := range []struct{ n, c, hw int }{{1, 1, 1}, {2, 3, 5}, {8, 16, 49}, {3, 7, 1000}, {64, 10, 1}} {
@@ -195,6 +267,10 @@ func TestOpenCLBias(t *testing.T) {
 	}
 }
 
+// TestOpenCLOptimizers runs in float only: half storage is for inference
+// (the solver refuses to train on it; see StoresHalf), and its optimizer
+// steps lose what the test would check, an update smaller than half a unit
+// in the last place of the weight.
 func TestOpenCLOptimizers(t *testing.T) {
 	o := openCLForTest(t)
 	cpu := NewCPU()
@@ -225,8 +301,9 @@ func TestOpenCLOptimizers(t *testing.T) {
 	}
 }
 
-func TestOpenCLSoftmaxCrossEntropy(t *testing.T) {
-	o := openCLForTest(t)
+func TestOpenCLSoftmaxCrossEntropy(t *testing.T) { bothStorages(t, testOpenCLSoftmaxCrossEntropy) }
+
+func testOpenCLSoftmaxCrossEntropy(t *testing.T, o *OpenCL) {
 	cpu := NewCPU()
 	r := rand.New(rand.NewPCG(9, 10))
 	for _, s := range []struct{ n, classes int }{{1, 2}, {7, 10}, {64, 10}, {300, 1000}} {

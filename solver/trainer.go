@@ -61,7 +61,12 @@ func (t *Trainer) upload(x []float32, n int) gpu.Buffer {
 
 // Gradient runs forward and backward on one batch in training mode and
 // leaves the mean loss's gradient in Net.Grads. It returns the mean loss.
+// It panics on a backend with half storage (gpu.StoresHalf), which is for
+// inference: weights rounded to half lose most optimizer steps.
 func (t *Trainer) Gradient(x []float32, labels []int32) float64 {
+	if gpu.StoresHalf(t.Net.B) {
+		panic("solver: training on a backend with fp16 storage, which is for inference only (open the device without it)")
+	}
 	xb := t.upload(x, len(labels))
 	logits := t.Net.Forward(xb, len(labels), true)
 	loss := t.Loss.Forward(t.Net.B, logits, labels)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cotrain/cotrain/cmd/internal/cli"
 	"github.com/cotrain/cotrain/data"
+	"github.com/cotrain/cotrain/gpu/half"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -24,6 +25,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	batch := fs.Int("batch", 500, "evaluation batch size")
 	asJSON := fs.Bool("json", false, "print one JSON line")
 	device := fs.String("device", "auto", deviceUsage)
+	fp16 := fs.Bool("fp16", false, fp16Usage)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -33,7 +35,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *batch < 1 {
 		return fmt.Errorf("%w: --batch must be positive", errUsage)
 	}
-	f, net, release, err := loadNet(*weights, *device, stderr)
+	f, net, release, err := loadNet(*weights, *device, *fp16, stderr)
 	if err != nil {
 		return err
 	}
@@ -63,6 +65,7 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	top := fs.Int("top", 5, "how many classes to show")
 	asJSON := fs.Bool("json", false, "one JSON object per input with logits and top classes")
 	device := fs.String("device", "auto", deviceUsage)
+	fp16 := fs.Bool("fp16", false, fp16Usage)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -70,7 +73,7 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *weights == "" || len(inputs) == 0 {
 		return fmt.Errorf("%w: predict needs --weights and at least one --input", errUsage)
 	}
-	_, net, release, err := loadNet(*weights, *device, stderr)
+	_, net, release, err := loadNet(*weights, *device, *fp16, stderr)
 	if err != nil {
 		return err
 	}
@@ -182,14 +185,20 @@ func runModels(stdout io.Writer) error {
 	return nil
 }
 
-// loadNet reads a weight file, opens the compute device and builds the
-// file's network on it with its weights; call release when done.
-func loadNet(weights, device string, stderr io.Writer) (*models.File, *solver.Net, func(), error) {
+// loadNet reads a weight file, opens the compute device (with half storage
+// when fp16 is set) and builds the file's network on it with its weights;
+// call release when done.
+func loadNet(weights, device string, fp16 bool, stderr io.Writer) (*models.File, *solver.Net, func(), error) {
 	f, err := models.LoadFile(weights)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	b, release, err := openDevice(device, stderr)
+	if fp16 {
+		if err := fitsHalf(f); err != nil {
+			return nil, nil, nil, fmt.Errorf("%s: %w", weights, err)
+		}
+	}
+	b, release, err := openDeviceWith(device, fp16, stderr)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -199,4 +208,20 @@ func loadNet(weights, device string, stderr io.Writer) (*models.File, *solver.Ne
 		return nil, nil, nil, fmt.Errorf("%s: %w", weights, err)
 	}
 	return f, net, release, nil
+}
+
+// fitsHalf checks that every weight and state value of f survives half
+// storage: a magnitude of 65520 or more would become infinite.
+func fitsHalf(f *models.File) error {
+	for _, set := range [][]models.NamedTensor{f.Params, f.State} {
+		for _, t := range set {
+			for i, v := range t.Data {
+				if math.Abs(float64(v)) >= 65520 {
+					return fmt.Errorf("--fp16: %s[%d] is %g, beyond half precision's range (±%d): evaluate without --fp16",
+						t.Name, i, v, half.MaxFinite)
+				}
+			}
+		}
+	}
+	return nil
 }

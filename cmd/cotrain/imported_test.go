@@ -172,6 +172,8 @@ func TestDeviceFlag(t *testing.T) {
 		{"cpu", []string{"eval", "--weights", w, "--data", "mnist", "--device", "cpu"}, nil},
 		{"bad spec", []string{"predict", "--weights", w, "--input", x, "--device", "tpu"}, gpu.ErrDeviceSpec},
 		{"bad index", []string{"train", "--iterations", "1", "--device", "opencl:x"}, gpu.ErrDeviceSpec},
+		{"fp16 auto", []string{"predict", "--weights", w, "--input", x, "--device", "auto", "--fp16"}, nil},
+		{"fp16 on cpu", []string{"eval", "--weights", w, "--data", "mnist", "--device", "cpu", "--fp16"}, gpu.ErrDeviceSpec},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
@@ -187,10 +189,25 @@ func TestDeviceFlag(t *testing.T) {
 			}
 		})
 	}
+	// A weight half cannot hold is refused by name before any device opens.
+	f, err := models.LoadFile(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Params[1].Data[2] = 1e5
+	big := filepath.Join(dir, "big.ctw")
+	if err := models.SaveFile(big, f); err != nil {
+		t.Fatal(err)
+	}
+	var bo, be bytes.Buffer
+	if err := run(context.Background(), []string{"eval", "--weights", big, "--fp16"}, &bo, &be); err == nil ||
+		!strings.Contains(err.Error(), f.Params[1].Name+"[2] is 100000, beyond half precision's range") {
+		t.Errorf("--fp16 with a weight of 1e5: error %v", err)
+	}
 	// Without -tags opencl (as here) "opencl" is refused with the reason; a
 	// build with OpenCL may have a device, so only the refusal is checked.
 	var out, errb bytes.Buffer
-	err := run(context.Background(), []string{"predict", "--weights", w, "--input", x, "--device", "opencl"}, &out, &errb)
+	err = run(context.Background(), []string{"predict", "--weights", w, "--input", x, "--device", "opencl"}, &out, &errb)
 	if err != nil && (!strings.Contains(err.Error(), "opencl") || errors.Is(err, errUsage)) {
 		t.Errorf("--device opencl: %v", err)
 	}

@@ -117,8 +117,16 @@ const deviceUsage = "compute device: auto (an OpenCL GPU if this build and the p
 // choice and any fallback to stderr, and a function that releases it. A
 // spec gpu.Open does not understand is a usage error.
 func openDevice(spec string, stderr io.Writer) (gpu.Backend, func(), error) {
+	return openDeviceWith(spec, false, stderr)
+}
+
+// fp16Usage is the help text of the --fp16 flag.
+const fp16Usage = "store weights and activations as half floats on the OpenCL device (half the memory; inference only)"
+
+// openDeviceWith is openDevice, with half storage when fp16 is set.
+func openDeviceWith(spec string, fp16 bool, stderr io.Writer) (gpu.Backend, func(), error) {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	b, err := gpu.Open(spec, log)
+	b, err := gpu.OpenWith(spec, gpu.OpenOptions{Log: log, HalfStorage: fp16})
 	if errors.Is(err, gpu.ErrDeviceSpec) {
 		return nil, nil, fmt.Errorf("%w: --device: %w", errUsage, err)
 	}

@@ -11,6 +11,30 @@ typedef double acc_t;
 typedef float acc_t;
 #endif
 
+// Tensor storage. Every Buffer a kernel reads or writes is an array of
+// store_t: float, or half when the host builds with -D STORE_HALF (the
+// backend's fp16 storage mode). LD converts one element to float as it is
+// loaded and ST rounds a float to the nearest half (ties to even) as it is
+// stored, so the arithmetic is float in both modes; in float mode they are
+// plain array accesses and the kernels compile exactly as before.
+// vload_half and vstore_half are core OpenCL: half storage does not need
+// cl_khr_fp16 (half arithmetic would). LD4/ST4 move 4 consecutive elements
+// (16-byte aligned ones in float mode). The backend's own scratch (batch-norm
+// coefficients, loss pairs, split-k partial sums, labels) stays float or int.
+#ifdef STORE_HALF
+typedef half store_t;
+#define LD(p, i) vload_half((i), (p))
+#define ST(p, i, v) vstore_half_rte((float)(v), (i), (p))
+#define LD4(p) vload_half4(0, (p))
+#define ST4(p, v) vstore_half4_rte((v), 0, (p))
+#else
+typedef float store_t;
+#define LD(p, i) ((p)[i])
+#define ST(p, i, v) ((p)[i] = (float)(v))
+#define LD4(p) (*(__global const float4*)(p))
+#define ST4(p, v) (*(__global float4*)(p) = (v))
+#endif
+
 // Reductions run in work-groups of RED_WG items (a power of two, set by the
 // host to fit the device).
 #ifndef RED_WG

@@ -5,7 +5,7 @@
 // im2col writes the column matrix of nb samples of one group: (Cg·R·S) rows
 // of nb·OH·OW columns, sample n's output positions in columns [n·OH·OW,
 // (n+1)·OH·OW), so one GEMM covers the batch. Samples lie xs apart in x.
-__kernel void im2col(__global float* col, int coloff, __global const float* x, int xoff, int nb, int xs, int Cg, int H,
+__kernel void im2col(__global store_t* col, int coloff, __global const store_t* x, int xoff, int nb, int xs, int Cg, int H,
                      int W, int R, int S, int sh, int sw, int ph, int pw, int OH, int OW) {
 	int i = get_global_id(0);
 	int ohw = OH * OW, cols = nb * ohw;
@@ -15,14 +15,14 @@ __kernel void im2col(__global float* col, int coloff, __global const float* x, i
 	int c = row / (R * S), r = (row / S) % R, s = row % S;
 	int ih = (p / OW) * sh - ph + r, iw = (p % OW) * sw - pw + s;
 	float v = 0.0f;
-	if (ih >= 0 && ih < H && iw >= 0 && iw < W) v = x[xoff + n * xs + (c * H + ih) * W + iw];
-	col[coloff + i] = v;
+	if (ih >= 0 && ih < H && iw >= 0 && iw < W) v = LD(x, xoff + n * xs + (c * H + ih) * W + iw);
+	ST(col, coloff + i, v);
 }
 
 // col2im sets dx (nb samples of Cg×H×W, xs apart) to the sum of the column
 // entries (laid out as im2col writes them) that read each input element,
 // gathered in (r, s) order: no two items write one element.
-__kernel void col2im(__global float* dx, int dxoff, __global const float* col, int coloff, int nb, int xs, int Cg, int H,
+__kernel void col2im(__global store_t* dx, int dxoff, __global const store_t* col, int coloff, int nb, int xs, int Cg, int H,
                      int W, int R, int S, int sh, int sw, int ph, int pw, int OH, int OW) {
 	int i = get_global_id(0);
 	int chw = Cg * H * W;
@@ -30,7 +30,7 @@ __kernel void col2im(__global float* dx, int dxoff, __global const float* col, i
 	int n = i / chw, e = i % chw;
 	int c = e / (H * W), ih = (e / W) % H, iw = e % W;
 	int ohw = OH * OW, cols = nb * ohw;
-	__global const float* cn = col + coloff + n * ohw;
+	__global const store_t* cn = col + coloff + n * ohw;
 	float acc = 0.0f;
 	for (int r = 0; r < R; r++) {
 		int t = ih + ph - r;
@@ -39,20 +39,20 @@ __kernel void col2im(__global float* dx, int dxoff, __global const float* col, i
 		for (int s = 0; s < S; s++) {
 			int u = iw + pw - s;
 			if (u < 0 || u % sw != 0 || u / sw >= OW) continue;
-			acc += cn[((c * R + r) * S + s) * cols + oh * OW + u / sw];
+			acc += LD(cn, ((c * R + r) * S + s) * cols + oh * OW + u / sw);
 		}
 	}
-	dx[dxoff + n * xs + e] = acc;
+	ST(dx, dxoff + n * xs + e, acc);
 }
 
 // Depthwise: output channel k reads input channel k/m, m = K/C.
-__kernel void dw_forward(__global float* y, int yoff, __global const float* x, int xoff, __global const float* w, int woff,
+__kernel void dw_forward(__global store_t* y, int yoff, __global const store_t* x, int xoff, __global const store_t* w, int woff,
                          int N, int C, int K, int H, int W, int R, int S, int sh, int sw, int ph, int pw, int OH, int OW) {
 	int i = get_global_id(0);
 	if (i >= N * K * OH * OW) return;
 	int ow = i % OW, oh = (i / OW) % OH, k = (i / (OH * OW)) % K, n = i / (K * OH * OW);
-	__global const float* xc = x + xoff + (n * C + k / (K / C)) * H * W;
-	__global const float* wk = w + woff + k * R * S;
+	__global const store_t* xc = x + xoff + (n * C + k / (K / C)) * H * W;
+	__global const store_t* wk = w + woff + k * R * S;
 	float acc = 0.0f;
 	for (int r = 0; r < R; r++) {
 		int ih = oh * sh - ph + r;
@@ -60,13 +60,13 @@ __kernel void dw_forward(__global float* y, int yoff, __global const float* x, i
 		for (int s = 0; s < S; s++) {
 			int iw = ow * sw - pw + s;
 			if (iw < 0 || iw >= W) continue;
-			acc += wk[r * S + s] * xc[ih * W + iw];
+			acc += LD(wk, r * S + s) * LD(xc, ih * W + iw);
 		}
 	}
-	y[yoff + i] = acc;
+	ST(y, yoff + i, acc);
 }
 
-__kernel void dw_backward_data(__global float* dx, int dxoff, __global const float* dy, int dyoff, __global const float* w,
+__kernel void dw_backward_data(__global store_t* dx, int dxoff, __global const store_t* dy, int dyoff, __global const store_t* w,
                                int woff, int N, int C, int K, int H, int W, int R, int S, int sh, int sw, int ph, int pw,
                                int OH, int OW) {
 	int i = get_global_id(0);
@@ -75,23 +75,23 @@ __kernel void dw_backward_data(__global float* dx, int dxoff, __global const flo
 	int m = K / C;
 	float acc = 0.0f;
 	for (int k = c * m; k < (c + 1) * m; k++) {
-		__global const float* dyk = dy + dyoff + (n * K + k) * OH * OW;
+		__global const store_t* dyk = dy + dyoff + (n * K + k) * OH * OW;
 		for (int r = 0; r < R; r++) {
 			int t = ih + ph - r;
 			if (t < 0 || t % sh != 0 || t / sh >= OH) continue;
 			for (int s = 0; s < S; s++) {
 				int u = iw + pw - s;
 				if (u < 0 || u % sw != 0 || u / sw >= OW) continue;
-				acc += w[woff + (k * R + r) * S + s] * dyk[(t / sh) * OW + u / sw];
+				acc += LD(w, woff + (k * R + r) * S + s) * LD(dyk, (t / sh) * OW + u / sw);
 			}
 		}
 	}
-	dx[dxoff + i] = acc;
+	ST(dx, dxoff + i, acc);
 }
 
 // dw_backward_filter: one work-group per filter tap (k, r, s), reducing over
 // the batch and the output positions in a fixed tree.
-__kernel void dw_backward_filter(__global float* dw, int dwoff, __global const float* dy, int dyoff, __global const float* x,
+__kernel void dw_backward_filter(__global store_t* dw, int dwoff, __global const store_t* dy, int dyoff, __global const store_t* x,
                                  int xoff, int N, int C, int K, int H, int W, int R, int S, int sh, int sw, int ph, int pw,
                                  int OH, int OW) {
 	__local acc_t sa[RED_WG], sb[RED_WG];
@@ -103,8 +103,8 @@ __kernel void dw_backward_filter(__global float* dw, int dwoff, __global const f
 		int n = j / ohw, oh = (j % ohw) / OW, ow = j % OW;
 		int ih = oh * sh - ph + r, iw = ow * sw - pw + s;
 		if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-		acc += (acc_t)(dy[dyoff + (n * K + k) * ohw + oh * OW + ow] * x[xoff + ((n * C + c) * H + ih) * W + iw]);
+		acc += (acc_t)(LD(dy, dyoff + (n * K + k) * ohw + oh * OW + ow) * LD(x, xoff + ((n * C + c) * H + ih) * W + iw));
 	}
 	wg_sum2(sa, sb, &acc, &unused);
-	if (l == 0) dw[dwoff + tap] = (float)acc;
+	if (l == 0) ST(dw, dwoff + tap, acc);
 }

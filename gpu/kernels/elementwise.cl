@@ -2,85 +2,84 @@
 // elements: a Buffer view is (allocation, offset, length), because sub-buffers
 // would need offsets aligned to CL_DEVICE_MEM_BASE_ADDR_ALIGN.
 
-__kernel void fill(__global float* d, int doff, int n, float v) {
+__kernel void fill(__global store_t* d, int doff, int n, float v) {
 	int i = get_global_id(0);
-	if (i < n) d[doff + i] = v;
+	if (i < n) ST(d, doff + i, v);
 }
 
-__kernel void axpy(float alpha, __global const float* x, int xoff, __global float* y, int yoff, int n) {
+__kernel void axpy(float alpha, __global const store_t* x, int xoff, __global store_t* y, int yoff, int n) {
 	int i = get_global_id(0);
-	if (i < n) y[yoff + i] += alpha * x[xoff + i];
+	if (i < n) ST(y, yoff + i, LD(y, yoff + i) + alpha * LD(x, xoff + i));
 }
 
-__kernel void scale(__global float* x, int xoff, int n, float alpha) {
+__kernel void scale(__global store_t* x, int xoff, int n, float alpha) {
 	int i = get_global_id(0);
-	if (i < n) x[xoff + i] *= alpha;
+	if (i < n) ST(x, xoff + i, LD(x, xoff + i) * alpha);
 }
 
-__kernel void mul(__global float* d, int doff, __global const float* a, int aoff, __global const float* b, int boff, int n) {
+__kernel void mul(__global store_t* d, int doff, __global const store_t* a, int aoff, __global const store_t* b, int boff,
+                  int n) {
 	int i = get_global_id(0);
-	if (i < n) d[doff + i] = a[aoff + i] * b[boff + i];
+	if (i < n) ST(d, doff + i, LD(a, aoff + i) * LD(b, boff + i));
 }
 
 // add_bias: x is n×c×hw; total = n*c*hw.
-__kernel void add_bias(__global float* x, int xoff, __global const float* b, int boff, int c, int hw, int total) {
+__kernel void add_bias(__global store_t* x, int xoff, __global const store_t* b, int boff, int c, int hw, int total) {
 	int i = get_global_id(0);
-	if (i < total) x[xoff + i] += b[boff + (i / hw) % c];
+	if (i < total) ST(x, xoff + i, LD(x, xoff + i) + LD(b, boff + (i / hw) % c));
 }
 
 // bias_grad: one work-group per channel; the CPU sums each (n, c) row in
 // float and adds the rows, this sums all of them in acc_t.
-__kernel void bias_grad(__global float* db, int dboff, __global const float* dy, int dyoff, int n, int c, int hw) {
+__kernel void bias_grad(__global store_t* db, int dboff, __global const store_t* dy, int dyoff, int n, int c, int hw) {
 	__local acc_t sa[RED_WG], sb[RED_WG];
 	int ch = get_group_id(0), l = get_local_id(0);
 	acc_t s = 0, unused = 0;
 	for (int j = l; j < n * hw; j += RED_WG) {
 		int b = j / hw, p = j % hw;
-		s += dy[dyoff + (b * c + ch) * hw + p];
+		s += LD(dy, dyoff + (b * c + ch) * hw + p);
 	}
 	wg_sum2(sa, sb, &s, &unused);
-	if (l == 0) db[dboff + ch] = (float)s;
+	if (l == 0) ST(db, dboff + ch, s);
 }
 
 // act: kind 1 is ReLU, 2 is ReLU6 (gpu.Act).
-__kernel void act(int kind, __global float* y, int yoff, __global const float* x, int xoff, int n) {
+__kernel void act(int kind, __global store_t* y, int yoff, __global const store_t* x, int xoff, int n) {
 	int i = get_global_id(0);
 	if (i >= n) return;
-	float v = x[xoff + i];
+	float v = LD(x, xoff + i);
 	float r = v > 0 ? v : 0;
 	if (kind == 2 && r > 6) r = 6;
 	if (v != v) r = v; // NaN passes through, as Go's max does
-	y[yoff + i] = r;
+	ST(y, yoff + i, r);
 }
 
-__kernel void act_backward(int kind, __global float* dx, int dxoff, __global const float* dy, int dyoff,
-                           __global const float* x, int xoff, int n) {
+__kernel void act_backward(int kind, __global store_t* dx, int dxoff, __global const store_t* dy, int dyoff,
+                           __global const store_t* x, int xoff, int n) {
 	int i = get_global_id(0);
 	if (i >= n) return;
-	float v = x[xoff + i];
+	float v = LD(x, xoff + i);
 	bool pass = v > 0 && (kind != 2 || v < 6);
-	dx[dxoff + i] = pass ? dy[dyoff + i] : 0;
+	ST(dx, dxoff + i, pass ? LD(dy, dyoff + i) : 0.0f);
 }
 
 // softmax_xent: one item per row; writes probs and the row's loss in acc_t
 // precision split in two floats (hi, lo) into loss[2*row].
-__kernel void softmax_xent(__global float* probs, int poff, __global const float* logits, int loff,
+// The exponentials are computed twice rather than stored and reread: probs
+// may be half, and the normalisation must see them unrounded.
+__kernel void softmax_xent(__global store_t* probs, int poff, __global const store_t* logits, int loff,
                            __global const int* labels, __global float* loss, int n, int classes) {
 	int r = get_global_id(0);
 	if (r >= n) return;
-	__global const float* row = logits + loff + r * classes;
-	__global float* prow = probs + poff + r * classes;
-	float m = row[0];
-	for (int j = 1; j < classes; j++) m = fmax(m, row[j]);
+	__global const store_t* row = logits + loff + r * classes;
+	__global store_t* prow = probs + poff + r * classes;
+	float m = LD(row, 0);
+	for (int j = 1; j < classes; j++) m = fmax(m, LD(row, j));
 	acc_t sum = 0;
-	for (int j = 0; j < classes; j++) {
-		acc_t e = exp((acc_t)(row[j] - m));
-		prow[j] = (float)e;
-		sum += e;
-	}
+	for (int j = 0; j < classes; j++) sum += exp((acc_t)(LD(row, j) - m));
 	acc_t inv = 1 / sum;
-	for (int j = 0; j < classes; j++) prow[j] = (float)((acc_t)prow[j] * inv);
-	acc_t l = log(sum) - (acc_t)(row[labels[r]] - m);
+	for (int j = 0; j < classes; j++) ST(prow, j, (acc_t)(float)exp((acc_t)(LD(row, j) - m)) * inv);
+	acc_t l = log(sum) - (acc_t)(LD(row, labels[r]) - m);
 	float hi = (float)l;
 	loss[2 * r] = hi;
 	loss[2 * r + 1] = (float)(l - (acc_t)hi);
@@ -100,13 +99,13 @@ __kernel void sum_pairs(__global float* out, int ooff, __global const float* in,
 	}
 }
 
-__kernel void softmax_xent_backward(__global float* d, int doff, __global const float* p, int poff,
+__kernel void softmax_xent_backward(__global store_t* d, int doff, __global const store_t* p, int poff,
                                     __global const int* labels, int n, int classes, float scale) {
 	int i = get_global_id(0);
 	if (i >= n * classes) return;
-	float v = scale * p[poff + i];
+	float v = scale * LD(p, poff + i);
 	if (labels[i / classes] == i % classes) v -= scale;
-	d[doff + i] = v;
+	ST(d, doff + i, v);
 }
 
 // The optimizer steps must give the CPU backend's bits (CPU.SGDStep and
@@ -135,17 +134,17 @@ __kernel void softmax_xent_backward(__global float* d, int doff, __global const 
 #pragma OPENCL FP_CONTRACT OFF
 
 // sgd_step follows torch.optim.SGD with dampening 0 (see Backend.SGDStep).
-__kernel void sgd_step(__global float* p, int poff, __global const float* g, int goff, __global float* v, int voff,
+__kernel void sgd_step(__global store_t* p, int poff, __global const store_t* g, int goff, __global store_t* v, int voff,
                        int n, float lr, float momentum, float wd, int nesterov) {
 	int i = get_global_id(0);
 	if (i >= n) return;
-	float pi = p[poff + i];
+	float pi = LD(p, poff + i);
 	float wp = wd * pi;
-	float d = g[goff + i] + wp;
+	float d = LD(g, goff + i) + wp;
 	if (momentum != 0) {
-		float mv = momentum * v[voff + i];
+		float mv = momentum * LD(v, voff + i);
 		float vi = mv + d;
-		v[voff + i] = vi;
+		ST(v, voff + i, vi);
 		if (nesterov) {
 			float mvi = momentum * vi;
 			d = d + mvi;
@@ -154,31 +153,31 @@ __kernel void sgd_step(__global float* p, int poff, __global const float* g, int
 		}
 	}
 	float step = lr * d;
-	p[poff + i] = pi - step;
+	ST(p, poff + i, pi - step);
 }
 
 // adam_step follows torch.optim.Adam; step and bc2sqrt are computed on the
 // host in double, as the CPU backend does.
-__kernel void adam_step(__global float* p, int poff, __global const float* g, int goff, __global float* m, int moff,
-                        __global float* v, int voff, int n, float step, float beta1, float beta2, float eps,
+__kernel void adam_step(__global store_t* p, int poff, __global const store_t* g, int goff, __global store_t* m, int moff,
+                        __global store_t* v, int voff, int n, float step, float beta1, float beta2, float eps,
                         float wd, float bc2sqrt) {
 	int i = get_global_id(0);
 	if (i >= n) return;
-	float pi = p[poff + i];
+	float pi = LD(p, poff + i);
 	float wp = wd * pi;
-	float gv = g[goff + i] + wp;
+	float gv = LD(g, goff + i) + wp;
 	float c1 = 1 - beta1, c2 = 1 - beta2;
-	float bm = beta1 * m[moff + i];
+	float bm = beta1 * LD(m, moff + i);
 	float cg = c1 * gv;
 	float mi = bm + cg;
-	float bv = beta2 * v[voff + i];
+	float bv = beta2 * LD(v, voff + i);
 	float cgg = c2 * gv;
 	cgg = cgg * gv;
 	float vi = bv + cgg;
-	m[moff + i] = mi;
-	v[voff + i] = vi;
+	ST(m, moff + i, mi);
+	ST(v, voff + i, vi);
 	float denom = sqrt(vi) / bc2sqrt;
 	denom = denom + eps;
 	float num = step * mi;
-	p[poff + i] = pi - num / denom;
+	ST(p, poff + i, pi - num / denom);
 }

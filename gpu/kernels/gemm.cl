@@ -77,24 +77,24 @@ inline int seg_addr(int c, int segl, int segs) { return segl > 0 ? (c / segl) * 
 // load4 returns elements (o, i..i+3) of a matrix whose outer index o runs
 // over olen rows of stride ld and whose contiguous index i over ilen, zero
 // outside.
-inline float4 load4(__global const float* P, int ld, int segl, int segs, int vec, int o, int olen, int i, int ilen) {
+inline float4 load4(__global const store_t* P, int ld, int segl, int segs, int vec, int o, int olen, int i, int ilen) {
 	float4 v = (float4)(0.0f);
 	if (o >= olen) return v;
-	__global const float* row = P + o * ld;
+	__global const store_t* row = P + o * ld;
 	if (vec) {
-		if (i < ilen) v = *(__global const float4*)(row + seg_addr(i, segl, segs));
+		if (i < ilen) v = LD4(row + seg_addr(i, segl, segs));
 	} else {
-		if (i < ilen) v.x = row[seg_addr(i, segl, segs)];
-		if (i + 1 < ilen) v.y = row[seg_addr(i + 1, segl, segs)];
-		if (i + 2 < ilen) v.z = row[seg_addr(i + 2, segl, segs)];
-		if (i + 3 < ilen) v.w = row[seg_addr(i + 3, segl, segs)];
+		if (i < ilen) v.x = LD(row, seg_addr(i, segl, segs));
+		if (i + 1 < ilen) v.y = LD(row, seg_addr(i + 1, segl, segs));
+		if (i + 2 < ilen) v.z = LD(row, seg_addr(i + 2, segl, segs));
+		if (i + 3 < ilen) v.w = LD(row, seg_addr(i + 3, segl, segs));
 	}
 	return v;
 }
 
 // load_tile reads this item's share of the TSK×TS tile of one operand that
 // starts at (k0, base). kmaj: the contiguous dimension is m (n); else it is k.
-inline void load_tile(float4* r, const int lpt, const int ts, const int kmaj, __global const float* P, int ld, int segl,
+inline void load_tile(float4* r, const int lpt, const int ts, const int kmaj, __global const store_t* P, int ld, int segl,
                       int segs, int vec, int k0, int K, int base, int len, int tid) {
 #pragma unroll
 	for (int l = 0; l < lpt; l++) {
@@ -129,9 +129,9 @@ inline void store_tile(__local float4* s4, const float4* r, const int lpt, const
 }
 
 inline void gemm_body(const int ta, const int tb, __local float4* As, __local float4* Bs, int M, int N, int K, float alpha,
-                      __global const float* A, int aoff, int lda, int asegl, int asegs, int avec,
-                      __global const float* B, int boff, int ldb, int bsegl, int bsegs, int bvec, float beta,
-                      __global float* C, int coff, int ldc, int csegl, int csegs, int cvec, int kc, int cpart) {
+                      __global const store_t* A, int aoff, int lda, int asegl, int asegs, int avec,
+                      __global const store_t* B, int boff, int ldb, int bsegl, int bsegs, int bvec, float beta,
+                      __global store_t* C, int coff, int ldc, int csegl, int csegs, int cvec, int kc, int cpart) {
 	const int tid = get_local_id(1) * RTSN + get_local_id(0);
 #if WARP_N > 0
 	// Item tid computes block (tx, ty) of a layout where each run of 32
@@ -210,7 +210,7 @@ inline void gemm_body(const int ta, const int tb, __local float4* As, __local fl
 	for (int i = 0; i < WPTM; i++) {
 		const int r = row0 + ((i / 4) * RTSM + ty) * 4 + i % 4;
 		if (r >= M) continue;
-		__global float* crow = C + r * ldc;
+		__global store_t* crow = C + r * ldc;
 #pragma unroll
 		for (int g = 0; g < WPTN / 4; g++) {
 			const int c = col0 + (g * RTSN + tx) * 4;
@@ -218,18 +218,18 @@ inline void gemm_body(const int ta, const int tb, __local float4* As, __local fl
 #pragma unroll
 			for (int j = 0; j < 4; j++) v[j] = alpha * acc[i][4 * g + j];
 			if (cvec && c < N) {
-				__global float4* p = (__global float4*)(crow + seg_addr(c, csegl, csegs));
+				__global store_t* p = crow + seg_addr(c, csegl, csegs);
 				float4 o = (float4)(v[0], v[1], v[2], v[3]);
-				if (beta != 0.0f) o += beta * *p;
-				*p = o;
+				if (beta != 0.0f) o += beta * LD4(p);
+				ST4(p, o);
 			} else {
 #pragma unroll
 				for (int j = 0; j < 4; j++) {
 					if (c + j >= N) break;
-					__global float* p = crow + seg_addr(c + j, csegl, csegs);
+					__global store_t* p = crow + seg_addr(c + j, csegl, csegs);
 					float o = v[j];
-					if (beta != 0.0f) o += beta * *p;
-					*p = o;
+					if (beta != 0.0f) o += beta * LD(p, 0);
+					ST(p, 0, o);
 				}
 			}
 		}
@@ -237,8 +237,8 @@ inline void gemm_body(const int ta, const int tb, __local float4* As, __local fl
 }
 
 #define GEMM_ARGS                                                                                                        \
-	int M, int N, int K, float alpha, __global const float *A, int aoff, int lda, int asegl, int asegs, int avec,        \
-	    __global const float *B, int boff, int ldb, int bsegl, int bsegs, int bvec, float beta, __global float *C,       \
+	int M, int N, int K, float alpha, __global const store_t *A, int aoff, int lda, int asegl, int asegs, int avec,      \
+	    __global const store_t *B, int boff, int ldb, int bsegl, int bsegs, int bvec, float beta, __global store_t *C,   \
 	    int coff, int ldc, int csegl, int csegs, int cvec, int kc, int cpart
 #define GEMM_PASS M, N, K, alpha, A, aoff, lda, asegl, asegs, avec, B, boff, ldb, bsegl, bsegs, bvec, beta, C, coff, ldc, csegl, csegs, cvec, kc, cpart
 #define GEMM_LOCAL                                                                                                       \
@@ -263,11 +263,13 @@ __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void gemm_tt(GEMM_
 }
 
 // gemm_sum sets C = alpha*(W_0 + W_1 + ... + W_{S-1}) + beta*C, summing in
-// that order, where W_z is the M×N partial-sum matrix at W + z*M*N. With
+// that order, where W_z is the M×N partial-sum matrix at W + z*M*N (always
+// float; the host does not split products in half storage, whose product
+// kernels would write the partial sums as half). With
 // vec (the host checked that N, C's offset, row stride and segments are
 // multiples of 4) an item does 4 consecutive elements of a row as float4;
 // the arithmetic per element is the same.
-__kernel void gemm_sum(int M, int N, int S, float alpha, __global const float* W, float beta, __global float* C, int coff,
+__kernel void gemm_sum(int M, int N, int S, float alpha, __global const float* W, float beta, __global store_t* C, int coff,
                        int ldc, int csegl, int csegs, int vec) {
 	const int MN = M * N;
 	if (vec) {
@@ -276,10 +278,10 @@ __kernel void gemm_sum(int M, int N, int S, float alpha, __global const float* W
 		float4 acc = vload4(0, W + i);
 		for (int z = 1; z < S; z++) acc += vload4(0, W + z * MN + i);
 		const int r = i / N, c = i % N;
-		__global float4* p = (__global float4*)(C + coff + r * ldc + seg_addr(c, csegl, csegs));
+		__global store_t* p = C + coff + r * ldc + seg_addr(c, csegl, csegs);
 		float4 v = alpha * acc;
-		if (beta != 0.0f) v += beta * *p;
-		*p = v;
+		if (beta != 0.0f) v += beta * LD4(p);
+		ST4(p, v);
 		return;
 	}
 	const int i = get_global_id(0);
@@ -287,8 +289,8 @@ __kernel void gemm_sum(int M, int N, int S, float alpha, __global const float* W
 	float acc = W[i];
 	for (int z = 1; z < S; z++) acc += W[z * MN + i];
 	const int r = i / N, c = i % N;
-	__global float* p = C + coff + r * ldc + seg_addr(c, csegl, csegs);
+	__global store_t* p = C + coff + r * ldc + seg_addr(c, csegl, csegs);
 	float v = alpha * acc;
-	if (beta != 0.0f) v += beta * *p;
-	*p = v;
+	if (beta != 0.0f) v += beta * LD(p, 0);
+	ST(p, 0, v);
 }

@@ -18,22 +18,22 @@ inline float nanmax(float m, float v) { return (v != v || m != m) ? (v != v ? v 
 
 // wargmax returns the offset of the first maximum of the window (the last
 // NaN when there is one), as CPU.argmax does, or -1 for an empty window.
-inline int wargmax(__global const float* plane, int W, int hlo, int hhi, int wlo, int whi) {
+inline int wargmax(__global const store_t* plane, int W, int hlo, int hhi, int wlo, int whi) {
 	float m = -INFINITY;
 	for (int ih = hlo; ih < hhi; ih++)
-		for (int iw = wlo; iw < whi; iw++) m = nanmax(m, plane[ih * W + iw]);
+		for (int iw = wlo; iw < whi; iw++) m = nanmax(m, LD(plane, ih * W + iw));
 	if (m != m) {
 		for (int ih = hhi - 1; ih >= hlo; ih--)
 			for (int iw = whi - 1; iw >= wlo; iw--)
-				if (plane[ih * W + iw] != plane[ih * W + iw]) return ih * W + iw;
+				if (LD(plane, ih * W + iw) != LD(plane, ih * W + iw)) return ih * W + iw;
 	}
 	for (int ih = hlo; ih < hhi; ih++)
 		for (int iw = wlo; iw < whi; iw++)
-			if (plane[ih * W + iw] == m) return ih * W + iw;
+			if (LD(plane, ih * W + iw) == m) return ih * W + iw;
 	return -1;
 }
 
-__kernel void maxpool_forward(__global float* y, int yoff, __global const float* x, int xoff, int NC, int H, int W,
+__kernel void maxpool_forward(__global store_t* y, int yoff, __global const store_t* x, int xoff, int NC, int H, int W,
                               int KH, int KW, int sh, int sw, int ph, int pw, int OH, int OW) {
 	int i = get_global_id(0);
 	if (i >= NC * OH * OW) return;
@@ -41,11 +41,11 @@ __kernel void maxpool_forward(__global float* y, int yoff, __global const float*
 	int hlo, hhi, wlo, whi;
 	window(oh, sh, ph, KH, H, &hlo, &hhi);
 	window(ow, sw, pw, KW, W, &wlo, &whi);
-	__global const float* plane = x + xoff + p * H * W;
+	__global const store_t* plane = x + xoff + p * H * W;
 	float m = -INFINITY;
 	for (int ih = hlo; ih < hhi; ih++)
-		for (int iw = wlo; iw < whi; iw++) m = nanmax(m, plane[ih * W + iw]);
-	y[yoff + i] = m;
+		for (int iw = wlo; iw < whi; iw++) m = nanmax(m, LD(plane, ih * W + iw));
+	ST(y, yoff + i, m);
 }
 
 // oh_range returns the outputs [*lo, *hi] whose windows can contain input i.
@@ -55,13 +55,13 @@ inline void oh_range(int i, int stride, int pad, int k, int out, int* lo, int* h
 	*hi = min((i + pad) / stride, out - 1);
 }
 
-__kernel void maxpool_backward(__global float* dx, int dxoff, __global const float* dy, int dyoff, __global const float* x,
+__kernel void maxpool_backward(__global store_t* dx, int dxoff, __global const store_t* dy, int dyoff, __global const store_t* x,
                                int xoff, int NC, int H, int W, int KH, int KW, int sh, int sw, int ph, int pw, int OH,
                                int OW) {
 	int i = get_global_id(0);
 	if (i >= NC * H * W) return;
 	int iw = i % W, ih = (i / W) % H, p = i / (H * W);
-	__global const float* plane = x + xoff + p * H * W;
+	__global const store_t* plane = x + xoff + p * H * W;
 	int ohlo, ohhi, owlo, owhi;
 	oh_range(ih, sh, ph, KH, OH, &ohlo, &ohhi);
 	oh_range(iw, sw, pw, KW, OW, &owlo, &owhi);
@@ -74,17 +74,17 @@ __kernel void maxpool_backward(__global float* dx, int dxoff, __global const flo
 			int wlo, whi;
 			window(ow, sw, pw, KW, W, &wlo, &whi);
 			if (iw < wlo || iw >= whi) continue;
-			if (wargmax(plane, W, hlo, hhi, wlo, whi) == ih * W + iw) acc += dy[dyoff + (p * OH + oh) * OW + ow];
+			if (wargmax(plane, W, hlo, hhi, wlo, whi) == ih * W + iw) acc += LD(dy, dyoff + (p * OH + oh) * OW + ow);
 		}
 	}
-	dx[dxoff + i] = acc;
+	ST(dx, dxoff + i, acc);
 }
 
 inline float divisor(int incl, int hlo, int hhi, int hpad, int wlo, int whi, int wpad) {
 	return incl ? (float)(hpad * wpad) : (float)((hhi - hlo) * (whi - wlo));
 }
 
-__kernel void avgpool_forward(__global float* y, int yoff, __global const float* x, int xoff, int NC, int H, int W,
+__kernel void avgpool_forward(__global store_t* y, int yoff, __global const store_t* x, int xoff, int NC, int H, int W,
                               int KH, int KW, int sh, int sw, int ph, int pw, int OH, int OW, int incl) {
 	int i = get_global_id(0);
 	if (i >= NC * OH * OW) return;
@@ -92,14 +92,14 @@ __kernel void avgpool_forward(__global float* y, int yoff, __global const float*
 	int hlo, hhi, wlo, whi;
 	int hpad = window(oh, sh, ph, KH, H, &hlo, &hhi);
 	int wpad = window(ow, sw, pw, KW, W, &wlo, &whi);
-	__global const float* plane = x + xoff + p * H * W;
+	__global const store_t* plane = x + xoff + p * H * W;
 	float sum = 0.0f;
 	for (int ih = hlo; ih < hhi; ih++)
-		for (int iw = wlo; iw < whi; iw++) sum += plane[ih * W + iw];
-	y[yoff + i] = sum / divisor(incl, hlo, hhi, hpad, wlo, whi, wpad);
+		for (int iw = wlo; iw < whi; iw++) sum += LD(plane, ih * W + iw);
+	ST(y, yoff + i, sum / divisor(incl, hlo, hhi, hpad, wlo, whi, wpad));
 }
 
-__kernel void avgpool_backward(__global float* dx, int dxoff, __global const float* dy, int dyoff, int NC, int H, int W,
+__kernel void avgpool_backward(__global store_t* dx, int dxoff, __global const store_t* dy, int dyoff, int NC, int H, int W,
                                int KH, int KW, int sh, int sw, int ph, int pw, int OH, int OW, int incl) {
 	int i = get_global_id(0);
 	if (i >= NC * H * W) return;
@@ -116,8 +116,8 @@ __kernel void avgpool_backward(__global float* dx, int dxoff, __global const flo
 			int wlo, whi;
 			int wpad = window(ow, sw, pw, KW, W, &wlo, &whi);
 			if (iw < wlo || iw >= whi) continue;
-			acc += dy[dyoff + (p * OH + oh) * OW + ow] / divisor(incl, hlo, hhi, hpad, wlo, whi, wpad);
+			acc += LD(dy, dyoff + (p * OH + oh) * OW + ow) / divisor(incl, hlo, hhi, hpad, wlo, whi, wpad);
 		}
 	}
-	dx[dxoff + i] = acc;
+	ST(dx, dxoff + i, acc);
 }
