@@ -10,8 +10,6 @@ import (
 	"math"
 	"slices"
 	"unsafe"
-
-	"github.com/cotrain/cotrain/gpu/half"
 )
 
 // OpenCL is the Backend on one OpenCL device: one context, one in-order
@@ -33,9 +31,9 @@ type OpenCL struct {
 	redWG int // work-group size of the reduction kernels (RED_WG)
 
 	// half: every Buffer holds half floats (OpenCLConfig.HalfStorage);
-	// stage is the host's half copy of an Upload or Download then.
+	// Upload and Download then go through the float buffer stage.
 	half  bool
-	stage []uint16
+	stage *clMem
 
 	progs      []*clProgram
 	k          map[string]*clKernel
@@ -219,10 +217,11 @@ func (o *OpenCL) Upload(dst Buffer, src []float32) {
 	switch {
 	case d.n == 0:
 	case o.half:
-		// Rounded on the host as vstore_half_rte rounds on the device.
-		o.stage = slices.Grow(o.stage[:0], d.n)[:d.n]
-		half.Encode(o.stage, src)
-		must(o.ctx.write(d.m, 2*d.off, unsafe.Pointer(&o.stage[0]), 2*d.n))
+		// Converted on the device: on the host it took longer than the
+		// transfer (30 ms against 0.5 for a batch of 64 RGB 128×128 images).
+		st := o.scratch(&o.stage, d.n)
+		must(o.ctx.write(st, 0, unsafe.Pointer(&src[0]), 4*d.n))
+		o.run1("from_float", d.n, d.m, d.off, st, d.n)
 	default:
 		must(o.ctx.write(d.m, 4*d.off, unsafe.Pointer(&src[0]), 4*d.n))
 	}
@@ -237,9 +236,9 @@ func (o *OpenCL) Download(dst []float32, src Buffer) {
 	switch {
 	case s.n == 0:
 	case o.half:
-		o.stage = slices.Grow(o.stage[:0], s.n)[:s.n]
-		must(o.ctx.read(unsafe.Pointer(&o.stage[0]), s.m, 2*s.off, 2*s.n))
-		half.Decode(dst, o.stage)
+		st := o.scratch(&o.stage, s.n)
+		o.run1("to_float", s.n, st, s.m, s.off, s.n)
+		must(o.ctx.read(unsafe.Pointer(&dst[0]), st, 0, 4*s.n))
 	default:
 		must(o.ctx.read(unsafe.Pointer(&dst[0]), s.m, 4*s.off, 4*s.n))
 	}

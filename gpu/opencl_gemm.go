@@ -232,15 +232,6 @@ func gemmSplits(m, n, k int) (splits, kc int) {
 	return splits, kc
 }
 
-// splits is gemmSplits, except that half storage never splits: the
-// product kernels would write the partial sums as half (gemm.cl).
-func (o *OpenCL) splits(m, n, k int) (splits, kc int) {
-	if o.half {
-		return 1, k
-	}
-	return gemmSplits(m, n, k)
-}
-
 // gemmSplits' targets: a C with fewer blocks of 128×128 than splitTiles is
 // split in k, into ranges at least splitDepth deep. Variables only so that
 // the benchmarks can compare targets in one run; changing them changes the
@@ -253,13 +244,19 @@ var gemmSumWG = 256
 // gemmRun runs a product with variant v, split in k as gemmSplits says: the
 // partial sums go to a workspace and gemm_sum adds them into C.
 func (o *OpenCL) gemmRun(v *gemmVariant, ta, tb bool, m, n, k int, alpha float32, a, b mat, beta float32, c mat) {
-	splits, kc := o.splits(m, n, k)
+	splits, kc := gemmSplits(m, n, k)
 	if splits == 1 {
-		o.gemmWith(v, ta, tb, m, n, k, alpha, a, b, beta, c, k, 1)
+		o.gemmWith(v, ta, tb, m, n, k, alpha, a, b, beta, c, k, 1, c.m)
 		return
 	}
+	// The partial sums are float: the products write them as their C in
+	// float storage, through P in half storage (gemm.cl).
 	ws := o.scratch(&o.splitWS, splits*m*n)
-	o.gemmWith(v, ta, tb, m, n, k, 1, a, b, 0, plainMat(ws, 0, n), kc, splits)
+	layers := plainMat(ws, 0, n)
+	if o.half {
+		layers = c
+	}
+	o.gemmWith(v, ta, tb, m, n, k, 1, a, b, 0, layers, kc, splits, ws)
 	wg, vec := min(gemmSumWG, v.sum.maxWG), c.vec(n)
 	items := m * n / (1 + 3*vec) // 4 elements per item with vec
 	must(o.ctx.launch(v.sum, []int{(items + wg - 1) / wg * wg}, []int{wg}, m, n, splits, alpha, ws, beta,
@@ -283,7 +280,7 @@ func (o *OpenCL) pickGemm(m, n, k int) int {
 			}
 		}
 	}
-	splits, _ := o.splits(m, n, k)
+	splits, _ := gemmSplits(m, n, k)
 	for i > 0 && 2*blocks(o.gemms[i], m, n)*splits < o.info.ComputeUnits {
 		i--
 	}
@@ -295,8 +292,9 @@ func blocks(v *gemmVariant, m, n int) int {
 }
 
 // gemmWith launches one product kernel of v over splits layers of k-ranges
-// of kc (1 and k: no split); layer z writes its sums at c offset by z·m·n.
-func (o *OpenCL) gemmWith(v *gemmVariant, ta, tb bool, m, n, k int, alpha float32, a, b mat, beta float32, c mat, kc, splits int) {
+// of kc (1 and k: no split); layer z writes its sums at c offset by z·m·n,
+// or with half storage at p offset by z·m·n (p is not read otherwise).
+func (o *OpenCL) gemmWith(v *gemmVariant, ta, tb bool, m, n, k int, alpha float32, a, b mat, beta float32, c mat, kc, splits int, p *clMem) {
 	rm, rn := v.TSM/v.WPTM, v.TSN/v.WPTN
 	global := []int{(n + v.TSN - 1) / v.TSN * rn, (m + v.TSM - 1) / v.TSM * rm, splits}
 	aLen, bLen := k, n // length of each operand's contiguous dimension
@@ -313,7 +311,7 @@ func (o *OpenCL) gemmWith(v *gemmVariant, ta, tb bool, m, n, k int, alpha float3
 	must(o.ctx.launch(v.k[2*b2i(tb)+b2i(ta)], global, []int{rn, rm, 1}, m, n, k, alpha,
 		a.m, a.off, a.ld, a.segl, a.segs, a.vec(aLen),
 		b.m, b.off, b.ld, b.segl, b.segs, b.vec(bLen), beta,
-		c.m, c.off, c.ld, c.segl, c.segs, c.vec(n), kc, cpart))
+		c.m, c.off, c.ld, c.segl, c.segs, c.vec(n), kc, cpart, p))
 }
 
 func b2i(b bool) int {

@@ -392,7 +392,7 @@ func BenchmarkOpenCLSgemmSplit(b *testing.B) {
 		ws := o.scratch(&o.splitWS, s*1024*1024)
 		a, bb := o.buf(o.Alloc(1024*1024)), o.buf(o.Alloc(1024*1024))
 		run := func() {
-			o.gemmWith(v, false, false, 1024, 1024, 1024, 1, plainMat(a.m, 0, 1024), plainMat(bb.m, 0, 1024), 0, plainMat(ws, 0, 1024), kc, s)
+			o.gemmWith(v, false, false, 1024, 1024, 1024, 1, plainMat(a.m, 0, 1024), plainMat(bb.m, 0, 1024), 0, plainMat(ws, 0, 1024), kc, s, ws)
 		}
 		run()
 		must(o.Finish())

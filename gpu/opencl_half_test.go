@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
@@ -218,7 +219,48 @@ func BenchmarkOpenCLInference(b *testing.B) {
 					be.b.Download(out, tr.Logits(x, c.batch))
 				}
 				b.ReportMetric(float64(b.N*c.batch)/b.Elapsed().Seconds(), "img/s")
+				if cl, ok := be.b.(*gpu.OpenCL); ok && os.Getenv("COTRAIN_OPENCL_PROFILE") == "1" {
+					b.StopTimer()
+					profileStep(b, cl, func() { be.b.Download(out, tr.Logits(x, c.batch)) })
+				}
 			})
 		}
+	}
+}
+
+// Upload rounds on the device (vstore_half_rte) exactly as half.Round does
+// on the host: ties to even, half subnormals, overflow to infinity, signed
+// zeros and NaN; Download returns the stored halves exactly.
+func TestOpenCLHalfRounding(t *testing.T) {
+	o := openHalfForTest(t, false)
+	defer o.Close()
+	r := rand.New(rand.NewPCG(7, 8))
+	var v []float32
+	for range 100_000 {
+		v = append(v, math.Float32frombits(r.Uint32()&0xc7ffffff)) // every magnitude up to about 2¹⁶
+		v = append(v, float32(r.NormFloat64()*1e-5))               // half subnormals
+	}
+	for h := uint16(0); h < 0x7bff; h += 7 {
+		mid := (float64(half.ToFloat32(h)) + float64(half.ToFloat32(h+1))) / 2 // a tie
+		v = append(v, float32(mid), -float32(mid))
+	}
+	v = append(v, 65504, 65519, 65520, -1e9, float32(math.Inf(1)), float32(math.Copysign(0, -1)),
+		math.SmallestNonzeroFloat32, float32(math.NaN()))
+	b := o.Alloc(len(v))
+	o.Upload(b, v)
+	got := make([]float32, len(v))
+	o.Download(got, b)
+	bad := 0
+	for i, x := range v {
+		want := half.Round(x)
+		if math.Float32bits(got[i]) != math.Float32bits(want) && !(math.IsNaN(float64(want)) && math.IsNaN(float64(got[i]))) {
+			if bad < 5 {
+				t.Errorf("%g stored as %g, want %g", x, got[i], want)
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d values rounded differently from half.Round", bad, len(v))
 	}
 }

@@ -44,7 +44,8 @@ type OpenCLConfig struct {
 	ReductionWG int
 	// HalfStorage stores every Buffer as half floats (OpenOptions.HalfStorage):
 	// the kernels are built with -D STORE_HALF (kernels/common.cl), Upload
-	// and Download convert on the host, and products are never split in k.
+	// and Download convert on the device through a float staging buffer,
+	// and split products keep float partial sums.
 	HalfStorage bool
 	Log         *slog.Logger
 }
@@ -71,7 +72,7 @@ const storeHalfOption = "-D STORE_HALF"
 
 // mainKernels are the kernels of the main program (everything but GEMM).
 var mainKernels = []string{
-	"fill", "axpy", "scale", "mul", "add_bias", "bias_grad", "act", "act_backward",
+	"fill", "from_float", "to_float", "axpy", "scale", "mul", "add_bias", "bias_grad", "act", "act_backward",
 	"softmax_xent", "sum_pairs", "softmax_xent_backward", "sgd_step", "adam_step",
 	"im2col", "col2im", "dw_forward", "dw_backward_data", "dw_backward_filter",
 	"maxpool_forward", "maxpool_backward", "avgpool_forward", "avgpool_backward",

@@ -1,6 +1,7 @@
 // Package half converts between float32 and IEEE 754 binary16 ("half")
-// floats, the storage format of the OpenCL backend's fp16 mode
-// (vload_half/vstore_half_rte) and of the fp16 gradient codec.
+// floats on the host: the fp16 gradient codec's, and the reference of the
+// OpenCL backend's fp16 storage (which converts on the device, with
+// vload_half and vstore_half_rte).
 //
 // FromFloat32 rounds as vstore_half_rte does: to nearest, ties to even,
 // with overflow to ±Inf. Every half is exactly a float32, so ToFloat32 is
@@ -80,19 +81,3 @@ func Finite(h uint16) bool { return h&0x7c00 != 0x7c00 }
 
 // Round returns v rounded to the nearest half, as a float32.
 func Round(v float32) float32 { return ToFloat32(FromFloat32(v)) }
-
-// Encode sets dst[i] = FromFloat32(src[i]); the lengths must be equal.
-func Encode(dst []uint16, src []float32) {
-	dst = dst[:len(src)]
-	for i, v := range src {
-		dst[i] = FromFloat32(v)
-	}
-}
-
-// Decode sets dst[i] = ToFloat32(src[i]); the lengths must be equal.
-func Decode(dst []float32, src []uint16) {
-	dst = dst[:len(src)]
-	for i, h := range src {
-		dst[i] = ToFloat32(h)
-	}
-}

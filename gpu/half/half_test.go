@@ -106,43 +106,12 @@ func TestSpecialValues(t *testing.T) {
 	if h := FromFloat32(float32(math.NaN())); Finite(h) || h&0x3ff == 0 {
 		t.Errorf("NaN became %#04x", h)
 	}
-	src := []float32{1.0001, -3, 70000, 0.1}
-	enc := make([]uint16, len(src))
-	Encode(enc, src)
-	dec := make([]float32, len(src))
-	Decode(dec, enc)
-	for i, v := range src {
-		if dec[i] != Round(v) {
-			t.Errorf("Decode(Encode(%g)) = %g, Round gives %g", v, dec[i], Round(v))
+	for _, v := range []float32{1.0001, -3, 70000, 0.1} {
+		if got, want := Round(v), ToFloat32(FromFloat32(v)); got != want {
+			t.Errorf("Round(%g) = %g, want %g", v, got, want)
 		}
 	}
-	if !math.IsInf(float64(dec[2]), 1) {
-		t.Errorf("70000 round-tripped to %g, want +Inf", dec[2])
-	}
-}
-
-func BenchmarkEncode(b *testing.B) {
-	src := make([]float32, 1<<16)
-	r := rand.New(rand.NewPCG(1, 2))
-	for i := range src {
-		src[i] = float32(r.NormFloat64())
-	}
-	dst := make([]uint16, len(src))
-	b.SetBytes(4 * int64(len(src)))
-	for b.Loop() {
-		Encode(dst, src)
-	}
-}
-
-func BenchmarkDecode(b *testing.B) {
-	src := make([]uint16, 1<<16)
-	r := rand.New(rand.NewPCG(1, 2))
-	for i := range src {
-		src[i] = FromFloat32(float32(r.NormFloat64()))
-	}
-	dst := make([]float32, len(src))
-	b.SetBytes(4 * int64(len(src)))
-	for b.Loop() {
-		Decode(dst, src)
+	if r := Round(70000); !math.IsInf(float64(r), 1) {
+		t.Errorf("70000 rounded to %g, want +Inf", r)
 	}
 }

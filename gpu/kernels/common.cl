@@ -19,14 +19,15 @@ typedef float acc_t;
 // plain array accesses and the kernels compile exactly as before.
 // vload_half and vstore_half are core OpenCL: half storage does not need
 // cl_khr_fp16 (half arithmetic would). LD4/ST4 move 4 consecutive elements
-// (16-byte aligned ones in float mode). The backend's own scratch (batch-norm
+// aligned to 4 elements (16 bytes in float, 8 in half: vloada_half4, one
+// 64-bit access, where vload_half4 may be four 16-bit ones). The backend's own scratch (batch-norm
 // coefficients, loss pairs, split-k partial sums, labels) stays float or int.
 #ifdef STORE_HALF
 typedef half store_t;
 #define LD(p, i) vload_half((i), (p))
 #define ST(p, i, v) vstore_half_rte((float)(v), (i), (p))
-#define LD4(p) vload_half4(0, (p))
-#define ST4(p, v) vstore_half4_rte((v), 0, (p))
+#define LD4(p) vloada_half4(0, (p))
+#define ST4(p, v) vstorea_half4_rte((v), 0, (p))
 #else
 typedef float store_t;
 #define LD(p, i) ((p)[i])

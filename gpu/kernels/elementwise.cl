@@ -7,6 +7,20 @@ __kernel void fill(__global store_t* d, int doff, int n, float v) {
 	if (i < n) ST(d, doff + i, v);
 }
 
+// from_float and to_float convert between the host's float32 and the
+// storage (Upload and Download with half storage, through a float staging
+// buffer): rounding on the device costs nothing next to the transfer, and
+// rounds exactly as every kernel's ST does.
+__kernel void from_float(__global store_t* d, int doff, __global const float* s, int n) {
+	int i = get_global_id(0);
+	if (i < n) ST(d, doff + i, s[i]);
+}
+
+__kernel void to_float(__global float* d, __global const store_t* s, int soff, int n) {
+	int i = get_global_id(0);
+	if (i < n) d[i] = LD(s, soff + i);
+}
+
 __kernel void axpy(float alpha, __global const store_t* x, int xoff, __global store_t* y, int yoff, int n) {
 	int i = get_global_id(0);
 	if (i < n) ST(y, yoff + i, LD(y, yoff + i) + alpha * LD(x, xoff + i));

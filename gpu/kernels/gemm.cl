@@ -131,7 +131,8 @@ inline void store_tile(__local float4* s4, const float4* r, const int lpt, const
 inline void gemm_body(const int ta, const int tb, __local float4* As, __local float4* Bs, int M, int N, int K, float alpha,
                       __global const store_t* A, int aoff, int lda, int asegl, int asegs, int avec,
                       __global const store_t* B, int boff, int ldb, int bsegl, int bsegs, int bvec, float beta,
-                      __global store_t* C, int coff, int ldc, int csegl, int csegs, int cvec, int kc, int cpart) {
+                      __global store_t* C, int coff, int ldc, int csegl, int csegs, int cvec, int kc, int cpart,
+                      __global float* P) {
 	const int tid = get_local_id(1) * RTSN + get_local_id(0);
 #if WARP_N > 0
 	// Item tid computes block (tx, ty) of a layout where each run of 32
@@ -205,6 +206,26 @@ inline void gemm_body(const int ta, const int tb, __local float4* As, __local fl
 		barrier(CLK_LOCAL_MEM_FENCE);
 	}
 
+#ifdef STORE_HALF
+	if (cpart > 0) {
+		// Split k with half storage: layer z's partial sums go to the float
+		// workspace P (M×N, plain), not through C's half store_t.
+		__global float* pz = P + get_group_id(2) * cpart;
+#pragma unroll
+		for (int i = 0; i < WPTM; i++) {
+			const int r = row0 + ((i / 4) * RTSM + ty) * 4 + i % 4;
+			if (r >= M) continue;
+#pragma unroll
+			for (int g = 0; g < WPTN / 4; g++) {
+				const int c = col0 + (g * RTSN + tx) * 4;
+#pragma unroll
+				for (int j = 0; j < 4; j++)
+					if (c + j < N) pz[r * N + c + j] = alpha * acc[i][4 * g + j];
+			}
+		}
+		return;
+	}
+#endif
 	C += coff + get_group_id(2) * cpart;
 #pragma unroll
 	for (int i = 0; i < WPTM; i++) {
@@ -239,8 +260,8 @@ inline void gemm_body(const int ta, const int tb, __local float4* As, __local fl
 #define GEMM_ARGS                                                                                                        \
 	int M, int N, int K, float alpha, __global const store_t *A, int aoff, int lda, int asegl, int asegs, int avec,      \
 	    __global const store_t *B, int boff, int ldb, int bsegl, int bsegs, int bvec, float beta, __global store_t *C,   \
-	    int coff, int ldc, int csegl, int csegs, int cvec, int kc, int cpart
-#define GEMM_PASS M, N, K, alpha, A, aoff, lda, asegl, asegs, avec, B, boff, ldb, bsegl, bsegs, bvec, beta, C, coff, ldc, csegl, csegs, cvec, kc, cpart
+	    int coff, int ldc, int csegl, int csegs, int cvec, int kc, int cpart, __global float *P
+#define GEMM_PASS M, N, K, alpha, A, aoff, lda, asegl, asegs, avec, B, boff, ldb, bsegl, bsegs, bvec, beta, C, coff, ldc, csegl, csegs, cvec, kc, cpart, P
 #define GEMM_LOCAL                                                                                                       \
 	__local float4 As[2 * TSK * LDA4];                                                                                   \
 	__local float4 Bs[2 * TSK * LDB4]
@@ -264,8 +285,8 @@ __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void gemm_tt(GEMM_
 
 // gemm_sum sets C = alpha*(W_0 + W_1 + ... + W_{S-1}) + beta*C, summing in
 // that order, where W_z is the M×N partial-sum matrix at W + z*M*N (always
-// float; the host does not split products in half storage, whose product
-// kernels would write the partial sums as half). With
+// float: in float storage the product kernels write it as their C, in half
+// storage through P). With
 // vec (the host checked that N, C's offset, row stride and segments are
 // multiples of 4) an item does 4 consecutive elements of a row as float4;
 // the arithmetic per element is the same.
