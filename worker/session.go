@@ -155,7 +155,11 @@ func (s *Session) redial(ctx context.Context, why error) (transport.Conn, error)
 		if err == nil {
 			return conn, nil
 		}
-		last = err
+		if ctx.Err() == nil {
+			// A dial cut short by our own deadline says nothing about the
+			// hub: keep the previous dial's reason (a refusal, say).
+			last = err
+		}
 		if s.Log != nil {
 			s.Log.Debug("redial failed", "attempt", attempt+1, "err", err)
 		}
