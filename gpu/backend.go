@@ -123,6 +123,17 @@ type Backend interface {
 	// ActivateBackward sets dx = dy * act'(x).
 	ActivateBackward(a Act, dx, dy, x Buffer)
 
+	// CopyStrided sets (or, with add, adds into) the destination elements of
+	// a strided index space from the source's (tensor.go: transposes, slices,
+	// padding, concatenation along any axis, broadcasting copies).
+	CopyStrided(dst, src Buffer, g StridedGeom, add bool)
+	// Broadcast sets the contiguous dst to op(a, b) with numpy broadcasting
+	// expressed as strides (zero on broadcast axes).
+	Broadcast(op BinOp, dst, a, b Buffer, g BroadcastGeom)
+	// ReduceSum sets dst to alpha times the sum of src over the axes that g
+	// reduces to 1, summing in row-major order of those axes.
+	ReduceSum(dst, src Buffer, g ReduceGeom, alpha float32)
+
 	// SoftmaxCrossEntropy sets probs to softmax(logits) row by row (n rows of
 	// classes) and returns the summed negative log-likelihood of labels.
 	SoftmaxCrossEntropy(probs, logits Buffer, labels []int32, n, classes int) float64

@@ -1,0 +1,247 @@
+package gpu
+
+import "fmt"
+
+// The structural kernels: CopyStrided, Broadcast and ReduceSum.
+//
+// ONNX graphs move data around in ways that no single layer kernel covers:
+// transposes (channel shuffle, the NHWC↔NCHW pairs that tf2onnx writes),
+// slices and splits, padding, concatenation along any axis, elementwise
+// arithmetic with numpy broadcasting and reductions. Three generic kernels
+// cover all of them, forward and backward:
+//
+//   - CopyStrided copies (or adds) an index space between two strided views:
+//     a transpose is a copy with permuted source strides, a slice one with an
+//     offset and step strides, padding and concatenation copy into an offset
+//     view of a larger destination, and a zero source stride broadcasts (the
+//     backward pass of a reduction).
+//   - Broadcast applies +, −, × or ÷ to two strided (broadcast) operands into
+//     a contiguous destination.
+//   - ReduceSum sums a contiguous tensor over some of its axes (the backward
+//     pass of broadcasting, and the forward pass of ReduceMean).
+//
+// Every kernel first merges adjacent axes that are contiguous in all its
+// operands and drops axes of size 1 (canon), so a transpose of N×g×(C/g)×HW
+// runs as a 4-axis copy however its caller spelled it, and a plain copy as
+// one axis. Each output element is written by one work item, and a reduction
+// sums its elements in row-major order of the reduced axes, so the results
+// are deterministic (no atomics) on every backend.
+
+// MaxRank is the most axes the structural kernels take after merging
+// contiguous axes: a batch axis and up to five per-sample axes.
+const MaxRank = 6
+
+// StridedGeom describes a strided copy. The index space is Dims; index i
+// (0 <= i[k] < Dims[k]) is element DstOff + Σ i[k]·Dst[k] of the destination
+// and SrcOff + Σ i[k]·Src[k] of the source. Strides are in elements and not
+// negative; a zero source stride repeats (broadcasts) the source along that
+// axis. Distinct indices must address distinct destination elements.
+type StridedGeom struct {
+	Dims           []int
+	Dst, Src       []int
+	DstOff, SrcOff int
+}
+
+// BinOp names an elementwise binary operation of Broadcast.
+type BinOp uint8
+
+const (
+	BinAdd BinOp = iota + 1 // a + b
+	BinSub                  // a - b
+	BinMul                  // a * b
+	BinDiv                  // a / b
+)
+
+// String returns the operation's ONNX name.
+func (o BinOp) String() string {
+	switch o {
+	case BinAdd:
+		return "Add"
+	case BinSub:
+		return "Sub"
+	case BinMul:
+		return "Mul"
+	case BinDiv:
+		return "Div"
+	}
+	return fmt.Sprintf("binop(%d)", uint8(o))
+}
+
+// BroadcastGeom describes a broadcast binary operation: the destination is
+// contiguous (row-major) of Dims, and its element i reads a at Σ i[k]·A[k]
+// and b at Σ i[k]·B[k] (a zero stride broadcasts that operand along k).
+type BroadcastGeom struct {
+	Dims []int
+	A, B []int
+}
+
+// ReduceGeom describes a sum over axes: the source is contiguous of In, the
+// destination contiguous of Out, where each Out[k] is In[k] (kept) or 1
+// (summed over).
+type ReduceGeom struct {
+	In, Out []int
+}
+
+// ContiguousStrides returns the row-major strides of dims.
+func ContiguousStrides(dims []int) []int {
+	s := make([]int, len(dims))
+	acc := 1
+	for k := len(dims) - 1; k >= 0; k-- {
+		s[k] = acc
+		acc *= dims[k]
+	}
+	return s
+}
+
+// canonGeom is an index space with up to MaxRank axes, merged and padded at
+// the front with axes of size 1: the form the kernels run.
+type canonGeom struct {
+	dims    [MaxRank]int
+	strides [3][MaxRank]int // per operand
+	total   int             // elements of the index space
+}
+
+// canon merges adjacent axes that are contiguous in every operand, drops
+// axes of size 1 and pads to MaxRank. It panics (a bug of the caller) when
+// lengths disagree, a stride is negative, or more than MaxRank axes remain.
+func canon(op string, dims []int, strides ...[]int) canonGeom {
+	var g canonGeom
+	var d []int
+	var s [3][]int
+	total := 1
+	for k, n := range dims {
+		for _, st := range strides {
+			if len(st) != len(dims) || st[k] < 0 {
+				panic(fmt.Sprintf("gpu: %s: strides %v for dims %v", op, st, dims))
+			}
+		}
+		if n < 0 {
+			panic(fmt.Sprintf("gpu: %s: negative dimension in %v", op, dims))
+		}
+		total *= n
+		if n == 1 {
+			continue
+		}
+		if m := len(d); m > 0 {
+			merge := true
+			for j, st := range strides {
+				if s[j][m-1] != st[k]*n {
+					merge = false
+				}
+			}
+			if merge {
+				d[m-1] *= n
+				for j, st := range strides {
+					s[j][m-1] = st[k]
+				}
+				continue
+			}
+		}
+		d = append(d, n)
+		for j, st := range strides {
+			s[j] = append(s[j], st[k])
+		}
+	}
+	g.total = total
+	if total == 0 {
+		return g
+	}
+	if len(d) > MaxRank {
+		panic(fmt.Sprintf("gpu: %s: %d axes remain of %v after merging contiguous ones, at most %d", op, len(d), dims, MaxRank))
+	}
+	pad := MaxRank - len(d)
+	for k := range MaxRank {
+		g.dims[k] = 1
+		if k >= pad {
+			g.dims[k] = d[k-pad]
+			for j := range strides {
+				g.strides[j][k] = s[j][k-pad]
+			}
+		}
+	}
+	return g
+}
+
+// extent is one more than the largest element offset of operand j.
+func (g *canonGeom) extent(j int) int {
+	e := 1
+	for k := range MaxRank {
+		e += (g.dims[k] - 1) * g.strides[j][k]
+	}
+	return e
+}
+
+// checkFits panics unless operand j, starting at off, lies inside a buffer
+// of n elements.
+func (g *canonGeom) checkFits(op, what string, j, off, n int) {
+	if g.total == 0 {
+		return
+	}
+	if off < 0 || off+g.extent(j) > n {
+		panic(fmt.Sprintf("gpu: %s: %s reaches element %d of a buffer of %d", op, what, off+g.extent(j)-1, n))
+	}
+}
+
+// canonStrided checks g against buffers of nd and ns elements.
+func canonStrided(op string, g StridedGeom, nd, ns int) canonGeom {
+	c := canon(op, g.Dims, g.Dst, g.Src)
+	c.checkFits(op, "destination", 0, g.DstOff, nd)
+	c.checkFits(op, "source", 1, g.SrcOff, ns)
+	return c
+}
+
+// canonBroadcast checks g against buffers of nd, na and nb elements.
+func canonBroadcast(op string, g BroadcastGeom, nd, na, nb int) canonGeom {
+	c := canon(op, g.Dims, ContiguousStrides(g.Dims), g.A, g.B)
+	if c.total != nd {
+		panic(fmt.Sprintf("gpu: %s: destination of %d elements for dims %v", op, nd, g.Dims))
+	}
+	c.checkFits(op, "a", 1, 0, na)
+	c.checkFits(op, "b", 2, 0, nb)
+	return c
+}
+
+// reduceCanon splits a reduction into its kept axes (strides into source and
+// destination) and its reduced axes (strides into the source), each merged
+// and padded to MaxRank.
+type reduceCanon struct {
+	keep, red  canonGeom // keep: strides[0] source, strides[1] destination; red: strides[0] source
+	out, inner int       // destination elements, elements summed into each
+}
+
+func canonReduce(op string, g ReduceGeom, nd, ns int) reduceCanon {
+	if len(g.In) != len(g.Out) {
+		panic(fmt.Sprintf("gpu: %s: in %v and out %v differ in rank", op, g.In, g.Out))
+	}
+	src := ContiguousStrides(g.In)
+	dst := ContiguousStrides(g.Out)
+	var kd, ks, kdst, rd, rs []int
+	for k, n := range g.In {
+		switch g.Out[k] {
+		case n:
+			kd, ks, kdst = append(kd, n), append(ks, src[k]), append(kdst, dst[k])
+		case 1:
+			rd, rs = append(rd, n), append(rs, src[k])
+		default:
+			panic(fmt.Sprintf("gpu: %s: out %v is not in %v with some axes reduced to 1", op, g.Out, g.In))
+		}
+	}
+	r := reduceCanon{keep: canon(op, kd, ks, kdst), red: canon(op, rd, rs)}
+	r.out, r.inner = r.keep.total, r.red.total
+	if r.out != nd || r.out*r.inner != ns {
+		panic(fmt.Sprintf("gpu: %s: buffers of %d and %d elements for in %v, out %v", op, ns, nd, g.In, g.Out))
+	}
+	return r
+}
+
+// offsets returns the element offset of linear index i of g's index space
+// for operand j (the row-major decomposition the kernels use).
+func (g *canonGeom) offset(j, i int) int {
+	off := 0
+	for k := MaxRank - 1; k >= 0; k-- {
+		n := g.dims[k]
+		off += (i % n) * g.strides[j][k]
+		i /= n
+	}
+	return off
+}
