@@ -9,7 +9,7 @@
 // driver and the simulator call the very same core. Which files are the
 // core is listed in purity_test.go, and TestCorePurity fails if one of them
 // imports time (but for durations in config.go), context, net, os or sync,
-// or starts a goroutine; driver.go is the driver.
+// or starts a goroutine; driver.go and driver_config.go are the driver.
 //
 // Caller's duties:
 //  1. Build the master network (models.Build, then InitParams or a weight

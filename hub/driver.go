@@ -46,16 +46,12 @@ type Driver struct {
 	// on Run's goroutine just before the core does: timing pushes for
 	// progress output hangs off it.
 	OnStep func(from string, m wire.Message)
-	// QueueLen bounds each worker's outgoing queue (messages); 0 means 64.
-	QueueLen int
-	// DrainTimeout bounds how long Run waits, at the end, for the final
-	// messages (Goodbyes with the weights) to reach the workers; 0 means 10 s.
-	DrainTimeout time.Duration
-	// MaxPending caps the connections open at once that have not (yet)
-	// registered; a connection beyond it is closed as it arrives. 0 means 16.
-	MaxPending int
-	// RegisterTimeout is how long a connection may stay open without a
-	// Register the core accepted; then it is closed. 0 means 10 s.
+	// QueueLen, DrainTimeout, MaxPending and RegisterTimeout are the
+	// DriverConfig fields of those names (what each bounds is said there);
+	// 0 means DefaultDriverConfig's.
+	QueueLen        int
+	DrainTimeout    time.Duration
+	MaxPending      int
 	RegisterTimeout time.Duration
 
 	stop string // set by RequestStop
@@ -98,22 +94,8 @@ func (d *Driver) Run(ctx context.Context) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	queue := d.QueueLen
-	if queue <= 0 {
-		queue = 64
-	}
-	drain := d.DrainTimeout
-	if drain <= 0 {
-		drain = 10 * time.Second
-	}
-	maxPending := d.MaxPending
-	if maxPending <= 0 {
-		maxPending = 16
-	}
-	regTimeout := d.RegisterTimeout
-	if regTimeout <= 0 {
-		regTimeout = 10 * time.Second
-	}
+	dc := d.orDefaults()
+	queue, drain, maxPending, regTimeout := dc.QueueLen, dc.DrainTimeout, dc.MaxPending, dc.RegisterTimeout
 	// The serving context outlives ctx by the drain, so the last Goodbyes
 	// still go out after an interrupt.
 	serve, cancel := context.WithCancel(context.Background())

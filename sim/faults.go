@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/cotrain/cotrain/hub"
 	"github.com/cotrain/cotrain/sync/wire"
 	"github.com/cotrain/cotrain/worker"
 )
@@ -18,32 +19,27 @@ import (
 //     connection: at its start plus ConnTimeout both ends see it die (the
 //     transport's keepalive). The hub's driver calls Core.Leave (the core
 //     has usually dropped the phone already, after MaxMisses deadlines);
-//     the phone's worker.Session dials again with worker.DefaultBackoff
-//     for up to reconnectTimeout, each dial failing while the phone is
-//     still cut off, and registers afresh with a new core.
+//     the phone's worker.Session dials again by the rule of
+//     worker.DefaultDriverConfig (NextDial: backoff, then giving up at
+//     ReconnectTimeout), each dial failing while the phone is still cut
+//     off, and registers afresh with a new core.
 //   - A connection whose Register the hub has not accepted within
-//     registerTimeout is closed by the hub's driver (hub.Driver's
-//     RegisterTimeout), and the phone's session dials again: how a lost
-//     Register is recovered.
+//     hub.DefaultDriverConfig's RegisterTimeout is closed by the hub's
+//     driver, and the phone's session dials again: how a lost Register is
+//     recovered.
 //   - A worker whose core has ended (the hub's Goodbye reached it) does
 //     not dial again: worker.Session returns after a Goodbye.
 //
 // A dial is taken to fail at once while the phone is cut off (a real one
 // fails after its own timeout, which only shifts the retries).
 
-// The real drivers' defaults.
-const (
-	// registerTimeout is hub.Driver's default RegisterTimeout.
-	registerTimeout = 10 * time.Second
-	// reconnectTimeout is cmd/worker's default --reconnect-timeout.
-	reconnectTimeout = 2 * time.Minute
-)
-
 // faultState is a co-training run's fault bookkeeping.
 type faultState struct {
-	backoff *rand.Rand        // the sessions' backoff jitter
-	joined  map[string]int    // phone → the connection (phone.gen) whose Register the hub accepted
-	pushes  map[string][]push // accepted pushes, by phone: what a test asks of a phone's recovery
+	hubRules    hub.DriverConfig    // the hub driver's: RegisterTimeout
+	workerRules worker.DriverConfig // the worker session's: NextDial
+	backoff     *rand.Rand          // the sessions' backoff jitter
+	joined      map[string]int      // phone → the connection (phone.gen) whose Register the hub accepted
+	pushes      map[string][]push   // accepted pushes, by phone: what a test asks of a phone's recovery
 }
 
 // push is a push the hub accepted: when, for which iteration, how many
@@ -82,8 +78,8 @@ func (r *runner) startFaults() {
 		}
 	}
 	r.net.withFaults(r.sc.Network, rand.New(rand.NewPCG(r.sc.Seed, 3)), cuts)
-	r.ft = &faultState{backoff: rand.New(rand.NewPCG(r.sc.Seed, 4)),
-		joined: map[string]int{}, pushes: map[string][]push{}}
+	r.ft = &faultState{hubRules: hub.DefaultDriverConfig(), workerRules: worker.DefaultDriverConfig(),
+		backoff: rand.New(rand.NewPCG(r.sc.Seed, 4)), joined: map[string]int{}, pushes: map[string][]push{}}
 }
 
 // partition starts fault f: the phone is cut off for f.For. The network
@@ -126,16 +122,23 @@ func (r *runner) connectionDied(p *phone, why string) {
 }
 
 // redial schedules attempt (from 0) of p's session to dial the hub again,
-// after the backoff; the session gives up reconnectTimeout after since.
+// by worker.Session's rule (DriverConfig.NextDial) counted from since, the
+// moment the connection died: after the backoff, or not at all when the
+// session gives up first (ReconnectTimeout after since).
 func (r *runner) redial(p *phone, attempt int, since int64) {
-	at := r.clk.now + worker.DefaultBackoff().Wait(attempt, r.ft.backoff).Nanoseconds()
+	wait, ok := r.ft.workerRules.NextDial(attempt, time.Duration(r.clk.now-since), r.ft.backoff)
 	gen := p.gen
-	r.clk.at(at, func() {
+	if !ok {
+		timeout := r.ft.workerRules.ReconnectTimeout
+		r.clk.at(since+timeout.Nanoseconds(), func() {
+			if !r.hubDone && p.gen == gen && !p.alive {
+				r.note(fmt.Sprintf("%s: not reconnected within %v: the worker gives up", p.spec.Name, timeout))
+			}
+		})
+		return
+	}
+	r.clk.at(r.clk.now+wait.Nanoseconds(), func() {
 		if r.hubDone || p.gen != gen || p.alive {
-			return
-		}
-		if r.clk.now-since > reconnectTimeout.Nanoseconds() {
-			r.note(fmt.Sprintf("%s: not reconnected within %v: the worker gives up", p.spec.Name, reconnectTimeout))
 			return
 		}
 		if _, cut := r.net.cut(p.spec.Name, r.clk.now); cut {
@@ -156,14 +159,15 @@ func (r *runner) connected(p *phone) {
 		return
 	}
 	gen := p.gen
-	r.clk.at(r.clk.now+registerTimeout.Nanoseconds(), func() {
+	timeout := r.ft.hubRules.RegisterTimeout
+	r.clk.at(r.clk.now+timeout.Nanoseconds(), func() {
 		if r.hubDone || p.gen != gen || !p.alive {
 			return
 		}
 		if j, ok := r.ft.joined[p.spec.Name]; ok && j == gen {
 			return
 		}
-		r.connectionDied(p, fmt.Sprintf("the hub closed it: no registration within %v", registerTimeout))
+		r.connectionDied(p, fmt.Sprintf("the hub closed it: no registration within %v", timeout))
 	})
 }
 

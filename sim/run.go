@@ -25,6 +25,10 @@ import (
 var ErrInvariant = errors.New("sim: invariant violated")
 
 // tick is the hub's tick in virtual time when the scenario has a deadline.
+// It is coarser than the real driver's (hub.DefaultDriverConfig().Tick,
+// 50 ms): a tick only bounds when within its period a deadline is noticed,
+// and half as many ticks are half the events to simulate; the scenarios'
+// recorded results were made with it.
 const tick = 100 * time.Millisecond
 
 // runSpec is one run of a scenario: a policy, and for a solo run the
@@ -168,7 +172,7 @@ func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Opt
 	}
 	cfg.DeadlineTicks, cfg.Tick = 0, tick
 	if sc.Deadline > 0 {
-		cfg.DeadlineTicks = int((sc.Deadline + tick - 1) / tick)
+		cfg.DeadlineTicks = hub.DriverConfig{Tick: tick, Deadline: sc.Deadline}.DeadlineTicks()
 	}
 	cfg.MaxMisses = 3
 	cfg.Smoothing, cfg.ParkMargin = sc.Smoothing, sc.ParkMargin

@@ -66,7 +66,8 @@ type Session struct {
 	// key), is an error at once.
 	Dial func(ctx context.Context) (transport.Conn, error)
 	// Backoff schedules the redials; ReconnectTimeout bounds them (0: never
-	// reconnect).
+	// reconnect): the DriverConfig fields of those names, whose NextDial
+	// is the rule Run follows.
 	Backoff          Backoff
 	ReconnectTimeout time.Duration
 	// Rand draws the backoff's jitter.
@@ -136,19 +137,30 @@ func (s *Session) Run(ctx context.Context) error {
 	}
 }
 
-// redial dials with backoff until a connection opens, ReconnectTimeout
-// passes (an error wrapping ErrHubGone and why, the last dial's error) or
-// ctx ends.
+// redial dials by DriverConfig.NextDial's rule until a connection opens,
+// ReconnectTimeout passes (an error wrapping ErrHubGone and why, the last
+// dial's error) or ctx ends.
 func (s *Session) redial(ctx context.Context, why error) (transport.Conn, error) {
+	rule := DriverConfig{Backoff: s.Backoff, ReconnectTimeout: s.ReconnectTimeout}
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, s.ReconnectTimeout)
 	defer cancel()
 	last := why
 	for attempt := 0; ; attempt++ {
-		t := time.NewTimer(s.Backoff.Wait(attempt, s.Rand))
+		// No dial before the deadline: only ctx ends the wait (a nil
+		// channel never delivers).
+		var due <-chan time.Time
+		var t *time.Timer
+		if wait, ok := rule.NextDial(attempt, time.Since(start), s.Rand); ok {
+			t = time.NewTimer(wait)
+			due = t.C
+		}
 		select {
-		case <-t.C:
+		case <-due:
 		case <-ctx.Done():
-			t.Stop()
+			if t != nil {
+				t.Stop()
+			}
 			return nil, fmt.Errorf("%w: not back within %v: %w", ErrHubGone, s.ReconnectTimeout, last)
 		}
 		conn, err := s.Dial(ctx)

@@ -106,7 +106,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 
 	hc.MinWorkers, hc.MaxWorkers, hc.GlobalBatch = c.minWorkers, max(c.maxWorkers, c.minWorkers), c.batch
 	hc.Iterations, hc.Tick, hc.MaxMisses = iterations, c.tick, c.maxMisses
-	hc.DeadlineTicks = int((c.deadline + c.tick - 1) / c.tick)
+	hc.DeadlineTicks = hub.DriverConfig{Tick: c.tick, Deadline: c.deadline}.DeadlineTicks()
 	hc.Park, hc.ParkMargin, hc.ParkProbe = c.park, c.parkMargin, c.parkProbe
 	if c.allow != "" {
 		if hc.Allow, err = loadAllow(c.allow); err != nil {

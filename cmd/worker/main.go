@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cotrain/cotrain/worker"
 )
 
 func main() {
@@ -66,7 +68,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.hubAddr, "hub", "", "the hub's multiaddr (with /p2p/<peer id>); empty: find it over mDNS")
 	fs.StringVar(&c.session, "session", "", "with no --hub: join the hub of this session (empty: the only hub found)")
 	fs.DurationVar(&c.find, "find-timeout", 3*time.Second, "how long to listen for hubs over mDNS")
-	fs.DurationVar(&c.reconnect, "reconnect-timeout", 2*time.Minute, "when the hub's connection drops, how long to keep dialling it again (backoff 100ms doubling to 5s; 0: give up at once)")
+	ddef := worker.DefaultDriverConfig()
+	fs.DurationVar(&c.reconnect, "reconnect-timeout", ddef.ReconnectTimeout, fmt.Sprintf("when the hub's connection drops, how long to keep dialling it again (backoff %v doubling to %v; 0: give up at once)", ddef.Backoff.Min, ddef.Backoff.Max))
 	fs.Float64Var(&c.slowdown, "slowdown", 1, "for tests: play a device this many times slower (sleeps after each pass)")
 	fs.StringVar(&c.dataSpec, "data", "mnist", `training data: "mnist", a folder of MNIST IDX files, or an image folder`)
 	fs.StringVar(&c.shard, "shard", "0/1", "this worker's shard I/N of the training data (I from 0 to N-1)")

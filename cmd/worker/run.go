@@ -86,7 +86,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	// input shape) the run trains: until then the data source is lazy.
 	src := &lazyShard{spec: c.dataSpec, i: si, n: sn, seed: c.seed + uint64(si)}
 	sess := &worker.Session{Config: wc, Backend: b, Data: src, Dial: dial, Log: log,
-		Backoff: worker.DefaultBackoff(), ReconnectTimeout: c.reconnect,
+		Backoff: worker.DefaultDriverConfig().Backoff, ReconnectTimeout: c.reconnect,
 		Rand: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), c.seed)), Slowdown: c.slowdown}
 	sess.OnConnect = func(n int) {
 		if ev != nil {
