@@ -43,6 +43,11 @@ const (
 	maxCount  = 1 << 16
 )
 
+// maxTensorBytes is the most bytes one tensor may take on this platform: on
+// 32-bit ARM (int of 32 bits) a slice's byte offsets stop at 2 GiB, so a
+// larger tensor is refused with ErrTooLarge instead of overflowing.
+const maxTensorBytes int64 = math.MaxInt
+
 // Weight file errors; the returned errors wrap these and say more.
 var (
 	ErrNotWeights    = errors.New("models: not a cotrain weight file")
@@ -50,6 +55,9 @@ var (
 	ErrTruncated     = errors.New("models: weight file truncated")
 	ErrCorrupt       = errors.New("models: weight file corrupt")
 	ErrModelMismatch = errors.New("models: weight file does not fit the model")
+	// ErrTooLarge: a tensor larger than this build can address (over 2 GiB
+	// on a 32-bit platform); the file may be fine for a 64-bit one.
+	ErrTooLarge = errors.New("models: tensor too large for this platform")
 )
 
 // NamedTensor is a tensor in a weight file.
@@ -270,16 +278,29 @@ func Read(r io.Reader) (*File, error) {
 		for i := 0; i < n && d.err == nil; i++ {
 			t := NamedTensor{Name: d.str()}
 			nd := d.count("dimension")
-			size := 1
+			// Sizes are counted in int64 and checked before they become
+			// ints, so that a 32-bit reader cannot overflow on them.
+			size := int64(1)
+			dims := make([]int64, 0, nd)
 			for j := 0; j < nd && d.err == nil; j++ {
-				dim := int(d.u32())
+				dim := int64(d.u32())
 				if dim <= 0 || size*dim > maxTensor {
 					d.fail(fmt.Errorf("%w: tensor %s has dimension %d", ErrCorrupt, t.Name, dim))
+					break
 				}
 				size *= dim
-				t.Dims = append(t.Dims, dim)
+				dims = append(dims, dim)
 			}
-			t.Data = d.floats(size)
+			if d.err == nil && 4*size > maxTensorBytes {
+				d.fail(fmt.Errorf("%w: tensor %s of shape %v takes %d bytes, this build holds at most %d", ErrTooLarge, t.Name, dims, 4*size, maxTensorBytes))
+			}
+			if d.err != nil {
+				break
+			}
+			for _, dim := range dims {
+				t.Dims = append(t.Dims, int(dim))
+			}
+			t.Data = d.floats(int(size))
 			*g = append(*g, t)
 		}
 	}

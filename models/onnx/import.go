@@ -15,8 +15,9 @@ import (
 	"github.com/cotrain/cotrain/solver"
 )
 
-// maxModelBytes caps what Import reads (protobuf's own limit is 2 GiB).
-const maxModelBytes = 1 << 31
+// maxModelBytes caps what Import reads (protobuf's own limit is 2 GiB; a
+// 32-bit build, whose ints stop one byte short of that, reads one byte less).
+const maxModelBytes = min(1<<31, math.MaxInt-1)
 
 // batchDim stands for the batch size in shape values (Shape, Gather, ...).
 const batchDim = math.MinInt64

@@ -40,9 +40,9 @@ func (f Floats) EncodeMsgpack(enc *msgpack.Encoder) error {
 	if f == nil {
 		return enc.EncodeNil()
 	}
-	n := 4 * len(f)
-	if n > math.MaxUint32 {
-		return fmt.Errorf("%w: a vector of %d values is over the 4 GiB a bin can hold", ErrTooLarge, len(f))
+	n, err := binLen(len(f))
+	if err != nil {
+		return err
 	}
 	if err := enc.EncodeBytesLen(n); err != nil {
 		return err
@@ -69,6 +69,21 @@ func (f Floats) EncodeMsgpack(enc *msgpack.Encoder) error {
 	return nil
 }
 
+// maxBin is the most bytes one float vector may take on the wire from this
+// build: a msgpack bin holds up to 4 GiB, and on a 32-bit platform (int of
+// 32 bits) byte counts stop at 2 GiB.
+const maxBin = min(math.MaxUint32, math.MaxInt)
+
+// binLen returns the bytes of a bin holding n floats, or ErrTooLarge when
+// that is over maxBin. It counts in uint64 so that 4·n cannot overflow.
+func binLen(n int) (int, error) {
+	b := 4 * uint64(n)
+	if b > maxBin {
+		return 0, fmt.Errorf("%w: a vector of %d values takes %d bytes, over the %d a bin holds here", ErrTooLarge, n, b, uint64(maxBin))
+	}
+	return int(b), nil
+}
+
 // DecodeMsgpack implements msgpack.CustomDecoder.
 func (f *Floats) DecodeMsgpack(dec *msgpack.Decoder) error {
 	n, err := dec.DecodeBytesLen()
@@ -78,6 +93,10 @@ func (f *Floats) DecodeMsgpack(dec *msgpack.Decoder) error {
 	if n == -1 { // msgpack nil
 		*f = nil
 		return nil
+	}
+	if n < 0 {
+		// A bin32 length over 2 GiB, wrapped by a 32-bit int.
+		return fmt.Errorf("%w: a float vector of more bytes than this build can count", ErrTooLarge)
 	}
 	if n%4 != 0 {
 		return fmt.Errorf("wire: a float vector of %d bytes is not a multiple of 4", n)

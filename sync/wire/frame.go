@@ -112,7 +112,7 @@ func (w *Writer) encode(m Message) ([]byte, error) {
 		return nil, fmt.Errorf("wire: encoding %s: %w", m.Kind(), err)
 	}
 	body := len(w.buf.b) - prefixLen
-	if body > math.MaxUint32 {
+	if uint64(body) > math.MaxUint32 {
 		return nil, fmt.Errorf("%w: a %s body of %d bytes does not fit the 32-bit length prefix", ErrTooLarge, m.Kind(), body)
 	}
 	binary.BigEndian.PutUint32(w.buf.b, uint32(body))
