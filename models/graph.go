@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/solver"
 )
 
@@ -54,6 +55,25 @@ type Layer struct {
 	Eps      float32 `json:"eps,omitempty"`      // batchnorm
 	Momentum float32 `json:"momentum,omitempty"` // batchnorm (PyTorch's sense)
 	P        float32 `json:"p,omitempty"`        // dropout
+
+	// The structural layers (solver/shape_ops.go, arith_ops.go) work on
+	// logical per-sample dims (no batch axis); their axes count from 0
+	// after the batch (ONNX's axis 1 is 0 here).
+	Dims   []int     `json:"dims,omitempty"`   // input dims (binary: operand a)
+	Dims2  []int     `json:"dims2,omitempty"`  // binary: operand b (the constant's when const is set)
+	To     []int     `json:"to,omitempty"`     // reshape: output dims
+	Perm   []int     `json:"perm,omitempty"`   // transpose: output axis k is input axis perm[k]
+	Axis   int       `json:"axis,omitempty"`   // concatnd
+	Axes   []int     `json:"axes,omitempty"`   // reduce
+	Mean   bool      `json:"mean,omitempty"`   // reduce: mean, not sum
+	Starts []int     `json:"starts,omitempty"` // slice
+	Steps  []int     `json:"steps,omitempty"`  // slice
+	Counts []int     `json:"counts,omitempty"` // slice
+	Before []int     `json:"before,omitempty"` // pad
+	After  []int     `json:"after,omitempty"`  // pad
+	Op     string    `json:"op,omitempty"`     // binary: Add, Sub, Mul, Div
+	Const  []float32 `json:"const,omitempty"`  // binary: the constant operand (not trained)
+	First  bool      `json:"first,omitempty"`  // binary: the constant is the left operand
 }
 
 // Describe turns layers (set up or not) into their description. A layer
@@ -79,6 +99,20 @@ func Describe(nodes []solver.Node) ([]Layer, error) {
 			d.Eps, d.Momentum = l.Eps, l.Momentum
 		case *solver.Dropout:
 			d.P = l.P
+		case *solver.Reshape:
+			d.To = l.Out
+		case *solver.Transpose:
+			d.Dims, d.Perm = l.In, l.Perm
+		case *solver.Slice:
+			d.Dims, d.Starts, d.Steps, d.Counts = l.In, l.Starts, l.Steps, l.Counts
+		case *solver.Pad:
+			d.Dims, d.Before, d.After = l.In, l.Before, l.After
+		case *solver.ConcatND:
+			d.Dims, d.Axis = l.Dims, l.Axis
+		case *solver.Binary:
+			d.Op, d.Dims, d.Dims2, d.Const, d.First = l.Op.String(), l.A, l.B, l.Const, l.ConstFirst
+		case *solver.Reduce:
+			d.Dims, d.Axes, d.Mean = l.In, l.Axes, l.Mean
 		case *solver.Activation, *solver.Flatten, *solver.Add, *solver.Concat:
 		default:
 			return nil, fmt.Errorf("%w: layer %s of kind %s has no description", ErrGraph, d.Name, d.Kind)
@@ -130,6 +164,28 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 			l = solver.NewAdd(d.Name)
 		case "concat":
 			l = solver.NewConcat(d.Name)
+		case "reshape":
+			l = solver.NewReshape(d.Name, d.To)
+		case "transpose":
+			l = solver.NewTranspose(d.Name, d.Dims, d.Perm)
+		case "slice":
+			l = solver.NewSlice(d.Name, d.Dims, d.Starts, d.Steps, d.Counts)
+		case "pad":
+			l = solver.NewPad(d.Name, d.Dims, d.Before, d.After)
+		case "concatnd":
+			l = solver.NewConcatND(d.Name, d.Axis, d.Dims)
+		case "reduce":
+			l = solver.NewReduce(d.Name, d.Dims, d.Axes, d.Mean)
+		case "binary":
+			op, ok := binOps[d.Op]
+			if !ok {
+				return nil, fmt.Errorf("%w: layer %d (%s): binary operation %q (Add, Sub, Mul, Div)", ErrGraph, i, d.Name, d.Op)
+			}
+			if d.Const != nil {
+				l = solver.NewBinaryConst(d.Name, op, d.Dims, d.Dims2, d.Const, d.First)
+			} else {
+				l = solver.NewBinary(d.Name, op, d.Dims, d.Dims2)
+			}
 		default:
 			return nil, fmt.Errorf("%w: layer %d (%s): unknown kind %q", ErrGraph, i, d.Name, d.Kind)
 		}
@@ -137,6 +193,9 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 	}
 	return nodes, nil
 }
+
+// binOps are the binary layer's operations by name.
+var binOps = map[string]gpu.BinOp{"Add": gpu.BinAdd, "Sub": gpu.BinSub, "Mul": gpu.BinMul, "Div": gpu.BinDiv}
 
 // EncodeGraph returns the compact JSON of layers for File.Meta under
 // MetaGraph. A description longer than a weight file's string limit (64 KiB,
