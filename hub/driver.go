@@ -9,6 +9,7 @@ import (
 
 	"github.com/cotrain/cotrain/sync/transport"
 	"github.com/cotrain/cotrain/sync/wire"
+	"github.com/cotrain/cotrain/watch"
 )
 
 // Driver runs a Core over a transport: it owns the goroutines, the ticker
@@ -46,6 +47,11 @@ type Driver struct {
 	// on Run's goroutine just before the core does: timing pushes for
 	// progress output hangs off it.
 	OnStep func(from string, m wire.Message)
+	// Watch, when set, receives what the core decided, as events with the
+	// workers' names and what the driver measured around them (observe.go):
+	// JSON lines, the dashboard and metrics hang off it. Publishing never
+	// blocks, so no observer can slow the barrier.
+	Watch *watch.Bus
 	// QueueLen, DrainTimeout, MaxPending and RegisterTimeout are the
 	// DriverConfig fields of those names (what each bounds is said there);
 	// 0 means DefaultDriverConfig's.
@@ -100,6 +106,10 @@ func (d *Driver) Run(ctx context.Context) error {
 	// still go out after an interrupt.
 	serve, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	var obs *observer
+	if d.Watch != nil {
+		obs = newObserver(d.Watch)
+	}
 
 	accepted := make(chan transport.Conn)
 	acceptErr := make(chan error, 1)
@@ -176,6 +186,9 @@ func (d *Driver) Run(ctx context.Context) error {
 		}
 		for _, e := range rd.Events {
 			logEvent(log, e)
+		}
+		if obs != nil {
+			obs.ready(rd)
 		}
 		if d.OnReady != nil {
 			d.OnReady(rd)
@@ -256,7 +269,12 @@ func (d *Driver) Run(ctx context.Context) error {
 			err := d.Core.Step(in.c.id, in.msg)
 			if err != nil {
 				log.Warn("refused", "peer", in.c.id, "kind", in.msg.Kind().String(), "err", err)
-			} else if _, ok := in.msg.(*wire.Register); ok {
+				continue
+			}
+			if obs != nil {
+				obs.step(in.c.id, in.msg, in.span)
+			}
+			if _, ok := in.msg.(*wire.Register); ok {
 				unpend(in.c)
 			}
 		case <-ticker.C:

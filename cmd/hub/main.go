@@ -57,6 +57,7 @@ type config struct {
 	iterations                                                                uint64
 	lr, momentum, weightDecay                                                 float64
 	nesterov, json, mdns, verbose                                             bool
+	http                                                                      string
 	seed                                                                      uint64
 	deadline, tick                                                            time.Duration
 }
@@ -105,7 +106,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.tick, "tick", ddef.Tick, "the hub's clock resolution")
 	fs.IntVar(&c.maxMisses, "max-misses", def.MaxMisses, "deadlines in a row a worker may miss before it is dropped (0: never)")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed for the initial weights")
-	fs.BoolVar(&c.json, "json", false, "print JSON lines instead of progress")
+	fs.BoolVar(&c.json, "json", false, "print JSON lines instead of progress (every event, with its time; docs/dashboard.md)")
+	fs.StringVar(&c.http, "http", "", "serve the live dashboard, /api/status, /api/events and /metrics on this address (e.g. 127.0.0.1:8080; :8080 exposes them to the LAN, read-only, without authentication: docs/dashboard.md); empty: off")
 	fs.BoolVar(&c.verbose, "v", false, "log every merge")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -8,7 +8,7 @@ import (
 )
 
 func TestPatienceStopsWhenHeldOutLossStalls(t *testing.T) {
-	p := &progress{c: config{patience: 2}, out: io.Discard, best: math.Inf(1)}
+	p := &progress{c: config{patience: 2}, best: math.Inf(1)}
 	for i, tc := range []struct {
 		loss float64
 		stop bool
@@ -18,7 +18,7 @@ func TestPatienceStopsWhenHeldOutLossStalls(t *testing.T) {
 		{0.71, false}, // 1 stale
 		{0.70, true},  // 2 stale: patience 2 reached
 	} {
-		if got := p.heldOut(uint64(i), tc.loss); got != tc.stop {
+		if got := p.heldOut(uint64(i), 0.5, tc.loss); got != tc.stop {
 			t.Fatalf("evaluation %d (loss %v): stop %v, want %v (best %v, stale %d)", i, tc.loss, got, tc.stop, p.best, p.stale)
 		}
 	}

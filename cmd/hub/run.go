@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -18,7 +17,7 @@ import (
 	"github.com/cotrain/cotrain/solver"
 	"github.com/cotrain/cotrain/sync/discovery"
 	"github.com/cotrain/cotrain/sync/p2p"
-	"github.com/cotrain/cotrain/sync/wire"
+	"github.com/cotrain/cotrain/watch"
 )
 
 // heldOut is how many test samples the --patience rule evaluates on.
@@ -26,9 +25,20 @@ const heldOut = 2000
 
 func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	log := cli.NewLogger(stderr, c.verbose)
-	var ev *cli.Events
+	// Every event goes through one bus (watch.Bus): JSON lines, the
+	// progress lines and the dashboard are its sinks, and the driver only
+	// ever publishes to it, never waits on it.
+	bus := &watch.Bus{}
+	defer bus.Close()
 	if c.json {
-		ev = cli.NewEvents(stdout)
+		bus.Attach(1<<14, jsonSink(stdout, c.logEvery))
+	} else {
+		bus.Attach(1<<10, textSink(stderr, c.logEvery))
+	}
+	var rec *watch.Recorder
+	if c.http != "" {
+		rec = watch.NewRecorder("hub", bus)
+		bus.Attach(1<<12, rec.Handle)
 	}
 	spec, err := models.Lookup(c.model)
 	if err != nil {
@@ -87,9 +97,8 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 			log.Warn("the checkpoint was written for a run of another length: the learning-rate schedule changes",
 				"checkpoint", planned, "now", iterations)
 		}
-		if ev != nil {
-			ev.Emit("resumed", map[string]any{"iteration": it, "checkpoint": filepath.Join(c.out, checkpointName)})
-		} else {
+		bus.Publish("resumed", map[string]any{"iteration": it, "checkpoint": filepath.Join(c.out, checkpointName)})
+		if !c.json {
 			fmt.Fprintf(stdout, "resumed from %s at iteration %d\n", filepath.Join(c.out, checkpointName), it)
 		}
 	}
@@ -99,9 +108,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 			log.Error("checkpoint failed", "err", err)
 			return
 		}
-		if ev != nil {
-			ev.Emit("checkpoint", map[string]any{"iteration": tr.Iter, "path": path})
-		}
+		bus.Publish("checkpoint", map[string]any{"iteration": tr.Iter, "path": path})
 	}
 
 	hc.MinWorkers, hc.MaxWorkers, hc.GlobalBatch = c.minWorkers, max(c.maxWorkers, c.minWorkers), c.batch
@@ -152,9 +159,20 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	ln := host.Listen()
 	defer ln.Close()
 	addrs := host.Addrs()
-	if c.json {
-		ev.Emit("listening", map[string]any{"addrs": addrs, "peer_id": host.ID(), "session": c.session, "model": c.model})
-	} else {
+	bus.Publish("listening", &watch.Session{Role: "hub", Name: c.session, Model: c.model, Policy: c.policy, Codec: c.compress,
+		PeerID: host.ID(), Addrs: addrs, Batch: c.batch, Iterations: iterations, MinWorkers: c.minWorkers, Iteration: uint64(tr.Iter)})
+	if rec != nil {
+		url, stop, err := serveHTTP(c.http, rec, log)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+		defer stop()
+		bus.Publish("http", map[string]any{"url": url})
+		if !c.json {
+			fmt.Fprintf(stdout, "dashboard: %s\n", url)
+		}
+	}
+	if !c.json {
 		fmt.Fprintf(stdout, "hub %s (session %q, model %s) listening on:\n  %s\n", host.ID(), c.session, c.model, strings.Join(addrs, "\n  "))
 		fmt.Fprintf(stdout, "waiting for %d workers; %d iterations of %d samples\n", c.minWorkers, iterations, c.batch)
 	}
@@ -167,12 +185,16 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		}
 	}
 
-	p := &progress{c: c, ev: ev, out: stderr, pushed: map[string]time.Time{}, start: time.Now(), best: math.Inf(1)}
-	d := &hub.Driver{Core: core, Listener: ln, Tick: c.tick, Log: log}
+	p := &progress{c: c, bus: bus, start: time.Now(), best: math.Inf(1)}
+	d := &hub.Driver{Core: core, Listener: ln, Tick: c.tick, Log: log, Watch: bus}
 	val := solver.NewTrainer(net, nil, nil)
-	d.OnStep = func(from string, m wire.Message) {
-		if _, ok := m.(*wire.Push); ok {
-			p.pushed[from] = time.Now()
+	// With a dashboard and no --patience, test accuracy is measured on a
+	// copy of the weights, off the driver's goroutine.
+	var ev *evaluator
+	if rec != nil && c.patience == 0 {
+		ev, err = newEvaluator(c.model, mcfg, ds)
+		if err != nil {
+			return err
 		}
 	}
 	d.OnReady = func(rd hub.Ready) {
@@ -186,15 +208,18 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 			if e.Kind != hub.EventMerged {
 				continue
 			}
-			p.merged(e, rd)
+			p.merged(e)
 			if c.checkpointEvery > 0 && (e.Iteration+1)%uint64(c.checkpointEvery) == 0 {
 				checkpoint()
 			}
 			if c.patience > 0 && (e.Iteration+1)%uint64(c.evalEvery) == 0 {
-				_, loss := val.Evaluate(firstN{ds.Test, heldOut}, 500)
-				if p.heldOut(e.Iteration+1, loss) {
+				acc, loss := val.Evaluate(firstN{ds.Test, heldOut}, 500)
+				if p.heldOut(e.Iteration+1, acc, loss) {
 					d.RequestStop(fmt.Sprintf("converged: held-out loss has not improved for %d evaluations", c.patience))
 				}
+			}
+			if ev != nil && (e.Iteration+1)%uint64(c.evalEvery) == 0 {
+				ev.snapshot(ctx, bus, tr.Net, e.Iteration+1)
 			}
 		}
 	}
@@ -212,8 +237,10 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		"compression": c.compress, "overlap": c.overlap, "bytes_up": p.bytesUp, "bytes_down": p.bytesDown,
 		"bytes_up_per_iteration": perIteration(p.bytesUp, p.merges), "bytes_down_per_iteration": perIteration(p.bytesDown, p.merges)}
 	if c.json {
-		ev.Emit("done", result)
+		bus.Publish("done", result)
+		bus.Close() // the last line out
 	} else {
+		bus.Close()
 		fmt.Fprintf(stdout, "done after %d iterations: test accuracy %.4f, weights %s (sha256 %s)\n", tr.Iter, acc, path, sum)
 		fmt.Fprintf(stdout, "gradients (%s): %.1f kB up and %.1f kB down per iteration\n", c.compress,
 			perIteration(p.bytesUp, p.merges)/1e3, perIteration(p.bytesDown, p.merges)/1e3)
@@ -229,13 +256,11 @@ type firstN struct {
 
 func (f firstN) Len() int { return min(f.n, f.Samples.Len()) }
 
-// progress prints what a person watching the hub wants: iteration, loss,
-// throughput, and each worker's batch and how long it waited at the barrier.
+// progress keeps the run's totals for the final result and the --patience
+// rule's state; what is shown while the run goes is published on the bus.
 type progress struct {
 	c       config
-	ev      *cli.Events
-	out     io.Writer
-	pushed  map[string]time.Time
+	bus     *watch.Bus
 	start   time.Time
 	samples int
 	best    float64
@@ -254,62 +279,20 @@ func perIteration(b int64, n int) float64 {
 	return float64(b) / float64(n)
 }
 
-func (p *progress) merged(e hub.Event, rd hub.Ready) {
+func (p *progress) merged(e hub.Event) {
 	p.samples += e.Samples
 	p.bytesUp, p.bytesDown, p.merges = p.bytesUp+e.BytesUp, p.bytesDown+e.BytesDown, p.merges+1
-	now := time.Now()
-	type w struct {
-		ID     string  `json:"id"`
-		Batch  int     `json:"batch"`
-		WaitMS float64 `json:"wait_ms"`
-	}
-	var ws []w
-	var sizes wire.BatchSizes
-	for _, env := range rd.Messages {
-		if m, ok := env.Msg.(*wire.Merged); ok {
-			sizes = m.BatchSizes
-			break
-		}
-	}
-	for id, b := range sizes {
-		wait := 0.0
-		if t, ok := p.pushed[id]; ok {
-			wait = float64(now.Sub(t).Microseconds()) / 1e3
-		}
-		ws = append(ws, w{short(id), b, wait})
-	}
-	sort.Slice(ws, func(i, j int) bool { return ws[i].ID < ws[j].ID })
-	clear(p.pushed)
-	it := e.Iteration + 1
-	if it%uint64(p.c.logEvery) != 0 {
-		return
-	}
-	rate := float64(p.samples) / now.Sub(p.start).Seconds()
-	if p.ev != nil {
-		p.ev.Emit("progress", map[string]any{"iteration": it, "loss": e.Loss, "lr": e.LR, "samples_per_sec": rate, "workers": ws,
-			"bytes_up": e.BytesUp, "bytes_down": e.BytesDown})
-		return
-	}
-	var parts []string
-	for _, x := range ws {
-		parts = append(parts, fmt.Sprintf("%s b=%d wait %.0fms", x.ID, x.Batch, x.WaitMS))
-	}
-	fmt.Fprintf(p.out, "iter %d loss %.4f lr %.4f %.0f img/s %.0f/%.0f kB up/down | %s\n", it, e.Loss, e.LR, rate,
-		float64(e.BytesUp)/1e3, float64(e.BytesDown)/1e3, strings.Join(parts, " | "))
 }
 
 // heldOut records an evaluation and reports whether patience ran out.
-func (p *progress) heldOut(iter uint64, loss float64) bool {
+func (p *progress) heldOut(iter uint64, acc, loss float64) bool {
 	if loss < p.best-1e-4 {
 		p.best, p.stale = loss, 0
 	} else {
 		p.stale++
 	}
-	if p.ev != nil {
-		p.ev.Emit("eval", map[string]any{"iteration": iter, "heldout_loss": loss, "best": p.best, "stale": p.stale})
-	} else {
-		fmt.Fprintf(p.out, "iter %d held-out loss %.4f (best %.4f, %d without improvement)\n", iter, loss, p.best, p.stale)
-	}
+	best, stale := p.best, p.stale
+	p.bus.Publish(watch.KindEval, &watch.Eval{Iteration: iter, Samples: heldOut, Loss: loss, Accuracy: acc, Best: &best, Stale: &stale})
 	return p.stale >= p.c.patience
 }
 

@@ -1,0 +1,300 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// dashboardRun starts a hub with --http on a free loopback port and two
+// worker processes named phone-a and phone-b, slowed so that the run lasts
+// long enough to be watched; it returns the dashboard's URL and the hub.
+func dashboardRun(t *testing.T, ctx context.Context, iterations int) (string, *proc) {
+	t.Helper()
+	hubBin, workerBin := buildBinaries(t)
+	dir := t.TempDir()
+	h := start(t, ctx, "hub", hubBin, "--model", "lenet5", "--data", "mnist", "--min-workers", "2", "--batch", "64",
+		"--iterations", fmt.Sprint(iterations), "--eval-every", "10", "--listen", "/ip4/127.0.0.1/tcp/0", "--mdns=false",
+		"--json", "--http", "127.0.0.1:0", "--out", filepath.Join(dir, "hub"))
+	addrs := h.until(t, "listening", 30*time.Second)["addrs"].([]any)
+	url := h.until(t, "http", 10*time.Second)["url"].(string)
+	for i, name := range []string{"phone-a", "phone-b"} {
+		start(t, ctx, name, workerBin, "--hub", addrs[0].(string), "--data", "mnist", "--shard", fmt.Sprintf("%d/2", i),
+			"--name", name, "--slowdown", "4", "--listen", "/ip4/127.0.0.1/tcp/0", "--json", "--out", filepath.Join(dir, name))
+	}
+	return url, h
+}
+
+// chromium returns Debian's chromium, or skips the test.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("no chromium on PATH: the dashboard's browser test needs it (apt-get install chromium)")
+	return ""
+}
+
+// TestDashboardInChromium opens the hub's dashboard in headless Chromium
+// while two worker processes train, and checks what a person sees: both
+// workers by name, an iteration number that advances, a loss curve with
+// points drawn on its canvas, a timeline; then the same page at a phone's
+// width, with nothing wider than the screen. The screenshots are test
+// artifacts (go test -artifacts).
+func TestDashboardInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a hub, two workers and a browser; skipped with -short")
+	}
+	browser := chromium(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	url, h := dashboardRun(t, ctx, 2000)
+	go func() { // keep the hub's stdout flowing
+		for range h.events {
+		}
+	}()
+
+	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(browser), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1000))
+	defer cancelAlloc()
+	tab, cancelTab := chromedp.NewContext(alloc, chromedp.WithLogf(t.Logf))
+	defer cancelTab()
+
+	// Both workers' rows, by the names they were started with.
+	if err := chromedp.Do(tab, chromedp.Navigate(url)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(tab, chromedp.Poll[bool](`document.querySelectorAll("#workers tbody tr").length >= 2 && /^[1-9]/.test(document.querySelector("#iteration").textContent)`,
+		chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+		t.Fatalf("the dashboard never showed two workers and an iteration: %v", err)
+	}
+	names, err := chromedp.Run(tab, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#workers tbody td.name")].map(td => td.firstChild.textContent)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(names, ",") != "phone-a,phone-b" && strings.Join(names, ",") != "phone-b,phone-a" {
+		t.Errorf("worker names %q, want phone-a and phone-b", names)
+	}
+
+	// The iteration advances while we watch, without reloading.
+	iteration := func() int {
+		s, err := chromedp.Run(tab, chromedp.Evaluate[string](`document.querySelector("#iteration").textContent`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := strconv.Atoi(strings.Fields(s)[0])
+		if err != nil {
+			t.Fatalf("iteration %q: %v", s, err)
+		}
+		return n
+	}
+	first := iteration()
+	var second int
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		if second = iteration(); second > first+2 {
+			break
+		}
+	}
+	if second <= first+2 {
+		t.Errorf("iteration went from %d to %d in 30 s", first, second)
+	}
+
+	// A loss curve with points: the count the page drew, and pixels of the
+	// curve's colour on the canvas (a blank canvas has none).
+	type seen struct {
+		Points, Colored, Timeline int
+		State                     string
+	}
+	if _, err := chromedp.Run(tab, chromedp.Poll[bool](`document.querySelector("#accchart").dataset.points > 0`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Fatalf("no evaluation drawn: %v", err)
+	}
+	drawn, err := chromedp.Run(tab, chromedp.Evaluate[seen](`(() => {
+			const cv = document.querySelector("#losschart");
+			const d = cv.getContext("2d").getImageData(0, 0, cv.width, cv.height).data;
+			let colored = 0;
+			for (let i = 0; i < d.length; i += 4) if (d[i+3] > 0 && d[i] > 150 && d[i+1] < 120 && d[i+2] < 120) colored++;
+			return {Points: +cv.dataset.points, Colored: colored,
+				Timeline: +document.querySelector("#timeline").dataset.iterations,
+				State: document.querySelector("#state").textContent};
+		})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if drawn.Points < 3 || drawn.Colored < 50 || drawn.Timeline < 3 || drawn.State != "training" {
+		t.Errorf("loss curve of %d points, %d pixels of its colour; timeline of %d iterations; state %q", drawn.Points, drawn.Colored, drawn.Timeline, drawn.State)
+	}
+	png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	save(t, "dashboard-laptop.png", png)
+
+	// A phone's screen: 390 CSS pixels wide, nothing scrolls sideways but
+	// the workers' table inside its own box.
+	if err := chromedp.Do(tab, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
+		chromedp.Sleep(500*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	overflow, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.documentElement.scrollWidth - window.innerWidth`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if png, err = chromedp.Run(tab, chromedp.FullScreenshot(100)); err != nil {
+		t.Fatal(err)
+	}
+	if overflow > 0 {
+		t.Errorf("at 390 px the page is %d px wider than the screen", overflow)
+	}
+	save(t, "dashboard-phone.png", png)
+}
+
+func save(t *testing.T, name string, b []byte) {
+	t.Helper()
+	if len(b) < 8 || string(b[1:4]) != "PNG" {
+		t.Fatalf("%s: not a PNG (%d bytes)", name, len(b))
+	}
+	path := filepath.Join(t.ArtifactDir(), name)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s (%d bytes)", path, len(b))
+}
+
+// TestDashboardEndpoints reads /api/status, /api/events and /metrics of a
+// real hub while two worker processes train.
+func TestDashboardEndpoints(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a hub and two workers; skipped with -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	url, h := dashboardRun(t, ctx, 2000)
+	go func() {
+		for range h.events {
+		}
+	}()
+
+	// The event stream: joins with full peer ids and names, then progress
+	// every iteration (the JSON lines have one per --log-every).
+	req, _ := http.NewRequestWithContext(ctx, "GET", url+"api/events", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	rd := bufio.NewReader(res.Body)
+	joined := map[string]string{}
+	var its []float64
+	for len(its) < 5 {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("event stream: %v (joined %v, iterations %v)", err, joined, its)
+		}
+		data, ok := strings.CutPrefix(strings.TrimSpace(line), "data: ")
+		if !ok {
+			continue
+		}
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			t.Fatalf("event %q: %v", data, err)
+		}
+		if _, err := time.Parse(time.RFC3339Nano, fmt.Sprint(ev["time"])); err != nil {
+			t.Errorf("event without a time: %v", ev)
+		}
+		switch ev["event"] {
+		case "joined":
+			joined[ev["name"].(string)] = ev["peer"].(string)
+		case "progress":
+			its = append(its, ev["iteration"].(float64))
+			if ws := ev["workers"].([]any); len(ws) != 2 {
+				t.Errorf("progress with %d workers: %v", len(ws), ev)
+			}
+		}
+	}
+	for i := 1; i < len(its); i++ {
+		if its[i] != its[i-1]+1 {
+			t.Errorf("progress events at iterations %v: one per iteration wanted", its)
+			break
+		}
+	}
+
+	var st struct {
+		State     string
+		Iteration float64
+		Session   struct{ Model, Role string }
+		Workers   []struct {
+			ID, Name, State string
+			Batch           int
+		}
+		LossCurve []struct{ Iteration, Value float64 } `json:"loss_curve"`
+	}
+	getJSON(t, url+"api/status", &st)
+	if st.State != "training" || st.Session.Model != "lenet5" || st.Session.Role != "hub" || len(st.Workers) != 2 || len(st.LossCurve) < 5 {
+		t.Fatalf("status %+v", st)
+	}
+	batch := 0
+	for _, w := range st.Workers {
+		if joined[w.Name] != w.ID || !strings.HasPrefix(w.ID, "12D3KooW") || w.State != "training" {
+			t.Errorf("worker %+v; joined events %v", w, joined)
+		}
+		batch += w.Batch
+	}
+	if batch != 64 {
+		t.Errorf("the workers' batches add up to %d, want the global 64", batch)
+	}
+
+	res, err = http.Get(url + "metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := parser.TextToMetricFamilies(res.Body)
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v", err)
+	}
+	if it := fams["cotrain_iteration"].GetMetric()[0].GetGauge().GetValue(); it < its[len(its)-1] {
+		t.Errorf("cotrain_iteration %v, the stream was at %v", it, its[len(its)-1])
+	}
+	names := map[string]bool{}
+	for _, m := range fams["cotrain_worker_samples_per_second"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "name" {
+				names[l.GetValue()] = m.GetGauge().GetValue() > 0
+			}
+		}
+	}
+	if !names["phone-a"] || !names["phone-b"] {
+		t.Errorf("cotrain_worker_samples_per_second by name: %v", names)
+	}
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if err := json.NewDecoder(res.Body).Decode(v); err != nil {
+		t.Fatalf("%s: %v", url, err)
+	}
+}

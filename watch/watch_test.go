@@ -1,0 +1,359 @@
+package watch
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+func TestEventJSONIsFlatWithTime(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.FixedZone("x", 3600))
+	b, err := json.Marshal(Event{Kind: KindJoined, Time: at, Data: &Peer{Iteration: 3, ID: "12D3KooWfull", Name: "pixel"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"event":"joined","time":"2026-01-02T02:04:05.000006Z","iteration":3,"peer":"12D3KooWfull","name":"pixel"}`
+	if string(b) != want {
+		t.Errorf("got  %s\nwant %s", b, want)
+	}
+	if b, err := json.Marshal(Event{Kind: "x", Time: at}); err != nil || !strings.HasSuffix(string(b), `Z"}`) {
+		t.Errorf("no data: %s %v", b, err)
+	}
+	if b, err := json.Marshal(Event{Kind: "x", Time: at, Data: map[string]any{}}); err != nil || !strings.HasSuffix(string(b), `Z"}`) {
+		t.Errorf("empty data: %s %v", b, err)
+	}
+	for _, bad := range []any{map[string]any{"event": 1}, map[string]any{"time": 1}, 42, []int{1}} {
+		if _, err := json.Marshal(Event{Kind: "x", Time: at, Data: bad}); err == nil {
+			t.Errorf("data %v accepted", bad)
+		}
+	}
+}
+
+// TestBusNeverBlocks: a sink that never returns costs the publisher
+// nothing; its events are counted as dropped once its queue is full, and
+// the other sinks get every event in order.
+func TestBusNeverBlocks(t *testing.T) {
+	bus := &Bus{}
+	release := make(chan struct{})
+	bus.Attach(4, func(Event) { <-release })
+	var got []uint64
+	bus.Attach(1000, func(e Event) { got = append(got, e.Data.(*Peer).Iteration) })
+	start := time.Now()
+	for i := range 500 {
+		bus.Publish("x", &Peer{Iteration: uint64(i)})
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("500 publishes took %v with a stalled sink", d)
+	}
+	// The stalled sink holds one event and queues 4: the rest is dropped.
+	if d := bus.Dropped(); d < 495-1 || d > 495 {
+		t.Errorf("dropped %d, want about 495", d)
+	}
+	close(release)
+	bus.Close()
+	if len(got) != 500 {
+		t.Fatalf("the healthy sink got %d events", len(got))
+	}
+	for i, v := range got {
+		if v != uint64(i) {
+			t.Fatalf("event %d is %d: out of order", i, v)
+		}
+	}
+	bus.Publish("after", nil) // closed: dropped quietly
+	bus.Close()
+	var nilBus *Bus
+	nilBus.Publish("x", nil)
+	nilBus.Close()
+}
+
+// feed publishes a small run: two workers join, three iterations close, one
+// worker is late, one is parked, one evaluation.
+func feed(r *Recorder) {
+	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	ev := func(s float64, kind string, d any) { r.Handle(Event{Kind: kind, Time: at(s), Data: d}) }
+	ev(0, "listening", &Session{Role: "hub", Name: "lab", Model: "lenet5", Policy: "adaptive", Codec: "fp16", Batch: 64, Iterations: 100})
+	ev(1, KindJoined, &Peer{ID: "peerA", Name: "pixel-7", Backend: "opencl"})
+	ev(1.5, KindJoined, &Peer{ID: "peerB", Name: "galaxy", Backend: "cpu"})
+	ev(1.5, KindStarted, &Peer{Workers: 2})
+	for i := 1; i <= 3; i++ {
+		ev(1.5+float64(i), KindProgress, &Progress{Iteration: uint64(i), Loss: 2.0 / float64(i), LR: 0.004, Samples: 64,
+			SamplesPerSec: 64, BytesUp: 1000, BytesDown: 2000, Seconds: 1, Workers: []Tick{
+				{ID: "peerA", Name: "pixel-7", Batch: 40, Next: 48, ComputeMS: 400, CommMS: 100, WaitMS: 500, BytesUp: 500, BytesDown: 1000},
+				{ID: "peerB", Name: "galaxy", Batch: 24, Next: 16, ComputeMS: 800, CommMS: 150, WaitMS: 50, BytesUp: 500, BytesDown: 1000},
+			}})
+	}
+	ev(5, KindLate, &Peer{Iteration: 3, ID: "peerB", Name: "galaxy"})
+	ev(5.5, KindParked, &Peer{Iteration: 3, ID: "peerB", Name: "galaxy", Text: "its comm costs more than it adds"})
+	ev(6, KindEval, &Eval{Iteration: 3, Samples: 2000, Loss: 0.5, Accuracy: 0.91})
+}
+
+func TestRecorderStatus(t *testing.T) {
+	r := NewRecorder("hub", nil)
+	feed(r)
+	st := r.Status()
+	if st.State != "training" || st.Iteration != 3 || st.Samples != 192 || st.Loss != 2.0/3 || st.TestAccuracy != 0.91 {
+		t.Errorf("status %+v", st)
+	}
+	if st.Session.Model != "lenet5" || st.Session.Batch != 64 || st.Started != "2026-05-01T12:00:01.5Z" || st.Elapsed != 4.5 {
+		t.Errorf("session %+v started %s elapsed %v", st.Session, st.Started, st.Elapsed)
+	}
+	if len(st.Workers) != 2 {
+		t.Fatalf("workers %+v", st.Workers)
+	}
+	a, b := st.Workers[0], st.Workers[1]
+	if a.Name != "pixel-7" || a.Backend != "opencl" || a.State != "training" || a.Batch != 48 || a.Share != 0.75 ||
+		a.SamplesPerSec != 100 || a.Samples != 120 || a.BytesUp != 1500 || a.BytesDown != 3000 || a.Iterations != 3 {
+		t.Errorf("worker A %+v", a)
+	}
+	if b.Name != "galaxy" || b.State != "parked" || b.Late != 1 || b.Why == "" || b.SamplesPerSec != 30 {
+		t.Errorf("worker B %+v", b)
+	}
+	if len(st.LossCurve) != 3 || st.LossCurve[2] != (Point{3, 2.0 / 3}) || len(st.AccuracyCurve) != 1 || len(st.HeldOutCurve) != 1 {
+		t.Errorf("curves %v %v %v", st.LossCurve, st.AccuracyCurve, st.HeldOutCurve)
+	}
+	if len(st.Timeline) != 3 || len(st.Log) != 7 { // listening, 2 joined, started, late, parked, eval
+		t.Errorf("timeline %d, log %d", len(st.Timeline), len(st.Log))
+	}
+}
+
+// TestRecorderBounded: a long run keeps at most MaxPoints points per curve
+// (evenly thinned, the last iterations kept), TimelineLen iterations and
+// LogLen events.
+func TestRecorderBounded(t *testing.T) {
+	r := NewRecorder("hub", nil)
+	t0 := time.Now()
+	for i := 1; i <= 10*MaxPoints; i++ {
+		r.Handle(Event{Kind: KindProgress, Time: t0, Data: &Progress{Iteration: uint64(i), Loss: 1}})
+		r.Handle(Event{Kind: KindLate, Time: t0, Data: &Peer{Iteration: uint64(i), ID: "p"}})
+	}
+	st := r.Status()
+	if n := len(st.LossCurve); n > MaxPoints || n < MaxPoints/2 {
+		t.Errorf("%d loss points", n)
+	}
+	last := st.LossCurve[len(st.LossCurve)-1].Iteration
+	if last < 10*MaxPoints-16 {
+		t.Errorf("last point at iteration %d of %d", last, 10*MaxPoints)
+	}
+	if len(st.Timeline) != TimelineLen || len(st.Log) != LogLen {
+		t.Errorf("timeline %d, log %d", len(st.Timeline), len(st.Log))
+	}
+}
+
+func TestStatusAndMetricsOverHTTP(t *testing.T) {
+	r := NewRecorder("hub", nil)
+	feed(r)
+	srv := httptest.NewServer(r.Handler())
+	defer srv.Close()
+
+	res, err := http.Get(srv.URL + "/api/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st Status
+	if err := json.NewDecoder(res.Body).Decode(&st); err != nil || res.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("status: %v %s", err, res.Header.Get("Content-Type"))
+	}
+	res.Body.Close()
+	if st.Iteration != 3 || len(st.Workers) != 2 {
+		t.Errorf("status %+v", st)
+	}
+
+	res, err = http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	// The legacy scheme is the strict one: names Prometheus servers of
+	// every version accept.
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := parser.TextToMetricFamilies(res.Body)
+	if err != nil {
+		t.Fatalf("metrics do not parse: %v", err)
+	}
+	gauge := func(name string, labels ...string) float64 {
+		t.Helper()
+		f := fams[name]
+		if f == nil {
+			t.Fatalf("no metric %s", name)
+		}
+	next:
+		for _, m := range f.Metric {
+			for i := 0; i < len(labels); i += 2 {
+				found := false
+				for _, l := range m.Label {
+					if l.GetName() == labels[i] && l.GetValue() == labels[i+1] {
+						found = true
+					}
+				}
+				if !found {
+					continue next
+				}
+			}
+			switch {
+			case m.Gauge != nil:
+				return m.Gauge.GetValue()
+			case m.Counter != nil:
+				return m.Counter.GetValue()
+			}
+		}
+		t.Fatalf("%s%v not found", name, labels)
+		return 0
+	}
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"cotrain_iteration", nil, 3},
+		{"cotrain_samples_total", nil, 192},
+		{"cotrain_test_accuracy", nil, 0.91},
+		{"cotrain_loss", nil, 2.0 / 3},
+		{"cotrain_gradient_bytes_total", []string{"direction", "down"}, 6000},
+		{"cotrain_workers", []string{"state", "parked"}, 1},
+		{"cotrain_worker_batch", []string{"name", "pixel-7"}, 48},
+		{"cotrain_worker_batch_share", []string{"worker", "peerA"}, 0.75},
+		{"cotrain_worker_samples_per_second", []string{"name", "galaxy"}, 30},
+		{"cotrain_worker_late_total", []string{"name", "galaxy"}, 1},
+		{"cotrain_worker_gradient_bytes_total", []string{"name", "pixel-7", "direction", "up"}, 1500},
+		{"cotrain_worker_last_iteration_seconds", []string{"name", "galaxy", "phase", "compute"}, 0.8},
+	} {
+		if got := gauge(c.name, c.labels...); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+
+	for _, c := range []struct {
+		method, path string
+		code         int
+	}{
+		{"GET", "/", 200}, {"HEAD", "/", 200}, {"GET", "/nope", 404}, {"POST", "/api/status", 405}, {"DELETE", "/", 405},
+	} {
+		req, _ := http.NewRequest(c.method, srv.URL+c.path, nil)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != c.code {
+			t.Errorf("%s %s: %d, want %d", c.method, c.path, res.StatusCode, c.code)
+		}
+	}
+}
+
+// sse reads Server-Sent Events from body and sends each data line's JSON.
+func sse(body *bufio.Reader, out chan<- map[string]any) {
+	defer close(out)
+	for {
+		line, err := body.ReadString('\n')
+		if err != nil {
+			return
+		}
+		if d, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "data: "); ok {
+			var m map[string]any
+			if json.Unmarshal([]byte(d), &m) == nil {
+				out <- m
+			}
+		}
+	}
+}
+
+func TestEventStream(t *testing.T) {
+	bus := &Bus{}
+	r := NewRecorder("hub", bus)
+	bus.Attach(64, r.Handle)
+	defer bus.Close()
+	srv := httptest.NewServer(r.Handler())
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/events", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	got := make(chan map[string]any, 16)
+	go sse(bufio.NewReader(res.Body), got)
+	// The stream is open once the recorder counts it.
+	for r.Status().Clients != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	bus.Publish(KindJoined, &Peer{ID: "12D3KooWfull", Name: "pixel"})
+	bus.Publish(KindProgress, &Progress{Iteration: 1, Loss: 2.5, Workers: []Tick{{ID: "12D3KooWfull", Batch: 8}}})
+	bus.Publish(KindLate, &Peer{Iteration: 1, ID: "12D3KooWfull", Name: "pixel"})
+	for i, want := range []string{"joined", "progress", "late"} {
+		select {
+		case m := <-got:
+			if m["event"] != want || m["time"] == nil {
+				t.Errorf("event %d: %v, want %s", i, m, want)
+			}
+			if want == "joined" && (m["peer"] != "12D3KooWfull" || m["name"] != "pixel") {
+				t.Errorf("joined %v", m)
+			}
+		case <-ctx.Done():
+			t.Fatalf("event %d (%s) never came", i, want)
+		}
+	}
+}
+
+// TestSlowClientIsDropped: a client that reads nothing is disconnected
+// once SubscriberQueue events wait for it, and the recorder never waits.
+func TestSlowClientIsDropped(t *testing.T) {
+	r := NewRecorder("hub", nil)
+	s := r.subscribe()
+	start := time.Now()
+	for i := range SubscriberQueue + 10 {
+		r.Handle(Event{Kind: KindProgress, Time: start, Data: &Progress{Iteration: uint64(i)}})
+	}
+	if time.Since(start) > time.Second {
+		t.Errorf("handling took %v", time.Since(start))
+	}
+	n := 0
+	for range s.ch {
+		n++
+	}
+	if n != SubscriberQueue || r.Status().Clients != 0 {
+		t.Errorf("the slow client got %d events and is still counted: %d clients", n, r.Status().Clients)
+	}
+	var subs []*subscriber
+	for range MaxSubscribers {
+		subs = append(subs, r.subscribe())
+	}
+	if r.subscribe() != nil {
+		t.Errorf("more than %d streams accepted", MaxSubscribers)
+	}
+}
+
+func TestWriteStatic(t *testing.T) {
+	r := NewRecorder("sim", nil)
+	feed(r)
+	st := r.Status()
+	st.Workers[0].Name = "</script><b>x"
+	var buf strings.Builder
+	if err := WriteStatic(&buf, st); err != nil {
+		t.Fatal(err)
+	}
+	html := buf.String()
+	i := strings.Index(html, `<script id="cotrain-status" type="application/json">`)
+	j := strings.Index(html[i:], "</script>")
+	body := html[i+len(`<script id="cotrain-status" type="application/json">`) : i+j]
+	var back Status
+	if err := json.Unmarshal([]byte(body), &back); err != nil {
+		t.Fatalf("embedded status: %v", err)
+	}
+	if back.Workers[0].Name != "</script><b>x" || back.Iteration != 3 {
+		t.Errorf("round trip %+v", back.Workers[0])
+	}
+}
