@@ -22,6 +22,7 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Buffer is float32 memory owned by a Backend. Len is in elements.
@@ -29,23 +30,115 @@ type Buffer interface {
 	Len() int
 }
 
-// Act names an elementwise activation.
-type Act uint8
+// ActKind names an elementwise activation function; Act adds its parameters.
+type ActKind uint8
 
 const (
-	ReLU  Act = iota + 1 // max(x, 0)
-	ReLU6                // min(max(x, 0), 6)
+	KindReLU        ActKind = iota + 1 // max(x, 0)
+	KindReLU6                          // min(max(x, 0), 6)
+	KindSigmoid                        // 1 / (1 + exp(-x))
+	KindHardSigmoid                    // min(max(alpha*x + beta, 0), 1) (ONNX HardSigmoid)
+	KindHardSwish                      // x * min(max(x + 3, 0), 6) / 6
+	KindTanh                           // tanh(x)
+	KindLeakyReLU                      // x > 0 ? x : alpha*x
+	KindClip                           // min(max(x, lo), hi); an absent bound is -Inf or +Inf
 )
 
-// String returns the activation's name as used in model files.
+// Act is an elementwise activation with its parameters: Alpha and Beta are
+// HardSigmoid's alpha and beta, LeakyReLU's slope (Alpha), Clip's lower and
+// upper bound. Build one with the variables and constructors below; the
+// zero Act is invalid. Acts are comparable values: a layer keeps its own.
+type Act struct {
+	Kind        ActKind
+	Alpha, Beta float32
+}
+
+// The activations without parameters.
+var (
+	ReLU      = Act{Kind: KindReLU}
+	ReLU6     = Act{Kind: KindReLU6}
+	Sigmoid   = Act{Kind: KindSigmoid}
+	HardSwish = Act{Kind: KindHardSwish}
+	Tanh      = Act{Kind: KindTanh}
+)
+
+// HardSigmoid returns min(max(alpha*x + beta, 0), 1). PyTorch's
+// nn.Hardsigmoid is HardSigmoid(1/6, 0.5); ONNX's default is (0.2, 0.5).
+func HardSigmoid(alpha, beta float32) Act {
+	return Act{Kind: KindHardSigmoid, Alpha: alpha, Beta: beta}
+}
+
+// LeakyReLU returns x > 0 ? x : alpha*x (PyTorch's default alpha is 0.01).
+func LeakyReLU(alpha float32) Act { return Act{Kind: KindLeakyReLU, Alpha: alpha} }
+
+// Clip returns min(max(x, lo), hi); pass float32(math.Inf(-1)) or
+// float32(math.Inf(1)) for a missing bound. NaN passes through.
+func Clip(lo, hi float32) Act { return Act{Kind: KindClip, Alpha: lo, Beta: hi} }
+
+// String returns the activation's name as used in model files (the layer
+// kind); parameters are not part of it.
 func (a Act) String() string {
-	switch a {
-	case ReLU:
+	switch a.Kind {
+	case KindReLU:
 		return "relu"
-	case ReLU6:
+	case KindReLU6:
 		return "relu6"
+	case KindSigmoid:
+		return "sigmoid"
+	case KindHardSigmoid:
+		return "hardsigmoid"
+	case KindHardSwish:
+		return "hardswish"
+	case KindTanh:
+		return "tanh"
+	case KindLeakyReLU:
+		return "leakyrelu"
+	case KindClip:
+		return "clip"
 	}
-	return fmt.Sprintf("act(%d)", uint8(a))
+	return fmt.Sprintf("act(%d)", uint8(a.Kind))
+}
+
+// Validate reports an unknown kind, a parameter that is NaN or infinite
+// where it must be finite, or Clip bounds with lo > hi.
+func (a Act) Validate() error {
+	finite := func(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
+	switch a.Kind {
+	case KindReLU, KindReLU6, KindSigmoid, KindHardSwish, KindTanh:
+		return nil
+	case KindHardSigmoid:
+		if !finite(a.Alpha) || !finite(a.Beta) {
+			return fmt.Errorf("gpu: hardsigmoid alpha %g beta %g: want finite numbers", a.Alpha, a.Beta)
+		}
+		return nil
+	case KindLeakyReLU:
+		if !finite(a.Alpha) {
+			return fmt.Errorf("gpu: leakyrelu alpha %g: want a finite number", a.Alpha)
+		}
+		return nil
+	case KindClip:
+		if math.IsNaN(float64(a.Alpha)) || math.IsNaN(float64(a.Beta)) || a.Alpha > a.Beta ||
+			math.IsInf(float64(a.Alpha), 1) || math.IsInf(float64(a.Beta), -1) {
+			return fmt.Errorf("gpu: clip bounds [%g, %g]: want lo <= hi, lo < +Inf, hi > -Inf", a.Alpha, a.Beta)
+		}
+		return nil
+	}
+	return fmt.Errorf("gpu: unknown activation kind %d", uint8(a.Kind))
+}
+
+// FromOutput reports whether ActivateBackward takes the activation's output
+// y = act(x) in place of x: true where the derivative is a function of y
+// (ReLU, ReLU6, Sigmoid, Tanh, HardSigmoid, Clip, LeakyReLU with alpha >= 0),
+// which lets a network drop x after the forward pass. HardSwish (not
+// monotonic) and LeakyReLU with a negative slope need x.
+func (a Act) FromOutput() bool {
+	switch a.Kind {
+	case KindHardSwish:
+		return false
+	case KindLeakyReLU:
+		return a.Alpha >= 0
+	}
+	return true
 }
 
 // Backend is the set of kernels cotrain's solver runs on. Implementations must
@@ -118,10 +211,21 @@ type Backend interface {
 	// for a BatchNormTrain forward pass.
 	BatchNormBackward(g BNGeom, dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd Buffer)
 
-	// Activate sets y = act(x).
+	// Activate sets y = act(x). a must be valid (Act.Validate).
 	Activate(a Act, y, x Buffer)
-	// ActivateBackward sets dx = dy * act'(x).
-	ActivateBackward(a Act, dx, dy, x Buffer)
+	// ActivateBackward sets dx = dy * act'(x), where t is x, or y = act(x)
+	// when a.FromOutput(). At a kink the derivative is PyTorch's: 0 for
+	// ReLU at 0, ReLU6 and Clip at their bounds, HardSigmoid where
+	// alpha*x+beta reaches 0 or 1; HardSwish's is x/3 + 0.5 on [-3, 3].
+	ActivateBackward(a Act, dx, dy, t Buffer)
+
+	// Softmax sets y to the softmax of x along the middle axis of x read as
+	// outer×c×inner: for each (o, i), y[o, :, i] = exp(x - max) / sum. Over
+	// the channels of N×C×H×W it is outer N, c C, inner H·W.
+	Softmax(y, x Buffer, outer, c, inner int)
+	// SoftmaxBackward sets dx = y * (dy - sum_c dy*y) for a Softmax forward
+	// pass with the same geometry that output y.
+	SoftmaxBackward(dx, dy, y Buffer, outer, c, inner int)
 
 	// CopyStrided sets (or, with add, adds into) the destination elements of
 	// a strided index space from the source's (tensor.go: transposes, slices,

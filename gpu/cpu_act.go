@@ -11,51 +11,216 @@ import (
 func (c *CPU) Activate(a Act, y, x Buffer) {
 	ys, xs := h(y), h(x)
 	sameLen("Activate", ys, xs)
-	if a != ReLU && a != ReLU6 {
-		panic(fmt.Sprintf("gpu: unknown activation %v", a))
-	}
+	mustAct(a)
 	j := &c.job
 	j.op, j.act, j.y, j.x = opActivate, a, ys, xs
 	c.run(j, len(xs), len(xs))
 }
 
-// activate sets ys = a(xs).
+// mustAct panics on an invalid activation: layers validate theirs at
+// construction, so one reaching a kernel is our bug.
+func mustAct(a Act) {
+	if err := a.Validate(); err != nil {
+		panic(err.Error())
+	}
+}
+
+// activate sets ys = a(xs). The transcendental kinds compute in float64 and
+// round once, which is within an ulp of PyTorch's float32 and the same on
+// every CPU (Go's math is pure Go, without fused or vendor approximations).
 func activate(a Act, ys, xs []float32) {
 	ys = ys[:len(xs)]
-	switch a {
-	case ReLU:
+	switch a.Kind {
+	case KindReLU:
 		vec.ReLU(ys, xs) // max(v, 0): NaN passes through, -0 becomes +0
-	case ReLU6:
+	case KindReLU6:
 		vec.ReLU6(ys, xs) // min(max(v, 0), 6)
+	case KindSigmoid:
+		for i, v := range xs {
+			ys[i] = float32(1 / (1 + math.Exp(-float64(v))))
+		}
+	case KindTanh:
+		for i, v := range xs {
+			ys[i] = float32(math.Tanh(float64(v)))
+		}
+	case KindHardSigmoid:
+		al, be := a.Alpha, a.Beta
+		for i, v := range xs {
+			// The conversion rounds the product, so no platform fuses a
+			// multiply-add here (Go may, on arm64): the same bits everywhere.
+			ys[i] = clampF(float32(al*v)+be, 0, 1)
+		}
+	case KindHardSwish:
+		for i, v := range xs {
+			ys[i] = v * clampF(v+3, 0, 6) / 6
+		}
+	case KindLeakyReLU:
+		al := a.Alpha
+		for i, v := range xs {
+			if v > 0 {
+				ys[i] = v
+			} else {
+				ys[i] = al * v // NaN passes through
+			}
+		}
+	case KindClip:
+		lo, hi := a.Alpha, a.Beta
+		for i, v := range xs {
+			ys[i] = clampF(v, lo, hi)
+		}
 	default:
 		panic(fmt.Sprintf("gpu: unknown activation %v", a))
 	}
+}
+
+// clampF is min(max(v, lo), hi) with NaN passing through.
+func clampF(v, lo, hi float32) float32 {
+	if v < lo {
+		return lo
+	}
+	if v > hi {
+		return hi
+	}
+	return v
 }
 
 // ActivateBackward implements Backend. The derivative at the kinks is 0, as
 // in PyTorch (relu: x > 0; relu6: 0 < x < 6).
-func (c *CPU) ActivateBackward(a Act, dx, dy, x Buffer) {
-	dxs, dys, xs := h(dx), h(dy), h(x)
+func (c *CPU) ActivateBackward(a Act, dx, dy, t Buffer) {
+	dxs, dys, ts := h(dx), h(dy), h(t)
 	sameLen("ActivateBackward", dxs, dys)
-	sameLen("ActivateBackward", dxs, xs)
-	if a != ReLU && a != ReLU6 {
-		panic(fmt.Sprintf("gpu: unknown activation %v", a))
-	}
+	sameLen("ActivateBackward", dxs, ts)
+	mustAct(a)
 	j := &c.job
-	j.op, j.act, j.dx, j.dy, j.x = opActivateBackward, a, dxs, dys, xs
-	c.run(j, len(xs), 2*len(xs))
+	j.op, j.act, j.dx, j.dy, j.x = opActivateBackward, a, dxs, dys, ts
+	c.run(j, len(ts), 2*len(ts))
 }
 
-// activateBackward sets dxs = dys·a'(xs).
-func activateBackward(a Act, dxs, dys, xs []float32) {
-	dxs, dys = dxs[:len(xs)], dys[:len(xs)]
-	switch a {
-	case ReLU:
-		vec.ReLUBackward(dxs, dys, xs)
-	case ReLU6:
-		vec.ReLU6Backward(dxs, dys, xs) // dy where 0 < x < 6
+// activateBackward sets dxs = dys·a'(x) from ts, which is x or, when
+// a.FromOutput(), y. The derivatives follow PyTorch's backward formulas:
+// sigmoid dy·(1-y)·y, tanh dy·(1-y²), hardswish dy·(x/3 + 0.5) on [-3, 3].
+func activateBackward(a Act, dxs, dys, ts []float32) {
+	dxs, dys = dxs[:len(ts)], dys[:len(ts)]
+	switch a.Kind {
+	case KindReLU:
+		vec.ReLUBackward(dxs, dys, ts)
+	case KindReLU6:
+		vec.ReLU6Backward(dxs, dys, ts) // dy where 0 < x < 6
+	case KindSigmoid:
+		for i, y := range ts {
+			dxs[i] = dys[i] * (1 - y) * y
+		}
+	case KindTanh:
+		for i, y := range ts {
+			dxs[i] = dys[i] * (1 - float32(y*y)) // rounded product: no fused multiply-add
+		}
+	case KindHardSigmoid:
+		// 0 < y < 1 exactly where 0 < alpha*x + beta < 1.
+		al := a.Alpha
+		for i, y := range ts {
+			if y > 0 && y < 1 {
+				dxs[i] = dys[i] * al
+			} else {
+				dxs[i] = 0
+			}
+		}
+	case KindHardSwish:
+		for i, x := range ts {
+			switch {
+			case x < -3:
+				dxs[i] = 0
+			case x <= 3:
+				dxs[i] = dys[i] * (x/3 + 0.5)
+			default:
+				dxs[i] = dys[i]
+			}
+		}
+	case KindLeakyReLU:
+		// From y when alpha >= 0 (y > 0 exactly where x > 0), else from x.
+		al := a.Alpha
+		for i, t := range ts {
+			if t > 0 {
+				dxs[i] = dys[i]
+			} else {
+				dxs[i] = dys[i] * al
+			}
+		}
+	case KindClip:
+		// lo < y < hi exactly where lo < x < hi, as PyTorch's hardtanh
+		// (so Clip(0, 6) differentiates as ReLU6 does).
+		lo, hi := a.Alpha, a.Beta
+		for i, y := range ts {
+			if y > lo && y < hi {
+				dxs[i] = dys[i]
+			} else {
+				dxs[i] = 0
+			}
+		}
 	default:
 		panic(fmt.Sprintf("gpu: unknown activation %v", a))
+	}
+}
+
+// Softmax implements Backend, split over the outer index.
+func (c *CPU) Softmax(y, x Buffer, outer, ch, inner int) {
+	ys, xs := h(y), h(x)
+	if outer < 0 || ch <= 0 || inner <= 0 || len(xs) != outer*ch*inner || len(ys) != len(xs) {
+		panic(fmt.Sprintf("gpu: Softmax: %d and %d elements for %d×%d×%d", len(ys), len(xs), outer, ch, inner))
+	}
+	j := &c.job
+	j.op, j.y, j.x, j.batch, j.hw = opSoftmax, ys, xs, ch, inner
+	c.run(j, outer, 3*len(xs))
+}
+
+// softmax computes outer rows [lo, hi) of Softmax: the maximum is
+// subtracted first, exponentials and their sum are in float64.
+func softmax(ys, xs []float32, ch, inner, lo, hi int) {
+	for o := lo; o < hi; o++ {
+		for in := range inner {
+			base := o*ch*inner + in
+			m := xs[base]
+			for k := 1; k < ch; k++ {
+				m = max(m, xs[base+k*inner])
+			}
+			var sum float64
+			for k := range ch {
+				sum += math.Exp(float64(xs[base+k*inner] - m))
+			}
+			inv := 1 / sum
+			for k := range ch {
+				ys[base+k*inner] = float32(math.Exp(float64(xs[base+k*inner]-m)) * inv)
+			}
+		}
+	}
+}
+
+// SoftmaxBackward implements Backend, split over the outer index.
+func (c *CPU) SoftmaxBackward(dx, dy, y Buffer, outer, ch, inner int) {
+	dxs, dys, ys := h(dx), h(dy), h(y)
+	if outer < 0 || ch <= 0 || inner <= 0 || len(ys) != outer*ch*inner || len(dxs) != len(ys) || len(dys) != len(ys) {
+		panic(fmt.Sprintf("gpu: SoftmaxBackward: %d, %d and %d elements for %d×%d×%d", len(dxs), len(dys), len(ys), outer, ch, inner))
+	}
+	j := &c.job
+	j.op, j.dx, j.dy, j.y, j.batch, j.hw = opSoftmaxBackward, dxs, dys, ys, ch, inner
+	c.run(j, outer, 3*len(ys))
+}
+
+// softmaxBackward computes outer rows [lo, hi) of SoftmaxBackward, the dot
+// product in float64.
+func softmaxBackward(dxs, dys, ys []float32, ch, inner, lo, hi int) {
+	for o := lo; o < hi; o++ {
+		for in := range inner {
+			base := o*ch*inner + in
+			var dot float64
+			for k := range ch {
+				dot += float64(dys[base+k*inner]) * float64(ys[base+k*inner])
+			}
+			d := float32(dot)
+			for k := range ch {
+				i := base + k*inner
+				dxs[i] = ys[i] * (dys[i] - d)
+			}
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -58,4 +59,252 @@ func BenchmarkActivate(b *testing.B) {
 			c.ActivateBackward(ReLU, dx, dy, x)
 		}
 	})
+}
+
+// paramActs are the parameterised kinds with the parameters the tests use:
+// PyTorch's Hardsigmoid (1/6, 0.5), ONNX's default (0.2, 0.5), slopes of
+// either sign, one-sided and two-sided clips.
+var paramActs = []Act{
+	Sigmoid, Tanh, HardSwish, HardSigmoid(1.0/6, 0.5), HardSigmoid(0.2, 0.5), LeakyReLU(0.01), LeakyReLU(-0.5),
+	Clip(-1, 2), Clip(float32(math.Inf(-1)), 0.5), Clip(-0.25, float32(math.Inf(1))), Clip(0, 6),
+}
+
+// refAct is the float64 reference of a's value and derivative at x,
+// written from the definitions (PyTorch's conventions at the kinks).
+func refAct(a Act, x float64) (y, d float64) {
+	al, be := float64(a.Alpha), float64(a.Beta)
+	switch a.Kind {
+	case KindSigmoid:
+		y = 1 / (1 + math.Exp(-x))
+		return y, y * (1 - y)
+	case KindTanh:
+		y = math.Tanh(x)
+		return y, 1 - y*y
+	case KindHardSwish:
+		switch {
+		case x < -3:
+			return 0, 0
+		case x <= 3:
+			return x * (x + 3) / 6, x/3 + 0.5
+		}
+		return x, 1
+	case KindHardSigmoid:
+		t := al*x + be
+		switch {
+		case t <= 0:
+			return 0, 0
+		case t >= 1:
+			return 1, 0
+		}
+		return t, al
+	case KindLeakyReLU:
+		if x > 0 {
+			return x, 1
+		}
+		return al * x, al
+	case KindClip:
+		switch {
+		case x <= al:
+			return al, 0
+		case x >= be:
+			return be, 0
+		}
+		return x, 1
+	}
+	panic("refAct: kind " + a.String())
+}
+
+// TestActivationsParam checks every parameterised kind against refAct
+// (relative 1e-6, or 1e-6 absolute near zero), at the kinks and on a range
+// long enough to be split over threads, with the backward pass given x or
+// y as FromOutput says; and that NaN passes the piecewise kinds.
+func TestActivationsParam(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	runtime.GOMAXPROCS(2)
+	rng := rand.New(rand.NewPCG(9, 9))
+	special := []float32{-3.5, -3, -2.5, -1, -0.25, 0, 0.5, 2, 2.5, 3, 3.5, 6, 7, 20, -20}
+	x := append(special, randSlice(rng, 70000)...)
+	for i := len(special); i < len(x); i++ {
+		x[i] *= 5
+	}
+	dy := randSlice(rng, len(x))
+	c := NewCPU()
+	for _, a := range paramActs {
+		y, dx := make([]float32, len(x)), make([]float32, len(x))
+		c.Activate(a, Host(y), Host(x))
+		tin := x
+		if a.FromOutput() {
+			tin = y
+		}
+		c.ActivateBackward(a, Host(dx), Host(dy), Host(tin))
+		for i, v := range x {
+			wy, wd := refAct(a, float64(v))
+			wdx := wd * float64(dy[i])
+			if !near(float64(y[i]), wy) || !near(float64(dx[i]), wdx) {
+				t.Fatalf("%v%v at x=%v: y %v dx %v, want %v and %v", a, a, v, y[i], dx[i], wy, wdx)
+			}
+		}
+	}
+	nan := float32(math.NaN())
+	for _, a := range []Act{HardSwish, LeakyReLU(0.1), Clip(-1, 1), Sigmoid, Tanh} {
+		y := []float32{0}
+		c.Activate(a, Host(y), Host([]float32{nan}))
+		if !math.IsNaN(float64(y[0])) {
+			t.Errorf("%v(NaN) = %v, want NaN", a, y[0])
+		}
+	}
+}
+
+func near(got, want float64) bool {
+	return math.Abs(got-want) <= 1e-6*max(math.Abs(want), 1)
+}
+
+// TestActValidate checks that the constructors' invalid parameters are
+// refused with the activation named, and valid ones pass.
+func TestActValidate(t *testing.T) {
+	inf := float32(math.Inf(1))
+	nan := float32(math.NaN())
+	for _, a := range append(paramActs, ReLU, ReLU6, Clip(-inf, inf), Clip(2, 2)) {
+		if err := a.Validate(); err != nil {
+			t.Errorf("%v%+v: %v", a, a, err)
+		}
+	}
+	for _, a := range []Act{{}, {Kind: 99}, Clip(2, 1), Clip(nan, 1), Clip(inf, inf), Clip(-inf, -inf), HardSigmoid(nan, 0),
+		HardSigmoid(1, inf), LeakyReLU(inf)} {
+		if err := a.Validate(); err == nil {
+			t.Errorf("%+v: valid, want an error", a)
+		}
+	}
+}
+
+// TestActivationsThreads checks that the parameterised kinds and softmax
+// give the same bits on one thread and on several.
+func TestActivationsThreads(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	rng := rand.New(rand.NewPCG(10, 10))
+	x, dy := randSlice(rng, 3*40000), randSlice(rng, 3*40000)
+	run := func(procs int) [][]float32 {
+		runtime.GOMAXPROCS(procs)
+		c := NewCPU()
+		var out [][]float32
+		for _, a := range paramActs {
+			y, dx := make([]float32, len(x)), make([]float32, len(x))
+			c.Activate(a, Host(y), Host(x))
+			c.ActivateBackward(a, Host(dx), Host(dy), Host(x))
+			out = append(out, y, dx)
+		}
+		y, dx := make([]float32, len(x)), make([]float32, len(x))
+		c.Softmax(Host(y), Host(x), 40, 30, 100)
+		c.SoftmaxBackward(Host(dx), Host(dy), Host(y), 40, 30, 100)
+		return append(out, y, dx)
+	}
+	one, two := run(1), run(4)
+	for i := range one {
+		for j := range one[i] {
+			if math.Float32bits(one[i][j]) != math.Float32bits(two[i][j]) {
+				t.Fatalf("output %d element %d: %v on 1 thread, %v on 4", i, j, one[i][j], two[i][j])
+			}
+		}
+	}
+}
+
+// refSoftmax is the float64 softmax of x (outer×c×inner) along c and the
+// backward pass through the explicit Jacobian, dx_k = sum_j dy_j y_j (δ_jk - y_k).
+func refSoftmax(x, dy []float32, outer, c, inner int) (y, dx []float64) {
+	y, dx = make([]float64, len(x)), make([]float64, len(x))
+	for o := range outer {
+		for in := range inner {
+			idx := func(k int) int { return (o*c+k)*inner + in }
+			var sum float64
+			for k := range c {
+				sum += math.Exp(float64(x[idx(k)]))
+			}
+			for k := range c {
+				y[idx(k)] = math.Exp(float64(x[idx(k)])) / sum
+			}
+			for k := range c {
+				for j := range c {
+					delta := 0.0
+					if j == k {
+						delta = 1
+					}
+					dx[idx(k)] += float64(dy[idx(j)]) * y[idx(j)] * (delta - y[idx(k)])
+				}
+			}
+		}
+	}
+	return y, dx
+}
+
+// TestSoftmaxAxis checks Softmax and SoftmaxBackward against refSoftmax over
+// channels of an image, a vector and a middle axis, with logits large enough
+// to overflow an unshifted exp.
+func TestSoftmaxAxis(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 11))
+	c := NewCPU()
+	for _, g := range [][3]int{{2, 5, 12}, {3, 10, 1}, {4, 1, 3}, {6, 7, 5}} {
+		n := g[0] * g[1] * g[2]
+		x, dy := randSlice(rng, n), randSlice(rng, n)
+		for i := range x {
+			x[i] *= 8
+		}
+		x[0] = 100 // exp(100) overflows float32
+		y, dx := make([]float32, n), make([]float32, n)
+		c.Softmax(Host(y), Host(x), g[0], g[1], g[2])
+		c.SoftmaxBackward(Host(dx), Host(dy), Host(y), g[0], g[1], g[2])
+		// The reference shifts nothing: float64 holds exp(100).
+		wy, wdx := refSoftmax(x, dy, g[0], g[1], g[2])
+		for i := range x {
+			if !near(float64(y[i]), wy[i]) || math.Abs(float64(dx[i])-wdx[i]) > 1e-6 {
+				t.Fatalf("%v element %d: y %v dx %v, want %v and %v", g, i, y[i], dx[i], wy[i], wdx[i])
+			}
+		}
+	}
+}
+
+// BenchmarkActivateKinds measures each kind's forward and backward pass on
+// MobileNetV3's largest activation at batch 16 (16×16×112×112), ReLU (the
+// SIMD kernel) first as the reference.
+func BenchmarkActivateKinds(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 3))
+	n := 16 * 16 * 112 * 112
+	x, dy := Host(randSlice(rng, n)), Host(randSlice(rng, n))
+	c := NewCPU()
+	y, dx := c.Alloc(n), c.Alloc(n)
+	for _, a := range []Act{ReLU, Sigmoid, Tanh, HardSwish, HardSigmoid(1.0/6, 0.5), LeakyReLU(0.01), Clip(-1, 1)} {
+		b.Run(a.String()+"/forward", func(b *testing.B) {
+			b.SetBytes(int64(8 * n))
+			for b.Loop() {
+				c.Activate(a, y, x)
+			}
+		})
+		b.Run(a.String()+"/backward", func(b *testing.B) {
+			b.SetBytes(int64(12 * n))
+			for b.Loop() {
+				c.ActivateBackward(a, dx, dy, x)
+			}
+		})
+	}
+}
+
+// BenchmarkSoftmax: a channel softmax of 16×64×28×28 and a row softmax of
+// 256 rows of 1000 classes.
+func BenchmarkSoftmax(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 4))
+	c := NewCPU()
+	for _, g := range [][3]int{{16, 64, 28 * 28}, {256, 1000, 1}} {
+		n := g[0] * g[1] * g[2]
+		x, dy := Host(randSlice(rng, n)), Host(randSlice(rng, n))
+		y, dx := c.Alloc(n), c.Alloc(n)
+		b.Run(fmt.Sprintf("%dx%dx%d/forward", g[0], g[1], g[2]), func(b *testing.B) {
+			for b.Loop() {
+				c.Softmax(y, x, g[0], g[1], g[2])
+			}
+		})
+		b.Run(fmt.Sprintf("%dx%dx%d/backward", g[0], g[1], g[2]), func(b *testing.B) {
+			for b.Loop() {
+				c.SoftmaxBackward(dx, dy, y, g[0], g[1], g[2])
+			}
+		})
+	}
 }

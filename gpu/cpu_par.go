@@ -35,6 +35,8 @@ const (
 	opBNBackward
 	opDepthwiseFilter
 	opSumPartials
+	opSoftmax
+	opSoftmaxBackward
 )
 
 // cpuJob is one parallel kernel call: the operands the kernel needs (each op
@@ -50,7 +52,7 @@ type cpuJob struct {
 	x, y, w, b []float32 // inputs and outputs, named as in the kernels
 	dx, dy     []float32
 	ws         []float32 // the caller's conv workspace
-	batch, hw  int       // BiasGrad: samples, and elements per channel and sample; sumPartials: chunks
+	batch, hw  int       // BiasGrad: samples, and elements per channel and sample; sumPartials: chunks; softmax: c, inner
 	bn         BNGeom
 	per        [6][]float32 // batch norm's per-channel buffers, in the kernel's order
 	cpu        *CPU         // packed filters and partial sums of the conv kernels
@@ -90,6 +92,10 @@ func (j *cpuJob) Run(th *sgemm.Thread, i int) {
 		bnTrain(&j.bn, j.y, j.x, &j.per, lo, hi)
 	case opBNBackward:
 		bnBackward(&j.bn, j.dx, j.dy, j.x, &j.per, lo, hi)
+	case opSoftmax:
+		softmax(j.y, j.x, j.batch, j.hw, lo, hi)
+	case opSoftmaxBackward:
+		softmaxBackward(j.dx, j.dy, j.y, j.batch, j.hw, lo, hi)
 	case opSumPartials:
 		j.cpu.sumPartials(j.w, j.batch, lo, hi)
 	case opDepthwiseFilter:

@@ -308,25 +308,48 @@ func (o *OpenCL) BiasGrad(dbias, dy Buffer, n, c, hw int) {
 	o.runGroups("bias_grad", c, db.m, db.off, ds.m, ds.off, n, c, hw)
 }
 
-// Activate implements Backend.
+// Activate implements Backend. ReLU and ReLU6 run elementwise.cl's act,
+// the other kinds activation.cl's act_param.
 func (o *OpenCL) Activate(a Act, y, x Buffer) {
 	ys, xs := o.buf(y), o.buf(x)
 	sameN("Activate", ys, xs)
-	if a != ReLU && a != ReLU6 {
-		panic(fmt.Sprintf("gpu: unknown activation %v", a))
+	mustAct(a)
+	if a.Kind == KindReLU || a.Kind == KindReLU6 {
+		o.run1("act", xs.n, int(a.Kind), ys.m, ys.off, xs.m, xs.off, xs.n)
+		return
 	}
-	o.run1("act", xs.n, int(a), ys.m, ys.off, xs.m, xs.off, xs.n)
+	o.run1("act_param", xs.n, int(a.Kind), a.Alpha, a.Beta, ys.m, ys.off, xs.m, xs.off, xs.n)
 }
 
 // ActivateBackward implements Backend.
-func (o *OpenCL) ActivateBackward(a Act, dx, dy, x Buffer) {
-	dxs, dys, xs := o.buf(dx), o.buf(dy), o.buf(x)
+func (o *OpenCL) ActivateBackward(a Act, dx, dy, t Buffer) {
+	dxs, dys, ts := o.buf(dx), o.buf(dy), o.buf(t)
 	sameN("ActivateBackward", dxs, dys)
-	sameN("ActivateBackward", dxs, xs)
-	if a != ReLU && a != ReLU6 {
-		panic(fmt.Sprintf("gpu: unknown activation %v", a))
+	sameN("ActivateBackward", dxs, ts)
+	mustAct(a)
+	if a.Kind == KindReLU || a.Kind == KindReLU6 {
+		o.run1("act_backward", ts.n, int(a.Kind), dxs.m, dxs.off, dys.m, dys.off, ts.m, ts.off, ts.n)
+		return
 	}
-	o.run1("act_backward", xs.n, int(a), dxs.m, dxs.off, dys.m, dys.off, xs.m, xs.off, xs.n)
+	o.run1("act_param_backward", ts.n, int(a.Kind), a.Alpha, a.Beta, dxs.m, dxs.off, dys.m, dys.off, ts.m, ts.off, ts.n)
+}
+
+// Softmax implements Backend: one work item per (outer, inner) position.
+func (o *OpenCL) Softmax(y, x Buffer, outer, c, inner int) {
+	ys, xs := o.buf(y), o.buf(x)
+	if outer < 0 || c <= 0 || inner <= 0 || xs.n != outer*c*inner || ys.n != xs.n {
+		panic(fmt.Sprintf("gpu: Softmax: %d and %d elements for %d×%d×%d", ys.n, xs.n, outer, c, inner))
+	}
+	o.run1("softmax_axis", outer*inner, ys.m, ys.off, xs.m, xs.off, outer, c, inner)
+}
+
+// SoftmaxBackward implements Backend.
+func (o *OpenCL) SoftmaxBackward(dx, dy, y Buffer, outer, c, inner int) {
+	dxs, dys, ys := o.buf(dx), o.buf(dy), o.buf(y)
+	if outer < 0 || c <= 0 || inner <= 0 || ys.n != outer*c*inner || dxs.n != ys.n || dys.n != ys.n {
+		panic(fmt.Sprintf("gpu: SoftmaxBackward: %d, %d and %d elements for %d×%d×%d", dxs.n, dys.n, ys.n, outer, c, inner))
+	}
+	o.run1("softmax_axis_backward", outer*inner, dxs.m, dxs.off, dys.m, dys.off, ys.m, ys.off, outer, c, inner)
 }
 
 // putLabels uploads labels into the reused int buffer unless it holds them

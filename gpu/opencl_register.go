@@ -78,6 +78,7 @@ var mainKernels = []string{
 	"maxpool_forward", "maxpool_backward", "avgpool_forward", "avgpool_backward",
 	"bn_stats", "bn_infer_coef", "bn_apply", "bn_backward_reduce", "bn_backward_dx",
 	"copy_strided", "broadcast", "reduce_sum",
+	"act_param", "act_param_backward", "softmax_axis", "softmax_axis_backward",
 }
 
 // reductionKernels run in work-groups of redWG items.
@@ -174,7 +175,7 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 // (maxWG, or 256 when 0, then halving down to 16) that the device and every
 // reduction kernel accept.
 func (o *OpenCL) buildMain(dir string, maxWG int) error {
-	src := kernelSource("elementwise.cl", "conv.cl", "pool.cl", "norm.cl", "tensor.cl")
+	src := kernelSource("elementwise.cl", "conv.cl", "pool.cl", "norm.cl", "tensor.cl", "activation.cl")
 	if maxWG <= 0 {
 		maxWG = 256
 	}
