@@ -213,9 +213,50 @@ def layers():
     layer_case("batchnorm1d_eval", "batchnorm", bn, nn.BatchNorm1d(5), [8, 5], 404,
                train=False, x_scale=2, state=bn_state(5, 4))
 
+    acts()
+
     layer_case("dropout_p0_train", "dropout", {"p": 0.0}, nn.Dropout(0.0), [2, 3, 4, 4], 501)
     layer_case("dropout_p05_eval", "dropout", {"p": 0.5}, nn.Dropout(0.5), [2, 3, 4, 4], 502,
                train=False)
+
+
+class Fn(nn.Module):
+    """A module without parameters that applies f."""
+
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def forward(self, x):
+        return self.f(x)
+
+
+def acts():
+    """The activations the ONNX importer maps (gpu.Act kinds and softmax).
+    Inputs are scaled so that every piece of the piecewise ones is hit."""
+    def case(name, kind, cfg, m, shape, seed, scale):
+        layer_case(name, kind, cfg, m, shape, seed, x_scale=scale)
+
+    case("sigmoid", "sigmoid", {}, nn.Sigmoid(), [2, 3, 4, 4], 311, 4)
+    case("tanh", "tanh", {}, nn.Tanh(), [2, 3, 4, 4], 312, 2)
+    case("hardswish", "hardswish", {}, nn.Hardswish(), [2, 3, 4, 4], 313, 4)
+    case("hardsigmoid_torch", "hardsigmoid", {"alpha": 1 / 6, "beta": 0.5}, nn.Hardsigmoid(), [2, 3, 4, 4], 314, 4)
+    # ONNX's default HardSigmoid (alpha 0.2, beta 0.5), as onnx's reference defines it.
+    case("hardsigmoid_onnx", "hardsigmoid", {"alpha": 0.2, "beta": 0.5},
+         Fn(lambda x: torch.clamp(x * np.float32(0.2) + 0.5, 0, 1)), [2, 3, 4, 4], 315, 4)
+    case("leakyrelu", "leakyrelu", {"alpha": 0.01}, nn.LeakyReLU(0.01), [2, 3, 4, 4], 316, 2)
+    case("leakyrelu_negative", "leakyrelu", {"alpha": -0.3}, nn.LeakyReLU(-0.3), [2, 3, 4, 4], 317, 2)
+    case("clip_both", "clip", {"lo": -1, "hi": 2}, Fn(lambda x: torch.clamp(x, -1, 2)), [2, 3, 4, 4], 318, 3)
+    case("clip_min", "clip", {"lo": -0.5, "no_hi": True}, Fn(lambda x: torch.clamp(x, min=-0.5)), [2, 6], 319, 2)
+    case("clip_max", "clip", {"hi": 0.25, "no_lo": True}, Fn(lambda x: torch.clamp(x, max=0.25)), [2, 3, 4, 4], 320, 2)
+    # Softmax over the channels (opset 13's axis=1 on N×C×H×W), over a
+    # vector's classes, over H alone, and opset 11's axis=1 on N×C×H×W
+    # (the input flattened to N×(C·H·W)).
+    case("softmax_channels", "softmax", {"first": 1, "last": 1}, nn.Softmax(dim=1), [2, 5, 3, 3], 321, 3)
+    case("softmax_vector", "softmax", {"first": 1, "last": 1}, nn.Softmax(dim=1), [3, 10], 322, 3)
+    case("softmax_height", "softmax", {"first": 2, "last": 2}, nn.Softmax(dim=2), [2, 3, 4, 5], 323, 3)
+    case("softmax_flat", "softmax", {"first": 1, "last": 3},
+         Fn(lambda x: x.flatten(1).softmax(1).reshape(x.shape)), [2, 3, 2, 2], 324, 3)
 
 
 # ---------------------------------------------------------------- loss

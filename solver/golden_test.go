@@ -79,6 +79,14 @@ type goldenConfig struct {
 	Gamma           float32 `json:"gamma"`
 	TMax            int     `json:"t_max"`
 	EtaMin          float32 `json:"eta_min"`
+	Alpha           float32 `json:"alpha"`
+	Beta            float32 `json:"beta"`
+	Lo              float32 `json:"lo"`
+	Hi              float32 `json:"hi"`
+	NoLo            bool    `json:"no_lo"`
+	NoHi            bool    `json:"no_hi"`
+	First           int     `json:"first"`
+	Last            int     `json:"last"`
 }
 
 // goldenFixture is one file of testdata/golden; which fields are set depends
@@ -321,9 +329,42 @@ var goldenLayers = []struct {
 	{"batchnorm1d_train", goldenBN},
 	{"batchnorm2d_eval", goldenBN},
 	{"batchnorm1d_eval", goldenBN},
+	{"sigmoid", goldenAct(func(goldenConfig) gpu.Act { return gpu.Sigmoid })},
+	{"tanh", goldenAct(func(goldenConfig) gpu.Act { return gpu.Tanh })},
+	{"hardswish", goldenAct(func(goldenConfig) gpu.Act { return gpu.HardSwish })},
+	{"hardsigmoid_torch", goldenAct(func(c goldenConfig) gpu.Act { return gpu.HardSigmoid(c.Alpha, c.Beta) })},
+	{"hardsigmoid_onnx", goldenAct(func(c goldenConfig) gpu.Act { return gpu.HardSigmoid(c.Alpha, c.Beta) })},
+	{"leakyrelu", goldenAct(func(c goldenConfig) gpu.Act { return gpu.LeakyReLU(c.Alpha) })},
+	{"leakyrelu_negative", goldenAct(func(c goldenConfig) gpu.Act { return gpu.LeakyReLU(c.Alpha) })},
+	{"clip_both", goldenAct(goldenClip)},
+	{"clip_min", goldenAct(goldenClip)},
+	{"clip_max", goldenAct(goldenClip)},
+	{"softmax_channels", goldenSoftmax},
+	{"softmax_vector", goldenSoftmax},
+	{"softmax_height", goldenSoftmax},
+	{"softmax_flat", goldenSoftmax},
 	{"dropout_p0_train", goldenDropout},
 	{"dropout_p05_eval", goldenDropout},
 }
+
+// goldenAct builds an activation layer from the fixture's parameters.
+func goldenAct(act func(goldenConfig) gpu.Act) func(goldenConfig) solver.Layer {
+	return func(c goldenConfig) solver.Layer { return solver.NewActivation("act", act(c)) }
+}
+
+// goldenClip is Clip(lo, hi), a bound the fixture marks absent infinite.
+func goldenClip(c goldenConfig) gpu.Act {
+	lo, hi := c.Lo, c.Hi
+	if c.NoLo {
+		lo = float32(math.Inf(-1))
+	}
+	if c.NoHi {
+		hi = float32(math.Inf(1))
+	}
+	return gpu.Clip(lo, hi)
+}
+
+func goldenSoftmax(c goldenConfig) solver.Layer { return solver.NewSoftmax("softmax", c.First, c.Last) }
 
 func goldenBN(c goldenConfig) solver.Layer { return solver.NewBatchNorm("bn", c.Eps, c.Momentum) }
 

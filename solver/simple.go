@@ -66,44 +66,121 @@ func (l *Linear) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.B
 	}
 }
 
-// Activation applies an elementwise activation (ReLU, ReLU6).
+// Activation applies an elementwise activation (gpu.Act: ReLU, ReLU6,
+// Sigmoid, HardSigmoid, HardSwish, Tanh, LeakyReLU, Clip).
 type Activation struct {
 	Base
 	Act gpu.Act
 }
 
+// NewActivation returns a layer applying a; Setup refuses an invalid a.
+func NewActivation(name string, a gpu.Act) *Activation {
+	return &Activation{Base: Base{LayerName: name}, Act: a}
+}
+
 // NewReLU returns a ReLU layer.
-func NewReLU(name string) *Activation { return &Activation{Base: Base{LayerName: name}, Act: gpu.ReLU} }
+func NewReLU(name string) *Activation { return NewActivation(name, gpu.ReLU) }
 
 // NewReLU6 returns a ReLU6 layer (MobileNet's clipped ReLU).
-func NewReLU6(name string) *Activation {
-	return &Activation{Base: Base{LayerName: name}, Act: gpu.ReLU6}
-}
+func NewReLU6(name string) *Activation { return NewActivation(name, gpu.ReLU6) }
 
 // Kind implements Layer.
 func (a *Activation) Kind() string { return a.Act.String() }
 
 // Setup implements Layer.
-func (a *Activation) Setup(in []Shape) (Shape, error) { return one(a.Kind(), in) }
+func (a *Activation) Setup(in []Shape) (Shape, error) {
+	if err := a.Act.Validate(); err != nil {
+		return Shape{}, fmt.Errorf("solver: %s: %w", a.LayerName, err)
+	}
+	return one(a.Kind(), in)
+}
 
 // Forward implements Layer.
 func (a *Activation) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 	p.B.Activate(a.Act, out, in[0])
 }
 
-// BackwardReads implements BackwardReader: the output only.
-func (*Activation) BackwardReads(bool) (in, out bool) { return false, true }
+// BackwardReads implements BackwardReader: the output where the derivative
+// is a function of it (gpu.Act.FromOutput), else the input.
+func (a *Activation) BackwardReads(bool) (in, out bool) {
+	fromOut := a.Act.FromOutput()
+	return !fromOut, fromOut
+}
 
-// Backward implements Layer. The derivative is taken at the output y
-// instead of the input x, which gives the same bits: ReLU's gradient passes
-// where x > 0, that is where y = max(x, 0) > 0; ReLU6's where 0 < x < 6,
-// that is where 0 < y = min(max(x, 0), 6) < 6 (NaN passes neither). So the
-// network need not keep x, which for conv, batch norm, ReLU is the batch
-// norm's output, read by nothing else in Backward (PyTorch's inplace=True
-// saves the same memory).
-func (a *Activation) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, _ []gpu.Buffer, out gpu.Buffer, _ bool) {
+// Backward implements Layer. Where it can (gpu.Act.FromOutput), the
+// derivative is taken at the output y instead of the input x, which gives
+// the same bits: ReLU's gradient passes where x > 0, that is where
+// y = max(x, 0) > 0; ReLU6's where 0 < x < 6, that is where
+// 0 < y = min(max(x, 0), 6) < 6 (NaN passes neither); sigmoid's and tanh's
+// are PyTorch's formulas in y. So the network need not keep x, which for
+// conv, batch norm, ReLU is the batch norm's output, read by nothing else in
+// Backward (PyTorch's inplace=True saves the same memory). HardSwish reads x.
+func (a *Activation) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.Buffer, out gpu.Buffer, _ bool) {
+	if din[0] == nil {
+		return
+	}
+	t := out
+	if !a.Act.FromOutput() {
+		t = in[0]
+	}
+	p.B.ActivateBackward(a.Act, din[0], dout, t)
+}
+
+// Softmax is the softmax over the per-sample axes First..Last (1 is C, 2 H,
+// 3 W) taken together: ONNX's Softmax at opset 13 and later is one axis
+// (First == Last), before opset 13 the input flattened to 2-D at the axis
+// (Last = 3). Over the classes of a vector (C×1×1) it is First = Last = 1.
+type Softmax struct {
+	Base
+	First, Last int
+
+	outer, c, inner int // per sample, from Setup
+}
+
+// NewSoftmax returns a softmax over axes first..last (1..3: C, H, W).
+func NewSoftmax(name string, first, last int) *Softmax {
+	return &Softmax{Base: Base{LayerName: name}, First: first, Last: last}
+}
+
+// Kind implements Layer.
+func (*Softmax) Kind() string { return "softmax" }
+
+// Setup implements Layer.
+func (s *Softmax) Setup(in []Shape) (Shape, error) {
+	x, err := one("softmax", in)
+	if err != nil {
+		return Shape{}, err
+	}
+	if s.First < 1 || s.Last > 3 || s.First > s.Last {
+		return Shape{}, fmt.Errorf("solver: softmax %s: axes %d..%d, want 1 <= first <= last <= 3 (C, H, W)", s.LayerName, s.First, s.Last)
+	}
+	dims := [4]int{1, x.C, x.H, x.W}
+	s.outer, s.c, s.inner = 1, 1, 1
+	for i := 1; i <= 3; i++ {
+		switch {
+		case i < s.First:
+			s.outer *= dims[i]
+		case i <= s.Last:
+			s.c *= dims[i]
+		default:
+			s.inner *= dims[i]
+		}
+	}
+	return x, nil
+}
+
+// Forward implements Layer.
+func (s *Softmax) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
+	p.B.Softmax(out, in[0], p.N*s.outer, s.c, s.inner)
+}
+
+// BackwardReads implements BackwardReader: the output only.
+func (*Softmax) BackwardReads(bool) (in, out bool) { return false, true }
+
+// Backward implements Layer: dx = y·(dy − Σ dy·y) over the softmax's axes.
+func (s *Softmax) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, _ []gpu.Buffer, out gpu.Buffer, _ bool) {
 	if din[0] != nil {
-		p.B.ActivateBackward(a.Act, din[0], dout, out)
+		p.B.SoftmaxBackward(din[0], dout, out, p.N*s.outer, s.c, s.inner)
 	}
 }
 
