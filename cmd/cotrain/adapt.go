@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cotrain/cotrain/cmd/internal/cli"
+	"github.com/cotrain/cotrain/cmd/internal/chart"
 	"github.com/cotrain/cotrain/data"
 	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/models"
@@ -499,12 +499,12 @@ func writeAdaptReport(c adaptConfig, tasks []*adaptTask, rows []adaptResult, std
 		return err
 	}
 	for _, t := range tasks {
-		var series []cli.Series
+		var series []chart.Series
 		for _, r := range rows {
 			if r.Task != t.Name || len(r.Curve) == 0 {
 				continue
 			}
-			s := cli.Series{Name: fmt.Sprintf("%s, %s", r.Mode, map[string]string{"alone": "1 phone", "coop": "3 phones"}[r.Setting])}
+			s := chart.Series{Name: fmt.Sprintf("%s, %s", r.Mode, map[string]string{"alone": "1 phone", "coop": "3 phones"}[r.Setting])}
 			for _, p := range r.Curve {
 				s.X, s.Y = append(s.X, p[0]), append(s.Y, p[1])
 			}
@@ -512,7 +512,7 @@ func writeAdaptReport(c adaptConfig, tasks []*adaptTask, rows []adaptResult, std
 		}
 		path := filepath.Join(c.out, "adapt-"+t.Name+".png")
 		title := fmt.Sprintf("%s: %s to %s", t.Model, t.Source, strings.SplitN(t.Target, " (", 2)[0])
-		if err := cli.LinePlot(path, title, "simulated phone seconds", "test accuracy", series...); err != nil {
+		if err := chart.LinePlot(path, title, "simulated phone seconds", "test accuracy", series...); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cotrain/cotrain/cmd/internal/chart"
 	"github.com/cotrain/cotrain/cmd/internal/cli"
 	"github.com/cotrain/cotrain/data"
 	"github.com/cotrain/cotrain/models"
@@ -171,7 +172,7 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 	loader := data.NewLoader(ds.Train, c.batch, c.seed, true)
 	x := make([]float32, c.batch*net.In.Size())
 	labels := make([]int32, c.batch)
-	var curve cli.Series
+	var curve chart.Series
 	curve.Name = "training loss"
 	start := time.Now()
 	var smooth float64
@@ -218,7 +219,7 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 		return err
 	}
 	plotPath := filepath.Join(c.out, "loss.png")
-	if err := cli.LinePlot(plotPath, model+" training loss", "iteration", "loss", curve); err != nil {
+	if err := chart.LinePlot(plotPath, model+" training loss", "iteration", "loss", curve); err != nil {
 		return err
 	}
 	result := map[string]any{"test_accuracy": acc, "test_loss": testLoss, "iterations": tr.Iter,

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cotrain/cotrain/cmd/internal/chart"
 	"github.com/cotrain/cotrain/cmd/internal/cli"
 	"github.com/cotrain/cotrain/sim"
 )
@@ -302,15 +303,15 @@ func writePlots(dir string, sc *sim.Scenario, rep *sim.Report) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
-	var series []cli.Series
+	var series []chart.Series
 	for _, r := range rep.Runs {
-		s := cli.Series{Name: r.Name}
+		s := chart.Series{Name: r.Name}
 		for _, p := range r.Curve {
 			s.X, s.Y = append(s.X, p.Seconds), append(s.Y, p.Accuracy)
 		}
 		series = append(series, s)
 	}
-	if err := cli.LinePlot(filepath.Join(dir, "accuracy.png"), sc.Name+": test accuracy",
+	if err := chart.LinePlot(filepath.Join(dir, "accuracy.png"), sc.Name+": test accuracy",
 		"simulated seconds", "test accuracy", series...); err != nil {
 		return err
 	}
@@ -323,15 +324,15 @@ func writePlots(dir string, sc *sim.Scenario, rep *sim.Report) error {
 		for _, d := range r.Devices {
 			rows = append(rows, d.Name)
 		}
-		var spans []cli.Span
+		var spans []chart.Span
 		for _, s := range r.Timeline {
 			row, kind := index(rows, s.Device), index(kinds, s.Kind)
 			if row >= 0 && kind >= 0 {
-				spans = append(spans, cli.Span{Row: row, Kind: kind, Start: s.Start, End: s.End})
+				spans = append(spans, chart.Span{Row: row, Kind: kind, Start: s.Start, End: s.End})
 			}
 		}
 		name := "timeline-" + strings.ReplaceAll(r.Name, " ", "-") + ".png"
-		if err := cli.TimelinePlot(filepath.Join(dir, name), fmt.Sprintf("%s, %s: first iterations (blank: idle)", sc.Name, r.Name),
+		if err := chart.TimelinePlot(filepath.Join(dir, name), fmt.Sprintf("%s, %s: first iterations (blank: idle)", sc.Name, r.Name),
 			"simulated seconds from the first compute", rows, kinds, spans); err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package cli
+package chart
 
 import (
 	"fmt"
@@ -30,7 +30,7 @@ func LinePlot(path, title, xLabel, yLabel string, series ...Series) error {
 	p.Add(plotter.NewGrid())
 	for i, s := range series {
 		if len(s.X) != len(s.Y) {
-			return fmt.Errorf("cli: plot %s: series %s has %d x and %d y", path, s.Name, len(s.X), len(s.Y))
+			return fmt.Errorf("chart: plot %s: series %s has %d x and %d y", path, s.Name, len(s.X), len(s.Y))
 		}
 		pts := make(plotter.XYs, len(s.X))
 		for j := range s.X {
@@ -38,7 +38,7 @@ func LinePlot(path, title, xLabel, yLabel string, series ...Series) error {
 		}
 		l, err := plotter.NewLine(pts)
 		if err != nil {
-			return fmt.Errorf("cli: plot %s: %w", path, err)
+			return fmt.Errorf("chart: plot %s: %w", path, err)
 		}
 		l.Color = palette[i%len(palette)]
 		l.Width = vg.Points(1.5)
@@ -47,7 +47,7 @@ func LinePlot(path, title, xLabel, yLabel string, series ...Series) error {
 	}
 	p.Legend.Top = true
 	if err := p.Save(8*vg.Inch, 5*vg.Inch, path); err != nil {
-		return fmt.Errorf("cli: plot %s: %w", path, err)
+		return fmt.Errorf("chart: plot %s: %w", path, err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package cli
+package chart
 
 import (
 	"fmt"
@@ -44,7 +44,7 @@ func TimelinePlot(path, title, xLabel string, rows, kinds []string, spans []Span
 	polys := make([][]plotter.XYer, len(kinds))
 	for _, s := range spans {
 		if s.Row < 0 || s.Row >= n || s.Kind < 0 || s.Kind >= len(kinds) {
-			return fmt.Errorf("cli: timeline %s: span %+v outside %d rows and %d kinds", path, s, n, len(kinds))
+			return fmt.Errorf("chart: timeline %s: span %+v outside %d rows and %d kinds", path, s, n, len(kinds))
 		}
 		if s.End <= s.Start {
 			continue
@@ -60,7 +60,7 @@ func TimelinePlot(path, title, xLabel string, rows, kinds []string, spans []Span
 		}
 		poly, err := plotter.NewPolygon(polys[k]...)
 		if err != nil {
-			return fmt.Errorf("cli: timeline %s: %w", path, err)
+			return fmt.Errorf("chart: timeline %s: %w", path, err)
 		}
 		poly.Color = timelineColors[k%len(timelineColors)]
 		poly.LineStyle.Width = 0
@@ -72,7 +72,7 @@ func TimelinePlot(path, title, xLabel string, rows, kinds []string, spans []Span
 	p.Legend.Left = false
 	h := vg.Length(2+0.35*float64(n)) * vg.Inch
 	if err := p.Save(10*vg.Inch, h, path); err != nil {
-		return fmt.Errorf("cli: timeline %s: %w", path, err)
+		return fmt.Errorf("chart: timeline %s: %w", path, err)
 	}
 	return nil
 }
