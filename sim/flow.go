@@ -268,14 +268,18 @@ func (r *runner) merged(e hub.Event, msgs []hub.Envelope) {
 			r.opt.Progress(Progress{Run: r.spec.Name, Iteration: int(k), Of: r.iterations(), SimSeconds: end, Accuracy: r.res.lastAccuracy()})
 		}()
 	}
-	if int(k)%r.sc.EvalEvery != 0 && int(k) != r.iterations() {
+	// The stop rule's evaluations, and one at the end for the report.
+	if !r.stopper.Due(k) && int(k) != r.iterations() {
 		return
 	}
-	acc := r.memo.evaluate(r.hub.Trainer(), r.d.Test)
+	acc, loss := r.memo.evaluate(r.hub.Trainer(), r.d.Test)
 	r.res.Curve = append(r.res.Curve, Point{Iteration: int(k), Seconds: end, Accuracy: acc})
-	if r.sc.Target > 0 && acc >= r.sc.Target && r.res.TimeToTarget < 0 {
+	why := r.stopper.Observe(acc, loss)
+	if r.stopper.Reached() && r.res.TimeToTarget < 0 {
 		r.res.TimeToTarget = end
-		r.stop = fmt.Sprintf("reached %.1f%% test accuracy", 100*r.sc.Target)
+	}
+	if why != "" {
+		r.stop = why
 		r.note(fmt.Sprintf("hub: %s at iteration %d", r.stop, k))
 	}
 }

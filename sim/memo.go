@@ -21,7 +21,7 @@ import (
 // in lockstep (runGroup), so the memo only keeps the last two iterations.
 type memo struct {
 	grads map[memoKey]memoGrad
-	evals map[wire.Hash]float64
+	evals map[wire.Hash][2]float64 // accuracy and loss
 	hits  int
 }
 
@@ -38,7 +38,7 @@ type memoGrad struct {
 }
 
 func newMemo() *memo {
-	return &memo{grads: map[memoKey]memoGrad{}, evals: map[wire.Hash]float64{}}
+	return &memo{grads: map[memoKey]memoGrad{}, evals: map[wire.Hash][2]float64{}}
 }
 
 // memoizable reports whether net's gradient depends only on its weights
@@ -94,19 +94,19 @@ func (m *memo) gradient(tr *solver.Trainer, iter uint64, x []float32, labels []i
 	return loss
 }
 
-// evaluate returns the accuracy of tr's network on test, once per weights.
-func (m *memo) evaluate(tr *solver.Trainer, test solver.Samples) float64 {
+// evaluate returns the accuracy and the loss of tr's network on test,
+// once per weights.
+func (m *memo) evaluate(tr *solver.Trainer, test solver.Samples) (acc, loss float64) {
 	if m == nil {
-		acc, _ := tr.Evaluate(test, 250)
-		return acc
+		return tr.Evaluate(test, 250)
 	}
 	h := state.NetHash(tr.Net)
-	if acc, ok := m.evals[h]; ok {
-		return acc
+	if e, ok := m.evals[h]; ok {
+		return e[0], e[1]
 	}
-	acc, _ := tr.Evaluate(test, 250)
-	m.evals[h] = acc
-	return acc
+	acc, loss = tr.Evaluate(test, 250)
+	m.evals[h] = [2]float64{acc, loss}
+	return acc, loss
 }
 
 // evict forgets the gradients of iterations before k.

@@ -70,7 +70,8 @@ type runner struct {
 	res     *RunResult
 	t0      int64 // first compute's start; -1 before
 	hubDone bool
-	stop    string
+	stop    string       // the stop rule's reason, for the hub core at its next flush
+	stopper *hub.Stopper // the scenario's stop rule: iterations, patience, target
 	events  int
 	err     error
 	air     int64       // ns of airtime of pushes and merged gradients
@@ -162,7 +163,12 @@ func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Opt
 	r.paramCount = net.NumParams()
 	cfg := hub.DefaultConfig()
 	cfg.GlobalBatch = sc.GlobalBatch
-	cfg.Iterations = uint64(r.iterations())
+	r.stopper = hub.NewStopper(hub.StopRule{Iterations: uint64(r.iterations()), EvalEvery: sc.EvalEvery,
+		Patience: sc.Patience, Target: sc.Target})
+	if err := r.stopper.Rule().Validate(); err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	cfg.Iterations = r.stopper.Rule().Iterations
 	cfg.MaxWorkers = len(r.phones)
 	cfg.MinWorkers = 0
 	for _, p := range r.phones {

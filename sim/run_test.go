@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -249,3 +250,23 @@ func TestCheckerCatches(t *testing.T) {
 }
 
 func almost(a, b, tol float64) bool { return math.Abs(a-b) <= tol*math.Abs(b) }
+
+// TestPatienceStopsASimulatedRun: hub.StopRule's patience, the rule
+// cmd/hub's --patience applies, ends a simulated run too. With a learning
+// rate too small to move the test loss by MinImprovement, the first
+// evaluation sets the best and the next two are stale: patience 2 stops the
+// run at the third, iteration 6 of 40, with cmd/hub's reason.
+func TestPatienceStopsASimulatedRun(t *testing.T) {
+	rep := simulate(t, "paper-table1", Options{}, func(sc *Scenario) {
+		sc.Policies, sc.Primary, sc.Iterations, sc.EvalEvery, sc.Patience, sc.Target = []string{"fixed"}, "fixed", 40, 2, 2, 0
+		sc.LR = 1e-9
+	})
+	r := rep.Run("fixed")
+	if r.Iterations != 6 || len(r.Curve) != 3 {
+		t.Fatalf("stopped after %d iterations with %d evaluations, want 6 and 3", r.Iterations, len(r.Curve))
+	}
+	want := "converged: held-out loss has not improved for 2 evaluations at iteration 6"
+	if !slices.ContainsFunc(r.Log, func(l string) bool { return strings.Contains(l, want) }) {
+		t.Errorf("log %q does not say %q", r.Log, want)
+	}
+}

@@ -40,6 +40,10 @@ type Scenario struct {
 	EvalEvery int
 	// Target is the test accuracy a run stops at (0: run all Iterations).
 	Target float64
+	// Patience stops a run once the test loss has not improved for so
+	// many evaluations in a row (0: off), as cmd/hub's --patience does on
+	// its held-out set: both apply hub.StopRule.
+	Patience int
 	// Iterations caps every run.
 	Iterations int
 	// GlobalBatch is the samples per iteration, summed over the workers;
@@ -350,15 +354,12 @@ func (sc *Scenario) set(key string, args []string) error {
 			sc.Seed, err = strconv.ParseUint(v, 10, 64)
 		}
 		return err
-	case "batch", "iterations":
+	case "batch", "iterations", "patience":
 		v, err := one(args)
 		if err != nil {
 			return fmt.Errorf("%s: %w", key, err)
 		}
-		dst := &sc.GlobalBatch
-		if key == "iterations" {
-			dst = &sc.Iterations
-		}
+		dst := map[string]*int{"batch": &sc.GlobalBatch, "iterations": &sc.Iterations, "patience": &sc.Patience}[key]
 		return intTo(dst)(v)
 	case "target":
 		v, err := one(args)
@@ -542,6 +543,8 @@ func (sc *Scenario) Validate() error {
 		return bad("eval every %d on %d test images", sc.EvalEvery, sc.TestImages)
 	case sc.Target < 0 || sc.Target > 1:
 		return bad("target %v, want an accuracy in [0, 1]", sc.Target)
+	case sc.Patience < 0:
+		return bad("patience %d, want 0 (off) or more evaluations", sc.Patience)
 	case sc.Optimizer != "sgd" && sc.Optimizer != "adam":
 		return bad("optimizer %q, want sgd or adam", sc.Optimizer)
 	case !(sc.LR > 0):

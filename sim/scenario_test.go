@@ -44,6 +44,7 @@ batch 32
 network bandwidth=300Mbit latency=5ms medium=links
 optimizer adam lr=0.002
 eval every=5 test=200
+patience 4
 policies solo adaptive-park
 profile slow step=4s source=guess
 device slow count=2 jitter=0.1 throttle-after=30s throttle=0.5
@@ -57,7 +58,7 @@ fault at=20s leave=slow-1
 	switch {
 	case sc.Seed != 9 || sc.GlobalBatch != 32 || sc.Network.Bandwidth != 300e6 || sc.Network.Latency != 5*time.Millisecond,
 		sc.Network.Medium != "links" || sc.Optimizer != "adam" || sc.LR != 0.002 || sc.EvalEvery != 5 || sc.TestImages != 200,
-		sc.Primary != "adaptive-park" || len(sc.Devices) != 3 || sc.Devices[1].Name != "slow-2" || !sc.Devices[2].Absent,
+		sc.Primary != "adaptive-park" || sc.Patience != 4 || len(sc.Devices) != 3 || sc.Devices[1].Name != "slow-2" || !sc.Devices[2].Absent,
 		sc.Devices[0].ThrottleAfter != 30*time.Second || sc.Devices[0].Throttle != 0.5 || len(sc.Faults) != 2 || !sc.Faults[1].Leave:
 		t.Fatalf("parsed %+v", sc)
 	}
@@ -77,6 +78,7 @@ fault at=20s leave=slow-1
 		{"throttle above 1", "name t\ndevice nexus-6p throttle=2\n", "throttle"},
 		{"all absent", "name t\ndevice nexus-6p absent\n", "absent"},
 		{"medium", base + "network medium=carrier-pigeon\n", "medium"},
+		{"negative patience", base + "patience -1\n", "patience -1"},
 	}
 	for _, tc := range cases {
 		_, err := ParseScenario(strings.NewReader(tc.text))

@@ -2,13 +2,14 @@ package main
 
 import (
 	"io"
-	"math"
 	"strings"
 	"testing"
+
+	"github.com/cotrain/cotrain/hub"
 )
 
 func TestPatienceStopsWhenHeldOutLossStalls(t *testing.T) {
-	p := &progress{c: config{patience: 2}, best: math.Inf(1)}
+	p := &progress{stop: hub.NewStopper(hub.StopRule{Patience: 2, EvalEvery: 1})}
 	for i, tc := range []struct {
 		loss float64
 		stop bool
@@ -18,8 +19,8 @@ func TestPatienceStopsWhenHeldOutLossStalls(t *testing.T) {
 		{0.71, false}, // 1 stale
 		{0.70, true},  // 2 stale: patience 2 reached
 	} {
-		if got := p.heldOut(uint64(i), 0.5, tc.loss); got != tc.stop {
-			t.Fatalf("evaluation %d (loss %v): stop %v, want %v (best %v, stale %d)", i, tc.loss, got, tc.stop, p.best, p.stale)
+		if got := p.heldOut(uint64(i), 0.5, tc.loss) != ""; got != tc.stop {
+			t.Fatalf("evaluation %d (loss %v): stop %v, want %v (best %v, stale %d)", i, tc.loss, got, tc.stop, p.stop.Best(), p.stop.Stale())
 		}
 	}
 }

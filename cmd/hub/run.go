@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -185,7 +184,8 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		}
 	}
 
-	p := &progress{c: c, bus: bus, start: time.Now(), best: math.Inf(1)}
+	stop := hub.NewStopper(hub.StopRule{Iterations: iterations, EvalEvery: c.evalEvery, Patience: c.patience})
+	p := &progress{c: c, bus: bus, start: time.Now(), stop: stop}
 	d := &hub.Driver{Core: core, Listener: ln, Tick: c.tick, Log: log, Watch: bus}
 	val := solver.NewTrainer(net, nil, nil)
 	// With a dashboard and no --patience, test accuracy is measured on a
@@ -212,10 +212,10 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 			if c.checkpointEvery > 0 && (e.Iteration+1)%uint64(c.checkpointEvery) == 0 {
 				checkpoint()
 			}
-			if c.patience > 0 && (e.Iteration+1)%uint64(c.evalEvery) == 0 {
+			if c.patience > 0 && stop.Due(e.Iteration+1) {
 				acc, loss := val.Evaluate(firstN{ds.Test, heldOut}, 500)
-				if p.heldOut(e.Iteration+1, acc, loss) {
-					d.RequestStop(fmt.Sprintf("converged: held-out loss has not improved for %d evaluations", c.patience))
+				if why := p.heldOut(e.Iteration+1, acc, loss); why != "" {
+					d.RequestStop(why)
 				}
 			}
 			if ev != nil && (e.Iteration+1)%uint64(c.evalEvery) == 0 {
@@ -263,9 +263,8 @@ type progress struct {
 	bus     *watch.Bus
 	start   time.Time
 	samples int
-	best    float64
-	stale   int
-	refused int // inputs the core refused (each also logged)
+	stop    *hub.Stopper // the run's stop rule: --patience on the held-out loss
+	refused int          // inputs the core refused (each also logged)
 	// Gradient payload bytes of the iterations merged (EventMerged).
 	bytesUp, bytesDown int64
 	merges             int
@@ -284,16 +283,13 @@ func (p *progress) merged(e hub.Event) {
 	p.bytesUp, p.bytesDown, p.merges = p.bytesUp+e.BytesUp, p.bytesDown+e.BytesDown, p.merges+1
 }
 
-// heldOut records an evaluation and reports whether patience ran out.
-func (p *progress) heldOut(iter uint64, acc, loss float64) bool {
-	if loss < p.best-1e-4 {
-		p.best, p.stale = loss, 0
-	} else {
-		p.stale++
-	}
-	best, stale := p.best, p.stale
+// heldOut records an evaluation with the run's stop rule, publishes it,
+// and returns why the run should stop ("" to go on).
+func (p *progress) heldOut(iter uint64, acc, loss float64) string {
+	why := p.stop.Observe(acc, loss)
+	best, stale := p.stop.Best(), p.stop.Stale()
 	p.bus.Publish(watch.KindEval, &watch.Eval{Iteration: iter, Samples: heldOut, Loss: loss, Accuracy: acc, Best: &best, Stale: &stale})
-	return p.stale >= p.c.patience
+	return why
 }
 
 // short abbreviates a libp2p peer id for progress lines.
