@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/solver"
@@ -74,6 +75,14 @@ type Layer struct {
 	Op     string    `json:"op,omitempty"`     // binary: Add, Sub, Mul, Div
 	Const  []float32 `json:"const,omitempty"`  // binary: the constant operand (not trained)
 	First  bool      `json:"first,omitempty"`  // binary: the constant is the left operand
+
+	// Activation parameters (gpu.Act). A clip bound that is absent is
+	// none (-Inf or +Inf). Softmax uses Dims (absent: C×H×W) and Axes, the
+	// contiguous axes it normalises over together.
+	Alpha float32  `json:"alpha,omitempty"` // hardsigmoid, leakyrelu
+	Beta  float32  `json:"beta,omitempty"`  // hardsigmoid
+	Min   *float32 `json:"min,omitempty"`   // clip
+	Max   *float32 `json:"max,omitempty"`   // clip
 }
 
 // Describe turns layers (set up or not) into their description. A layer
@@ -113,7 +122,14 @@ func Describe(nodes []solver.Node) ([]Layer, error) {
 			d.Op, d.Dims, d.Dims2, d.Const, d.First = l.Op.String(), l.A, l.B, l.Const, l.ConstFirst
 		case *solver.Reduce:
 			d.Dims, d.Axes, d.Mean = l.In, l.Axes, l.Mean
-		case *solver.Activation, *solver.Flatten, *solver.Add, *solver.Concat:
+		case *solver.Activation:
+			describeAct(&d, l.Act)
+		case *solver.Softmax:
+			d.Dims = l.Dims
+			for a := l.First; a <= l.Last; a++ {
+				d.Axes = append(d.Axes, a)
+			}
+		case *solver.Flatten, *solver.Add, *solver.Concat:
 		default:
 			return nil, fmt.Errorf("%w: layer %s of kind %s has no description", ErrGraph, d.Name, d.Kind)
 		}
@@ -154,6 +170,18 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 			l = solver.NewReLU(d.Name)
 		case "relu6":
 			l = solver.NewReLU6(d.Name)
+		case "sigmoid", "tanh", "hardswish", "hardsigmoid", "leakyrelu", "clip":
+			l = solver.NewActivation(d.Name, graphAct(d))
+		case "softmax":
+			if len(d.Axes) == 0 {
+				return nil, fmt.Errorf("%w: layer %d (%s): softmax without axes", ErrGraph, i, d.Name)
+			}
+			for k := 1; k < len(d.Axes); k++ {
+				if d.Axes[k] != d.Axes[k-1]+1 {
+					return nil, fmt.Errorf("%w: layer %d (%s): softmax axes %v are not contiguous", ErrGraph, i, d.Name, d.Axes)
+				}
+			}
+			l = solver.NewSoftmax(d.Name, d.Dims, d.Axes[0], d.Axes[len(d.Axes)-1])
 		case "batchnorm":
 			l = solver.NewBatchNorm(d.Name, d.Eps, d.Momentum)
 		case "dropout":
@@ -196,6 +224,49 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 
 // binOps are the binary layer's operations by name.
 var binOps = map[string]gpu.BinOp{"Add": gpu.BinAdd, "Sub": gpu.BinSub, "Mul": gpu.BinMul, "Div": gpu.BinDiv}
+
+// describeAct writes a's parameters into d (ReLU, ReLU6, Sigmoid, Tanh and
+// HardSwish have none).
+func describeAct(d *Layer, a gpu.Act) {
+	switch a.Kind {
+	case gpu.KindHardSigmoid:
+		d.Alpha, d.Beta = a.Alpha, a.Beta
+	case gpu.KindLeakyReLU:
+		d.Alpha = a.Alpha
+	case gpu.KindClip:
+		if !math.IsInf(float64(a.Alpha), -1) {
+			d.Min = &a.Alpha
+		}
+		if !math.IsInf(float64(a.Beta), 1) {
+			d.Max = &a.Beta
+		}
+	}
+}
+
+// graphAct is the activation of a description of one of the kinds that
+// take parameters; the layer's Setup validates them.
+func graphAct(d Layer) gpu.Act {
+	switch d.Kind {
+	case "sigmoid":
+		return gpu.Sigmoid
+	case "tanh":
+		return gpu.Tanh
+	case "hardswish":
+		return gpu.HardSwish
+	case "hardsigmoid":
+		return gpu.HardSigmoid(d.Alpha, d.Beta)
+	case "leakyrelu":
+		return gpu.LeakyReLU(d.Alpha)
+	}
+	lo, hi := float32(math.Inf(-1)), float32(math.Inf(1))
+	if d.Min != nil {
+		lo = *d.Min
+	}
+	if d.Max != nil {
+		hi = *d.Max
+	}
+	return gpu.Clip(lo, hi)
+}
 
 // EncodeGraph returns the compact JSON of layers for File.Meta under
 // MetaGraph. A description longer than a weight file's string limit (64 KiB,

@@ -251,11 +251,12 @@ def acts():
     case("clip_max", "clip", {"hi": 0.25, "no_lo": True}, Fn(lambda x: torch.clamp(x, max=0.25)), [2, 3, 4, 4], 320, 2)
     # Softmax over the channels (opset 13's axis=1 on N×C×H×W), over a
     # vector's classes, over H alone, and opset 11's axis=1 on N×C×H×W
-    # (the input flattened to N×(C·H·W)).
-    case("softmax_channels", "softmax", {"first": 1, "last": 1}, nn.Softmax(dim=1), [2, 5, 3, 3], 321, 3)
-    case("softmax_vector", "softmax", {"first": 1, "last": 1}, nn.Softmax(dim=1), [3, 10], 322, 3)
-    case("softmax_height", "softmax", {"first": 2, "last": 2}, nn.Softmax(dim=2), [2, 3, 4, 5], 323, 3)
-    case("softmax_flat", "softmax", {"first": 1, "last": 3},
+    # (the input flattened to N×(C·H·W)). Axes count from 0 after the
+    # batch, as solver.Softmax's First and Last.
+    case("softmax_channels", "softmax", {"first": 0, "last": 0}, nn.Softmax(dim=1), [2, 5, 3, 3], 321, 3)
+    case("softmax_vector", "softmax", {"first": 0, "last": 0}, nn.Softmax(dim=1), [3, 10], 322, 3)
+    case("softmax_height", "softmax", {"first": 1, "last": 1}, nn.Softmax(dim=2), [2, 3, 4, 5], 323, 3)
+    case("softmax_flat", "softmax", {"first": 0, "last": 2},
          Fn(lambda x: x.flatten(1).softmax(1).reshape(x.shape)), [2, 3, 2, 2], 324, 3)
 
 

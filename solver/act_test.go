@@ -20,10 +20,16 @@ func TestActivationGrads(t *testing.T) {
 		})
 	}
 	for _, sm := range []struct {
+		dims        []int
 		first, last int
 		in          Shape
-	}{{1, 1, Shape{5, 3, 3}}, {1, 1, Shape{10, 1, 1}}, {2, 2, Shape{3, 4, 5}}, {3, 3, Shape{2, 3, 4}}, {1, 3, Shape{3, 2, 2}}, {2, 3, Shape{2, 3, 3}}} {
-		checkGrads(t, NewSoftmax("softmax", sm.first, sm.last), sm.in, 2, 1e-2)
+	}{
+		{nil, 0, 0, Shape{5, 3, 3}}, {nil, 0, 0, Shape{10, 1, 1}}, {nil, 1, 1, Shape{3, 4, 5}}, {nil, 2, 2, Shape{2, 3, 4}},
+		{nil, 0, 2, Shape{3, 2, 2}}, {nil, 1, 2, Shape{2, 3, 3}},
+		{[]int{2, 3, 2, 2}, 1, 1, Shape{6, 2, 2}}, // a grouped view of the channels
+		{[]int{12}, 0, 0, Shape{3, 2, 2}},         // a flattened image
+	} {
+		checkGrads(t, NewSoftmax("softmax", sm.dims, sm.first, sm.last), sm.in, 2, 1e-2)
 	}
 }
 
@@ -38,7 +44,7 @@ func TestActivationNetGrads(t *testing.T) {
 		NewActivation("hs", gpu.HardSwish),
 		NewConv2D("c2", ConvConfig{Out: 3, KH: 3, PadH: 1, PadW: 1}),
 		NewActivation("sig", gpu.Sigmoid),
-		NewSoftmax("sm", 1, 1),
+		NewSoftmax("sm", nil, 0, 0),
 		NewActivation("tanh", gpu.Tanh),
 		NewLinear("fc", 2),
 	))
@@ -67,7 +73,7 @@ func TestActivationSharing(t *testing.T) {
 			ls = append(ls, NewConv2D("c"+a.String()+string(rune('a'+i)), ConvConfig{Out: 4, KH: 3, PadH: 1, PadW: 1}),
 				NewActivation(a.String()+string(rune('a'+i)), a))
 		}
-		ls = append(ls, NewSoftmax("sm", 1, 1), NewLinear("fc", 3))
+		ls = append(ls, NewSoftmax("sm", nil, 0, 0), NewLinear("fc", 3))
 		n, err := NewNet(gpu.NewCPU(), Shape{2, 5, 5}, chain(ls...))
 		if err != nil {
 			t.Fatal(err)
@@ -88,9 +94,10 @@ func TestActivationSetupErrors(t *testing.T) {
 		NewActivation("bad_clip", gpu.Clip(3, 1)),
 		NewActivation("bad_leaky", gpu.LeakyReLU(float32(math.NaN()))),
 		NewActivation("bad_kind", gpu.Act{}),
-		NewSoftmax("bad_axes", 2, 1),
-		NewSoftmax("bad_axis0", 0, 1),
-		NewSoftmax("bad_axis4", 1, 4),
+		NewSoftmax("bad_axes", nil, 2, 1),
+		NewSoftmax("bad_negative", nil, -1, 1),
+		NewSoftmax("bad_axis3", nil, 1, 3),
+		NewSoftmax("bad_dims", []int{5, 5}, 0, 0),
 	} {
 		_, err := l.Setup([]Shape{{3, 4, 4}})
 		if err == nil || !strings.Contains(err.Error(), l.Name()) {

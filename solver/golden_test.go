@@ -364,7 +364,9 @@ func goldenClip(c goldenConfig) gpu.Act {
 	return gpu.Clip(lo, hi)
 }
 
-func goldenSoftmax(c goldenConfig) solver.Layer { return solver.NewSoftmax("softmax", c.First, c.Last) }
+func goldenSoftmax(c goldenConfig) solver.Layer {
+	return solver.NewSoftmax("softmax", nil, c.First, c.Last)
+}
 
 func goldenBN(c goldenConfig) solver.Layer { return solver.NewBatchNorm("bn", c.Eps, c.Momentum) }
 

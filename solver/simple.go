@@ -126,20 +126,24 @@ func (a *Activation) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []g
 	p.B.ActivateBackward(a.Act, din[0], dout, t)
 }
 
-// Softmax is the softmax over the per-sample axes First..Last (1 is C, 2 H,
-// 3 W) taken together: ONNX's Softmax at opset 13 and later is one axis
-// (First == Last), before opset 13 the input flattened to 2-D at the axis
-// (Last = 3). Over the classes of a vector (C×1×1) it is First = Last = 1.
+// Softmax is the softmax over the per-sample axes First..Last taken
+// together, of the input read with logical per-sample dims Dims (as the
+// structural layers read theirs, shape_ops.go; nil is the input's C×H×W)
+// and axes counted from 0 after the batch. ONNX's Softmax at opset 13 and
+// later is one axis (First == Last); before opset 13 it is the input
+// flattened to 2-D at the axis (Last the last axis). Over the channels of
+// an image First = Last = 0, and so over a vector's classes.
 type Softmax struct {
 	Base
+	Dims        []int
 	First, Last int
 
 	outer, c, inner int // per sample, from Setup
 }
 
-// NewSoftmax returns a softmax over axes first..last (1..3: C, H, W).
-func NewSoftmax(name string, first, last int) *Softmax {
-	return &Softmax{Base: Base{LayerName: name}, First: first, Last: last}
+// NewSoftmax returns a softmax over axes first..last of dims (nil: C×H×W).
+func NewSoftmax(name string, dims []int, first, last int) *Softmax {
+	return &Softmax{Base: Base{LayerName: name}, Dims: dims, First: first, Last: last}
 }
 
 // Kind implements Layer.
@@ -151,19 +155,25 @@ func (s *Softmax) Setup(in []Shape) (Shape, error) {
 	if err != nil {
 		return Shape{}, err
 	}
-	if s.First < 1 || s.Last > 3 || s.First > s.Last {
-		return Shape{}, fmt.Errorf("solver: softmax %s: axes %d..%d, want 1 <= first <= last <= 3 (C, H, W)", s.LayerName, s.First, s.Last)
+	dims := s.Dims
+	if dims == nil {
+		dims = []int{x.C, x.H, x.W}
+	} else if err := checkDims("softmax", s.LayerName, dims, x); err != nil {
+		return Shape{}, err
 	}
-	dims := [4]int{1, x.C, x.H, x.W}
+	if s.First < 0 || s.Last >= len(dims) || s.First > s.Last {
+		return Shape{}, fmt.Errorf("solver: softmax %s: axes %d..%d of dims %v, want 0 <= first <= last < %d",
+			s.LayerName, s.First, s.Last, dims, len(dims))
+	}
 	s.outer, s.c, s.inner = 1, 1, 1
-	for i := 1; i <= 3; i++ {
+	for i, d := range dims {
 		switch {
 		case i < s.First:
-			s.outer *= dims[i]
+			s.outer *= d
 		case i <= s.Last:
-			s.c *= dims[i]
+			s.c *= d
 		default:
-			s.inner *= dims[i]
+			s.inner *= d
 		}
 	}
 	return x, nil
