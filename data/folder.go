@@ -68,25 +68,10 @@ func LoadImageFolder(dir string, opt FolderOptions) (*Images, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries, err := os.ReadDir(dir)
+	names, err := FolderClasses(dir)
 	if err != nil {
-		return nil, fmt.Errorf("data: folder: %w", err)
+		return nil, err
 	}
-	var names []string
-	for _, e := range entries {
-		switch {
-		case strings.HasPrefix(e.Name(), "."):
-		case e.IsDir():
-			names = append(names, e.Name())
-		default:
-			return nil, errorf(ErrInvalid, "data: folder: %s is not in a class sub-folder",
-				filepath.Join(dir, e.Name()))
-		}
-	}
-	if len(names) == 0 {
-		return nil, errorf(ErrInvalid, "data: folder: %s has no class sub-folders", dir)
-	}
-	sort.Strings(names)
 	size := opt.C * opt.H * opt.W
 	var pix []uint8
 	var labels []int32
@@ -119,6 +104,33 @@ func LoadImageFolder(dir string, opt FolderOptions) (*Images, error) {
 		return nil, errorf(ErrInvalid, "data: folder: %s holds no images", dir)
 	}
 	return NewImages(pix, labels, opt.C, opt.H, opt.W, len(names), mean, std, names)
+}
+
+// FolderClasses returns the class names of an image folder laid out as
+// LoadImageFolder reads it: its sub-folder names, sorted by bytes, skipping
+// names that start with '.'. It reads only the folder itself, not the
+// images. A file directly in dir, or no sub-folder at all, is an error.
+func FolderClasses(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("data: folder: %w", err)
+	}
+	var names []string
+	for _, e := range entries {
+		switch {
+		case strings.HasPrefix(e.Name(), "."):
+		case e.IsDir():
+			names = append(names, e.Name())
+		default:
+			return nil, errorf(ErrInvalid, "data: folder: %s is not in a class sub-folder",
+				filepath.Join(dir, e.Name()))
+		}
+	}
+	if len(names) == 0 {
+		return nil, errorf(ErrInvalid, "data: folder: %s has no class sub-folders", dir)
+	}
+	sort.Strings(names)
+	return names, nil
 }
 
 // loadImageFile decodes the PNG or JPEG at path into dst (c×h×w bytes).

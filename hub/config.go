@@ -25,6 +25,7 @@ var (
 	ErrNonFinite   = errors.New("hub: non-finite value in a push")
 	ErrFull        = errors.New("hub: the run takes no more workers")
 	ErrNotAllowed  = errors.New("hub: peer not on the allowlist")
+	ErrClasses     = errors.New("hub: worker's classes differ from the model's")
 	ErrDone        = errors.New("hub: the run is over")
 )
 

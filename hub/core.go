@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
@@ -16,9 +17,17 @@ import (
 // workers.
 type Model struct {
 	// Name and Config name the architecture (models.Build); workers build
-	// the same network from them.
+	// the same network from them. Name may be models.GraphModel: Meta then
+	// holds the layers.
 	Name   string
 	Config models.Config
+	// Meta holds the entries that define the model beyond Name and Config
+	// (models.DefiningMeta): an imported model's graph, its class names and
+	// input normalisation. The Welcome carries them. When they name the
+	// classes, a worker must register with the same list (wire.Register
+	// Classes): one whose list differs is refused with a Reject
+	// wire.CodeClasses that names the missing and extra classes.
+	Meta [][2]string
 	// Trainer holds the master network with its weights initialised or
 	// loaded, its optimizer (Opt) and schedule (Sched). Trainer.Iter is the
 	// iteration the run starts (or resumes) at. The core owns the trainer
@@ -64,6 +73,7 @@ type Core struct {
 	tr      *solver.Trainer
 	session wire.Session
 	mcfg    []byte
+	labels  []string // the model's class names; nil: workers' classes are not checked
 
 	phase phase
 	iter  uint64 // the iteration open (or to open): always uint64(tr.Iter)
@@ -93,12 +103,22 @@ func NewCore(cfg Config, m Model) (*Core, error) {
 	if tr.Iter < 0 {
 		return nil, fmt.Errorf("%w: trainer at iteration %d", ErrConfig, tr.Iter)
 	}
-	if _, err := models.Lookup(m.Name); err != nil {
+	if _, err := models.Lookup(m.Name); err != nil && m.Name != models.GraphModel {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	mcfg, err := state.EncodeModel(m.Config, m.Meta)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	var labels []string
+	if models.MetaValue(m.Meta, models.MetaLabels) != "" {
+		if labels, _, err = models.Labels(m.Meta, tr.Net.Out.Size()); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+	}
 	c := &Core{
-		cfg: cfg, model: m, tr: tr,
-		mcfg:  state.EncodeConfig(m.Config),
+		cfg: cfg, model: m, tr: tr, labels: labels,
+		mcfg:  mcfg,
 		iter:  uint64(tr.Iter),
 		peers: map[string]*peer{},
 		acc:   make([]float64, mergeBlock),
@@ -241,6 +261,11 @@ func (c *Core) register(from string, m *wire.Register) error {
 			Message: fmt.Sprintf("the run has its %d workers", c.cfg.MaxWorkers)})
 		return fmt.Errorf("%w: %d workers", ErrFull, c.cfg.MaxWorkers)
 	}
+	if c.labels != nil && !slices.Equal(m.Classes, c.labels) {
+		msg := classDiff(c.labels, m.Classes)
+		c.send(from, &wire.Reject{Code: wire.CodeClasses, Message: msg})
+		return fmt.Errorf("%w: %q: %s", ErrClasses, from, msg)
+	}
 	speed := m.Speed
 	if math.IsNaN(speed) || math.IsInf(speed, 0) || speed < 0 {
 		speed = 0
@@ -267,6 +292,26 @@ func (c *Core) register(from string, m *wire.Register) error {
 		c.resendParts(p.id)
 	}
 	return nil
+}
+
+// classDiff says, for a person, how a worker's classes differ from the
+// model's.
+func classDiff(model, worker []string) string {
+	if len(worker) == 0 {
+		return fmt.Sprintf("the model's classes are %s; this worker sent none (a worker from before class lists?)", strings.Join(model, ", "))
+	}
+	missing, extra, order := models.LabelDiff(model, worker)
+	var parts []string
+	if len(extra) > 0 {
+		parts = append(parts, "extra classes "+strings.Join(extra, ", ")+" (not in the model)")
+	}
+	if len(missing) > 0 {
+		parts = append(parts, "missing classes "+strings.Join(missing, ", "))
+	}
+	if order {
+		parts = append(parts, "the same classes in another order")
+	}
+	return "this worker's data has other classes than the model's (" + strings.Join(model, ", ") + "): " + strings.Join(parts, "; ")
 }
 
 func (c *Core) push(p *peer, m *wire.Push) error {

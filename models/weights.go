@@ -462,26 +462,33 @@ func (f *File) Check(model string) error {
 // the layers stored in its Meta (FileNodes). The network's output must have
 // as many values as the file's config has classes.
 func (f *File) Build(b gpu.Backend) (*solver.Net, error) {
-	var net *solver.Net
-	if f.Model != GraphModel {
-		var err error
-		if net, err = Build(b, f.Model, f.Config); err != nil {
-			return nil, err
-		}
-	} else {
-		c, nodes, err := FileNodes(f)
-		if err != nil {
-			return nil, err
-		}
-		if net, err = solver.NewNet(b, c.Input, nodes); err != nil {
-			return nil, fmt.Errorf("models: %s: %w", GraphModel, err)
-		}
-		if net.Out.Size() != c.Classes {
-			return nil, fmt.Errorf("%w: the graph outputs %v, the file says %d classes", ErrModelMismatch, net.Out, c.Classes)
-		}
+	net, err := f.Net(b)
+	if err != nil {
+		return nil, err
 	}
 	if err := f.Apply(net, nil); err != nil {
 		return nil, err
+	}
+	return net, nil
+}
+
+// Net makes the file's network on b as Build does, without loading any
+// weights (they are zero): f needs only its Model, Config and Meta. It is
+// how a worker builds the model a hub describes.
+func (f *File) Net(b gpu.Backend) (*solver.Net, error) {
+	if f.Model != GraphModel {
+		return Build(b, f.Model, f.Config)
+	}
+	c, nodes, err := FileNodes(f)
+	if err != nil {
+		return nil, err
+	}
+	net, err := solver.NewNet(b, c.Input, nodes)
+	if err != nil {
+		return nil, fmt.Errorf("models: %s: %w", GraphModel, err)
+	}
+	if net.Out.Size() != c.Classes {
+		return nil, fmt.Errorf("%w: the graph outputs %v, the file says %d classes", ErrModelMismatch, net.Out, c.Classes)
 	}
 	return net, nil
 }

@@ -106,6 +106,11 @@ type Session struct {
 	Iterations uint64   `json:"iterations,omitempty"`  // planned (0: until a stopping rule fires)
 	MinWorkers int      `json:"min_workers,omitempty"`
 	Iteration  uint64   `json:"iteration"` // where the run starts (a resumed one later than 0)
+	// Classes names the model's classes (the hub's data defines them);
+	// Params and Trainable count its parameters and those that learn.
+	Classes   []string `json:"classes,omitempty"`
+	Params    int      `json:"params,omitempty"`
+	Trainable int      `json:"trainable,omitempty"`
 }
 
 // Progress is one closed iteration: what the hub merged, and what each

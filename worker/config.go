@@ -28,14 +28,17 @@ type Config struct {
 	Name string
 	// Hub is the hub's peer id: Step refuses messages from any other.
 	Hub string
-	// Device, Backend, Shard, Speed and Info go into the Register message
-	// (see wire.Register). Speed, in samples per second, sizes the first
-	// batch under the hub's adaptive policy; 0 means unknown.
+	// Device, Backend, Shard, Speed, Info and Classes go into the Register
+	// message (see wire.Register). Speed, in samples per second, sizes the
+	// first batch under the hub's adaptive policy; 0 means unknown. Classes
+	// names the classes of the worker's data, by label: a hub whose model
+	// names its classes refuses a worker whose list differs.
 	Device  string
 	Backend string
 	Shard   string
 	Speed   float64
 	Info    map[string]string
+	Classes []string
 }
 
 // DefaultConfig returns a config that talks to a hub named "hub".

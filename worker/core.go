@@ -71,7 +71,7 @@ func NewCore(cfg Config, b gpu.Backend) (*Core, error) {
 	}
 	c := &Core{cfg: cfg, b: b, id: cfg.Name}
 	c.send(&wire.Register{Device: cfg.Device, Backend: cfg.Backend, Speed: cfg.Speed,
-		Shard: cfg.Shard, Info: cfg.Info})
+		Shard: cfg.Shard, Info: cfg.Info, Classes: cfg.Classes})
 	return c, nil
 }
 
@@ -96,14 +96,15 @@ func (c *Core) Iteration() uint64 { return c.iter }
 // calls its Gradient for a ComputeRequest and otherwise only reads it.
 func (c *Core) Trainer() *solver.Trainer { return c.tr }
 
-// Model returns the model name and config of the hub's Welcome (zero
-// before it).
-func (c *Core) Model() (string, models.Config) {
+// Model returns the model name, config and defining meta (an imported
+// model's graph, class names, input normalisation: models.DefiningMeta) of
+// the hub's Welcome (zero before it).
+func (c *Core) Model() (string, models.Config, [][2]string) {
 	if c.mcfg == nil {
-		return c.model, models.Config{}
+		return c.model, models.Config{}, nil
 	}
-	cfg, _ := state.DecodeConfig(c.mcfg) // decoded once already when the model was built
-	return c.model, cfg
+	cfg, meta, _ := state.DecodeModel(c.mcfg) // decoded once already when the model was built
+	return c.model, cfg, meta
 }
 
 // Mismatches returns how many times the weights' hash after a step differed
@@ -243,11 +244,11 @@ func (c *Core) welcome(m *wire.Welcome) error {
 }
 
 func (c *Core) build(m *wire.Welcome) error {
-	mc, err := state.DecodeConfig(m.ModelConfig)
+	mc, meta, err := state.DecodeModel(m.ModelConfig)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrModel, err)
 	}
-	net, err := models.Build(c.b, m.Model, mc)
+	net, err := (&models.File{Model: m.Model, Config: mc, Meta: meta}).Net(c.b)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrModel, err)
 	}

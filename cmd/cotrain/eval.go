@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -44,9 +45,16 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	ds, err := cli.LoadData(*dataSpec, net.In, cls, 1)
+	norm, _, err := f.InputNorm()
+	if err != nil {
+		return fmt.Errorf("%s: %w", *weights, err)
+	}
+	ds, err := cli.LoadData(*dataSpec, net.In, norm, cls, 1)
 	if err != nil {
 		return err
+	}
+	if err := fitsData(f, ds, *dataSpec); err != nil {
+		return fmt.Errorf("%s: %w", *weights, err)
 	}
 	acc, loss := solver.NewTrainer(net, nil, nil).Evaluate(ds.Test, *batch)
 	if *asJSON {
@@ -73,16 +81,24 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *weights == "" || len(inputs) == 0 {
 		return fmt.Errorf("%w: predict needs --weights and at least one --input", errUsage)
 	}
-	_, net, release, err := loadNet(*weights, *device, *fp16, stderr)
+	f, net, release, err := loadNet(*weights, *device, *fp16, stderr)
 	if err != nil {
 		return err
 	}
 	defer release()
+	labels, _, err := f.Labels()
+	if err != nil {
+		return fmt.Errorf("%s: %w", *weights, err)
+	}
+	norm, _, err := f.InputNorm()
+	if err != nil {
+		return fmt.Errorf("%s: %w", *weights, err)
+	}
 	tr := solver.NewTrainer(net, nil, nil)
 	ev := cli.NewEvents(stdout)
 	classes := net.Out.Size()
 	for _, path := range inputs {
-		x, n, err := loadInput(path, net.In)
+		x, n, err := loadInput(path, net.In, norm)
 		if err != nil {
 			return err
 		}
@@ -90,7 +106,7 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		net.B.Download(logits, tr.Logits(x, n))
 		for i := 0; i < n; i++ {
 			row := logits[i*classes : (i+1)*classes]
-			best := topK(softmax(row), *top)
+			best := topK(softmax(row), *top, labels)
 			name := path
 			if n > 1 {
 				name = fmt.Sprintf("%s[%d]", path, i)
@@ -103,7 +119,7 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			}
 			var parts []string
 			for _, b := range best {
-				parts = append(parts, fmt.Sprintf("%d (%.3f)", b.Class, b.Prob))
+				parts = append(parts, fmt.Sprintf("%s (%.3f)", b.Label, b.Prob))
 			}
 			fmt.Fprintf(stdout, "%s: %s\n", name, strings.Join(parts, ", "))
 		}
@@ -112,8 +128,8 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 // loadInput reads a .npy tensor (n×C×H×W or C×H×W, used as is) or an image
-// (resized and normalised as MNIST for one channel, to [-1, 1] for three).
-func loadInput(path string, in solver.Shape) ([]float32, int, error) {
+// (resized and normalised as the model's inputs are: norm).
+func loadInput(path string, in solver.Shape, norm models.Norm) ([]float32, int, error) {
 	if strings.EqualFold(filepath.Ext(path), ".npy") {
 		fh, err := os.Open(path)
 		if err != nil {
@@ -129,10 +145,7 @@ func loadInput(path string, in solver.Shape) ([]float32, int, error) {
 		}
 		return x, len(x) / in.Size(), nil
 	}
-	opt := data.FolderOptions{C: in.C, H: in.H, W: in.W}
-	if in.C == 1 {
-		opt.Mean, opt.Std = []float32{0.1307}, []float32{0.3081}
-	}
+	opt := data.FolderOptions{C: in.C, H: in.H, W: in.W, Mean: norm.Mean, Std: norm.Std}
 	x, err := data.LoadImage(path, opt)
 	if err != nil {
 		return nil, 0, err
@@ -140,9 +153,49 @@ func loadInput(path string, in solver.Shape) ([]float32, int, error) {
 	return x, 1, nil
 }
 
+// classProb is one of predict's top classes: its label number, name and
+// probability.
 type classProb struct {
 	Class int     `json:"class"`
+	Label string  `json:"label"`
 	Prob  float64 `json:"prob"`
+}
+
+// fitsData refuses to evaluate a model on data whose classes are not the
+// model's: a model that names its classes must see the same names in the
+// same order; one that does not (a file from before names were stored)
+// must have an output for every class of the data.
+func fitsData(f *models.File, ds *cli.Data, spec string) error {
+	names, named, err := f.Labels()
+	if err != nil {
+		return err
+	}
+	if !named {
+		if len(ds.Labels) > len(names) {
+			return fmt.Errorf("data %s has %d classes, the model has %d outputs", spec, len(ds.Labels), len(names))
+		}
+		return nil
+	}
+	if slices.Equal(names, ds.Labels) {
+		return nil
+	}
+	return fmt.Errorf("data %s has other classes than the model: %s", spec, labelDiff(names, ds.Labels))
+}
+
+// labelDiff says how the data's classes differ from the model's.
+func labelDiff(want, have []string) string {
+	missing, extra, order := models.LabelDiff(want, have)
+	var parts []string
+	if len(missing) > 0 {
+		parts = append(parts, "missing "+strings.Join(missing, ", "))
+	}
+	if len(extra) > 0 {
+		parts = append(parts, "extra "+strings.Join(extra, ", "))
+	}
+	if order {
+		parts = append(parts, "the same classes in another order")
+	}
+	return strings.Join(parts, "; ")
 }
 
 func softmax(v []float32) []float64 {
@@ -162,10 +215,11 @@ func softmax(v []float32) []float64 {
 	return out
 }
 
-func topK(p []float64, k int) []classProb {
+// topK returns the k most probable classes of p, named by labels.
+func topK(p []float64, k int, labels []string) []classProb {
 	out := make([]classProb, len(p))
 	for i, v := range p {
-		out[i] = classProb{i, v}
+		out[i] = classProb{i, labels[i], v}
 	}
 	sort.SliceStable(out, func(a, b int) bool { return out[a].Prob > out[b].Prob })
 	return out[:min(k, len(out))]

@@ -8,7 +8,6 @@ import (
 	"os"
 
 	"github.com/cotrain/cotrain/cmd/internal/cli"
-	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/models/onnx"
 )
@@ -17,9 +16,10 @@ import (
 // onnx-graph. It builds the result once before saving, so a file that is
 // written always loads.
 func runImport(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("import", stderr, "cotrain import --onnx FILE --out WEIGHTS [--json]")
+	fs := newFlags("import", stderr, "cotrain import --onnx FILE --out WEIGHTS [--normalize imagenet] [--json]")
 	in := fs.String("onnx", "", "ONNX model to read (required)")
 	out := fs.String("out", "", "weight file to write (required)")
+	normalize := fs.String("normalize", "", models.NormUsage+"; PyTorch models pretrained on ImageNet want imagenet")
 	asJSON := fs.Bool("json", false, "print one JSON line")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -27,18 +27,13 @@ func runImport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	if *in == "" || *out == "" {
 		return fmt.Errorf("%w: import needs --onnx and --out", errUsage)
 	}
-	fh, err := os.Open(*in)
+	f, net, err := cli.ImportONNX(*in, *normalize)
 	if err != nil {
 		return err
 	}
-	defer fh.Close()
-	f, err := onnx.Import(fh)
+	norm, _, err := f.InputNorm()
 	if err != nil {
-		return fmt.Errorf("%s: %w", *in, err)
-	}
-	net, err := f.Build(gpu.NewCPU())
-	if err != nil {
-		return fmt.Errorf("%s: %w", *in, err)
+		return err
 	}
 	if err := models.SaveFile(*out, f); err != nil {
 		return err
@@ -52,10 +47,10 @@ func runImport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	if *asJSON {
 		return cli.NewEvents(stdout).Emit("done", map[string]any{"weights": *out, "model": f.Model,
 			"input": net.In.String(), "classes": net.Out.Size(), "layers": len(net.Layers()),
-			"params": net.NumParams(), "notes": notes})
+			"params": net.NumParams(), "notes": notes, "mean": norm.Mean, "std": norm.Std})
 	}
-	fmt.Fprintf(stdout, "%s: %d layers, %d parameters, input %v, %d outputs -> %s\n",
-		*in, len(net.Layers()), net.NumParams(), net.In, net.Out.Size(), *out)
+	fmt.Fprintf(stdout, "%s: %d layers, %d parameters, input %v (normalised: %v), %d outputs -> %s\n",
+		*in, len(net.Layers()), net.NumParams(), net.In, norm, net.Out.Size(), *out)
 	for _, n := range notes {
 		fmt.Fprintf(stdout, "note: %s\n", n)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cotrain/cotrain/cmd/internal/chart"
@@ -22,6 +23,7 @@ import (
 // trainConfig is what train and finetune take.
 type trainConfig struct {
 	model, weights, dataSpec, classes, out, optimizer, schedule, trainLast, device string
+	normalize                                                                      string
 	epochs, iterations, batch, stepEvery, evalBatch                                int
 	lr, momentum, weightDecay, gamma                                               float64
 	nesterov, json                                                                 bool
@@ -37,12 +39,14 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer, fine
 	}
 	fs := newFlags(name, stderr, synopsis)
 	if finetune {
-		fs.StringVar(&c.weights, "weights", "", "weight file to start from (required)")
-		fs.StringVar(&c.trainLast, "train-last", "1", "train only the last N layers with parameters, or all")
+		fs.StringVar(&c.weights, "weights", "", "weight file or ONNX model (.onnx, imported as cotrain import does) to start from (required); "+
+			"when its last layer does not fit the data's classes, it is replaced by a new one")
+		fs.StringVar(&c.trainLast, "train-last", cli.TrainLastDefault, cli.TrainLastUsage)
 	} else {
-		fs.StringVar(&c.model, "model", "lenet5", "model: "+fmt.Sprint(models.Names()))
+		fs.StringVar(&c.model, "model", "lenet5", "model: "+fmt.Sprint(models.Names())+"; its head is sized to the data's classes")
+		fs.StringVar(&c.normalize, "normalize", "", models.NormUsage)
 	}
-	fs.StringVar(&c.dataSpec, "data", "mnist", `"mnist", a folder of MNIST IDX files, or an image folder (one subfolder per class)`)
+	fs.StringVar(&c.dataSpec, "data", "mnist", `"mnist", a folder of MNIST IDX files, or an image folder (one subfolder per class: the sorted subfolder names are the classes)`)
 	fs.StringVar(&c.classes, "classes", "", `train and test only on these labels, e.g. "0-4" or "5,7"`)
 	fs.IntVar(&c.epochs, "epochs", 1, "passes over the training data")
 	fs.IntVar(&c.iterations, "iterations", 0, "stop after this many steps instead (0: use --epochs)")
@@ -82,27 +86,25 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 	}
 	defer release()
 	var (
-		net   *solver.Net
-		mcfg  models.Config
-		model = c.model
-		file  *models.File
+		net     *solver.Net
+		mcfg    models.Config
+		model   = c.model
+		file    *models.File
+		norm    models.Norm
+		initRng = rand.New(rand.NewPCG(c.seed, 0x1217))
 	)
+	classes, err := cli.ParseClasses(c.classes)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	// The data comes first: its classes size the model's head.
 	if c.weights != "" {
-		if file, err = models.LoadFile(c.weights); err != nil {
+		if file, err = cli.LoadModel(c.weights, ""); err != nil {
 			return err
 		}
-		model, mcfg = file.Model, file.Config
-		if net, err = file.Build(b); err != nil {
+		model, mcfg = file.Model, file.Resolved()
+		if norm, _, err = file.InputNorm(); err != nil {
 			return fmt.Errorf("%s: %w", c.weights, err)
-		}
-		switch c.trainLast {
-		case "all":
-		default:
-			n, err := strconv.Atoi(c.trainLast)
-			if err != nil || n < 1 {
-				return fmt.Errorf("%w: --train-last %q: want a positive number or all", errUsage, c.trainLast)
-			}
-			net.FreezeAllButLast(n)
 		}
 	} else {
 		spec, err := models.Lookup(model)
@@ -110,24 +112,35 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 			return err
 		}
 		mcfg = spec.Resolve(models.Config{})
-		if net, err = models.Build(b, model, mcfg); err != nil {
-			return err
+		if norm, err = models.ParseNorm(c.normalize, mcfg.Input.C); err != nil {
+			return fmt.Errorf("%w: --normalize: %v", errUsage, err)
 		}
-		net.InitParams(rand.New(rand.NewPCG(c.seed, 0x1217)))
 	}
-	net.SetRand(rand.New(rand.NewPCG(c.seed, 0xd40)))
-
-	classes, err := cli.ParseClasses(c.classes)
-	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	ds, err := cli.LoadData(c.dataSpec, net.In, classes, c.seed)
+	ds, err := cli.LoadData(c.dataSpec, mcfg.Input, norm, classes, c.seed)
 	if err != nil {
 		return err
 	}
-	if ds.Train.Classes() > net.Out.Size() {
-		return fmt.Errorf("data %s has %d classes, model %s has %d outputs", c.dataSpec, ds.Train.Classes(), model, net.Out.Size())
+	if file != nil {
+		// A head that does not fit the data's classes is replaced by a
+		// fresh one (and said so); one that fits keeps its weights.
+		if file, err = retarget(file, ds.Labels, initRng, stderr); err != nil {
+			return fmt.Errorf("%s: %w", c.weights, err)
+		}
+		mcfg = file.Config
+		if net, err = file.Build(b); err != nil {
+			return fmt.Errorf("%s: %w", c.weights, err)
+		}
+		if err := cli.TrainLast(net, c.trainLast); err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+	} else {
+		mcfg.Classes = len(ds.Labels)
+		if net, err = models.Build(b, model, mcfg); err != nil {
+			return err
+		}
+		net.InitParams(initRng)
 	}
+	net.SetRand(rand.New(rand.NewPCG(c.seed, 0xd40)))
 
 	perEpoch := (ds.Train.Len() + c.batch - 1) / c.batch
 	total := c.iterations
@@ -210,6 +223,9 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 	if file != nil {
 		f.Meta = carryMeta(f.Meta, file.Meta)
 	}
+	// The model's classes and normalisation travel with it, so that eval
+	// and predict use it correctly without flags.
+	f.Meta = models.WithNorm(models.WithLabels(f.Meta, ds.Labels), norm)
 	path := filepath.Join(c.out, "weights.ctw")
 	if err := models.SaveFile(path, f); err != nil {
 		return err
@@ -231,6 +247,21 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "test accuracy %.4f, test loss %.4f after %d steps in %.1fs (%.0f img/s)\nweights %s (sha256 %s)\nloss curve %s\n",
 		acc, testLoss, tr.Iter, elapsed.Seconds(), result["samples_per_sec"], path, sum, plotPath)
 	return nil
+}
+
+// retarget fits the file's head to the data's classes (models.Retarget) and
+// says on stderr when it had to replace it.
+func retarget(f *models.File, labels []string, r *rand.Rand, stderr io.Writer) (*models.File, error) {
+	old := f.Resolved().Classes
+	g, changed, err := models.Retarget(f, labels, r)
+	if err != nil {
+		return nil, err
+	}
+	if changed {
+		fmt.Fprintf(stderr, "the model's last layer (%d outputs) does not fit the data's %d classes %s: replaced by a new one, freshly initialised\n",
+			old, len(labels), strings.Join(labels, ", "))
+	}
+	return g, nil
 }
 
 // carryMeta appends to meta the entries of the fine-tuned file's meta whose

@@ -28,7 +28,10 @@ const (
 )
 
 // saveCheckpoint writes the trainer's state to dir/hub.ckpt.
-func saveCheckpoint(dir, model string, cfg models.Config, tr *solver.Trainer, iterations uint64) (string, error) {
+//
+// meta is the model's defining meta (hub.Model.Meta): a checkpoint of an
+// imported model carries its graph, like any weight file of one.
+func saveCheckpoint(dir, model string, cfg models.Config, meta [][2]string, tr *solver.Trainer, iterations uint64) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("hub: checkpoint: %w", err)
 	}
@@ -38,6 +41,7 @@ func saveCheckpoint(dir, model string, cfg models.Config, tr *solver.Trainer, it
 		{"iteration", strconv.Itoa(tr.Iter)},
 		{"iterations", strconv.FormatUint(iterations, 10)},
 	}
+	f.Meta = append(f.Meta, meta...)
 	path := filepath.Join(dir, checkpointName)
 	if err := models.SaveFile(path, f); err != nil {
 		return "", fmt.Errorf("hub: checkpoint: %w", err)

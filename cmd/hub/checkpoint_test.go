@@ -67,7 +67,7 @@ func optState(tr *solver.Trainer) []float32 {
 func TestCheckpointRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	a := lenetTrainer(t, "adam", 3, 1)
-	if _, err := saveCheckpoint(dir, "lenet5", models.Config{}, a, 300); err != nil {
+	if _, err := saveCheckpoint(dir, "lenet5", models.Config{}, nil, a, 300); err != nil {
 		t.Fatal(err)
 	}
 	b := lenetTrainer(t, "adam", 0, 2)
@@ -101,7 +101,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 // with an error naming the file and the fault, and the trainer is untouched.
 func TestCheckpointRefusals(t *testing.T) {
 	src := t.TempDir()
-	if _, err := saveCheckpoint(src, "lenet5", models.Config{}, lenetTrainer(t, "adam", 1, 1), 10); err != nil {
+	if _, err := saveCheckpoint(src, "lenet5", models.Config{}, nil, lenetTrainer(t, "adam", 1, 1), 10); err != nil {
 		t.Fatal(err)
 	}
 	good, err := os.ReadFile(filepath.Join(src, checkpointName))
@@ -120,7 +120,7 @@ func TestCheckpointRefusals(t *testing.T) {
 		{"corrupt magic", func(d string) { b := slices.Clone(good); b[0] ^= 0xff; write(t, d, b) }, "adam", "hub.ckpt"},
 		{"another optimizer", func(d string) { write(t, d, good) }, "sgd", "optimizer"},
 		{"final weights, not a checkpoint", func(d string) {
-			if _, _, err := cli.SaveFinal(d, "lenet5", models.Config{}, lenetTrainer(t, "adam", 0, 1).Net, 5); err != nil {
+			if _, _, err := cli.SaveFinal(d, "lenet5", models.Config{}, nil, lenetTrainer(t, "adam", 0, 1).Net, 5); err != nil {
 				t.Fatal(err)
 			}
 			os.Rename(filepath.Join(d, "weights.ctw"), filepath.Join(d, checkpointName))

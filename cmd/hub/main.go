@@ -45,6 +45,7 @@ var errUsage = errors.New("usage")
 // config is everything the hub's flags set.
 type config struct {
 	model, dataSpec, out, session, optimizer, schedule, policy, identity, psk string
+	weights, trainLast, normalize                                             string
 	allow, compress                                                           string
 	overlap, park                                                             bool
 	parkMargin                                                                float64
@@ -71,8 +72,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		fs.PrintDefaults()
 	}
 	def, ddef := hub.DefaultConfig(), hub.DefaultDriverConfig()
-	fs.StringVar(&c.model, "model", "lenet5", "model: "+fmt.Sprint(models.Names()))
-	fs.StringVar(&c.dataSpec, "data", "mnist", "the hub's evaluation data: \"mnist\" or a folder (workers bring the training data)")
+	fs.StringVar(&c.model, "model", "lenet5", "built-in model trained from scratch: "+fmt.Sprint(models.Names())+"; its head is sized to the data's classes")
+	fs.StringVar(&c.weights, "weights", "", "fine-tune this model instead of --model: a cotrain weight file or an ONNX model (.onnx, imported as cotrain import does); "+
+		"when its last layer does not fit the data's classes it is replaced by a new one")
+	fs.StringVar(&c.trainLast, "train-last", cli.TrainLastDefault, "with --weights: "+cli.TrainLastUsage)
+	fs.StringVar(&c.normalize, "normalize", "", models.NormUsage+"; with --weights only for an .onnx model or a file that records none")
+	fs.StringVar(&c.dataSpec, "data", "mnist", "the hub's evaluation data: \"mnist\" or a folder; its classes (an image folder's sorted subfolder names) are the model's, and workers whose data has other classes are refused (workers bring the training data)")
 	fs.IntVar(&c.minWorkers, "min-workers", def.MinWorkers, "workers that must register before training starts")
 	fs.IntVar(&c.maxWorkers, "max-workers", def.MaxWorkers, "most workers at once")
 	fs.IntVar(&c.batch, "batch", 192, "global batch: samples per iteration, split between the workers")
@@ -117,6 +122,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if c.weights != "" && set["model"] {
+		return c, fmt.Errorf("%w: give --model (a built-in model from scratch) or --weights (a model to fine-tune), not both", errUsage)
+	}
+	if c.weights == "" && set["train-last"] {
+		return c, fmt.Errorf("%w: --train-last needs --weights (a built-in --model trains all its layers)", errUsage)
 	}
 	if err := c.resolveOptimizer(fs, stderr); err != nil {
 		return c, err

@@ -39,11 +39,6 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		rec = watch.NewRecorder("hub", bus)
 		bus.Attach(1<<12, rec.Handle)
 	}
-	spec, err := models.Lookup(c.model)
-	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	mcfg := spec.Resolve(models.Config{})
 	// The hub's master copy stays on the CPU backend, whatever the workers
 	// use: the hub computes no gradients, it only applies each merged
 	// gradient with the optimizer, and every worker applies the same step to
@@ -51,15 +46,11 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	// device rounds division and sqrt correctly (docs/opencl.md,
 	// "Determinism"); elsewhere a worker's hash differs and it resyncs.
 	b := gpu.NewCPU()
-	net, err := models.Build(b, c.model, mcfg)
+	m, ds, err := loadModel(c, b, stderr)
 	if err != nil {
 		return err
 	}
-	net.InitParams(rand.New(rand.NewPCG(c.seed, 0x1217)))
-	ds, err := cli.LoadData(c.dataSpec, net.In, nil, c.seed)
-	if err != nil {
-		return err
-	}
+	net, mcfg := m.Trainer.Net, m.Config
 	iterations := c.iterations
 	if c.epochs > 0 {
 		iterations = uint64((c.epochs*ds.Train.Len() + c.batch - 1) / c.batch)
@@ -87,8 +78,9 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: --schedule %q: want cosine or constant", errUsage, c.schedule)
 	}
 	tr := solver.NewTrainer(net, opt, sched)
+	m.Trainer = tr
 	if c.resume {
-		it, planned, err := loadCheckpoint(c.out, c.model, tr)
+		it, planned, err := loadCheckpoint(c.out, m.Name, tr)
 		if err != nil {
 			return err
 		}
@@ -102,7 +94,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		}
 	}
 	checkpoint := func() {
-		path, err := saveCheckpoint(c.out, c.model, mcfg, tr, iterations)
+		path, err := saveCheckpoint(c.out, m.Name, mcfg, m.Meta, tr, iterations)
 		if err != nil {
 			log.Error("checkpoint failed", "err", err)
 			return
@@ -151,15 +143,16 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	defer host.Close()
 	hc.ID = host.ID()
-	core, err := hub.NewCore(hc, hub.Model{Name: c.model, Config: mcfg, Trainer: tr})
+	core, err := hub.NewCore(hc, m)
 	if err != nil {
 		return err
 	}
 	ln := host.Listen()
 	defer ln.Close()
 	addrs := host.Addrs()
-	bus.Publish("listening", &watch.Session{Role: "hub", Name: c.session, Model: c.model, Policy: c.policy, Codec: c.compress,
-		PeerID: host.ID(), Addrs: addrs, Batch: c.batch, Iterations: iterations, MinWorkers: c.minWorkers, Iteration: uint64(tr.Iter)})
+	bus.Publish("listening", &watch.Session{Role: "hub", Name: c.session, Model: m.Name, Policy: c.policy, Codec: c.compress,
+		PeerID: host.ID(), Addrs: addrs, Batch: c.batch, Iterations: iterations, MinWorkers: c.minWorkers, Iteration: uint64(tr.Iter),
+		Classes: ds.Labels, Params: net.NumParams(), Trainable: trainable(net)})
 	if rec != nil {
 		url, stop, err := serveHTTP(c.http, rec, log)
 		if err != nil {
@@ -172,11 +165,12 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		}
 	}
 	if !c.json {
-		fmt.Fprintf(stdout, "hub %s (session %q, model %s) listening on:\n  %s\n", host.ID(), c.session, c.model, strings.Join(addrs, "\n  "))
+		fmt.Fprintf(stdout, "hub %s (session %q, model %s) listening on:\n  %s\n", host.ID(), c.session, m.Name, strings.Join(addrs, "\n  "))
+		fmt.Fprintf(stdout, "classes: %s; %d of %d parameters train\n", strings.Join(ds.Labels, ", "), trainable(net), net.NumParams())
 		fmt.Fprintf(stdout, "waiting for %d workers; %d iterations of %d samples\n", c.minWorkers, iterations, c.batch)
 	}
 	if c.mdns {
-		stopMDNS, err := discovery.Advertise(ctx, discovery.Info{Session: c.session, Model: c.model, PeerID: host.ID(), Addrs: addrs})
+		stopMDNS, err := discovery.Advertise(ctx, discovery.Info{Session: c.session, Model: m.Name, PeerID: host.ID(), Addrs: addrs})
 		if err != nil {
 			log.Warn("mDNS advertising failed; workers need --hub", "err", err)
 		} else {
@@ -192,7 +186,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	// copy of the weights, off the driver's goroutine.
 	var ev *evaluator
 	if rec != nil && c.patience == 0 {
-		ev, err = newEvaluator(c.model, mcfg, ds)
+		ev, err = newEvaluator(m.Name, mcfg, m.Meta, ds)
 		if err != nil {
 			return err
 		}
@@ -227,7 +221,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	checkpoint() // at every exit, SIGINT and SIGTERM included
 
 	acc, testLoss := val.Evaluate(ds.Test, 500)
-	path, sum, err := cli.SaveFinal(c.out, c.model, mcfg, net, tr.Iter)
+	path, sum, err := cli.SaveFinal(c.out, m.Name, mcfg, m.Meta, net, tr.Iter)
 	if err != nil {
 		return err
 	}
@@ -246,6 +240,82 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 			perIteration(p.bytesUp, p.merges)/1e3, perIteration(p.bytesDown, p.merges)/1e3)
 	}
 	return runErr
+}
+
+// loadModel makes the hub's master network on b and loads its evaluation
+// data: the built-in --model, initialised from --seed, or the model of
+// --weights (a weight file, or an ONNX model imported as cotrain import
+// does), frozen as --train-last says. The data's classes size the head: a
+// file's head that does not fit them is replaced by a freshly initialised
+// one (drawn from --seed, so a resumed hub draws the same), and stderr says
+// so. The returned Model has no Trainer's optimizer yet: only its Net.
+func loadModel(c config, b gpu.Backend, stderr io.Writer) (hub.Model, *cli.Data, error) {
+	rng := rand.New(rand.NewPCG(c.seed, 0x1217))
+	var (
+		file *models.File
+		cfg  models.Config
+		norm models.Norm
+		err  error
+	)
+	if c.weights != "" {
+		if file, err = cli.LoadModel(c.weights, c.normalize); err != nil {
+			return hub.Model{}, nil, err
+		}
+		cfg = file.Resolved()
+		if norm, _, err = file.InputNorm(); err != nil {
+			return hub.Model{}, nil, fmt.Errorf("%s: %w", c.weights, err)
+		}
+	} else {
+		spec, err := models.Lookup(c.model)
+		if err != nil {
+			return hub.Model{}, nil, fmt.Errorf("%w: %v", errUsage, err)
+		}
+		cfg = spec.Resolve(models.Config{})
+		if norm, err = models.ParseNorm(c.normalize, cfg.Input.C); err != nil {
+			return hub.Model{}, nil, fmt.Errorf("%w: --normalize: %v", errUsage, err)
+		}
+		file = &models.File{Model: c.model, Config: cfg}
+	}
+	ds, err := cli.LoadData(c.dataSpec, cfg.Input, norm, nil, c.seed)
+	if err != nil {
+		return hub.Model{}, nil, err
+	}
+	var net *solver.Net
+	if c.weights != "" {
+		old := cfg.Classes
+		f, changed, err := models.Retarget(file, ds.Labels, rng)
+		if err != nil {
+			return hub.Model{}, nil, fmt.Errorf("%s: %w", c.weights, err)
+		}
+		if changed {
+			fmt.Fprintf(stderr, "hub: the model's last layer (%d outputs) does not fit the data's %d classes (%s): replaced by a new one, freshly initialised\n",
+				old, len(ds.Labels), strings.Join(ds.Labels, ", "))
+		}
+		if net, err = f.Build(b); err != nil {
+			return hub.Model{}, nil, fmt.Errorf("%s: %w", c.weights, err)
+		}
+		if err := cli.TrainLast(net, c.trainLast); err != nil {
+			return hub.Model{}, nil, fmt.Errorf("%w: %v", errUsage, err)
+		}
+		file = f
+	} else {
+		file.Config.Classes = len(ds.Labels)
+		if net, err = models.Build(b, file.Model, file.Config); err != nil {
+			return hub.Model{}, nil, err
+		}
+		net.InitParams(rng)
+	}
+	meta := models.DefiningMeta(models.WithNorm(models.WithLabels(file.Meta, ds.Labels), norm))
+	return hub.Model{Name: file.Model, Config: file.Config, Meta: meta, Trainer: &solver.Trainer{Net: net}}, ds, nil
+}
+
+// trainable counts the parameters that learn.
+func trainable(net *solver.Net) int {
+	n := 0
+	for _, r := range net.Trainable() {
+		n += r.Len
+	}
+	return n
 }
 
 // firstN is the first n samples of a data set.

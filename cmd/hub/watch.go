@@ -117,8 +117,9 @@ func (e *evaluator) offer(ctx context.Context, params, state []float32, publish 
 
 // newEvaluator returns an evaluator of model on the first heldOut test
 // samples of ds, with a network of its own on a CPU backend of its own.
-func newEvaluator(model string, mcfg models.Config, ds *cli.Data) (*evaluator, error) {
-	net, err := models.Build(gpu.NewCPU(), model, mcfg)
+func newEvaluator(model string, mcfg models.Config, meta [][2]string, ds *cli.Data) (*evaluator, error) {
+	// The model's file description builds imported graphs too.
+	net, err := (&models.File{Model: model, Config: mcfg, Meta: meta}).Net(gpu.NewCPU())
 	if err != nil {
 		return nil, err
 	}

@@ -82,6 +82,12 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 
 	wc := worker.DefaultConfig()
 	wc.Name, wc.Device, wc.Backend, wc.Shard = host.ID(), c.name, b.Name(), c.shard
+	// The class list goes into the Register (the hub refuses a worker
+	// whose classes differ from its model's); it needs only the folder
+	// names, so it is read before the model is known.
+	if wc.Classes, err = cli.DataLabels(c.dataSpec); err != nil {
+		return err
+	}
 	// The shard is loaded once the Welcome says which model (and so which
 	// input shape) the run trains: until then the data source is lazy.
 	src := &lazyShard{spec: c.dataSpec, i: si, n: sn, seed: c.seed + uint64(si)}
@@ -143,7 +149,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	tr.Net.B.Upload(tr.Net.Params, weights)
 	tr.Net.B.Upload(tr.Net.State, st)
-	path, sum, err := cli.SaveFinal(c.out, src.model, src.mcfg, tr.Net, int(core.Iteration()))
+	path, sum, err := cli.SaveFinal(c.out, src.model, src.mcfg, src.meta, tr.Net, int(core.Iteration()))
 	if err != nil {
 		return err
 	}
@@ -181,6 +187,7 @@ type lazyShard struct {
 	err        error
 	model      string
 	mcfg       models.Config
+	meta       [][2]string
 	loadedOnce bool
 }
 
@@ -190,8 +197,15 @@ func (s *lazyShard) load(core *worker.Core) error {
 	}
 	s.loadedOnce = true
 	tr := core.Trainer()
-	s.model, s.mcfg = core.Model()
-	ds, err := cli.LoadData(s.spec, tr.Net.In, nil, s.seed)
+	s.model, s.mcfg, s.meta = core.Model()
+	// The model's normalisation (its file's, sent with the Welcome) applies
+	// to this worker's inputs as to the hub's.
+	norm, _, err := models.InputNorm(s.meta, tr.Net.In.C)
+	if err != nil {
+		s.err = err
+		return err
+	}
+	ds, err := cli.LoadData(s.spec, tr.Net.In, norm, nil, s.seed)
 	if err != nil {
 		s.err = err
 		return err

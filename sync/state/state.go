@@ -238,6 +238,46 @@ func EncodeConfig(c models.Config) []byte {
 	return []byte(sb.String())
 }
 
+// metaPrefix marks a model meta entry among EncodeModel's lines.
+const metaPrefix = "meta."
+
+// EncodeModel encodes a model for wire.Welcome.ModelConfig: its config as
+// EncodeConfig does, then the meta entries that define it
+// (models.DefiningMeta: an imported model's graph, class names, input
+// normalisation) as "meta.KEY=VALUE" lines, in order. A hub of a registered
+// model without meta sends exactly what EncodeConfig sends. An older worker
+// refuses the meta lines as unknown config keys rather than misreading the
+// model. A key or value holding a newline is an error wrapping ErrConfig
+// (the meta cotrain writes is compact JSON and number lists: it never does).
+func EncodeModel(c models.Config, meta [][2]string) ([]byte, error) {
+	b := EncodeConfig(c)
+	for _, kv := range meta {
+		if strings.ContainsAny(kv[0], "=\n") || strings.Contains(kv[1], "\n") {
+			return nil, fmt.Errorf("%w: meta %q holds a newline or its key an '='", ErrConfig, kv[0])
+		}
+		b = append(b, metaPrefix+kv[0]+"="+kv[1]+"\n"...)
+	}
+	return b, nil
+}
+
+// DecodeModel is the inverse of EncodeModel.
+func DecodeModel(b []byte) (models.Config, [][2]string, error) {
+	var cfg []byte
+	var meta [][2]string
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if k, v, _ := strings.Cut(line, "="); strings.HasPrefix(k, metaPrefix) {
+			meta = append(meta, [2]string{k[len(metaPrefix):], v})
+		} else if line != "" {
+			cfg = append(cfg, line+"\n"...)
+		}
+	}
+	c, err := DecodeConfig(cfg)
+	if err != nil {
+		return models.Config{}, nil, err
+	}
+	return c, meta, nil
+}
+
 // DecodeConfig is the inverse of EncodeConfig. Unknown keys are refused (by
 // models.ParseConfig), so a config from a newer hub is not silently misread.
 func DecodeConfig(b []byte) (models.Config, error) {

@@ -124,6 +124,13 @@ type Register struct {
 	// Info carries optional extras (an auth token, an app version) without a
 	// protocol change.
 	Info map[string]string `msgpack:"info"`
+	// Classes names the classes of the worker's data, indexed by label (an
+	// image folder's sorted class folder names). A hub whose model names its
+	// classes refuses, with CodeClasses, a worker whose list differs or is
+	// empty (an older worker, which sends none): label i must mean the same
+	// class on every node. Added in version 2 without a bump: an older hub
+	// skips the field.
+	Classes []string `msgpack:"classes,omitempty"`
 }
 
 // Welcome is the hub's answer to Register: everything a worker needs to join
@@ -351,6 +358,7 @@ const (
 	CodeFull     = "full"     // the hub takes no more workers
 	CodeModel    = "model"    // a vector's length does not match the model
 	CodeProtocol = "protocol" // a message came that was not expected now
+	CodeClasses  = "classes"  // the worker's data has other classes than the model
 	CodeInternal = "internal" // the sender failed
 )
 

@@ -42,6 +42,7 @@ func samplesOf(n int) []Message {
 		&Register{
 			Header: hdr(0, "12D3KooWworker"), Device: "Pixel 7", Backend: "opencl",
 			Speed: 812.5, Shard: "mnist/3-of-4", Info: map[string]string{"token": "s3cret", "app": "1.2.0"},
+			Classes: []string{"cat", "dog", "ünïcode"},
 		},
 		&Welcome{
 			Header: hdr(77, "hub"), WorkerID: "w3", Model: "lenet-caffe",

@@ -5,10 +5,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/cotrain/cotrain/data"
+	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
 
@@ -16,17 +18,25 @@ import (
 type Data struct {
 	Train, Test data.Dataset
 	Name        string
+	// Labels names the classes, indexed by label: an image folder's sorted
+	// class sub-folder names, "0".."9" for MNIST and IDX files.
+	Labels []string
 }
 
 // LoadData resolves a --data value:
 //   - "mnist": real MNIST, found in the Go module cache;
 //   - a folder with MNIST-named IDX files (train-images-idx3-ubyte[.gz], ...);
 //   - an image folder (one subfolder per class), or one with train/ and test/
-//     subfolders of that layout; images are resized to input. A single folder
-//     is split 90/10 into train and test by a seeded shuffle.
+//     subfolders of that layout (with the same classes); images are resized
+//     to input. A single folder is split 90/10 into train and test by a
+//     seeded shuffle.
 //
+// Every sample is normalised with norm, the model's (models.InputNorm).
 // classes, when not empty, keeps only those labels (their numbers unchanged).
-func LoadData(spec string, input solver.Shape, classes []int, seed uint64) (*Data, error) {
+func LoadData(spec string, input solver.Shape, norm models.Norm, classes []int, seed uint64) (*Data, error) {
+	if err := norm.Check(input.C); err != nil {
+		return nil, fmt.Errorf("cli: data %s: %w", spec, err)
+	}
 	var d Data
 	d.Name = spec
 	switch {
@@ -39,7 +49,13 @@ func LoadData(spec string, input solver.Shape, classes []int, seed uint64) (*Dat
 		if err != nil {
 			return nil, err
 		}
-		d.Train, d.Test = train, test
+		if d.Train, err = train.WithNorm(norm.Mean, norm.Std); err != nil {
+			return nil, err
+		}
+		if d.Test, err = test.WithNorm(norm.Mean, norm.Std); err != nil {
+			return nil, err
+		}
+		d.Labels = train.ClassNames()
 	case isIDXDir(spec):
 		train, err := data.LoadIDX(idxPath(spec, "train-images-idx3-ubyte"), idxPath(spec, "train-labels-idx1-ubyte"))
 		if err != nil {
@@ -49,7 +65,13 @@ func LoadData(spec string, input solver.Shape, classes []int, seed uint64) (*Dat
 		if err != nil {
 			return nil, err
 		}
-		d.Train, d.Test = train, test
+		if d.Train, err = train.WithNorm(norm.Mean, norm.Std); err != nil {
+			return nil, err
+		}
+		if d.Test, err = test.WithNorm(norm.Mean, norm.Std); err != nil {
+			return nil, err
+		}
+		d.Labels = train.ClassNames()
 	default:
 		st, err := os.Stat(spec)
 		if err != nil {
@@ -58,23 +80,27 @@ func LoadData(spec string, input solver.Shape, classes []int, seed uint64) (*Dat
 		if !st.IsDir() {
 			return nil, fmt.Errorf("cli: --data %q is a file; want \"mnist\" or a folder", spec)
 		}
-		opt := data.FolderOptions{C: input.C, H: input.H, W: input.W}
-		if input.C == 1 {
-			opt.Mean, opt.Std = []float32{0.1307}, []float32{0.3081}
-		}
-		if dirExists(filepath.Join(spec, "train")) && dirExists(filepath.Join(spec, "test")) {
-			if d.Train, err = data.LoadImageFolder(filepath.Join(spec, "train"), opt); err != nil {
+		opt := data.FolderOptions{C: input.C, H: input.H, W: input.W, Mean: norm.Mean, Std: norm.Std}
+		if hasSplit(spec) {
+			train, err := data.LoadImageFolder(filepath.Join(spec, "train"), opt)
+			if err != nil {
 				return nil, err
 			}
-			if d.Test, err = data.LoadImageFolder(filepath.Join(spec, "test"), opt); err != nil {
+			test, err := data.LoadImageFolder(filepath.Join(spec, "test"), opt)
+			if err != nil {
 				return nil, err
 			}
+			if err := sameLabels(spec, train.ClassNames(), test.ClassNames()); err != nil {
+				return nil, err
+			}
+			d.Train, d.Test, d.Labels = train, test, train.ClassNames()
 		} else {
 			all, err := data.LoadImageFolder(spec, opt)
 			if err != nil {
 				return nil, err
 			}
 			d.Train, d.Test = split(all, 0.9, seed)
+			d.Labels = all.ClassNames()
 		}
 	}
 	if len(classes) > 0 {
@@ -93,6 +119,56 @@ func LoadData(spec string, input solver.Shape, classes []int, seed uint64) (*Dat
 		return nil, fmt.Errorf("cli: data %s has samples of %dx%dx%d, the model takes %v", spec, c, h, w, input)
 	}
 	return &d, nil
+}
+
+// DataLabels returns the class names of a --data value without loading its
+// samples (beyond an IDX folder's labels): what LoadData's Labels will be.
+// A worker sends them when it registers, before it knows the model.
+func DataLabels(spec string) ([]string, error) {
+	switch {
+	case spec == "mnist":
+		return models.NumberedLabels(10), nil
+	case isIDXDir(spec):
+		train, err := data.LoadIDX(idxPath(spec, "train-images-idx3-ubyte"), idxPath(spec, "train-labels-idx1-ubyte"))
+		if err != nil {
+			return nil, err
+		}
+		return train.ClassNames(), nil
+	}
+	st, err := os.Stat(spec)
+	if err != nil {
+		return nil, fmt.Errorf("cli: --data %q is neither \"mnist\" nor a folder: %w", spec, err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("cli: --data %q is a file; want \"mnist\" or a folder", spec)
+	}
+	if !hasSplit(spec) {
+		return data.FolderClasses(spec)
+	}
+	train, err := data.FolderClasses(filepath.Join(spec, "train"))
+	if err != nil {
+		return nil, err
+	}
+	test, err := data.FolderClasses(filepath.Join(spec, "test"))
+	if err != nil {
+		return nil, err
+	}
+	return train, sameLabels(spec, train, test)
+}
+
+// hasSplit reports whether an image folder holds train/ and test/.
+func hasSplit(spec string) bool {
+	return dirExists(filepath.Join(spec, "train")) && dirExists(filepath.Join(spec, "test"))
+}
+
+// sameLabels refuses a train/test layout whose two halves have different
+// classes: label i would mean one class in training and another in testing.
+func sameLabels(spec string, train, test []string) error {
+	if slices.Equal(train, test) {
+		return nil
+	}
+	missing, extra, _ := models.LabelDiff(train, test)
+	return fmt.Errorf("cli: data %s: test/ has other classes than train/ (missing %q, extra %q)", spec, missing, extra)
 }
 
 func dirExists(p string) bool {

@@ -15,15 +15,17 @@ import (
 
 // SaveFinal writes a cooperative run's final weights to dir/weights.ctw and
 // returns the path and the file's SHA-256. The hub and every worker write
-// the same bytes for the same weights: the file holds the model, its
-// weights and state and the iteration count, and nothing node-specific
-// (no optimizer state, no seed or shard).
-func SaveFinal(dir, model string, cfg models.Config, net *solver.Net, iterations int) (path, sum string, err error) {
+// the same bytes for the same weights: the file holds the model, the meta
+// that defines it (meta: models.DefiningMeta, as the Welcome carried it:
+// an imported model's graph, class names, input normalisation), its
+// weights and state and the iteration count, and nothing node-specific (no
+// optimizer state, no seed or shard).
+func SaveFinal(dir, model string, cfg models.Config, meta [][2]string, net *solver.Net, iterations int) (path, sum string, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", "", err
 	}
 	f := models.Snapshot(model, cfg, net, nil)
-	f.Meta = [][2]string{{"iterations", strconv.Itoa(iterations)}}
+	f.Meta = append([][2]string{{"iterations", strconv.Itoa(iterations)}}, models.DefiningMeta(meta)...)
 	path = filepath.Join(dir, "weights.ctw")
 	if err := models.SaveFile(path, f); err != nil {
 		return "", "", err

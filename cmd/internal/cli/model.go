@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/models/onnx"
+	"github.com/cotrain/cotrain/solver"
+)
+
+// TrainLastDefault and TrainLastUsage are the default and help text of the
+// --train-last flag of `cotrain finetune` and `hub`: both fine-tune by the
+// same rule (TrainLast).
+const (
+	TrainLastDefault = "1"
+	TrainLastUsage   = "train only the last N layers with parameters (the others are frozen: no weight gradients are computed for them), or all"
+)
+
+// TrainLast freezes net as a --train-last value says: "all" trains every
+// layer, N the last N layers with parameters. Anything else is an error.
+func TrainLast(net *solver.Net, spec string) error {
+	if spec == "all" {
+		net.Unfreeze()
+		return nil
+	}
+	n, err := strconv.Atoi(spec)
+	if err != nil || n < 1 {
+		return fmt.Errorf("--train-last %q: want a positive number or all", spec)
+	}
+	net.FreezeAllButLast(n)
+	return nil
+}
+
+// ImportONNX reads an ONNX model into a weight file of model
+// models.GraphModel, recording the input normalisation normalize names
+// (models.ParseNorm; "" is models.DefaultNorm), and builds it once so that
+// a file that is returned always loads. It is what `cotrain import` does,
+// and what `hub --weights` and `cotrain finetune --weights` do with a .onnx
+// file.
+func ImportONNX(path, normalize string) (*models.File, *solver.Net, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer fh.Close()
+	f, err := onnx.Import(fh)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	norm, err := models.ParseNorm(normalize, f.Config.Input.C)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--normalize: %w", err)
+	}
+	f.Meta = models.WithNorm(f.Meta, norm)
+	net, err := f.Build(gpu.NewCPU())
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, net, nil
+}
+
+// IsONNX reports whether path names an ONNX model (by its extension) rather
+// than a cotrain weight file.
+func IsONNX(path string) bool { return strings.EqualFold(filepath.Ext(path), ".onnx") }
+
+// LoadModel reads a model to start from: a cotrain weight file, or an ONNX
+// model imported on the fly (ImportONNX) when the name ends in .onnx.
+// normalize is --normalize: it sets an imported model's normalisation and
+// may be given for a weight file only when the file records none (a file
+// from before files recorded it); a file that records one keeps it,
+// because the weights were trained for it.
+func LoadModel(path, normalize string) (*models.File, error) {
+	if IsONNX(path) {
+		f, _, err := ImportONNX(path, normalize)
+		return f, err
+	}
+	f, err := models.LoadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if normalize == "" {
+		return f, nil
+	}
+	if n, set, err := f.InputNorm(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	} else if set {
+		return nil, fmt.Errorf("--normalize %s: %s already records its input normalisation (%v); the model was trained for it",
+			normalize, path, n)
+	}
+	norm, err := models.ParseNorm(normalize, f.Resolved().Input.C)
+	if err != nil {
+		return nil, fmt.Errorf("--normalize: %w", err)
+	}
+	f.Meta = models.WithNorm(f.Meta, norm)
+	return f, nil
+}
