@@ -8,7 +8,6 @@ import (
 	"image/jpeg"
 	"image/png"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -20,8 +19,9 @@ type FolderOptions struct {
 	// C is the channel count: 1 converts to grayscale (ITU-R 601 luma,
 	// Y = 0.299 R + 0.587 G + 0.114 B, as PIL's "L" mode), 3 keeps RGB.
 	C int
-	// H and W are the size every image is resized to (bilinear, pixel
-	// centres aligned as PyTorch's align_corners=False, no antialiasing).
+	// H and W are the size every image is resized to, as torchvision's
+	// Resize((H, W), antialias=True) resizes (bilinear with antialiasing:
+	// resizeAA), after the JPEG's EXIF orientation has turned it upright.
 	H, W int
 	// Mean and Std hold one value per channel on the [0,1] scale; Get writes
 	// (x/255 - Mean[c]) / Std[c]. Both empty means 0.5 for every channel,
@@ -133,24 +133,24 @@ func FolderClasses(dir string) ([]string, error) {
 	return names, nil
 }
 
-// loadImageFile decodes the PNG or JPEG at path into dst (c×h×w bytes).
+// loadImageFile decodes the PNG or JPEG at path into dst (c×h×w bytes):
+// turned upright as a JPEG's EXIF orientation says, then resized.
 func loadImageFile(dst []uint8, path string, c, h, w int) error {
-	f, err := os.Open(path)
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	img, err := decodeImage(bufio.NewReader(f))
+	img, err := decodeImage(bufio.NewReader(bytes.NewReader(raw)))
 	if err != nil {
 		return &kindError{kind: ErrFormat, msg: path + ": " + err.Error()}
 	}
 	if b := img.Bounds(); b.Empty() {
 		return errorf(ErrFormat, "%s: empty image", path)
 	}
-	planes := toPlanes(img, c)
 	ib := img.Bounds()
+	planes, iw, ih := orient(toPlanes(img, c), ib.Dx(), ib.Dy(), jpegOrientation(raw))
 	for ch := range c {
-		resizeBilinear(dst[ch*h*w:(ch+1)*h*w], h, w, planes[ch], ib.Dy(), ib.Dx())
+		resizeAA(dst[ch*h*w:(ch+1)*h*w], h, w, planes[ch], ih, iw)
 	}
 	return nil
 }
@@ -207,37 +207,4 @@ func toPlanes(img image.Image, c int) [][]float32 {
 		}
 	}
 	return planes
-}
-
-// resizeBilinear resamples src (sh×sw, values in [0,255]) to dst (dh×dw
-// bytes) with bilinear interpolation. Destination pixel centre x maps to
-// source coordinate (x+0.5)*sw/dw - 0.5, clamped to the edges, as
-// PyTorch's interpolate(mode="bilinear", align_corners=False); values are
-// rounded to the nearest byte. Equal sizes copy exactly.
-func resizeBilinear(dst []uint8, dh, dw int, src []float32, sh, sw int) {
-	sy, sx := float64(sh)/float64(dh), float64(sw)/float64(dw)
-	for y := range dh {
-		y0, y1, fy := sourceTap(y, sy, sh)
-		for x := range dw {
-			x0, x1, fx := sourceTap(x, sx, sw)
-			top := float64(src[y0*sw+x0])*(1-fx) + float64(src[y0*sw+x1])*fx
-			bot := float64(src[y1*sw+x0])*(1-fx) + float64(src[y1*sw+x1])*fx
-			v := top*(1-fy) + bot*fy
-			dst[y*dw+x] = uint8(min(255, max(0, math.Round(v))))
-		}
-	}
-}
-
-// sourceTap returns the two source indices around destination index d and
-// the weight of the second, for a scale of source/destination pixels.
-func sourceTap(d int, scale float64, n int) (i0, i1 int, frac float64) {
-	s := (float64(d)+0.5)*scale - 0.5
-	if s < 0 {
-		s = 0
-	}
-	i0 = int(s)
-	if i0 >= n-1 {
-		return n - 1, n - 1, 0
-	}
-	return i0, i0 + 1, s - float64(i0)
 }

@@ -169,7 +169,7 @@ func TestLoadImageFolderErrors(t *testing.T) {
 	}
 }
 
-func TestResizeBilinear(t *testing.T) {
+func TestResizeAA(t *testing.T) {
 	tests := []struct {
 		name           string
 		src            []float32
@@ -177,20 +177,25 @@ func TestResizeBilinear(t *testing.T) {
 		want           []uint8
 	}{
 		{"identity", []float32{1, 2, 3, 4, 5, 6}, 2, 3, 2, 3, []uint8{1, 2, 3, 4, 5, 6}},
-		// Upscale 1x2 -> 1x4: centres map to -0.25, 0.25, 0.75, 1.25, clamped.
+		// Upscale 1x2 -> 1x4: centres at source 0.5, 1, 1.5, 2 (pixel
+		// centres at 0.5 and 1.5); the outer ones lose their weight outside
+		// the image and renormalise to the edge pixel.
 		{"up 2x", []float32{0, 100}, 1, 2, 1, 4, []uint8{0, 25, 75, 100}},
-		// Downscale 1x4 -> 1x2: centres map to 0.5 and 2.5.
-		{"down 2x", []float32{0, 100, 200, 250}, 1, 4, 1, 2, []uint8{50, 225}},
+		// Downscale 1x4 -> 1x2: the triangle spans 2 pixels each side, so
+		// output 0 (centre 1) weighs pixels 0, 1, 2 as 3/8, 3/8, 1/8 after
+		// renormalising at the edge: (0·3 + 100·3 + 200·1)/7; output 1
+		// (centre 3) weighs pixels 1, 2, 3 as 1/7, 3/7, 3/7.
+		{"down 2x", []float32{0, 100, 200, 250}, 1, 4, 1, 2, []uint8{71, 207}},
 		{"constant 3x5 -> 4x2", []float32{7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7}, 3, 5, 4, 2, []uint8{7, 7, 7, 7, 7, 7, 7, 7}},
-		// 2 -> 3: centres map to -1/6 (clamped to 0), 0.5 and 7/6 (clamped to
-		// 1), so corners stay and the middle row and column are midpoints.
-		{"2x2 -> 3x3", []float32{0, 60, 120, 180}, 2, 2, 3, 3, []uint8{0, 30, 60, 60, 90, 120, 120, 150, 180}},
-		{"rounding and clamp", []float32{254.6, 300}, 1, 2, 1, 1, []uint8{255}},
+		// Shrinking to one pixel averages every pixel (a 2-pixel triangle
+		// centred on the middle: equal weights here), then rounds and clamps.
+		{"mean and clamp", []float32{254.6, 300}, 1, 2, 1, 1, []uint8{255}},
+		{"mean", []float32{10, 20}, 1, 2, 1, 1, []uint8{15}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dst := make([]uint8, tt.dh*tt.dw)
-			resizeBilinear(dst, tt.dh, tt.dw, tt.src, tt.sh, tt.sw)
+			resizeAA(dst, tt.dh, tt.dw, tt.src, tt.sh, tt.sw)
 			if !bytes.Equal(dst, tt.want) {
 				t.Errorf("got %v, want %v", dst, tt.want)
 			}

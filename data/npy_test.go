@@ -181,8 +181,9 @@ func TestWriteNPYErrors(t *testing.T) {
 	}
 }
 
-// The bilinear resize agrees with PyTorch's interpolate(align_corners=False)
-// up to rounding to bytes (golden values from scripts/make_npy_fixture.py).
+// The resize agrees with PyTorch's interpolate(align_corners=False,
+// antialias=True) up to rounding to bytes (golden values from
+// scripts/make_image_fixtures.py).
 func TestResizeMatchesPyTorch(t *testing.T) {
 	src, sshape, err := ReadNPY(bytes.NewReader(readFixture(t, "resize_src_5x7.npy")))
 	if err != nil {
@@ -194,7 +195,7 @@ func TestResizeMatchesPyTorch(t *testing.T) {
 			t.Fatal(err)
 		}
 		dst := make([]uint8, shape[0]*shape[1])
-		resizeBilinear(dst, shape[0], shape[1], src, sshape[0], sshape[1])
+		resizeAA(dst, shape[0], shape[1], src, sshape[0], sshape[1])
 		for i, w := range want {
 			if math.Abs(float64(dst[i])-float64(w)) > 0.5+1e-3 {
 				t.Errorf("%s[%d] = %d, torch %v", name, i, dst[i], w)

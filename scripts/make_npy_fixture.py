@@ -8,10 +8,7 @@ Run from the repository root with the system Python that has numpy:
 Every array is a function of its index so the Go test can rebuild the
 expected values without Python: value[i] = (i - 7.5) / 4 in C order.
 
-It also writes a golden for data's bilinear resize: PyTorch's
-interpolate(mode="bilinear", align_corners=False) of a 5x7 byte image to
-3x4 and 9x11 (torch is imported only for that; without it those files are
-left as they are).
+The resize goldens (resize_*.npy) come from scripts/make_image_fixtures.py.
 """
 import os
 
@@ -23,22 +20,6 @@ OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "te
 def ramp(shape, dtype="<f4"):
     n = int(np.prod(shape))
     return ((np.arange(n, dtype=np.float64) - 7.5) / 4).astype(dtype).reshape(shape)
-
-
-def write_resize_golden():
-    try:
-        import torch
-        import torch.nn.functional as F
-    except ImportError:
-        print("torch not found: resize golden not rewritten")
-        return
-    rng = np.random.default_rng(7)
-    src = rng.integers(0, 256, size=(5, 7)).astype("<f4")
-    np.save(os.path.join(OUT, "resize_src_5x7.npy"), src)
-    x = torch.from_numpy(src)[None, None]
-    for h, w in [(3, 4), (9, 11)]:
-        y = F.interpolate(x, size=(h, w), mode="bilinear", align_corners=False)
-        np.save(os.path.join(OUT, "resize_torch_%dx%d.npy" % (h, w)), y[0, 0].numpy().astype("<f4"))
 
 
 def main():
@@ -54,7 +35,6 @@ def main():
     np.save(os.path.join(OUT, "f64_2x3.npy"), ramp((2, 3), "<f8"))
     np.save(os.path.join(OUT, "f32_big_endian.npy"), ramp((2, 3), ">f4"))
     np.save(os.path.join(OUT, "f32_fortran.npy"), np.asfortranarray(ramp((2, 3))))
-    write_resize_golden()
     print("wrote fixtures to", os.path.normpath(OUT), "with numpy", np.__version__)
 
 
