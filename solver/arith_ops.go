@@ -94,7 +94,7 @@ func (l *Binary) Setup(in []Shape) (Shape, error) {
 	}
 	l.redA = gpu.ReduceGeom{In: l.fwd.Dims, Out: batched(1, l.A)}
 	l.redB = gpu.ReduceGeom{In: l.fwd.Dims, Out: batched(1, l.B)}
-	return dimsShape(l.out), nil
+	return DimsShape(l.out), nil
 }
 
 // Bind implements Layer: the constant goes to the backend.
@@ -253,7 +253,7 @@ func (l *Reduce) Setup(in []Shape) (Shape, error) {
 	}
 	l.fwd = gpu.ReduceGeom{In: batched(1, l.In), Out: batched(1, l.out)}
 	l.bwd = gpu.StridedGeom{Dims: batched(1, l.In), Dst: gpu.ContiguousStrides(batched(1, l.In)), Src: stridesOf(l.out, l.In, false)}
-	return dimsShape(l.out), nil
+	return DimsShape(l.out), nil
 }
 
 // Forward implements Layer.

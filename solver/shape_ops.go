@@ -20,14 +20,15 @@ import (
 // layers therefore carry the logical dimensions they work on in their
 // configuration ("Dims", per sample, without the batch axis) and check only
 // the flat size against the shape the network hands them; the shape they
-// return is dimsShape of their logical output. The importer (models/onnx)
+// return is DimsShape of their logical output. The importer (models/onnx)
 // tracks every value's logical dimensions and writes them into the layers.
 // All of them run on gpu's three structural kernels (gpu/tensor.go):
 // CopyStrided, Broadcast and ReduceSum, deterministic on every backend.
 
-// dimsShape is the network shape of logical per-sample dims: C×H×W for
-// three, C×1×1 for one, and the flat size as C×1×1 otherwise.
-func dimsShape(d []int) Shape {
+// DimsShape is the network shape of logical per-sample dims: C×H×W for
+// three, C×1×1 for one, and the flat size as C×1×1 otherwise. Layers that
+// work on logical dims return it from Setup.
+func DimsShape(d []int) Shape {
 	switch len(d) {
 	case 3:
 		return Shape{d[0], d[1], d[2]}
@@ -115,7 +116,7 @@ func (l *Reshape) Setup(in []Shape) (Shape, error) {
 	if err := checkDims("reshape", l.LayerName, l.Out, s); err != nil {
 		return Shape{}, err
 	}
-	return dimsShape(l.Out), nil
+	return DimsShape(l.Out), nil
 }
 
 // Forward implements Layer: out = in (N×size).
@@ -182,7 +183,7 @@ func (l *Transpose) Setup(in []Shape) (Shape, error) {
 	}
 	l.fwd = gpu.StridedGeom{Dims: batched(1, l.out), Dst: outS, Src: src}
 	l.bwd = gpu.StridedGeom{Dims: batched(1, l.In), Dst: inS, Src: back}
-	return dimsShape(l.out), nil
+	return DimsShape(l.out), nil
 }
 
 // Forward implements Layer: out[n][i_Perm] = in[n][i].
@@ -243,7 +244,7 @@ func (l *Slice) Setup(in []Shape) (Shape, error) {
 		off += st * inS[k+1]
 	}
 	l.fwd = gpu.StridedGeom{Dims: batched(1, l.Counts), Dst: gpu.ContiguousStrides(batched(1, l.Counts)), Src: src, SrcOff: off}
-	return dimsShape(l.Counts), nil
+	return DimsShape(l.Counts), nil
 }
 
 // Forward implements Layer.
@@ -313,7 +314,7 @@ func (l *Pad) Setup(in []Shape) (Shape, error) {
 		off += l.Before[k] * outS[k+1]
 	}
 	l.fwd = gpu.StridedGeom{Dims: batched(1, l.In), Dst: outS, Src: gpu.ContiguousStrides(batched(1, l.In)), DstOff: off}
-	return dimsShape(out), nil
+	return DimsShape(out), nil
 }
 
 // Forward implements Layer: zeros, then the input in the interior.
@@ -387,7 +388,7 @@ func (l *ConcatND) Setup(in []Shape) (Shape, error) {
 			Src: []int{outer * d * inner, d * inner, 1}, DstOff: off * inner}
 		off += d
 	}
-	return dimsShape(l.out), nil
+	return DimsShape(l.out), nil
 }
 
 // Forward implements Layer.

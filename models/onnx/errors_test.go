@@ -100,9 +100,9 @@ func TestImportErrors(t *testing.T) {
 			ErrUnsupported, []string{"Clip(0, 3)"}},
 		{"softmax inside", tiny(13, headInits, withHead(nd("Softmax", "sm", []string{"x"}, "h"))...),
 			ErrUnsupported, []string{`"sm"`, "end of the graph"}},
-		{"reshape not flatten", tiny(13, headInits, withHead(nd("Constant", "shape", nil, "s", &onnxpb.AttributeProto{
-			Name: proto.String("value_ints"), Type: onnxpb.AttributeProto_INTS.Enum(), Ints: []int64{-1, 2, 16}}),
-			nd("Reshape", "rs", []string{"x", "s"}, "h"))...), ErrUnsupported, []string{"[-1 2 16]"}},
+		{"reshape into the batch", tiny(13, headInits, withHead(nd("Constant", "shape", nil, "s", &onnxpb.AttributeProto{
+			Name: proto.String("value_ints"), Type: onnxpb.AttributeProto_INTS.Enum(), Ints: []int64{-1, 3, 16}}),
+			nd("Reshape", "rs", []string{"x", "s"}, "h"))...), ErrUnsupported, []string{`"rs"`, "[-1 3 16]", "48 elements per sample"}},
 		{"opset too old", tiny(5, headInits, withHead(nd("Relu", "r", []string{"x"}, "h"))...), ErrUnsupported, []string{"opset 5"}},
 		{"output not computed", tiny(13, headInits, nd("Relu", "r", []string{"x"}, "h")), ErrMissing, []string{`"y"`}},
 		{"max pool indices used", tiny(13, headInits, withHead(&onnxpb.NodeProto{OpType: proto.String("MaxPool"), Name: proto.String("mp"),

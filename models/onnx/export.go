@@ -53,28 +53,34 @@ func Export(w io.Writer, f *models.File) error {
 	e.g.Input = []*onnxpb.ValueInfoProto{valueInfo("input", "batch", in.C, in.H, in.W)}
 
 	names := make([]string, len(nodes)) // the ONNX value each layer outputs
-	ranks := make([]int, len(nodes))    // its rank: 4, or 2 after flatten/linear
+	dims := make([][]int, len(nodes))   // its per-sample dims: C×H×W, F, or a structural layer's
+	infos := net.Layers()
 	for i, nd := range nodes {
 		ins := nd.Inputs
 		if ins == nil {
 			ins = []int{i - 1}
 		}
 		var xs []string
-		rank := 0
+		var xd [][]int
 		for _, j := range ins {
 			if j == solver.Input {
-				xs, rank = append(xs, "input"), 4
+				xs, xd = append(xs, "input"), append(xd, []int{in.C, in.H, in.W})
 			} else {
-				xs, rank = append(xs, names[j]), ranks[j]
+				xs, xd = append(xs, names[j]), append(xd, dims[j])
 			}
 		}
-		names[i], ranks[i], err = e.layer(nd.Layer, xs, rank)
-		if err != nil {
-			return fmt.Errorf("onnx: export layer %s: %w", nd.Layer.Name(), err)
+		var ok bool
+		if names[i], dims[i], ok = e.structural(nd.Layer, xs, xd); !ok {
+			var rank int
+			names[i], rank, err = e.layer(nd.Layer, xs, len(xd[0])+1)
+			if err != nil {
+				return fmt.Errorf("onnx: export layer %s: %w", nd.Layer.Name(), err)
+			}
+			dims[i] = rankDims(rank, xd[0], infos[i].Out)
 		}
 	}
 	last := names[len(nodes)-1]
-	if ranks[len(nodes)-1] == 4 {
+	if len(dims[len(nodes)-1]) != 1 {
 		last = e.node("Flatten", "output_flatten", []string{last}, attrInt("axis", 1))
 	}
 	if final := e.g.Node[len(e.g.Node)-1]; final.Output[0] == last {
@@ -132,7 +138,7 @@ func (e *exporter) layer(l solver.Layer, xs []string, rank int) (string, int, er
 			attrInt("count_include_pad", b2i(c.CountIncludePad))), 4, nil
 	case *solver.Linear:
 		x := xs[0]
-		if rank == 4 {
+		if rank != 2 {
 			x = e.node("Flatten", name+".flatten", xs, attrInt("axis", 1))
 		}
 		ins := []string{x, p("weight")}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,8 +30,14 @@ type value struct {
 	act   bool
 	layer int          // producing layer, solver.Input for the network input
 	shape solver.Shape // per sample
-	rank  int          // 4 (N×C×H×W) or 2 (N×F, stored as F×1×1)
+	rank  int          // 4 (N×C×H×W) or 2 (N×F, stored as F×1×1), or 1 + len(dims)
 	pad   [2]int       // zero padding a Pad node left for the consumer
+	// dims are the logical per-sample dims (rank-1 of them) when a
+	// structural layer set them; nil means C×H×W for rank 4, F for rank 2
+	// (ldims). shape is always solver.DimsShape of them: the network sees
+	// the flat per-sample size, the importer the logical shape.
+	dims   []int
+	padded *value // the pad layer made for a pending pad (materialize)
 
 	konst *tensor // a constant
 
@@ -190,9 +197,47 @@ func (im *importer) act(n *onnxpb.NodeProto, i int) (*value, error) {
 		err = fmt.Errorf("%w: input %q is a constant, want an activation", ErrUnsupported, n.GetInput()[i])
 	}
 	if err == nil && v.pad != [2]int{} && n.GetOpType() != "Conv" && n.GetOpType() != "AveragePool" {
-		err = fmt.Errorf("%w: padded input %q (a Pad folds only into Conv or AveragePool)", ErrUnsupported, n.GetInput()[i])
+		v, err = im.materialize(v, n.GetInput()[i])
 	}
 	return v, err
+}
+
+// materialize turns a pending spatial zero padding (padOp), which a Conv or
+// AveragePool would have folded, into a pad layer for another consumer.
+func (im *importer) materialize(v *value, name string) (*value, error) {
+	if v.padded != nil {
+		return v.padded, nil
+	}
+	base := *v
+	base.pad = [2]int{}
+	p := []int{0, v.pad[0], v.pad[1]}
+	d := models.Layer{Kind: "pad", Name: im.unique(name), Dims: base.ldims(), Before: p, After: p}
+	out, err := im.push(d, []*value{&base}, 0, []int{v.shape.C, v.shape.H + 2*v.pad[0], v.shape.W + 2*v.pad[1]})
+	v.padded = out
+	return out, err
+}
+
+// ldims returns v's logical per-sample dims.
+func (v *value) ldims() []int {
+	switch {
+	case v.dims != nil:
+		return v.dims
+	case v.rank == 4:
+		return []int{v.shape.C, v.shape.H, v.shape.W}
+	}
+	return []int{v.shape.Size()}
+}
+
+// view returns v with new logical dims of the same size: the same layer
+// output when the network shape does not change, else through a reshape
+// layer (a copy), so that every value's shape is DimsShape of its dims.
+func (im *importer) view(v *value, dims []int, name string) (*value, error) {
+	if solver.DimsShape(dims) == v.shape {
+		w := *v
+		w.dims, w.rank, w.padded = slices.Clone(dims), len(dims)+1, nil
+		return &w, nil
+	}
+	return im.push(models.Layer{Kind: "reshape", Name: im.unique(name), To: slices.Clone(dims)}, []*value{v}, 0, dims)
 }
 
 // konst returns input i of n, which must be a constant; optional inputs
@@ -242,6 +287,18 @@ func (im *importer) layerName(n *onnxpb.NodeProto, weight string) string {
 // add appends layer d reading ins, sets it up to learn its output shape, and
 // binds the node's first output to it.
 func (im *importer) add(n *onnxpb.NodeProto, d models.Layer, ins []*value, rank int) (*value, error) {
+	v, err := im.push(d, ins, rank, nil)
+	if err == nil {
+		im.vals[n.GetOutput()[0]] = v
+	}
+	return v, err
+}
+
+// push appends layer d reading ins and sets it up; the value it returns is
+// bound to no name yet. Its logical dims are dims when given (the rank is
+// then 1 + len(dims)); else an elementwise layer (one input, same rank and
+// shape) keeps its input's, and others have those of rank.
+func (im *importer) push(d models.Layer, ins []*value, rank int, dims []int) (*value, error) {
 	shapes := make([]solver.Shape, len(ins))
 	d.In = make([]int, len(ins))
 	for i, v := range ins {
@@ -258,10 +315,18 @@ func (im *importer) add(n *onnxpb.NodeProto, d models.Layer, ins []*value, rank 
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrShape, err)
 	}
+	if dims != nil && solver.DimsShape(dims) != out {
+		return nil, fmt.Errorf("%w: layer %s outputs %v, not the %v of dims %v", ErrShape, d.Name, out, solver.DimsShape(dims), dims)
+	}
 	im.layers = append(im.layers, d)
 	im.outs = append(im.outs, out)
-	v := &value{act: true, layer: len(im.layers) - 1, shape: out, rank: rank}
-	im.vals[n.GetOutput()[0]] = v
+	v := &value{act: true, layer: len(im.layers) - 1, shape: out, rank: rank, dims: slices.Clone(dims)}
+	switch {
+	case dims != nil:
+		v.rank = len(dims) + 1
+	case len(ins) == 1 && ins[0].rank == rank && ins[0].shape == out:
+		v.dims = ins[0].dims
+	}
 	return v, nil
 }
 

@@ -3,7 +3,6 @@ package onnx
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/cotrain/cotrain/models"
@@ -22,7 +21,7 @@ func (im *importer) node(n *onnxpb.NodeProto, outName string) error {
 	// Extra outputs (MaxPool's indices, Dropout's mask, training-mode
 	// BatchNormalization's statistics) must not be used by anything.
 	for _, o := range n.GetOutput()[1:] {
-		if o != "" && im.uses[o] > 0 {
+		if o != "" && im.uses[o] > 0 && n.GetOpType() != "Split" {
 			return fmt.Errorf("%w: output %q is used; only the first output of a node may be", ErrUnsupported, o)
 		}
 	}
@@ -49,20 +48,29 @@ func (im *importer) node(n *onnxpb.NodeProto, outName string) error {
 	case "BatchNormalization":
 		return im.batchNorm(n, a)
 	case "Flatten":
-		if ax := a.int("axis", 1); ax != 1 {
-			return fmt.Errorf("%w: Flatten axis %d (1 only)", ErrUnsupported, ax)
-		}
-		return im.flatten(n)
+		return im.flattenAt(n, a.int("axis", 1))
 	case "Reshape":
-		return im.reshape(n)
+		return im.reshapeTo(n, a)
 	case "Dropout":
 		return im.dropout(n, a)
 	case "Gemm":
 		return im.gemm(n, a)
 	case "MatMul":
 		return im.matmul(n)
-	case "Add":
-		return im.addOp(n)
+	case "Add", "Sub", "Mul", "Div":
+		return im.arith(n)
+	case "ReduceMean", "ReduceSum", "ReduceMax":
+		return im.reduce(n, a)
+	case "GlobalMaxPool":
+		return im.globalMaxPool(n)
+	case "Transpose":
+		return im.transposeOp(n, a)
+	case "Split":
+		return im.splitOp(n, a)
+	case "Slice":
+		return im.sliceOp(n, a)
+	case "Squeeze":
+		return im.squeezeOp(n, a)
 	case "Concat":
 		return im.concat(n, a)
 	case "Softmax":
@@ -79,7 +87,12 @@ func (im *importer) node(n *onnxpb.NodeProto, outName string) error {
 		return nil
 	case "Pad":
 		return im.padOp(n, a)
-	case "Shape", "Gather", "Unsqueeze":
+	case "Unsqueeze":
+		if x, err := im.get(n, 0); err == nil && x.act {
+			return im.squeezeOp(n, a)
+		}
+		return im.shapeOp(n, a)
+	case "Shape", "Gather":
 		return im.shapeOp(n, a)
 	default:
 		return fmt.Errorf("%w operator %s", ErrUnsupported, op)
@@ -247,6 +260,9 @@ func (im *importer) batchNorm(n *onnxpb.NodeProto, a attrs) error {
 	if err != nil {
 		return err
 	}
+	if x.rank != 4 && x.rank != 2 {
+		return fmt.Errorf("%w: BatchNormalization of a rank-%d tensor (N×C×H×W or N×F)", ErrUnsupported, x.rank)
+	}
 	var ts [4]*tensor
 	for i := range ts {
 		if ts[i], err = im.konst(n, i+1, false); err != nil {
@@ -276,36 +292,6 @@ func (im *importer) flatten(n *onnxpb.NodeProto) error {
 	}
 	_, err = im.add(n, models.Layer{Kind: "flatten", Name: im.layerName(n, "")}, []*value{x}, 2)
 	return err
-}
-
-// reshape accepts only a flatten to [N, -1]: the target may spell the batch
-// as Shape's batch, 0 (copy), -1 or a fixed number, and the features as -1
-// or their count.
-func (im *importer) reshape(n *onnxpb.NodeProto) error {
-	x, err := im.act(n, 0)
-	if err != nil {
-		return err
-	}
-	sv, err := im.get(n, 1)
-	if err != nil {
-		return err
-	}
-	target := sv.sym
-	if sv.konst != nil {
-		target = sv.konst.ints
-	}
-	size := int64(x.shape.Size())
-	if len(target) == 2 && (target[1] == -1 || target[1] == size) && !(target[0] == -1 && target[1] == -1) &&
-		(target[0] == batchDim || target[0] == 0 || target[0] == -1 || target[0] > 0) {
-		return im.flatten(n)
-	}
-	show := slices.Clone(target)
-	for i := range show {
-		if show[i] == batchDim {
-			show[i] = -2 // printed as the batch size
-		}
-	}
-	return fmt.Errorf("%w: Reshape to %v (only a flatten to [N, -1] is supported; -2 is the batch size)", ErrUnsupported, show)
 }
 
 func (im *importer) dropout(n *onnxpb.NodeProto, a attrs) error {

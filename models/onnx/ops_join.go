@@ -177,52 +177,45 @@ func (im *importer) concat(n *onnxpb.NodeProto, a attrs) error {
 		im.vals[n.GetOutput()[0]] = &value{sym: out}
 		return nil
 	}
-	rank := ins[0].rank
-	if ax := a.int("axis", 1); ax != 1 && ax != -int64(rank)+1 {
-		return fmt.Errorf("%w: Concat along axis %d (channels, axis 1, only)", ErrUnsupported, ax)
-	}
-	for i := range ins {
-		if _, err := im.act(n, i); err != nil {
-			return err
-		}
-		if ins[i].rank != rank {
-			return fmt.Errorf("%w: Concat of ranks %d and %d", ErrShape, rank, ins[i].rank)
-		}
-	}
-	_, err := im.add(n, models.Layer{Kind: "concat", Name: im.layerName(n, "")}, ins, rank)
-	return err
+	return im.concatAny(n, a, ins)
 }
 
-// padOp records a symmetric spatial zero padding for the consumer to fold.
+// padOp maps a constant zero Pad. A symmetric spatial padding of N×C×H×W
+// is recorded for the consumer to fold (Conv, AveragePool; any other
+// consumer gets a pad layer, see materialize); any other zero padding is a
+// pad layer at once. Reflect and edge modes and other values are refused.
 func (im *importer) padOp(n *onnxpb.NodeProto, a attrs) error {
 	x, err := im.act(n, 0)
 	if err != nil {
 		return err
 	}
 	if m := a.str("mode"); m != "" && m != "constant" {
-		return fmt.Errorf("%w: Pad mode %s", ErrUnsupported, m)
+		return fmt.Errorf("%w: Pad mode %s (constant zero padding only)", ErrUnsupported, m)
 	}
 	pads, value := a.ints("pads"), float64(a.float("value", 0))
 	if im.opset >= 11 {
-		t, err := im.konst(n, 1, false)
-		if err != nil {
+		if pads, err = im.intsInput(n, 1); err != nil {
 			return err
 		}
-		pads = t.ints
 		if c, err := im.konst(n, 2, true); err != nil {
 			return err
 		} else if c != nil {
 			value, _ = c.scalar()
 		}
+		if len(n.GetInput()) > 3 && n.GetInput()[3] != "" {
+			return fmt.Errorf("%w: Pad with an axes input", ErrUnsupported)
+		}
 	}
-	if x.rank != 4 || len(pads) != 8 || value != 0 {
-		return fmt.Errorf("%w: Pad %v with value %g (zero padding of N×C×H×W only)", ErrUnsupported, pads, value)
+	if value != 0 {
+		return fmt.Errorf("%w: Pad with value %g (zero padding only)", ErrUnsupported, value)
 	}
-	if pads[0] != 0 || pads[1] != 0 || pads[4] != 0 || pads[5] != 0 || pads[2] != pads[6] || pads[3] != pads[7] || pads[2] < 0 || pads[3] < 0 {
-		return fmt.Errorf("%w: Pad %v (symmetric spatial padding only)", ErrUnsupported, pads)
+	if x.rank != 4 || len(pads) != 8 || pads[0] != 0 || pads[1] != 0 || pads[4] != 0 || pads[5] != 0 ||
+		pads[2] != pads[6] || pads[3] != pads[7] || pads[2] < 0 || pads[3] < 0 {
+		return im.padLayer(n, x, pads)
 	}
 	padded := *x
 	padded.pad = [2]int{x.pad[0] + int(pads[2]), x.pad[1] + int(pads[3])}
+	padded.padded = nil
 	im.vals[n.GetOutput()[0]] = &padded
 	return nil
 }
@@ -240,9 +233,9 @@ func (im *importer) shapeOp(n *onnxpb.NodeProto, a attrs) error {
 		if !x.act {
 			return fmt.Errorf("%w: Shape of a constant", ErrUnsupported)
 		}
-		out.sym = []int64{batchDim, int64(x.shape.C)}
-		if x.rank == 4 {
-			out.sym = []int64{batchDim, int64(x.shape.C), int64(x.shape.H), int64(x.shape.W)}
+		out.sym = []int64{batchDim}
+		for _, d := range x.ldims() {
+			out.sym = append(out.sym, int64(d))
 		}
 	case "Gather":
 		idx, err := im.konst(n, 1, false)

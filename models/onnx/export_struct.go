@@ -1,0 +1,132 @@
+package onnx
+
+import (
+	"slices"
+	"strconv"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cotrain/cotrain/models/onnx/onnxpb"
+	"github.com/cotrain/cotrain/solver"
+)
+
+// Exporting the structural layers (solver/shape_ops.go, arith_ops.go).
+// Every exported value has the logical per-sample dims the layers were
+// imported with, so import → export → import gives the same layers; where a
+// layer's input has other dims (a layer fed by a flatten, say), a Reshape
+// to [-1, dims...] is inserted first.
+
+// rankDims returns the per-sample dims of a classic layer's output: the
+// input's for an elementwise layer (same rank and size), else C×H×W for rank
+// 4 and F for rank 2.
+func rankDims(rank int, in []int, out solver.Shape) []int {
+	if rank == len(in)+1 && solver.DimsShape(in) == out {
+		return in
+	}
+	if rank == 4 {
+		return []int{out.C, out.H, out.W}
+	}
+	return []int{out.Size()}
+}
+
+// ensure returns x (of per-sample dims have) as a value of dims want.
+func (e *exporter) ensure(x string, have, want []int, name string) string {
+	if slices.Equal(have, want) {
+		return x
+	}
+	shape := append([]int64{-1}, int64s(want)...)
+	e.intInit(name+".shape", shape)
+	return e.node("Reshape", name, []string{x, name + ".shape"})
+}
+
+func int64s(v []int) []int64 {
+	out := make([]int64, len(v))
+	for i, x := range v {
+		out[i] = int64(x)
+	}
+	return out
+}
+
+// plus1 returns per-sample axes as ONNX axes (after the batch axis).
+func plus1(v []int) []int {
+	out := make([]int, len(v))
+	for i, x := range v {
+		out[i] = x + 1
+	}
+	return out
+}
+
+// intInit adds an int64 initializer of one dimension.
+func (e *exporter) intInit(name string, v []int64) {
+	e.g.Initializer = append(e.g.Initializer, &onnxpb.TensorProto{Name: proto.String(name),
+		DataType: proto.Int32(int32(onnxpb.TensorProto_INT64)), Dims: []int64{int64(len(v))}, Int64Data: v})
+}
+
+// structural emits the nodes of a structural layer reading xs (of per-sample
+// dims xd) and returns its output and dims; ok is false for other layers.
+func (e *exporter) structural(l solver.Layer, xs []string, xd [][]int) (string, []int, bool) {
+	name := l.Name()
+	switch l := l.(type) {
+	case *solver.Reshape:
+		return e.ensure(xs[0], xd[0], l.Out, name), l.Out, true
+	case *solver.Transpose:
+		x := e.ensure(xs[0], xd[0], l.In, name+".in")
+		return e.node("Transpose", name, []string{x}, attrInts("perm", append([]int{0}, plus1(l.Perm)...)...)), l.OutDims(), true
+	case *solver.Slice:
+		x := e.ensure(xs[0], xd[0], l.In, name+".in")
+		ends := make([]int64, len(l.In))
+		for k := range ends {
+			ends[k] = int64(l.Starts[k] + (l.Counts[k]-1)*l.Steps[k] + 1)
+		}
+		e.intInit(name+".starts", int64s(l.Starts))
+		e.intInit(name+".ends", ends)
+		e.intInit(name+".axes", int64s(plus1(identityPerm(len(l.In)))))
+		e.intInit(name+".steps", int64s(l.Steps))
+		return e.node("Slice", name, []string{x, name + ".starts", name + ".ends", name + ".axes", name + ".steps"}), l.Counts, true
+	case *solver.Pad:
+		x := e.ensure(xs[0], xd[0], l.In, name+".in")
+		pads := append(append([]int64{0}, int64s(l.Before)...), 0)
+		e.intInit(name+".pads", append(pads, int64s(l.After)...))
+		return e.node("Pad", name, []string{x, name + ".pads"}), l.OutDims(), true
+	case *solver.ConcatND:
+		ins := make([]string, len(xs))
+		inner := 1
+		for _, d := range l.Dims[l.Axis+1:] {
+			inner *= d
+		}
+		outer := 1
+		for _, d := range l.Dims[:l.Axis] {
+			outer *= d
+		}
+		for i, x := range xs {
+			want := slices.Clone(l.Dims)
+			want[l.Axis] = solver.DimsShape(xd[i]).Size() / (inner * outer)
+			ins[i] = e.ensure(x, xd[i], want, name+".in"+strconv.Itoa(i))
+		}
+		return e.node("Concat", name, ins, attrInt("axis", l.Axis+1)), l.OutDims(), true
+	case *solver.Binary:
+		op := l.Op.String()
+		if l.Const == nil {
+			a := e.ensure(xs[0], xd[0], l.A, name+".a")
+			b := e.ensure(xs[1], xd[1], l.B, name+".b")
+			return e.node(op, name, []string{a, b}), l.OutDims(), true
+		}
+		x := e.ensure(xs[0], xd[0], l.A, name+".in")
+		c := name + ".const"
+		e.initializer(c, append([]int{1}, l.B...), l.Const)
+		ins := []string{x, c}
+		if l.ConstFirst {
+			ins = []string{c, x}
+		}
+		return e.node(op, name, ins), l.OutDims(), true
+	case *solver.Reduce:
+		x := e.ensure(xs[0], xd[0], l.In, name+".in")
+		axes := plus1(l.Axes)
+		if l.Mean {
+			return e.node("ReduceMean", name, []string{x}, attrInts("axes", axes...), attrInt("keepdims", 1)), l.OutDims(), true
+		}
+		e.intInit(name+".axes", int64s(axes))
+		return e.node("ReduceSum", name, []string{x, name + ".axes"}, attrInt("keepdims", 1)), l.OutDims(), true
+	}
+	return "", nil, false
+}

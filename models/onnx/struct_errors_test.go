@@ -1,0 +1,71 @@
+package onnx
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cotrain/cotrain/models/onnx/onnxpb"
+)
+
+func constInts(name string, v ...int64) *onnxpb.NodeProto {
+	return nd("Constant", name, nil, name, &onnxpb.AttributeProto{
+		Name: proto.String("value_ints"), Type: onnxpb.AttributeProto_INTS.Enum(), Ints: v})
+}
+
+// TestImportStructuralErrors: what the structural operators refuse, each
+// error naming the node and the reason; and an operator that is still
+// missing is refused with its name and node even after structural ones.
+func TestImportStructuralErrors(t *testing.T) {
+	cases := []struct {
+		name  string
+		raw   []byte
+		want  error
+		names []string
+	}{
+		{"transpose moves the batch", tiny(13, headInits, withHead(nd("Transpose", "tr", []string{"x"}, "h", attrInts("perm", 1, 0, 2, 3)))...),
+			ErrUnsupported, []string{`"tr"`, "batch axis must stay first"}},
+		{"transpose without perm", tiny(13, headInits, withHead(nd("Transpose", "tr", []string{"x"}, "h"))...),
+			ErrUnsupported, []string{`"tr"`, "reverses"}},
+		{"slice the batch", tiny(13, headInits, withHead(constInts("st", 0), constInts("en", 1), constInts("ax", 0),
+			nd("Slice", "sl", []string{"x", "st", "en", "ax"}, "h"))...), ErrUnsupported, []string{`"sl"`, "batch axis"}},
+		{"slice negative step", tiny(13, headInits, withHead(constInts("st", -1), constInts("en", -10), constInts("ax", 3), constInts("sp", -1),
+			nd("Slice", "sl", []string{"x", "st", "en", "ax", "sp"}, "h"))...), ErrUnsupported, []string{`"sl"`, "positive steps"}},
+		{"pad reflect", tiny(13, headInits, withHead(constInts("p", 0, 0, 1, 1, 0, 0, 1, 1),
+			nd("Pad", "pd", []string{"x", "p"}, "h", &onnxpb.AttributeProto{Name: proto.String("mode"),
+				Type: onnxpb.AttributeProto_STRING.Enum(), S: []byte("reflect")}))...), ErrUnsupported, []string{`"pd"`, "reflect"}},
+		{"reduce max over channels", tiny(13, headInits, withHead(nd("ReduceMax", "rm", []string{"x"}, "h", attrInts("axes", 1)))...),
+			ErrUnsupported, []string{`"rm"`, "spatial"}},
+		{"reduce mean over the batch", tiny(13, headInits, withHead(nd("ReduceMean", "rm", []string{"x"}, "h", attrInts("axes", 0)))...),
+			ErrUnsupported, []string{`"rm"`, "batch axis"}},
+		{"flatten at axis 2", tiny(13, headInits, withHead(nd("Flatten", "fl", []string{"x"}, "h", attrInt("axis", 2)))...),
+			ErrUnsupported, []string{`"fl"`, "into the batch axis"}},
+		{"split sizes wrong", tiny(13, headInits, withHead(constInts("sz", 1, 2),
+			nd("Split", "sp", []string{"x", "sz"}, "h", attrInt("axis", 1)))...), ErrShape, []string{`"sp"`, "for 1 outputs"}},
+		{"mul of non-broadcasting", tiny(13, append(headInits, tinyInit{"k", []int{3, 1, 1}}),
+			withHead(nd("Mul", "mu", []string{"x", "k"}, "h"))...), ErrShape, []string{`"mu"`, "do not broadcast"}},
+		{"constant with a batch", tiny(13, append(headInits, tinyInit{"k", []int{2, 2, 1, 1}}),
+			withHead(nd("Mul", "mu", []string{"x", "k"}, "h"))...), ErrUnsupported, []string{`"mu"`, "batch axis of 2"}},
+		{"square", tiny(13, headInits, withHead(nd("Mul", "sq", []string{"x", "x"}, "h"))...),
+			ErrUnsupported, []string{`"sq"`, "with itself"}},
+		{"missing op after structural ones", tiny(13, headInits, withHead(
+			nd("Transpose", "tr", []string{"x"}, "t", attrInts("perm", 0, 1, 3, 2)),
+			nd("Einsum", "es_3", []string{"t"}, "h"))...), ErrUnsupported, []string{"Einsum", `"es_3"`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := Import(bytes.NewReader(tc.raw))
+			if f != nil || !errors.Is(err, tc.want) {
+				t.Fatalf("got file %v, error %v; want %v", f != nil, err, tc.want)
+			}
+			for _, s := range tc.names {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not name %s", err, s)
+				}
+			}
+		})
+	}
+}
