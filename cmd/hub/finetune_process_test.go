@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -258,4 +259,62 @@ func TestFinetuneONNXOnThreeWorkerProcesses(t *testing.T) {
 	if worst > 1e-4 {
 		t.Errorf("exported ONNX logits differ from cotrain's by %.2g (relative), want <= 1e-4", worst)
 	}
+}
+
+// TestFinetuneHubKilledAndResumed: a fine-tuning session (an ONNX model,
+// its head replaced, the last two layers training) checkpoints and resumes
+// like any other. The hub is SIGKILLed mid-run and restarted with --resume
+// on the same address: it continues from its last checkpoint, the workers
+// reconnect, and every node ends with the hub's weights after the planned
+// iterations.
+func TestFinetuneHubKilledAndResumed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test; skipped with -short")
+	}
+	hubBin, _ := buildBinaries(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	rgb := map[string][3]float64{}
+	var names []string
+	for _, c := range fineClasses {
+		names = append(names, c.name)
+		rgb[c.name] = c.rgb
+	}
+	writeImages(t, filepath.Join(dir, "hub"), names, rgb, 6, 100)
+	for i := range 2 {
+		writeImages(t, filepath.Join(dir, fmt.Sprint("photos", i)), names, rgb, 8, uint64(i))
+	}
+	const iters = 60
+	listen, out := freeListen(t), filepath.Join(dir, "hub-out")
+	args := []string{"--weights", finetuneModel, "--normalize", "imagenet", "--train-last", "2",
+		"--data", filepath.Join(dir, "hub"), "--min-workers", "2", "--batch", "16", "--iterations", fmt.Sprint(iters),
+		"--checkpoint-every", "10", "--policy", "fixed", "--listen", listen, "--mdns=false", "--json", "--out", out,
+		"--log-every", "1", "--tick", "20ms", "--deadline", "2s"}
+	h := start(t, ctx, "hub", hubBin, args...)
+	addr := h.until(t, "listening", 30*time.Second)["addrs"].([]any)[0].(string)
+	var ws []*proc
+	for i := range 2 {
+		ws = append(ws, faultWorker(t, ctx, fmt.Sprint("w", i), addr, dir, 0, 1, "--data", filepath.Join(dir, fmt.Sprint("photos", i))))
+	}
+	killedAt := h.progressTo(t, 25, nil, time.Minute)["iteration"].(float64)
+	h.cmd.Process.Signal(syscall.SIGKILL)
+	for ev := range h.events {
+		if ev["event"] == "progress" {
+			killedAt = max(killedAt, ev["iteration"].(float64))
+		}
+	}
+	h.exit(t, 10*time.Second)
+
+	h2 := start(t, ctx, "resumed hub", hubBin, append(args, "--resume")...)
+	resumed := h2.until(t, "resumed", 30*time.Second)["iteration"].(float64)
+	if want := math.Floor(killedAt/10) * 10; resumed != want || resumed == 0 {
+		t.Errorf("resumed at iteration %v, want the last checkpoint before %v (%v)", resumed, killedAt, want)
+	}
+	done := h2.until(t, "done", 2*time.Minute)
+	if done["iterations"].(float64) != iters {
+		t.Errorf("resumed run ended after %v iterations, want %d", done["iterations"], iters)
+	}
+	sameWeights(t, done, ws...)
+	t.Logf("killed at %v, resumed at %v: test accuracy %.4f", killedAt, resumed, done["test_accuracy"])
 }
