@@ -101,6 +101,11 @@ type Recorder struct {
 	joins   int    // rows made
 	bus     *Bus
 	started time.Time
+	// version counts changes of the state; cached is the JSON of the
+	// state at version cachedAt, shared by every /api/status request until
+	// the next change, so ten open pages cost one encoding per change.
+	version, cachedAt uint64
+	cached            []byte
 }
 
 // NewRecorder returns a recorder for a run of the given role ("hub",
@@ -135,12 +140,41 @@ func (r *Recorder) Status() Status {
 	return st
 }
 
+// StatusJSON returns Status encoded as JSON: the same bytes to every
+// caller until the state changes. The caller must not modify them.
+func (r *Recorder) StatusJSON() ([]byte, error) {
+	r.mu.Lock()
+	if r.cached != nil && r.cachedAt == r.version {
+		b := r.cached
+		r.mu.Unlock()
+		return b, nil
+	}
+	r.mu.Unlock()
+	// Status copies under the lock; the encoding runs outside it, so the
+	// sink is never held up by a request. What it encodes is cached only
+	// if nothing changed meanwhile.
+	r.mu.Lock()
+	v := r.version
+	r.mu.Unlock()
+	b, err := json.Marshal(r.Status())
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	if r.version == v {
+		r.cached, r.cachedAt = b, v
+	}
+	r.mu.Unlock()
+	return b, nil
+}
+
 // Handle applies e to the status and sends it to every subscriber. It is
 // the Recorder's Bus sink.
 func (r *Recorder) Handle(e Event) {
 	line, err := json.Marshal(e)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.version++
 	r.apply(e)
 	if err != nil {
 		return

@@ -2,7 +2,6 @@ package watch
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -40,12 +39,14 @@ func (r *Recorder) subscribe() *subscriber {
 	}
 	s := &subscriber{ch: make(chan message, SubscriberQueue)}
 	r.subs[s] = struct{}{}
+	r.version++ // Clients changed
 	return s
 }
 
 // unsubscribe removes s and closes its channel; r.mu must be held.
 func (r *Recorder) unsubscribe(s *subscriber) {
 	if _, ok := r.subs[s]; ok {
+		r.version++
 		delete(r.subs, s)
 		close(s.ch)
 	}
@@ -90,8 +91,7 @@ func readOnly(h http.Handler) http.Handler {
 }
 
 func (r *Recorder) serveStatus(w http.ResponseWriter, _ *http.Request) {
-	st := r.Status()
-	b, err := json.Marshal(st)
+	b, err := r.StatusJSON()
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
