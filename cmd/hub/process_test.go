@@ -69,7 +69,17 @@ type proc struct {
 
 func start(t *testing.T, ctx context.Context, name, bin string, args ...string) *proc {
 	t.Helper()
+	return startWith(t, ctx, name, nil, bin, args...)
+}
+
+// startWith is start with prep, when not nil, applied to the command before
+// it starts (to set its SysProcAttr, its environment).
+func startWith(t *testing.T, ctx context.Context, name string, prep func(*exec.Cmd), bin string, args ...string) *proc {
+	t.Helper()
 	cmd := exec.CommandContext(ctx, bin, args...)
+	if prep != nil {
+		prep(cmd)
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

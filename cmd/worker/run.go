@@ -65,19 +65,22 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	defer host.Close()
 
-	addr := c.hubAddr
-	if addr == "" {
+	addrs := []string{c.hubAddr}
+	if c.hubAddr == "" {
 		info, err := discovery.Find(ctx, c.session, discovery.WithWindow(c.find))
 		if err != nil {
 			return fmt.Errorf("no --hub given and mDNS found none: %w", err)
 		}
-		addr = pickAddr(info.Addrs)
-		log.Info("found hub over mDNS", "session", info.Session, "model", info.Model, "addr", addr)
+		// Every advertised address is dialled: which ones this device
+		// can reach depends on the networks it shares with the hub.
+		addrs = info.Addrs
+		log.Info("found hub over mDNS", "session", info.Session, "model", info.Model, "addrs", addrs)
 	}
+	addr := strings.Join(addrs, " ")
 	// libp2p backs an address that failed off for seconds to minutes; the
 	// session has a backoff of its own, so every dial is forced.
 	dial := func(ctx context.Context) (transport.Conn, error) {
-		return host.Dial(network.WithForceDirectDial(ctx, "cotrain redial"), addr)
+		return host.DialAny(network.WithForceDirectDial(ctx, "cotrain redial"), addrs)
 	}
 
 	wc := worker.DefaultConfig()
@@ -160,20 +163,6 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "done after %d iterations (%d pushes): weights %s (sha256 %s)\n", core.Iteration(), pushes, path, sum)
 	return nil
-}
-
-// pickAddr prefers a TCP address (QUIC needs UDP, which some Wi-Fi networks
-// filter) and otherwise takes the first.
-func pickAddr(addrs []string) string {
-	for _, a := range addrs {
-		if strings.Contains(a, "/tcp/") {
-			return a
-		}
-	}
-	if len(addrs) > 0 {
-		return addrs[0]
-	}
-	return ""
 }
 
 // lazyShard is the worker's shard of the training data, loaded when the

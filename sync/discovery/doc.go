@@ -13,8 +13,9 @@
 //     call it (or cancel ctx) when the session ends, so that goodbye
 //     packets tell browsers it is gone.
 //  2. Worker: call Find with the session name the user gave (or "" to
-//     take the only hub on the network) and dial Info.Addrs in order until
-//     one works. Find waits the whole window (DefaultWindow or WithWindow)
+//     take the only hub on the network) and dial all of Info.Addrs at once
+//     (p2p.Host.DialAny): which of them this device can reach depends on
+//     the networks it shares with the hub. Find waits the whole window (DefaultWindow or WithWindow)
 //     so that it can notice a second hub of the same name; ErrNotFound,
 //     ErrAmbiguous and ErrVersion carry messages meant for the user.
 //  3. On a device with several networks, pass WithInterfaces with the one

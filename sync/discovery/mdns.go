@@ -53,7 +53,9 @@ type Info struct {
 	// PeerID is the hub's libp2p peer id.
 	PeerID string
 	// Addrs are the hub's full multiaddrs, each ending in /p2p/PeerID
-	// (p2p.Host.Addrs). Browse returns them in the advertised order.
+	// (p2p.Host.Addrs). Advertise announces those a peer can reach
+	// (Reachable); Browse returns them in the advertised order, and a
+	// worker dials them all at once (p2p.Host.DialAny).
 	Addrs []string
 	// Port is the SRV record's port. Advertise takes the first TCP port of
 	// Addrs (else the first UDP one) when it is 0.
@@ -97,10 +99,19 @@ func collect(opts []Option) options {
 // Advertise announces info on mDNS until stop is called or ctx is done,
 // answering the queries of Browse and Find. stop sends mDNS goodbye
 // packets, closes the sockets and waits for the answering goroutines to
-// end; it may be called more than once. The A/AAAA records carry the IP
-// addresses found in info.Addrs (unspecified ones skipped).
+// end; it may be called more than once.
+//
+// It announces only the addresses of info.Addrs that a peer on another
+// device can dial (Reachable: no loopback, link-local only when there is
+// nothing else), in the TXT record and in the A/AAAA records alike.
 func Advertise(ctx context.Context, info Info, opts ...Option) (stop func(), err error) {
 	o := collect(opts)
+	if len(info.Addrs) > 0 {
+		info.Addrs = Reachable(info.Addrs)
+		if len(info.Addrs) == 0 {
+			return nil, fmt.Errorf("%w: no address a peer can dial among the hub's (all unspecified)", ErrRecord)
+		}
+	}
 	txt, err := encodeTXT(info)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 
@@ -26,10 +27,38 @@ import (
 // not serve ProtocolID); ErrConnect and ErrProtocol also wrap
 // transport.ErrRefused.
 func (h *Host) Dial(ctx context.Context, addr string) (transport.Conn, error) {
-	info, err := parsePeerAddr(addr)
-	if err != nil {
-		return nil, err
+	return h.DialAny(ctx, []string{addr})
+}
+
+// DialAny is Dial given every address of one peer, such as all the
+// addresses a hub advertises over mDNS: libp2p dials the whole set (in its
+// own order, QUIC and TCP, several at once) and keeps the first connection
+// that completes, so an address that is unreachable from here (another
+// host's loopback, a second network the hub is on) costs nothing but its
+// own failed dial. Every address must end in the same /p2p/<peer id>.
+//
+// Errors are Dial's; an ErrConnect names every address tried.
+func (h *Host) DialAny(ctx context.Context, addrs []string) (transport.Conn, error) {
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("%w: no address to dial", ErrAddr)
 	}
+	var info peer.AddrInfo
+	for i, a := range addrs {
+		one, err := parsePeerAddr(a)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 && one.ID != info.ID {
+			return nil, fmt.Errorf("%w: %q names peer %s, %q names %s: the addresses must be one peer's", ErrAddr, addrs[0], info.ID, a, one.ID)
+		}
+		info.ID = one.ID
+		for _, m := range one.Addrs {
+			if !slices.ContainsFunc(info.Addrs, m.Equal) {
+				info.Addrs = append(info.Addrs, m)
+			}
+		}
+	}
+	addr := strings.Join(addrs, " or ")
 	if info.ID == h.h.ID() {
 		return nil, fmt.Errorf("%w: %q is this host itself", ErrAddr, addr)
 	}
