@@ -70,6 +70,7 @@ func Export(w io.Writer, f *models.File) error {
 			}
 		}
 		var ok bool
+		e.align(nd.Layer, xs, xd)
 		if names[i], dims[i], ok = e.structural(nd.Layer, xs, xd); !ok {
 			var rank int
 			names[i], rank, err = e.layer(nd.Layer, xs, len(xd[0])+1)

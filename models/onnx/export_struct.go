@@ -62,6 +62,32 @@ func (e *exporter) intInit(name string, v []int64) {
 		DataType: proto.Int32(int32(onnxpb.TensorProto_INT64)), Dims: []int64{int64(len(v))}, Int64Data: v})
 }
 
+// align gives the inputs of the classic joins consistent dims, which an
+// imported graph may not have spelled out (a ReduceMax with keepdims 0 is a
+// max pool whose N×C×1×1 output the importer merely views as N×C): a
+// concat of inputs that are not all C×H×W joins them flattened, an add
+// reads every input with the first one's dims.
+func (e *exporter) align(l solver.Layer, xs []string, xd [][]int) {
+	switch l.(type) {
+	case *solver.Concat:
+		flat := false
+		for _, d := range xd {
+			flat = flat || len(d) != 3
+		}
+		if !flat {
+			return
+		}
+		for k := range xs {
+			want := []int{solver.DimsShape(xd[k]).Size()}
+			xs[k], xd[k] = e.ensure(xs[k], xd[k], want, l.Name()+".in"+strconv.Itoa(k)), want
+		}
+	case *solver.Add:
+		for k := 1; k < len(xs); k++ {
+			xs[k], xd[k] = e.ensure(xs[k], xd[k], xd[0], l.Name()+".in"+strconv.Itoa(k)), xd[0]
+		}
+	}
+}
+
 // structural emits the nodes of a structural layer reading xs (of per-sample
 // dims xd) and returns its output and dims; ok is false for other layers.
 func (e *exporter) structural(l solver.Layer, xs []string, xd [][]int) (string, []int, bool) {

@@ -3,6 +3,7 @@ package onnx
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/cotrain/cotrain/models"
@@ -26,6 +27,9 @@ func (im *importer) node(n *onnxpb.NodeProto, outName string) error {
 		}
 	}
 	a := nodeAttrs(n)
+	if done, err := im.fold(n, a); done {
+		return err
+	}
 	switch op := n.GetOpType(); op {
 	case "Constant":
 		return im.constant(n, a)
@@ -61,6 +65,13 @@ func (im *importer) node(n *onnxpb.NodeProto, outName string) error {
 		return im.arith(n)
 	case "ReduceMean", "ReduceSum", "ReduceMax":
 		return im.reduce(n, a)
+	case "Reciprocal":
+		x, err := im.act(n, 0)
+		if err != nil {
+			return err
+		}
+		return im.binary(n, models.Layer{Kind: "binary", Op: "Div", Dims: slices.Clone(x.ldims()),
+			Dims2: slices.Repeat([]int{1}, len(x.ldims())), Const: []float32{1}, First: true}, []*value{x})
 	case "GlobalMaxPool":
 		return im.globalMaxPool(n)
 	case "Transpose":

@@ -242,18 +242,24 @@ func (im *importer) shapeOp(n *onnxpb.NodeProto, a attrs) error {
 		if err != nil {
 			return err
 		}
-		i, ok := idx.scalar()
-		if x.sym == nil || !ok || len(idx.dims) != 0 || a.int("axis", 0) != 0 {
-			return fmt.Errorf("%w: Gather other than one element of a shape", ErrUnsupported)
+		vec := x.sym
+		if vec == nil && x.konst != nil && len(x.konst.dims) == 1 {
+			vec = x.konst.ints
 		}
-		k := int(i)
-		if k < 0 {
-			k += len(x.sym)
+		if vec == nil || idx.ints == nil || len(idx.dims) > 1 || a.int("axis", 0) != 0 {
+			return fmt.Errorf("%w: Gather other than elements of a shape", ErrUnsupported)
 		}
-		if k < 0 || k >= len(x.sym) {
-			return fmt.Errorf("%w: Gather index %d of a shape of %d", ErrShape, int(i), len(x.sym))
+		for _, i := range idx.ints {
+			k := int(i)
+			if k < 0 {
+				k += len(vec)
+			}
+			if k < 0 || k >= len(vec) {
+				return fmt.Errorf("%w: Gather index %d of a shape of %d", ErrShape, int(i), len(vec))
+			}
+			out.sym = append(out.sym, vec[k])
 		}
-		out.sym, out.scalar = []int64{x.sym[k]}, true
+		out.scalar = len(idx.dims) == 0
 	case "Unsqueeze":
 		axes := a.ints("axes")
 		if im.opset >= 13 {
