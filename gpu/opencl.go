@@ -44,6 +44,7 @@ type OpenCL struct {
 
 	coef    *clMem  // per-channel batch-norm coefficients (4 per channel)
 	splitWS *clMem  // partial sums of split-k products (opencl_gemm.go)
+	redPart *clMem  // partial results of two-level reductions (redParts)
 	loss    *clMem  // per-row losses of SoftmaxCrossEntropy, then their sum
 	labels  *clMem  // int32 labels, reused across calls
 	lastLb  []int32 // labels now in the labels buffer
@@ -125,6 +126,11 @@ func (o *OpenCL) Profile(on bool) []KernelTime {
 	}
 	return out
 }
+
+// ProfileShapes makes a profile that Profile turns on tell launches apart by
+// their global size as well as their kernel ("gemm_nn [512 3136 1]"), to
+// find which layer's launches take the time.
+func (o *OpenCL) ProfileShapes(on bool) { o.ctx.profShapes = on }
 
 // Finish blocks until every enqueued kernel has run (for timing).
 func (o *OpenCL) Finish() error { return o.ctx.finish() }

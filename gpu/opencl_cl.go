@@ -117,6 +117,8 @@ type clContext struct {
 	// prof, when not nil, times every launch by waiting for it (slow: for
 	// finding where a step's time goes, see OpenCL.Profile).
 	prof map[string]*KernelTime
+	// profShapes keys the profile by kernel and global size (OpenCL.ProfileShapes).
+	profShapes bool
 }
 
 // KernelTime is the wall time of one kernel's launches, each waited for.
@@ -363,10 +365,14 @@ func (c *clContext) launch(k *clKernel, global, loc []int, args ...any) error {
 		if err := c.finish(); err != nil {
 			return err
 		}
-		kt := c.prof[k.name]
+		name := k.name
+		if c.profShapes {
+			name = fmt.Sprintf("%s %v", k.name, global)
+		}
+		kt := c.prof[name]
 		if kt == nil {
-			kt = &KernelTime{Name: k.name}
-			c.prof[k.name] = kt
+			kt = &KernelTime{Name: name}
+			c.prof[name] = kt
 		}
 		kt.Launches++
 		kt.Total += time.Since(t0)

@@ -123,24 +123,39 @@ func TestOpenCLLeNetTraining(t *testing.T) {
 // BenchmarkOpenCLTrainStep times one training step (forward, loss,
 // backward, SGD with momentum) on the OpenCL device and on the CPU backend
 // side by side, so the ratio comes from one run: lenet5 and lenet-caffe at
-// batch 64, mobilenet-v1 (α 0.5, 128×128, 1000 classes) at batch 16.
+// batch 64, mobilenet-v1 (α 0.5, 128×128, 1000 classes) at batch 16; on
+// OpenCL only (a CPU step takes seconds), mobilenet-v1 (α 1, 224×224) and
+// AlexNet (224×224) at batch 32. scripts/bench_gpu.sh sets these names
+// beside scripts/bench_torch.py's. The backend is opened as cotrain opens it
+// (GEMM tuning from the saved file, or timed now unless
+// COTRAIN_OPENCL_TUNE=0).
 func BenchmarkOpenCLTrainStep(b *testing.B) {
-	o := openForE2E(b)
+	cfg := gpu.DefaultOpenCLConfig()
+	o, err := gpu.NewOpenCL(cfg)
+	if err != nil {
+		b.Skipf("no OpenCL device: %v", err)
+	}
 	defer o.Close()
 	cases := []struct {
 		name, model string
 		cfg         models.Config
 		batch       int
+		large       bool // OpenCL only
 	}{
-		{"lenet5/b64", "lenet5", models.Config{}, 64},
-		{"lenet-caffe/b64", "lenet-caffe", models.Config{}, 64},
-		{"mobilenet-v1-0.5-128/b16", "mobilenet-v1", models.Config{Width: 0.5, Input: solver.Shape{C: 3, H: 128, W: 128}}, 16},
+		{"lenet5/b64", "lenet5", models.Config{}, 64, false},
+		{"lenet-caffe/b64", "lenet-caffe", models.Config{}, 64, false},
+		{"mobilenet-a0.5-128/b16", "mobilenet-v1", models.Config{Width: 0.5, Input: solver.Shape{C: 3, H: 128, W: 128}}, 16, false},
+		{"mobilenet-a1-224/b32", "mobilenet-v1", models.Config{}, 32, true},
+		{"alexnet/b32", "alexnet", models.Config{}, 32, true},
 	}
 	for _, be := range []struct {
 		name string
 		b    gpu.Backend
 	}{{"opencl", o}, {"cpu", gpu.NewCPU()}} {
 		for _, c := range cases {
+			if c.large && be.name == "cpu" {
+				continue
+			}
 			b.Run(be.name+"/"+c.name, func(b *testing.B) {
 				net, err := models.Build(be.b, c.model, c.cfg)
 				if err != nil {
@@ -165,7 +180,10 @@ func BenchmarkOpenCLTrainStep(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(b.N*c.batch)/b.Elapsed().Seconds(), "img/s")
-				if cl, ok := be.b.(*gpu.OpenCL); ok && os.Getenv("COTRAIN_OPENCL_PROFILE") == "1" {
+				if cl, ok := be.b.(*gpu.OpenCL); ok && os.Getenv("COTRAIN_OPENCL_PROFILE") != "" {
+					// COTRAIN_OPENCL_PROFILE=shapes also splits each
+					// kernel's time by global size.
+					cl.ProfileShapes(os.Getenv("COTRAIN_OPENCL_PROFILE") == "shapes")
 					b.StopTimer()
 					profileStep(b, cl, func() { tr.Step(x, labels) })
 				}
@@ -188,6 +206,6 @@ func profileStep(b *testing.B, o *gpu.OpenCL, step func()) {
 	}
 	b.Logf("profile over 5 steps: %v in %d kernels", total, len(prof))
 	for _, kt := range prof {
-		b.Logf("  %-22s %6d launches %10v %5.1f%%", kt.Name, kt.Launches, kt.Total, 100*kt.Total.Seconds()/total.Seconds())
+		b.Logf("  %-34s %6d launches %10v %5.1f%%", kt.Name, kt.Launches, kt.Total, 100*kt.Total.Seconds()/total.Seconds())
 	}
 }

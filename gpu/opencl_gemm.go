@@ -220,12 +220,18 @@ func (o *OpenCL) gemm(ta, tb bool, m, n, k int, alpha float32, a, b mat, beta fl
 // gemmSplits returns into how many k-ranges of kc (a multiple of 32) an
 // m×n×k product is cut: while its C has fewer than splitTiles blocks of
 // 128×128 counting each range, and each range would still be at least
-// splitDepth deep, up to 8 ranges. It depends on the shape alone, never on
-// the device, so that every device sums in the same order (see gemm.cl).
+// splitDepth deep, up to maxSplits ranges. It depends on the shape alone,
+// never on the device, so that every device sums in the same order (see
+// gemm.cl).
+//
+// The filter gradients of convolutions over large images are the products
+// that need many ranges: MobileNet's first pointwise layer at 224×224,
+// batch 32, is 64×32×401,408, one block of C; cut in 8 it ran in 16
+// work-groups on the H100's 132 SMs (3.5 ms of a 35 ms step).
 func gemmSplits(m, n, k int) (splits, kc int) {
 	tiles := ((m + 127) / 128) * ((n + 127) / 128)
 	splits = 1
-	for splits < 8 && tiles*splits < splitTiles && k/(2*splits) >= splitDepth {
+	for splits < maxSplits && tiles*splits < splitTiles && k/(2*splits) >= splitDepth {
 		splits *= 2
 	}
 	kc = ((k+splits-1)/splits + 31) / 32 * 32
@@ -237,6 +243,10 @@ func gemmSplits(m, n, k int) (splits, kc int) {
 // the benchmarks can compare targets in one run; changing them changes the
 // bits of split products.
 var splitTiles, splitDepth = 256, 256
+
+// maxSplits caps the k-ranges of one product: the partial sums take
+// splits·m·n floats, at most splitTiles·2 blocks of 128×128 (32 MiB).
+const maxSplits = 256
 
 // gemmSumWG is gemm_sum's work-group size.
 var gemmSumWG = 256
@@ -284,12 +294,27 @@ func (o *OpenCL) pickGemm(m, n, k int) int {
 	for i > 0 && 2*blocks(o.gemms[i], m, n)*splits < o.info.ComputeUnits {
 		i--
 	}
+	// A C smaller than the tile (a filter gradient of 64×32, cut into many
+	// k-ranges): the variant that pads C least, when it at least halves the
+	// padded area, so that the work-groups do not multiply zeros.
+	best := i
+	for j := i - 1; j >= 0; j-- {
+		if padded(o.gemms[j], m, n) < padded(o.gemms[best], m, n) {
+			best = j
+		}
+	}
+	if 2*padded(o.gemms[best], m, n) <= padded(o.gemms[i], m, n) {
+		i = best
+	}
 	return i
 }
 
 func blocks(v *gemmVariant, m, n int) int {
 	return ((m + v.TSM - 1) / v.TSM) * ((n + v.TSN - 1) / v.TSN)
 }
+
+// padded is the area of C that v's work-groups cover for an m×n C.
+func padded(v *gemmVariant, m, n int) int { return blocks(v, m, n) * v.TSM * v.TSN }
 
 // gemmWith launches one product kernel of v over splits layers of k-ranges
 // of kc (1 and k: no split); layer z writes its sums at c offset by z·m·n,

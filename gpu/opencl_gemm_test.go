@@ -18,6 +18,7 @@ var gemmShapes = []struct{ m, n, k int }{
 	{1, 1, 1}, {3, 5, 7}, {17, 33, 65}, {64, 64, 64}, {130, 70, 257}, {1, 200, 31}, {200, 1, 300}, {129, 129, 16}, {6, 576, 25},
 	{132, 260, 36}, {257, 131, 45}, {4, 8, 0},
 	{20, 50, 1024}, {33, 65, 1537}, {200, 130, 2500}, {36, 44, 600}, // split in k: 4, 4, 8 and 2 ranges
+	{5, 6, 17000}, // 32 ranges (more than 8: a filter gradient over a large image)
 }
 
 func TestOpenCLGemm(t *testing.T) { bothStorages(t, testOpenCLGemm) }
@@ -151,8 +152,9 @@ func testOpenCLGemmSegmented(t *testing.T, o *OpenCL) {
 
 func TestGemmSplits(t *testing.T) {
 	for _, c := range []struct{ m, n, k, splits int }{
-		{1024, 1024, 1024, 4}, {2048, 2048, 2048, 1}, {1536, 1536, 1536, 2}, {50, 500, 4096, 8}, {20, 25, 36864, 8},
-		{64, 500, 800, 2}, {64, 500, 511, 1}, {20, 50, 512, 2}, {20, 50, 1023, 2}, {20, 50, 1024, 4}, {1, 1, 1 << 20, 8},
+		{1024, 1024, 1024, 4}, {2048, 2048, 2048, 1}, {1536, 1536, 1536, 2}, {50, 500, 4096, 16}, {20, 25, 36864, 128},
+		{64, 500, 800, 2}, {64, 500, 511, 1}, {20, 50, 512, 2}, {20, 50, 1023, 2}, {20, 50, 1024, 4}, {1, 1, 1 << 20, 256},
+		{64, 32, 32 * 112 * 112, 256}, {192, 1600, 32 * 27 * 27, 16}, {1024, 1024, 32 * 7 * 7, 4},
 		{4, 8, 0, 1},
 	} {
 		s, kc := gemmSplits(c.m, c.n, c.k)
@@ -410,5 +412,15 @@ func BenchmarkOpenCLSgemmSplit(b *testing.B) {
 			splitTiles, splitDepth, gemmSumWG = 256, 256, wg
 			sgemmBench(b, o, v, 1024, false, false)
 		})
+	}
+}
+
+func TestRedParts(t *testing.T) {
+	for _, c := range []struct{ m, l, p int }{
+		{1, 1, 1}, {16384, 16384, 1}, {16385, 8192, 3}, {18000, 8192, 3}, {32 * 112 * 112, 8192, 49},
+	} {
+		if l, p := redParts(c.m); l != c.l || p != c.p || (p > 1 && ((p-1)*l >= c.m || p*l < c.m)) {
+			t.Errorf("redParts(%d) = %d, %d; want %d, %d", c.m, l, p, c.l, c.p)
+		}
 	}
 }

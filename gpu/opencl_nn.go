@@ -146,6 +146,12 @@ func (o *OpenCL) ConvBackwardFilter(g ConvGeom, dw, dbias, dy, x, ws Buffer) {
 		o.BiasGrad(dbias, dy, g.N, g.K, g.OH*g.OW)
 	}
 	if g.depthwise() {
+		if l, p := redParts(g.N * g.OH * g.OW); p > 1 {
+			part := o.scratch(&o.redPart, 2*dws.n*p) // acc_t: room for double
+			o.runGroups("dw_backward_filter_part", dws.n*p, append(append([]any{part, dys.m, dys.off, xs.m, xs.off}, g.dwArgs()...), l, p)...)
+			o.run1("dw_backward_filter_final", dws.n, dws.m, dws.off, part, dws.n, p)
+			return
+		}
 		o.runGroups("dw_backward_filter", dws.n, append([]any{dws.m, dws.off, dys.m, dys.off, xs.m, xs.off}, g.dwArgs()...)...)
 		return
 	}
@@ -235,6 +241,24 @@ func nonNil(op string, bs ...*clBuf) {
 	}
 }
 
+// redPartLen is the length of one part of a two-level reduction: a channel
+// of batch norm (or a depthwise filter tap) reducing over more elements than
+// this is split into parts that separate work-groups reduce, and a second
+// kernel adds the parts in order (norm.cl). A constant, so that the split,
+// and so the summation order, depends on the shape alone, never on the
+// device. At 8192 elements a part gives each item of a work-group of 256 at
+// least 16 elements.
+const redPartLen = 8192
+
+// redParts splits a reduction over m elements: parts of l elements, the last
+// one shorter; p is 1 (one work-group reduces it all) up to 2·redPartLen.
+func redParts(m int) (l, p int) {
+	if m <= 2*redPartLen {
+		return m, 1
+	}
+	return redPartLen, (m + redPartLen - 1) / redPartLen
+}
+
 // BatchNormTrain implements Backend.
 func (o *OpenCL) BatchNormTrain(g BNGeom, y, x, gamma, beta, runMean, runVar, saveMean, saveInvStd Buffer) {
 	ys, xs := o.buf(y), o.buf(x)
@@ -242,6 +266,14 @@ func (o *OpenCL) BatchNormTrain(g BNGeom, y, x, gamma, beta, runMean, runVar, sa
 	nonNil("BatchNormTrain", p...)
 	sameN("BatchNormTrain", ys, xs)
 	coef := o.scratch(&o.coef, 4*g.C)
+	if l, np := redParts(g.N * g.HW); np > 1 {
+		part := o.scratch(&o.redPart, 4*g.C*np)
+		o.runGroups("bn_stats_part", g.C*np, xs.m, xs.off, part, g.N, g.C, g.HW, l, np)
+		o.run1("bn_stats_final", g.C, part, p[0].m, p[0].off, p[1].m, p[1].off, p[2].m, p[2].off, p[3].m, p[3].off,
+			p[4].m, p[4].off, p[5].m, p[5].off, coef, g.N, g.C, g.HW, l, np, g.Eps, g.Momentum)
+		o.run1("bn_apply", ys.n, ys.m, ys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)
+		return
+	}
 	o.runGroups("bn_stats", g.C, xs.m, xs.off, p[0].m, p[0].off, p[1].m, p[1].off, p[2].m, p[2].off, p[3].m, p[3].off,
 		p[4].m, p[4].off, p[5].m, p[5].off, coef, g.N, g.C, g.HW, g.Eps, g.Momentum)
 	o.run1("bn_apply", ys.n, ys.m, ys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)
@@ -272,8 +304,15 @@ func (o *OpenCL) BatchNormBackward(g BNGeom, dx, dgamma, dbeta, dy, x, gamma, sa
 	if p[1] != nil {
 		want, db = want|2, p[1]
 	}
-	o.runGroups("bn_backward_reduce", g.C, dys.m, dys.off, xs.m, xs.off, p[2].m, p[2].off, p[3].m, p[3].off,
-		p[4].m, p[4].off, dg.m, dg.off, db.m, db.off, coef, g.N, g.C, g.HW, want)
+	if l, np := redParts(g.N * g.HW); np > 1 {
+		part := o.scratch(&o.redPart, 4*g.C*np)
+		o.runGroups("bn_backward_part", g.C*np, dys.m, dys.off, xs.m, xs.off, p[3].m, p[3].off, part, g.N, g.C, g.HW, l, np)
+		o.run1("bn_backward_final", g.C, part, p[2].m, p[2].off, p[3].m, p[3].off, p[4].m, p[4].off,
+			dg.m, dg.off, db.m, db.off, coef, g.N, g.C, g.HW, np, want)
+	} else {
+		o.runGroups("bn_backward_reduce", g.C, dys.m, dys.off, xs.m, xs.off, p[2].m, p[2].off, p[3].m, p[3].off,
+			p[4].m, p[4].off, dg.m, dg.off, db.m, db.off, coef, g.N, g.C, g.HW, want)
+	}
 	if dxs != nil {
 		sameN("BatchNormBackward", dxs, xs)
 		o.run1("bn_backward_dx", dxs.n, dxs.m, dxs.off, dys.m, dys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)

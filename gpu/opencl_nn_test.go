@@ -19,6 +19,9 @@ var clConvGeoms = []ConvGeom{
 	{N: 2, C: 3, H: 5, W: 6, K: 6, R: 3, S: 3, Groups: 3, PadH: 2, PadW: 0},                         // depthwise, multiplier 2
 	{N: 2, C: 8, H: 5, W: 5, K: 12, R: 1, S: 1},                                                     // pointwise
 	{N: 1, C: 4, H: 6, W: 6, K: 4, R: 1, S: 1, StrideH: 2, StrideW: 2, Groups: 2},                   // 1x1 strided, groups
+	// depthwise over 2·100·100 output positions: the filter gradient is a
+	// two-level reduction (redParts: 3 parts, the last one shorter)
+	{N: 2, C: 3, H: 100, W: 100, K: 3, R: 3, S: 3, Groups: 3, PadH: 1, PadW: 1},
 }
 
 func TestOpenCLConv(t *testing.T) { bothStorages(t, testOpenCLConv) }
@@ -191,6 +194,10 @@ func testOpenCLBatchNorm(t *testing.T, o *OpenCL) {
 		{N: 2, C: 5, HW: 300, Eps: 1e-3, Momentum: 0.3},
 		{N: 1, C: 2, HW: 1, Eps: 1e-5, Momentum: 0.1},   // M == 1
 		{N: 40, C: 3, HW: 49, Eps: 1e-5, Momentum: 0.1}, // each item steps over several images and wraps within one
+		// two-level reductions (redParts): 3 parts of 8192, 8192 and
+		// 1616 elements, a part boundary inside an image; 5 parts of one image
+		{N: 3, C: 2, HW: 6000, Eps: 1e-5, Momentum: 0.1},
+		{N: 1, C: 3, HW: 40000, Eps: 1e-5, Momentum: 0.1},
 	} {
 		t.Run(fmt.Sprintf("%+v", g), func(t *testing.T) {
 			n := g.N * g.C * g.HW

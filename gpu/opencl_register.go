@@ -74,15 +74,18 @@ const storeHalfOption = "-D STORE_HALF"
 var mainKernels = []string{
 	"fill", "from_float", "to_float", "axpy", "scale", "mul", "add_bias", "bias_grad", "act", "act_backward",
 	"softmax_xent", "sum_pairs", "softmax_xent_backward", "sgd_step", "adam_step",
-	"im2col", "col2im", "dw_forward", "dw_backward_data", "dw_backward_filter",
+	"im2col", "col2im", "dw_forward", "dw_backward_data", "dw_backward_filter", "dw_backward_filter_part",
+	"dw_backward_filter_final",
 	"maxpool_forward", "maxpool_backward", "avgpool_forward", "avgpool_backward",
 	"bn_stats", "bn_infer_coef", "bn_apply", "bn_backward_reduce", "bn_backward_dx",
 	"copy_strided", "broadcast", "reduce_sum",
 	"act_param", "act_param_backward", "softmax_axis", "softmax_axis_backward",
+	"bn_stats_part", "bn_stats_final", "bn_backward_part", "bn_backward_final",
 }
 
 // reductionKernels run in work-groups of redWG items.
-var reductionKernels = []string{"bias_grad", "sum_pairs", "dw_backward_filter", "bn_stats", "bn_backward_reduce"}
+var reductionKernels = []string{"bias_grad", "sum_pairs", "dw_backward_filter", "bn_stats", "bn_backward_reduce",
+	"dw_backward_filter_part", "bn_stats_part", "bn_backward_part"}
 
 func listDeviceInfo() ([]DeviceInfo, error) {
 	devs, err := listDevices()

@@ -12,6 +12,13 @@ and Caffe's LeNet at batch 64 on MNIST-shaped input, MobileNet v1 at width
 Prints one line per model: name/b<batch>, ms per step, images/s. Needs Debian's
 python3-torch and libopenblas0-pthread (without OpenBLAS PyTorch falls back
 to the reference BLAS and the comparison flatters cotrain).
+
+With --device cuda (scripts/bench_gpu.sh) it times the same steps on the GPU
+in fp32 (TF32 off for matmuls and cuDNN, cudnn.benchmark on), the input
+already on the GPU, synchronising before and after each timed loop; there
+the default set adds MobileNet v1 at width 1 on 3x224x224 and AlexNet on
+3x224x224, both at batch 32. --sgemm 1024,2048,4096 instead times
+torch.mm (cuBLAS, fp32, TF32 off) on n×n×n products and prints TFLOPS.
 """
 import argparse
 import time
@@ -37,6 +44,21 @@ def lenet_caffe(classes=10):
         nn.Flatten(),
         nn.Linear(800, 500), nn.ReLU(),
         nn.Linear(500, classes))
+
+
+def alexnet(classes=1000):
+    """models/alexnet.go's alexnet (torchvision's AlexNet; at 224x224 the
+    adaptive pool to 6x6 is the identity, as in cotrain)."""
+    return nn.Sequential(
+        nn.Conv2d(3, 64, 11, 4, 2), nn.ReLU(), nn.MaxPool2d(3, 2),
+        nn.Conv2d(64, 192, 5, padding=2), nn.ReLU(), nn.MaxPool2d(3, 2),
+        nn.Conv2d(192, 384, 3, padding=1), nn.ReLU(),
+        nn.Conv2d(384, 256, 3, padding=1), nn.ReLU(),
+        nn.Conv2d(256, 256, 3, padding=1), nn.ReLU(), nn.MaxPool2d(3, 2),
+        nn.Flatten(),
+        nn.Dropout(0.5), nn.Linear(256 * 6 * 6, 4096), nn.ReLU(),
+        nn.Dropout(0.5), nn.Linear(4096, 4096), nn.ReLU(),
+        nn.Linear(4096, classes))
 
 
 # MobileNet v1's 13 depthwise-separable blocks: pointwise output channels at
@@ -65,18 +87,26 @@ def mobilenet_v1(alpha=0.5, classes=1000):
     return nn.Sequential(*layers)
 
 
-# name: (constructor, input shape of one sample, classes, batch)
+# name: (constructor, input shape of one sample, classes, batch, GPU only)
 MODELS = {
-    "lenet5": (lenet5, (1, 28, 28), 10, 64),
-    "lenet-caffe": (lenet_caffe, (1, 28, 28), 10, 64),
-    "mobilenet-a0.5-128": (mobilenet_v1, (3, 128, 128), 1000, 16),
+    "lenet5": (lenet5, (1, 28, 28), 10, 64, False),
+    "lenet-caffe": (lenet_caffe, (1, 28, 28), 10, 64, False),
+    "mobilenet-a0.5-128": (mobilenet_v1, (3, 128, 128), 1000, 16, False),
+    "mobilenet-a1-224": (lambda: mobilenet_v1(1.0), (3, 224, 224), 1000, 32, True),
+    "alexnet": (alexnet, (3, 224, 224), 1000, 32, True),
 }
 
 
-def time_step(model, shape, classes, batch, seconds):
+def sync(device):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def time_step(model, shape, classes, batch, seconds, device="cpu"):
     torch.manual_seed(0)
-    x = torch.randn(batch, *shape)
-    y = torch.arange(batch) % classes
+    model = model.to(device)
+    x = torch.randn(batch, *shape, device=device)
+    y = (torch.arange(batch) % classes).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
 
@@ -90,11 +120,36 @@ def time_step(model, shape, classes, batch, seconds):
     while warm < 10 and (warm < 2 or time.perf_counter() - t0 < seconds / 3):
         step()
         warm += 1
+    sync(device)
+    # Steps are timed in runs of 10 between synchronisations, so that the
+    # GPU's queue never runs ahead of the clock by more than 10 steps.
     n, t0 = 0, time.perf_counter()
     while time.perf_counter() - t0 < seconds:
-        step()
-        n += 1
+        for _ in range(10 if device == "cuda" else 1):
+            step()
+            n += 1
+        sync(device)
     return (time.perf_counter() - t0) / n
+
+
+def time_sgemm(sizes, seconds):
+    """cuBLAS through torch.mm, fp32 with TF32 off: TFLOPS per size."""
+    out = {}
+    for n in sizes:
+        a = torch.randn(n, n, device="cuda")
+        b = torch.randn(n, n, device="cuda")
+        c = torch.mm(a, b)
+        for _ in range(5):
+            torch.mm(a, b, out=c)
+        sync("cuda")
+        reps, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            for _ in range(20):
+                torch.mm(a, b, out=c)
+            reps += 20
+            sync("cuda")
+        out[n] = 2 * n**3 * reps / (time.perf_counter() - t0) / 1e12
+    return out
 
 
 def main():
@@ -102,19 +157,33 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--batch", type=int, default=0, help="batch for every model (0: each model's own)")
-    ap.add_argument("--only", default="", help="comma-separated model names (default: all)")
+    ap.add_argument("--only", default="", help="comma-separated model names (default: all for the device)")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--sgemm", default="", help="comma-separated sizes: time cuBLAS SGEMM instead of steps")
     args = ap.parse_args()
+    if args.device == "cuda" or args.sgemm:
+        if not torch.cuda.is_available():
+            ap.error("--device cuda / --sgemm: torch sees no CUDA device")
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cudnn.benchmark = True
+    if args.sgemm:
+        print(f"# torch {torch.__version__}, {torch.cuda.get_device_name()}, cuBLAS fp32, TF32 off")
+        for n, tf in time_sgemm([int(v) for v in args.sgemm.split(",")], args.seconds).items():
+            print(f"sgemm/{n}\t{tf:.2f} TFLOPS")
+        return
     only = [m for m in args.only.split(",") if m]
     for m in only:
         if m not in MODELS:
             ap.error(f"--only: unknown model {m!r} (want one of {', '.join(MODELS)})")
     torch.set_num_threads(args.threads)
-    print(f"# torch {torch.__version__}, {torch.get_num_threads()} thread(s)")
-    for name, (make, shape, classes, batch) in MODELS.items():
-        if only and name not in only:
+    where = torch.cuda.get_device_name() if args.device == "cuda" else f"{torch.get_num_threads()} thread(s)"
+    print(f"# torch {torch.__version__}, {where}")
+    for name, (make, shape, classes, batch, gpu_only) in MODELS.items():
+        if (only and name not in only) or (not only and gpu_only and args.device == "cpu"):
             continue
         batch = args.batch or batch
-        dt = time_step(make(), shape, classes, batch, args.seconds)
+        dt = time_step(make(), shape, classes, batch, args.seconds, args.device)
         print(f"{name}/b{batch}\t{dt*1e3:.2f} ms/step\t{batch/dt:.0f} img/s")
 
 

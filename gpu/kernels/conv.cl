@@ -108,3 +108,35 @@ __kernel void dw_backward_filter(__global store_t* dw, int dwoff, __global const
 	wg_sum2(sa, sb, &acc, &unused);
 	if (l == 0) ST(dw, dwoff + tap, acc);
 }
+
+// dw_backward_filter_part: dw_backward_filter split in P parts of L output
+// positions of the N·OH·OW a tap reduces over (the host's redParts): group
+// tap·P + p sums part p into part[tap·P + p]; dw_backward_filter_final adds
+// each tap's P partial sums in order. The split depends on the shape alone.
+__kernel void dw_backward_filter_part(__global acc_t* part, __global const store_t* dy, int dyoff, __global const store_t* x,
+                                      int xoff, int N, int C, int K, int H, int W, int R, int S, int sh, int sw, int ph, int pw,
+                                      int OH, int OW, int L, int P) {
+	__local acc_t sa[RED_WG], sb[RED_WG];
+	int g = get_group_id(0), l = get_local_id(0);
+	int tap = g / P, p = g % P;
+	int k = tap / (R * S), r = (tap / S) % R, s = tap % S;
+	int ohw = OH * OW, c = k / (K / C);
+	int j1 = min(N * ohw, (p + 1) * L);
+	acc_t acc = 0, unused = 0;
+	for (int j = p * L + l; j < j1; j += RED_WG) {
+		int n = j / ohw, oh = (j % ohw) / OW, ow = j % OW;
+		int ih = oh * sh - ph + r, iw = ow * sw - pw + s;
+		if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+		acc += (acc_t)(LD(dy, dyoff + (n * K + k) * ohw + oh * OW + ow) * LD(x, xoff + ((n * C + c) * H + ih) * W + iw));
+	}
+	wg_sum2(sa, sb, &acc, &unused);
+	if (l == 0) part[g] = acc;
+}
+
+__kernel void dw_backward_filter_final(__global store_t* dw, int dwoff, __global const acc_t* part, int taps, int P) {
+	int tap = get_global_id(0);
+	if (tap >= taps) return;
+	acc_t acc = 0;
+	for (int p = 0; p < P; p++) acc += part[tap * P + p];
+	ST(dw, dwoff + tap, acc);
+}

@@ -103,3 +103,122 @@ __kernel void bn_backward_dx(__global store_t* dx, int dxoff, __global const sto
 	int c = (i / HW) % C;
 	ST(dx, dxoff + i, coef[4 * c + 1] * LD(dy, dyoff + i) - coef[4 * c + 2] - coef[4 * c + 3] * (LD(x, xoff + i) - coef[4 * c]));
 }
+
+// Two-level reductions for channels of many elements (the host's redParts):
+// part p of channel c is the elements j in [p·L, min(M, (p+1)·L)) of its
+// M = N·HW, reduced by one work-group of the *_part kernel (C·P groups, the
+// group of channel c and part p is c·P + p) into part[], then a *_final
+// kernel with one item per channel adds the P partial results in order p =
+// 0, 1, ... The split depends on the shape alone, so the order is the same on
+// every device with the same RED_WG. One work-group per channel left most of
+// a large GPU idle: MobileNet's first layers at 224×224 have 32 channels of
+// 401,408 elements at batch 32.
+
+// PART_WALK(o) is CHANNEL_WALK over elements j0+l, j0+l+RED_WG, ... < j1.
+#define PART_WALK(o)                                                                                                   \
+	for (int j_ = j0 + l, n_ = j_ / HW, p_ = j_ % HW, o = (n_ * C + c) * HW + p_; j_ < j1; j_ += RED_WG,                 \
+	         n_ += RED_WG / HW, p_ += RED_WG % HW, n_ += p_ >= HW, p_ -= p_ >= HW ? HW : 0, o = (n_ * C + c) * HW + p_)
+
+// bn_stats_part: the part's sum and its sum of squared deviations from its
+// own mean (two passes over the part, which the cache still holds).
+__kernel void bn_stats_part(__global const store_t* x, int xoff, __global acc_t* part, int N, int C, int HW, int L, int P) {
+	__local acc_t sa[RED_WG], sb[RED_WG];
+	int g = get_group_id(0), l = get_local_id(0);
+	int c = g / P, p = g % P;
+	int j0 = p * L, j1 = min(N * HW, j0 + L);
+	acc_t s = 0, unused = 0;
+	PART_WALK(o) s += LD(x, xoff + o);
+	wg_sum2(sa, sb, &s, &unused);
+	acc_t mean = s / (j1 - j0);
+	acc_t ss = 0;
+	PART_WALK(o) {
+		acc_t d = (acc_t)LD(x, xoff + o) - mean;
+		ss += d * d;
+	}
+	wg_sum2(sa, sb, &ss, &unused);
+	if (l == 0) {
+		part[2 * g] = s;
+		part[2 * g + 1] = ss;
+	}
+}
+
+// bn_stats_final: the mean from the parts' sums, the variance from their
+// squared deviations plus each part's count times the square of its mean's
+// distance to the mean (exact in real arithmetic); then what bn_stats writes.
+__kernel void bn_stats_final(__global const acc_t* part, __global const store_t* gamma, int goff, __global const store_t* beta,
+                             int boff, __global store_t* rm, int rmoff, __global store_t* rv, int rvoff, __global store_t* sm,
+                             int smoff, __global store_t* si, int sioff, __global float* coef, int N, int C, int HW, int L,
+                             int P, float eps, float momentum) {
+	int c = get_global_id(0);
+	if (c >= C) return;
+	int M = N * HW;
+	__global const acc_t* pc = part + 2 * c * P;
+	acc_t s = 0;
+	for (int p = 0; p < P; p++) s += pc[2 * p];
+	acc_t mean = s / M;
+	acc_t ss = 0;
+	for (int p = 0; p < P; p++) {
+		acc_t cnt = min(M, (p + 1) * L) - p * L;
+		acc_t d = pc[2 * p] / cnt - mean;
+		ss += pc[2 * p + 1] + cnt * d * d;
+	}
+	acc_t var = ss / M;
+	acc_t corr = M > 1 ? (acc_t)M / (acc_t)(M - 1) : 1;
+	acc_t inv = 1 / sqrt(var + (acc_t)eps);
+	acc_t mom = momentum;
+	ST(sm, smoff + c, mean);
+	ST(si, sioff + c, inv);
+	ST(rm, rmoff + c, (1 - mom) * (acc_t)LD(rm, rmoff + c) + mom * mean);
+	ST(rv, rvoff + c, (1 - mom) * (acc_t)LD(rv, rvoff + c) + mom * var * corr);
+	acc_t scale = (acc_t)LD(gamma, goff + c) * inv;
+	float mean32 = (float)mean;
+	coef[4 * c] = mean32;
+	coef[4 * c + 1] = (float)scale;
+	coef[4 * c + 2] = (float)((acc_t)LD(beta, boff + c) - (mean - (acc_t)mean32) * scale);
+}
+
+// bn_backward_part: the part's Σdy and Σdy·(x-mean).
+__kernel void bn_backward_part(__global const store_t* dy, int dyoff, __global const store_t* x, int xoff,
+                               __global const store_t* sm, int smoff, __global acc_t* part, int N, int C, int HW, int L, int P) {
+	__local acc_t sa[RED_WG], sb[RED_WG];
+	int g = get_group_id(0), l = get_local_id(0);
+	int c = g / P, p = g % P;
+	int j0 = p * L, j1 = min(N * HW, j0 + L);
+	float mean = LD(sm, smoff + c);
+	acc_t sdy = 0, sdyx = 0;
+	PART_WALK(o) {
+		float d = LD(dy, dyoff + o);
+		sdy += d;
+		sdyx += (acc_t)d * (acc_t)(LD(x, xoff + o) - mean);
+	}
+	wg_sum2(sa, sb, &sdy, &sdyx);
+	if (l == 0) {
+		part[2 * g] = sdy;
+		part[2 * g + 1] = sdyx;
+	}
+}
+
+// bn_backward_final: the parts' sums in order, then what bn_backward_reduce writes.
+__kernel void bn_backward_final(__global const acc_t* part, __global const store_t* gamma, int goff, __global const store_t* sm,
+                                int smoff, __global const store_t* si, int sioff, __global store_t* dgamma, int dgoff,
+                                __global store_t* dbeta, int dboff, __global float* coef, int N, int C, int HW, int P, int want) {
+	int c = get_global_id(0);
+	if (c >= C) return;
+	int M = N * HW;
+	__global const acc_t* pc = part + 2 * c * P;
+	acc_t sdy = 0, sdyx = 0;
+	for (int p = 0; p < P; p++) {
+		sdy += pc[2 * p];
+		sdyx += pc[2 * p + 1];
+	}
+	float mean = LD(sm, smoff + c);
+	acc_t inv = LD(si, sioff + c);
+	sdyx *= inv;
+	if (want & 1) ST(dgamma, dgoff + c, sdyx);
+	if (want & 2) ST(dbeta, dboff + c, sdy);
+	acc_t k = (acc_t)LD(gamma, goff + c) * inv;
+	coef[4 * c] = mean;
+	coef[4 * c + 1] = (float)k;
+	coef[4 * c + 2] = (float)(k * sdy / M);
+	coef[4 * c + 3] = (float)(k * inv * sdyx / M);
+}
