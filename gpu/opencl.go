@@ -397,7 +397,7 @@ func (o *OpenCL) SoftmaxCrossEntropy(probs, logits Buffer, labels []int32, n, cl
 	}
 	lb := o.putLabels(labels, classes)
 	loss := o.scratch(&o.loss, 2*n+2)
-	o.run1("softmax_xent", n, ps.m, ps.off, ls.m, ls.off, lb, loss, n, classes)
+	o.runGroups("softmax_xent", n, ps.m, ps.off, ls.m, ls.off, lb, loss, n, classes)
 	// The sum lands after the row pairs: elements 2n and 2n+1 (float
 	// whatever the storage: the loss buffer is the backend's own).
 	o.runGroups("sum_pairs", 1, loss, 2*n, loss, n)

@@ -146,9 +146,14 @@ func (o *OpenCL) ConvBackwardFilter(g ConvGeom, dw, dbias, dy, x, ws Buffer) {
 		o.BiasGrad(dbias, dy, g.N, g.K, g.OH*g.OW)
 	}
 	if g.depthwise() {
-		if l, p := redParts(g.N * g.OH * g.OW); p > 1 {
+		if l, p := redParts(g.N * g.OH * g.OW); p > 1 || (g.R == 3 && g.S == 3) {
 			part := o.scratch(&o.redPart, 2*dws.n*p) // acc_t: room for double
-			o.runGroups("dw_backward_filter_part", dws.n*p, append(append([]any{part, dys.m, dys.off, xs.m, xs.off}, g.dwArgs()...), l, p)...)
+			args := append(append([]any{part, dys.m, dys.off, xs.m, xs.off}, g.dwArgs()...), l, p)
+			if g.R == 3 && g.S == 3 {
+				o.runGroups("dw_backward_filter3_part", g.K*p, args...)
+			} else {
+				o.runGroups("dw_backward_filter_part", dws.n*p, args...)
+			}
 			o.run1("dw_backward_filter_final", dws.n, dws.m, dws.off, part, dws.n, p)
 			return
 		}

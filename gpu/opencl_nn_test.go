@@ -346,3 +346,40 @@ func BenchmarkOpenCLActivateKinds(b *testing.B) {
 		}
 	}
 }
+
+// TestOpenCLDepthwiseFilter3Bits checks that the 3×3 depthwise filter
+// gradient (all nine taps in one work-group) gives the bits of the one-tap
+// kernels it replaces, with one part and with several (redParts).
+func TestOpenCLDepthwiseFilter3Bits(t *testing.T) {
+	o := openCLForTest(t)
+	r := rand.New(rand.NewPCG(31, 32))
+	for _, g := range []ConvGeom{
+		{N: 2, C: 4, H: 9, W: 7, K: 8, R: 3, S: 3, Groups: 4, StrideH: 2, StrideW: 1, PadH: 1, PadW: 1},
+		{N: 2, C: 2, H: 100, W: 100, K: 2, R: 3, S: 3, Groups: 2, PadH: 1, PadW: 1},
+	} {
+		if err := g.Setup(); err != nil {
+			t.Fatal(err)
+		}
+		x, dy := o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.N*g.K*g.OH*g.OW)
+		o.Upload(x, clRand(r, x.Len()))
+		o.Upload(dy, clRand(r, dy.Len()))
+		dw := o.Alloc(g.K * 9)
+		o.ConvBackwardFilter(g, dw, nil, dy, x, nil)
+		got := download(o, o.buf(dw))
+		// The generic kernels: one work-group per tap (and part).
+		xs, dys, ref := o.buf(x), o.buf(dy), o.buf(o.Alloc(g.K*9))
+		if l, p := redParts(g.N * g.OH * g.OW); p > 1 {
+			part := o.scratch(&o.redPart, 2*ref.n*p)
+			o.runGroups("dw_backward_filter_part", ref.n*p, append(append([]any{part, dys.m, dys.off, xs.m, xs.off}, g.dwArgs()...), l, p)...)
+			o.run1("dw_backward_filter_final", ref.n, ref.m, ref.off, part, ref.n, p)
+		} else {
+			o.runGroups("dw_backward_filter", ref.n, append([]any{ref.m, ref.off, dys.m, dys.off, xs.m, xs.off}, g.dwArgs()...)...)
+		}
+		want := download(o, ref)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%+v: tap %d: %g, one-tap kernel %g", g, i, got[i], want[i])
+			}
+		}
+	}
+}

@@ -75,7 +75,7 @@ var mainKernels = []string{
 	"fill", "from_float", "to_float", "axpy", "scale", "mul", "add_bias", "bias_grad", "act", "act_backward",
 	"softmax_xent", "sum_pairs", "softmax_xent_backward", "sgd_step", "adam_step",
 	"im2col", "col2im", "dw_forward", "dw_backward_data", "dw_backward_filter", "dw_backward_filter_part",
-	"dw_backward_filter_final",
+	"dw_backward_filter3_part", "dw_backward_filter_final",
 	"maxpool_forward", "maxpool_backward", "avgpool_forward", "avgpool_backward",
 	"bn_stats", "bn_infer_coef", "bn_apply", "bn_backward_reduce", "bn_backward_dx",
 	"copy_strided", "broadcast", "reduce_sum",
@@ -85,7 +85,7 @@ var mainKernels = []string{
 
 // reductionKernels run in work-groups of redWG items.
 var reductionKernels = []string{"bias_grad", "sum_pairs", "dw_backward_filter", "bn_stats", "bn_backward_reduce",
-	"dw_backward_filter_part", "bn_stats_part", "bn_backward_part"}
+	"dw_backward_filter_part", "dw_backward_filter3_part", "bn_stats_part", "bn_backward_part", "softmax_xent"}
 
 func listDeviceInfo() ([]DeviceInfo, error) {
 	devs, err := listDevices()

@@ -31,16 +31,15 @@ __kernel void col2im(__global store_t* dx, int dxoff, __global const store_t* co
 	int c = e / (H * W), ih = (e / W) % H, iw = e % W;
 	int ohw = OH * OW, cols = nb * ohw;
 	__global const store_t* cn = col + coloff + n * ohw;
+	// The taps that reach (ih, iw), in increasing r, then s (see
+	// dw_backward_data): no test and no division per tap.
+	int th = ih + ph, tw = iw + pw;
+	int rlo = max(0, th - (OH - 1) * sh), slo = max(0, tw - (OW - 1) * sw);
+	int r0 = rlo + (th - rlo) % sh, s0 = slo + (tw - slo) % sw;
+	int r1 = min(R - 1, th), s1 = min(S - 1, tw);
 	float acc = 0.0f;
-	for (int r = 0; r < R; r++) {
-		int t = ih + ph - r;
-		if (t < 0 || t % sh != 0 || t / sh >= OH) continue;
-		int oh = t / sh;
-		for (int s = 0; s < S; s++) {
-			int u = iw + pw - s;
-			if (u < 0 || u % sw != 0 || u / sw >= OW) continue;
-			acc += LD(cn, ((c * R + r) * S + s) * cols + oh * OW + u / sw);
-		}
+	for (int r = r0, oh = (th - r0) / sh; r <= r1; r += sh, oh--) {
+		for (int s = s0, ow = (tw - s0) / sw; s <= s1; s += sw, ow--) acc += LD(cn, ((c * R + r) * S + s) * cols + oh * OW + ow);
 	}
 	ST(dx, dxoff + n * xs + e, acc);
 }
@@ -73,17 +72,20 @@ __kernel void dw_backward_data(__global store_t* dx, int dxoff, __global const s
 	if (i >= N * C * H * W) return;
 	int iw = i % W, ih = (i / W) % H, c = (i / (H * W)) % C, n = i / (C * H * W);
 	int m = K / C;
+	// The taps that reach (ih, iw): r with t = ih+ph-r in [0, (OH-1)·sh] and
+	// a multiple of sh, found once instead of testing every tap with two
+	// integer divisions (r0, s0: the first; then every sh-th, sw-th). Taps
+	// are still added in increasing r, then s, as before.
+	int th = ih + ph, tw = iw + pw;
+	int rlo = max(0, th - (OH - 1) * sh), slo = max(0, tw - (OW - 1) * sw);
+	int r0 = rlo + (th - rlo) % sh, s0 = slo + (tw - slo) % sw;
+	int r1 = min(R - 1, th), s1 = min(S - 1, tw);
 	float acc = 0.0f;
 	for (int k = c * m; k < (c + 1) * m; k++) {
 		__global const store_t* dyk = dy + dyoff + (n * K + k) * OH * OW;
-		for (int r = 0; r < R; r++) {
-			int t = ih + ph - r;
-			if (t < 0 || t % sh != 0 || t / sh >= OH) continue;
-			for (int s = 0; s < S; s++) {
-				int u = iw + pw - s;
-				if (u < 0 || u % sw != 0 || u / sw >= OW) continue;
-				acc += LD(w, woff + (k * R + r) * S + s) * LD(dyk, (t / sh) * OW + u / sw);
-			}
+		for (int r = r0, oh = (th - r0) / sh; r <= r1; r += sh, oh--) {
+			__global const store_t* dyr = dyk + oh * OW;
+			for (int s = s0, ow = (tw - s0) / sw; s <= s1; s += sw, ow--) acc += LD(w, woff + (k * R + r) * S + s) * LD(dyr, ow);
 		}
 	}
 	ST(dx, dxoff + i, acc);
@@ -139,4 +141,48 @@ __kernel void dw_backward_filter_final(__global store_t* dw, int dwoff, __global
 	acc_t acc = 0;
 	for (int p = 0; p < P; p++) acc += part[tap * P + p];
 	ST(dw, dwoff + tap, acc);
+}
+
+// dw_backward_filter3_part: dw_backward_filter_part for 3×3 filters, all
+// nine taps of channel k in one work-group (group k·P + p): each output
+// position's dy is read once and multiplied with its nine inputs, where one
+// work-group per tap read dy and x nine times over. Each tap's items walk
+// the same positions in the same order as dw_backward_filter_part's, adding
+// nothing for a tap outside the input (x + 0 is x), and the nine sums go
+// through the same tree: the bits are those of the one-tap kernels.
+__kernel void dw_backward_filter3_part(__global acc_t* part, __global const store_t* dy, int dyoff, __global const store_t* x,
+                                       int xoff, int N, int C, int K, int H, int W, int R, int S, int sh, int sw, int ph, int pw,
+                                       int OH, int OW, int L, int P) {
+	__local acc_t sa[RED_WG], sb[RED_WG];
+	int g = get_group_id(0), l = get_local_id(0);
+	int k = g / P, p = g % P;
+	int ohw = OH * OW, c = k / (K / C);
+	int j1 = min(N * ohw, (p + 1) * L);
+	acc_t a[9];
+	for (int t = 0; t < 9; t++) a[t] = 0;
+	for (int j = p * L + l; j < j1; j += RED_WG) {
+		int n = j / ohw, q = j % ohw, oh = q / OW, ow = q % OW;
+		float d = LD(dy, dyoff + (n * K + k) * ohw + q);
+		__global const store_t* xc = x + xoff + (n * C + c) * H * W;
+		int ih0 = oh * sh - ph, iw0 = ow * sw - pw;
+#pragma unroll
+		for (int r = 0; r < 3; r++) {
+			int ih = ih0 + r;
+			bool rok = ih >= 0 && ih < H;
+#pragma unroll
+			for (int s = 0; s < 3; s++) {
+				int iw = iw0 + s;
+				if (rok && iw >= 0 && iw < W) a[r * 3 + s] += (acc_t)(d * LD(xc, ih * W + iw));
+			}
+		}
+	}
+#pragma unroll
+	for (int t = 0; t < 9; t += 2) {
+		acc_t u = t + 1 < 9 ? a[t + 1] : 0;
+		wg_sum2(sa, sb, &a[t], &u);
+		if (l == 0) {
+			part[(k * 9 + t) * P + p] = a[t];
+			if (t + 1 < 9) part[(k * 9 + t + 1) * P + p] = u;
+		}
+	}
 }
