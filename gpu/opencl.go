@@ -132,6 +132,12 @@ func (o *OpenCL) Profile(on bool) []KernelTime {
 // find which layer's launches take the time.
 func (o *OpenCL) ProfileShapes(on bool) { o.ctx.profShapes = on }
 
+// Transferred returns the bytes written to the device (Upload, labels) and
+// read from it (Download, the loss) since the backend opened: everything that
+// crossed between host and device. Kernels, fills and copies stay on the
+// device and are not counted.
+func (o *OpenCL) Transferred() (up, down int64) { return o.ctx.up, o.ctx.down }
+
 // Finish blocks until every enqueued kernel has run (for timing).
 func (o *OpenCL) Finish() error { return o.ctx.finish() }
 

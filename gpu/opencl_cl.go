@@ -119,6 +119,9 @@ type clContext struct {
 	prof map[string]*KernelTime
 	// profShapes keys the profile by kernel and global size (OpenCL.ProfileShapes).
 	profShapes bool
+	// up and down count the bytes written to and read from the device
+	// (OpenCL.Transferred).
+	up, down int64
 }
 
 // KernelTime is the wall time of one kernel's launches, each waited for.
@@ -172,6 +175,7 @@ func (c *clContext) write(m *clMem, off int, src unsafe.Pointer, bytes int) erro
 	if m.freed {
 		return errFreed
 	}
+	c.up += int64(bytes)
 	ev, err := c.queue.EnqueueWriteBuffer(m.mem, true, off, bytes, src, nil)
 	return done("clEnqueueWriteBuffer", ev, err)
 }
@@ -180,6 +184,7 @@ func (c *clContext) read(dst unsafe.Pointer, m *clMem, off, bytes int) error {
 	if m.freed {
 		return errFreed
 	}
+	c.down += int64(bytes)
 	ev, err := c.queue.EnqueueReadBuffer(m.mem, true, off, bytes, dst, nil)
 	return done("clEnqueueReadBuffer", ev, err)
 }

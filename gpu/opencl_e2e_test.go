@@ -209,3 +209,52 @@ func profileStep(b *testing.B, o *gpu.OpenCL, step func()) {
 		b.Logf("  %-34s %6d launches %10v %5.1f%%", kt.Name, kt.Launches, kt.Total, 100*kt.Total.Seconds()/total.Seconds())
 	}
 }
+
+// TestOpenCLStepTraffic counts the bytes that cross between host and device
+// in a worker's iteration (worker/core.go): the batch and its labels go up,
+// forward and backward run on the device, the gradient comes down (it is
+// what the worker pushes), the hub's merged gradient goes up and the
+// optimizer steps on the device. Nothing else may cross: no activation, no
+// weight, no optimizer state; of the loss only its (hi, lo) float pair.
+func TestOpenCLStepTraffic(t *testing.T) {
+	o := openForE2E(t)
+	defer o.Close()
+	net, err := models.Build(o, "lenet5", models.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	net.InitParams(rand.New(rand.NewPCG(1, 2)))
+	tr := solver.NewTrainer(net, solver.NewSGD(o, net.NumParams(), 0.9, 0, false), solver.Constant(0.01))
+	const batch = 16
+	r := rand.New(rand.NewPCG(3, 4))
+	x := make([]float32, batch*net.In.Size())
+	grad := make([]float32, net.NumParams())
+	labels := make([]int32, batch)
+	iteration := func(first int32) {
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		for i := range labels {
+			labels[i] = (first + int32(i)) % 10
+		}
+		tr.Gradient(x, labels)
+		o.Download(grad, net.Grads)
+		o.Upload(net.Grads, grad) // the merged gradient, as the hub sends it back
+		tr.Apply()
+	}
+	iteration(0) // the first allocates the input and label buffers
+	for it, first := range []int32{0, 3} {
+		up0, down0 := o.Transferred()
+		iteration(first)
+		up, down := o.Transferred()
+		wantUp := int64(4*len(x) + 4*len(grad))
+		if it == 1 { // new labels are uploaded; the same ones are not
+			wantUp += 4 * batch
+		}
+		wantDown := int64(4*len(grad) + 8)
+		if up-up0 != wantUp || down-down0 != wantDown {
+			t.Errorf("iteration %d: %d bytes up, %d down; want %d (batch, labels when new, merged gradient) and %d (gradient, loss)",
+				it, up-up0, down-down0, wantUp, wantDown)
+		}
+	}
+}
