@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"math/bits"
 	"slices"
 	"unsafe"
 )
@@ -176,6 +177,24 @@ func (o *OpenCL) run1(name string, n int, args ...any) {
 	}
 	wg := min(128, k.maxWG)
 	must(o.ctx.launch(k, []int{(n + wg - 1) / wg * wg}, []int{wg}, args...))
+}
+
+// runPlanes launches a 3-D grid: n items (in work-groups of up to 128)
+// for each of d1·d2 planes.
+func (o *OpenCL) runPlanes(name string, n, d1, d2 int, args ...any) {
+	if n <= 0 || d1 <= 0 || d2 <= 0 {
+		return
+	}
+	k := o.k[name]
+	if k == nil {
+		panic(errClosed) // Close emptied the table
+	}
+	wg := min(128, k.maxWG)
+	if n < wg { // small planes: a work-group no wider than needed
+		wg = max(32, 1<<bits.Len(uint(n-1)))
+		wg = min(wg, min(128, k.maxWG))
+	}
+	must(o.ctx.launch(k, []int{(n + wg - 1) / wg * wg, d1, d2}, []int{wg, 1, 1}, args...))
 }
 
 // runGroups launches groups work-groups of redWG items (one per channel, tap...).

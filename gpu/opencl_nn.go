@@ -80,6 +80,16 @@ func (g *ConvGeom) colArgs(cnt int) []any {
 	return []any{cnt, g.C * g.H * g.W, g.C / g.groups(), g.H, g.W, g.R, g.S, g.StrideH, g.StrideW, g.PadH, g.PadW, g.OH, g.OW}
 }
 
+// dw3Kernel names the suffix of the depthwise kernels specialised for 3×3
+// filters with stride 1 or 2 in both directions (conv.cl), "" when g is not
+// such a convolution.
+func (g *ConvGeom) dw3Kernel() string {
+	if g.R != 3 || g.S != 3 || g.StrideH != g.StrideW || g.StrideH < 1 || g.StrideH > 2 {
+		return ""
+	}
+	return fmt.Sprintf("_s%d", g.StrideH)
+}
+
 // dwArgs are the trailing arguments of the depthwise kernels.
 func (g *ConvGeom) dwArgs() []any {
 	return []any{g.N, g.C, g.K, g.H, g.W, g.R, g.S, g.StrideH, g.StrideW, g.PadH, g.PadW, g.OH, g.OW}
@@ -89,7 +99,12 @@ func (g *ConvGeom) dwArgs() []any {
 func (o *OpenCL) ConvForward(g ConvGeom, y, x, w, bias, ws Buffer) {
 	xs, wsl, ys, bs, col, nb := o.convBufs("ConvForward", &g, x, w, y, bias, ws)
 	if g.depthwise() {
-		o.run1("dw_forward", ys.n, append([]any{ys.m, ys.off, xs.m, xs.off, wsl.m, wsl.off}, g.dwArgs()...)...)
+		args := append([]any{ys.m, ys.off, xs.m, xs.off, wsl.m, wsl.off}, g.dwArgs()...)
+		if sfx := g.dw3Kernel(); sfx != "" {
+			o.runPlanes("dw_forward3"+sfx, g.OH*g.OW, g.K, g.N, args...)
+		} else {
+			o.run1("dw_forward", ys.n, args...)
+		}
 	} else {
 		grp := g.groups()
 		cg, kg, rows, ohw := g.C/grp, g.K/grp, g.colRows(), g.OH*g.OW
@@ -118,7 +133,12 @@ func (o *OpenCL) ConvForward(g ConvGeom, y, x, w, bias, ws Buffer) {
 func (o *OpenCL) ConvBackwardData(g ConvGeom, dx, dy, w, ws Buffer) {
 	dxs, wsl, dys, _, col, nb := o.convBufs("ConvBackwardData", &g, dx, w, dy, nil, ws)
 	if g.depthwise() {
-		o.run1("dw_backward_data", dxs.n, append([]any{dxs.m, dxs.off, dys.m, dys.off, wsl.m, wsl.off}, g.dwArgs()...)...)
+		args := append([]any{dxs.m, dxs.off, dys.m, dys.off, wsl.m, wsl.off}, g.dwArgs()...)
+		if sfx := g.dw3Kernel(); sfx != "" {
+			o.runPlanes("dw_backward_data3"+sfx, g.H*g.W, g.C, g.N, args...)
+		} else {
+			o.run1("dw_backward_data", dxs.n, args...)
+		}
 		return
 	}
 	grp := g.groups()

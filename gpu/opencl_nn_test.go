@@ -347,14 +347,25 @@ func BenchmarkOpenCLActivateKinds(b *testing.B) {
 	}
 }
 
-// TestOpenCLDepthwiseFilter3Bits checks that the 3×3 depthwise filter
-// gradient (all nine taps in one work-group) gives the bits of the one-tap
-// kernels it replaces, with one part and with several (redParts).
-func TestOpenCLDepthwiseFilter3Bits(t *testing.T) {
+// TestOpenCLDepthwise3Bits checks that the 3×3 depthwise kernels give the
+// bits of the generic ones they replace: the filter gradient with all nine
+// taps in one work-group (with one part and with several, redParts), and
+// forward and backward data with stride 1 and 2 (3-D grid, unrolled taps).
+func TestOpenCLDepthwise3Bits(t *testing.T) {
 	o := openCLForTest(t)
 	r := rand.New(rand.NewPCG(31, 32))
+	same := func(g ConvGeom, what string, got, want []float32) {
+		t.Helper()
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%+v: %s %d: %g, generic kernel %g", g, what, i, got[i], want[i])
+			}
+		}
+	}
 	for _, g := range []ConvGeom{
-		{N: 2, C: 4, H: 9, W: 7, K: 8, R: 3, S: 3, Groups: 4, StrideH: 2, StrideW: 1, PadH: 1, PadW: 1},
+		{N: 2, C: 4, H: 9, W: 7, K: 8, R: 3, S: 3, Groups: 4, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1},
+		{N: 2, C: 3, H: 8, W: 11, K: 3, R: 3, S: 3, Groups: 3, StrideH: 1, StrideW: 1, PadH: 2, PadW: 0},
+		{N: 2, C: 3, H: 10, W: 9, K: 3, R: 3, S: 3, Groups: 3, StrideH: 2, StrideW: 1, PadH: 1, PadW: 1}, // generic fwd/bwd
 		{N: 2, C: 2, H: 100, W: 100, K: 2, R: 3, S: 3, Groups: 2, PadH: 1, PadW: 1},
 	} {
 		if err := g.Setup(); err != nil {
@@ -363,11 +374,22 @@ func TestOpenCLDepthwiseFilter3Bits(t *testing.T) {
 		x, dy := o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.N*g.K*g.OH*g.OW)
 		o.Upload(x, clRand(r, x.Len()))
 		o.Upload(dy, clRand(r, dy.Len()))
+		w := o.Alloc(g.K * 9)
+		o.Upload(w, clRand(r, w.Len()))
+		xs, dys, ws := o.buf(x), o.buf(dy), o.buf(w)
+		y, yref := o.buf(o.Alloc(dy.Len())), o.buf(o.Alloc(dy.Len()))
+		o.ConvForward(g, y, x, w, nil, nil)
+		o.run1("dw_forward", yref.n, append([]any{yref.m, yref.off, xs.m, xs.off, ws.m, ws.off}, g.dwArgs()...)...)
+		same(g, "forward", download(o, y), download(o, yref))
+		dx, dxref := o.buf(o.Alloc(x.Len())), o.buf(o.Alloc(x.Len()))
+		o.ConvBackwardData(g, dx, dy, w, nil)
+		o.run1("dw_backward_data", dxref.n, append([]any{dxref.m, dxref.off, dys.m, dys.off, ws.m, ws.off}, g.dwArgs()...)...)
+		same(g, "backward data", download(o, dx), download(o, dxref))
 		dw := o.Alloc(g.K * 9)
 		o.ConvBackwardFilter(g, dw, nil, dy, x, nil)
 		got := download(o, o.buf(dw))
 		// The generic kernels: one work-group per tap (and part).
-		xs, dys, ref := o.buf(x), o.buf(dy), o.buf(o.Alloc(g.K*9))
+		ref := o.buf(o.Alloc(g.K * 9))
 		if l, p := redParts(g.N * g.OH * g.OW); p > 1 {
 			part := o.scratch(&o.redPart, 2*ref.n*p)
 			o.runGroups("dw_backward_filter_part", ref.n*p, append(append([]any{part, dys.m, dys.off, xs.m, xs.off}, g.dwArgs()...), l, p)...)
@@ -375,11 +397,6 @@ func TestOpenCLDepthwiseFilter3Bits(t *testing.T) {
 		} else {
 			o.runGroups("dw_backward_filter", ref.n, append([]any{ref.m, ref.off, dys.m, dys.off, xs.m, xs.off}, g.dwArgs()...)...)
 		}
-		want := download(o, ref)
-		for i := range want {
-			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("%+v: tap %d: %g, one-tap kernel %g", g, i, got[i], want[i])
-			}
-		}
+		same(g, "filter tap", got, download(o, ref))
 	}
 }

@@ -186,3 +186,59 @@ __kernel void dw_backward_filter3_part(__global acc_t* part, __global const stor
 		}
 	}
 }
+
+// dw_forward3_sN and dw_backward_data3_sN: dw_forward and dw_backward_data
+// for 3×3 filters with stride N (1 or 2) in both directions, over a 3-D grid
+// (positions of one plane, channel, sample), so an item needs one division
+// for its position, the taps are unrolled and the stride's divisions are
+// shifts: integer division by a run-time value cost the generic kernels
+// most of their time on the H100 (MobileNet's depthwise layers at 224×224).
+// They add the same products in the same order as the generic kernels: the
+// same bits.
+#define DW3_KERNELS(SD)                                                                                                 \
+	__kernel void dw_forward3_s##SD(__global store_t* y, int yoff, __global const store_t* x, int xoff,                 \
+	                                __global const store_t* w, int woff, int N, int C, int K, int H, int W, int R, int S, \
+	                                int sh, int sw, int ph, int pw, int OH, int OW) {                                     \
+		int q = get_global_id(0), k = get_global_id(1), n = get_global_id(2);                                          \
+		if (q >= OH * OW) return;                                                                                      \
+		int oh = q / OW, ow = q - oh * OW;                                                                             \
+		__global const store_t* xc = x + xoff + (n * C + k / (K / C)) * H * W;                                         \
+		__global const store_t* wk = w + woff + k * 9;                                                                 \
+		int ih0 = oh * SD - ph, iw0 = ow * SD - pw;                                                                    \
+		float acc = 0.0f;                                                                                              \
+		for (int r = 0; r < 3; r++) {                                                                \
+			int ih = ih0 + r;                                                                                          \
+			if (ih < 0 || ih >= H) continue;                                                                           \
+			for (int s = 0; s < 3; s++) {                                                            \
+				int iw = iw0 + s;                                                                                      \
+				if (iw < 0 || iw >= W) continue;                                                                       \
+				acc += LD(wk, r * 3 + s) * LD(xc, ih * W + iw);                                                        \
+			}                                                                                                          \
+		}                                                                                                              \
+		ST(y, yoff + (n * K + k) * OH * OW + q, acc);                                                                  \
+	}                                                                                                                  \
+	__kernel void dw_backward_data3_s##SD(__global store_t* dx, int dxoff, __global const store_t* dy, int dyoff,       \
+	                                      __global const store_t* w, int woff, int N, int C, int K, int H, int W, int R, \
+	                                      int S, int sh, int sw, int ph, int pw, int OH, int OW) {                       \
+		int q = get_global_id(0), c = get_global_id(1), n = get_global_id(2);                                          \
+		if (q >= H * W) return;                                                                                        \
+		int ih = q / W, iw = q - ih * W, m = K / C;                                                                    \
+		int th = ih + ph, tw = iw + pw;                                                                                \
+		float acc = 0.0f;                                                                                              \
+		for (int k = c * m; k < (c + 1) * m; k++) {                                                                    \
+			__global const store_t* dyk = dy + dyoff + (n * K + k) * OH * OW;                                          \
+			__global const store_t* wk = w + woff + k * 9;                                                             \
+			for (int r = 0; r < 3; r++) {                                                            \
+				int t = th - r;                                                                                        \
+				if (t < 0 || t % SD != 0 || t / SD >= OH) continue;                                                    \
+				for (int s = 0; s < 3; s++) {                                                        \
+					int u = tw - s;                                                                                    \
+					if (u < 0 || u % SD != 0 || u / SD >= OW) continue;                                                \
+					acc += LD(wk, r * 3 + s) * LD(dyk, (t / SD) * OW + u / SD);                                        \
+				}                                                                                                      \
+			}                                                                                                          \
+		}                                                                                                              \
+		ST(dx, dxoff + (n * C + c) * H * W + q, acc);                                                                  \
+	}
+DW3_KERNELS(1)
+DW3_KERNELS(2)
