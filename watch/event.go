@@ -128,7 +128,9 @@ type Progress struct {
 	// Seconds is the iteration's wall time: from the previous close (or
 	// the start) to this one.
 	Seconds float64 `json:"seconds"`
-	Workers []Tick  `json:"workers"`
+	// Pushes is, on a worker, the pushes it made so far (0 on the hub).
+	Pushes  int    `json:"pushes,omitempty"`
+	Workers []Tick `json:"workers"`
 }
 
 // Tick is one worker's part of an iteration. The hub sees the push arrive

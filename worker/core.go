@@ -92,6 +92,10 @@ func (c *Core) ID() string { return c.id }
 // number of optimizer steps it has taken.
 func (c *Core) Iteration() uint64 { return c.iter }
 
+// Session returns the session the hub's Welcome described (global batch,
+// iterations, codec, …); the zero Session before the Welcome.
+func (c *Core) Session() wire.Session { return c.session }
+
 // Trainer returns the worker's trainer, nil before the Welcome. The driver
 // calls its Gradient for a ComputeRequest and otherwise only reads it.
 func (c *Core) Trainer() *solver.Trainer { return c.tr }

@@ -21,21 +21,33 @@ import (
 
 // dashboardRun starts a hub with --http on a free loopback port and two
 // worker processes named phone-a and phone-b, slowed so that the run lasts
-// long enough to be watched; it returns the dashboard's URL and the hub.
-func dashboardRun(t *testing.T, ctx context.Context, iterations int) (string, *proc) {
+// long enough to be watched; phone-a serves its own dashboard too. It
+// returns the hub's dashboard URL, phone-a's, and the hub.
+func dashboardRun(t *testing.T, ctx context.Context, iterations int) (hubURL, workerURL string, h *proc) {
 	t.Helper()
 	hubBin, workerBin := buildBinaries(t)
 	dir := t.TempDir()
-	h := start(t, ctx, "hub", hubBin, "--model", "lenet5", "--data", "mnist", "--min-workers", "2", "--batch", "64",
+	h = start(t, ctx, "hub", hubBin, "--model", "lenet5", "--data", "mnist", "--min-workers", "2", "--batch", "64",
 		"--iterations", fmt.Sprint(iterations), "--eval-every", "10", "--listen", "/ip4/127.0.0.1/tcp/0", "--mdns=false",
 		"--json", "--http", "127.0.0.1:0", "--out", filepath.Join(dir, "hub"))
 	addrs := h.until(t, "listening", 30*time.Second)["addrs"].([]any)
-	url := h.until(t, "http", 10*time.Second)["url"].(string)
+	hubURL = h.until(t, "http", 10*time.Second)["url"].(string)
 	for i, name := range []string{"phone-a", "phone-b"} {
-		start(t, ctx, name, workerBin, "--hub", addrs[0].(string), "--data", "mnist", "--shard", fmt.Sprintf("%d/2", i),
-			"--name", name, "--slowdown", "4", "--listen", "/ip4/127.0.0.1/tcp/0", "--json", "--out", filepath.Join(dir, name))
+		args := []string{"--hub", addrs[0].(string), "--data", "mnist", "--shard", fmt.Sprintf("%d/2", i),
+			"--name", name, "--slowdown", "4", "--listen", "/ip4/127.0.0.1/tcp/0", "--json", "--out", filepath.Join(dir, name)}
+		if i == 0 {
+			args = append(args, "--http", "127.0.0.1:0")
+		}
+		w := start(t, ctx, name, workerBin, args...)
+		if i == 0 {
+			workerURL = w.until(t, "http", 30*time.Second)["url"].(string)
+		}
+		go func() { // keep its stdout flowing
+			for range w.events {
+			}
+		}()
 	}
-	return url, h
+	return hubURL, workerURL, h
 }
 
 // chromium returns Debian's chromium, or skips the test.
@@ -63,7 +75,7 @@ func TestDashboardInChromium(t *testing.T) {
 	browser := chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	url, h := dashboardRun(t, ctx, 2000)
+	url, workerURL, h := dashboardRun(t, ctx, 2000)
 	go func() { // keep the hub's stdout flowing
 		for range h.events {
 		}
@@ -164,6 +176,30 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Errorf("at 390 px the page is %d px wider than the screen", overflow)
 	}
 	save(t, "dashboard-phone.png", png)
+
+	// phone-a's own page, on the phone's screen: its name, its iteration
+	// advancing, its loss curve.
+	if err := chromedp.Do(tab, chromedp.Navigate(workerURL)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(tab, chromedp.Poll[bool](`document.querySelector("#role").textContent === "worker phone-a" &&
+		document.querySelector("#workers tbody td.name") !== null && document.querySelector("#losschart").dataset.points > 2`,
+		chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Fatalf("phone-a's page never showed its name and a loss curve: %v", err)
+	}
+	first = iteration()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		if second = iteration(); second > first+2 {
+			break
+		}
+	}
+	if second <= first+2 {
+		t.Errorf("phone-a's page: iteration went from %d to %d in 30 s", first, second)
+	}
+	if png, err = chromedp.Run(tab, chromedp.FullScreenshot(100)); err != nil {
+		t.Fatal(err)
+	}
+	save(t, "worker-phone.png", png)
 }
 
 func save(t *testing.T, name string, b []byte) {
@@ -186,7 +222,7 @@ func TestDashboardEndpoints(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	url, h := dashboardRun(t, ctx, 2000)
+	url, workerURL, h := dashboardRun(t, ctx, 2000)
 	go func() {
 		for range h.events {
 		}
@@ -259,6 +295,26 @@ func TestDashboardEndpoints(t *testing.T) {
 	}
 	if batch != 64 {
 		t.Errorf("the workers' batches add up to %d, want the global 64", batch)
+	}
+
+	// phone-a's own status: itself only, with its share of the global batch.
+	var ws struct {
+		Session struct {
+			Role       string
+			WorkerName string `json:"worker_name"`
+			Batch      int
+		}
+		Iteration float64
+		Workers   []struct {
+			ID, Name string
+			Batch    int
+			Share    float64
+		}
+	}
+	getJSON(t, workerURL+"api/status", &ws)
+	if ws.Session.Role != "worker" || ws.Session.WorkerName != "phone-a" || ws.Session.Batch != 64 || len(ws.Workers) != 1 ||
+		ws.Workers[0].ID != joined["phone-a"] || ws.Workers[0].Batch < 1 || ws.Workers[0].Share != float64(ws.Workers[0].Batch)/64 {
+		t.Errorf("phone-a's status %+v", ws)
 	}
 
 	res, err = http.Get(url + "metrics")

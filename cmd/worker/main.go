@@ -48,6 +48,7 @@ var errUsage = errors.New("usage")
 
 type config struct {
 	hubAddr, session, dataSpec, shard, out, name, identity, psk, device string
+	http                                                                string
 	listen                                                              []string
 	seed                                                                uint64
 	json, verbose                                                       bool
@@ -81,7 +82,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Var((*cli.ListFlag)(&c.listen), "listen", "multiaddr for this worker's own host (repeatable; default loopback TCP and QUIC)")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed for this worker's shuffling")
 	fs.IntVar(&c.logEvery, "log-every", 10, "iterations between progress lines")
-	fs.BoolVar(&c.json, "json", false, "print JSON lines instead of progress")
+	fs.BoolVar(&c.json, "json", false, "print JSON lines instead of progress (every event, with its time; docs/dashboard.md)")
+	fs.StringVar(&c.http, "http", "", "serve this worker's live dashboard, /api/status, /api/events and /metrics on this address (e.g. 127.0.0.1:8081, then open it in the phone's browser; :8081 exposes them to the LAN, read-only: docs/dashboard.md); empty: off")
 	fs.BoolVar(&c.verbose, "v", false, "log every push and merge")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

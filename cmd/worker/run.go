@@ -17,15 +17,28 @@ import (
 	"github.com/cotrain/cotrain/sync/p2p"
 	"github.com/cotrain/cotrain/sync/state"
 	"github.com/cotrain/cotrain/sync/transport"
+	"github.com/cotrain/cotrain/watch"
 	"github.com/cotrain/cotrain/worker"
 	"github.com/libp2p/go-libp2p/core/network"
 )
 
 func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	log := cli.NewLogger(stderr, c.verbose)
-	var ev *cli.Events
+	start := time.Now()
+	// Every event goes through one bus, as on the hub: JSON lines, the
+	// progress lines and the dashboard are its sinks; publishing never
+	// blocks the session.
+	bus := &watch.Bus{}
+	defer bus.Close()
 	if c.json {
-		ev = cli.NewEvents(stdout)
+		bus.Attach(1<<12, jsonSink(stdout, c.logEvery))
+	} else {
+		bus.Attach(1<<10, textSink(stderr, c.logEvery, start))
+	}
+	var rec *watch.Recorder
+	if c.http != "" {
+		rec = watch.NewRecorder("worker", bus)
+		bus.Attach(1<<12, rec.Handle)
 	}
 	si, sn, err := data.ParseShard(c.shard)
 	if err != nil {
@@ -97,12 +110,23 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	sess := &worker.Session{Config: wc, Backend: b, Data: src, Dial: dial, Log: log,
 		Backoff: worker.DefaultDriverConfig().Backoff, ReconnectTimeout: c.reconnect,
 		Rand: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), c.seed)), Slowdown: c.slowdown}
-	sess.OnConnect = func(n int) {
-		if ev != nil {
-			ev.Emit("connected", map[string]any{"hub": addr, "reconnect": n})
+	obs := newObserver(bus, watch.Session{Role: "worker", Hub: addr, WorkerName: c.name, Backend: b.Name()})
+	first := obs.session // a copy: the observer goes on filling in its own
+	bus.Publish("session", &first)
+	if rec != nil {
+		url, stop, err := serveHTTP(c.http, rec, log)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+		defer stop()
+		bus.Publish("http", map[string]any{"url": url})
+		if !c.json {
+			fmt.Fprintf(stderr, "dashboard: %s\n", url)
 		}
 	}
-	start := time.Now()
+	sess.OnConnect = func(n int) {
+		bus.Publish("connected", map[string]any{"hub": addr, "reconnect": n})
+	}
 	var pushes int
 	sess.OnReady = func(core *worker.Core, rd worker.Ready) {
 		for _, e := range rd.Events {
@@ -111,22 +135,11 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 				if err := src.load(core); err != nil {
 					log.Error("cannot load the data for this model", "err", err)
 				}
-				if ev != nil {
-					ev.Emit("welcomed", map[string]any{"iteration": e.Iteration, "id": e.Text})
-				} else {
-					fmt.Fprintf(stderr, "joined at iteration %d\n", e.Iteration)
-				}
 			case worker.EventPushed:
 				pushes++
-				if pushes%c.logEvery == 0 {
-					if ev != nil {
-						ev.Emit("progress", map[string]any{"iteration": e.Iteration, "loss": e.Loss, "pushes": pushes})
-					} else {
-						fmt.Fprintf(stderr, "iter %d loss %.4f (%d pushes in %.0fs)\n", e.Iteration, e.Loss, pushes, time.Since(start).Seconds())
-					}
-				}
 			}
 		}
+		obs.ready(core, rd)
 	}
 	runErr := sess.Run(ctx)
 	core := sess.Core()
@@ -158,9 +171,12 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	result := map[string]any{"iterations": core.Iteration(), "weights_sha256": sum, "weights": path,
 		"pushes": pushes, "mismatches": core.Mismatches(), "seconds": time.Since(start).Seconds()}
-	if ev != nil {
-		return ev.Emit("done", result)
+	if c.json {
+		bus.Publish("done", result)
+		bus.Close() // the last line out
+		return nil
 	}
+	bus.Close()
 	fmt.Fprintf(stdout, "done after %d iterations (%d pushes): weights %s (sha256 %s)\n", core.Iteration(), pushes, path, sum)
 	return nil
 }
