@@ -205,7 +205,7 @@ func TestFaultSlowWorker(t *testing.T) {
 		}
 		ws = append(ws, faultWorker(t, ctx, fmt.Sprint("w", i), addr, dir, i, 3, extra...))
 	}
-	slowID := ws[2].until(t, "welcomed", time.Minute)["id"].(string)
+	slowID := ws[2].until(t, "welcomed", time.Minute)["peer"].(string)
 	last := h.progressTo(t, iters-1, nil, 2*time.Minute) // the last Merged has no batches
 	hubDone := h.until(t, "done", time.Minute)
 	slowBatch := -1.0
