@@ -138,8 +138,13 @@ type Softmax struct {
 	Dims        []int
 	First, Last int
 
-	outer, c, inner int // per sample, from Setup
+	dims            []int // Dims, or the input's C×H×W, from Setup
+	outer, c, inner int   // per sample, from Setup
 }
+
+// InDims returns the logical per-sample dims the layer reads its input
+// with: Dims, or the input's C×H×W when Dims is nil. Valid after Setup.
+func (s *Softmax) InDims() []int { return s.dims }
 
 // NewSoftmax returns a softmax over axes first..last of dims (nil: C×H×W).
 func NewSoftmax(name string, dims []int, first, last int) *Softmax {
@@ -165,6 +170,7 @@ func (s *Softmax) Setup(in []Shape) (Shape, error) {
 		return Shape{}, fmt.Errorf("solver: softmax %s: axes %d..%d of dims %v, want 0 <= first <= last < %d",
 			s.LayerName, s.First, s.Last, dims, len(dims))
 	}
+	s.dims = dims
 	s.outer, s.c, s.inner = 1, 1, 1
 	for i, d := range dims {
 		switch {

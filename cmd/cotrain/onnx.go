@@ -57,7 +57,7 @@ func runImport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
-// runExport writes a weight file's network as an ONNX model (opset 13).
+// runExport writes a weight file's network as an ONNX model (onnx.ExportOpset).
 func runExport(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("export", stderr, "cotrain export --weights FILE --onnx OUT [--json]")
 	weights := fs.String("weights", "", "weight file to read (required)")

@@ -16,7 +16,7 @@
 //     network from the stored graph and loads the weights. Save it with
 //     models.SaveFile.
 //  3. Export any weight file, registered model or graph, with Export:
-//     opset 13, input "input" (batch×C×H×W, dynamic batch), output "output"
+//     opset 14 (ExportOpset), input "input" (batch×C×H×W, dynamic batch), output "output"
 //     (batch×classes).
 package onnx
 

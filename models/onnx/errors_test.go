@@ -3,6 +3,7 @@ package onnx
 import (
 	"bytes"
 	"errors"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -96,10 +97,14 @@ func TestImportErrors(t *testing.T) {
 			withHead(conv("conv.weight", attrInts("pads", 1, 1, 0, 0)))...), ErrUnsupported, []string{"asymmetric"}},
 		{"dilation", tiny(13, append(headInits, tinyInit{"conv.weight", []int{2, 2, 1, 1}}),
 			withHead(conv("conv.weight", attrInts("dilations", 2, 2)))...), ErrUnsupported, []string{"dilations"}},
-		{"clip not relu6", tiny(9, headInits, withHead(nd("Clip", "clip", []string{"x"}, "h", attrFloat("min", 0), attrFloat("max", 3)))...),
-			ErrUnsupported, []string{"Clip(0, 3)"}},
-		{"softmax inside", tiny(13, headInits, withHead(nd("Softmax", "sm", []string{"x"}, "h"))...),
-			ErrUnsupported, []string{`"sm"`, "end of the graph"}},
+		{"clip bounds inverted", tiny(9, headInits, withHead(nd("Clip", "clip", []string{"x"}, "h", attrFloat("min", 3), attrFloat("max", 1)))...),
+			ErrUnsupported, []string{`"clip"`, "Clip bounds [3, 1]"}},
+		{"softmax over the batch", tiny(13, headInits, withHead(nd("Softmax", "sm", []string{"x"}, "h", attrInt("axis", 0)))...),
+			ErrUnsupported, []string{`"sm"`, "axis 0, the batch"}},
+		{"softmax axis out of range", tiny(11, headInits, withHead(nd("Softmax", "sm", []string{"x"}, "h", attrInt("axis", 4)))...),
+			ErrMalformed, []string{`"sm"`, "axis 4 of a rank-4 input"}},
+		{"leakyrelu alpha not finite", tiny(13, headInits, withHead(nd("LeakyRelu", "lr", []string{"x"}, "h", attrFloat("alpha", float32(math.Inf(1)))))...),
+			ErrMalformed, []string{`"lr"`, "alpha +Inf"}},
 		{"reshape into the batch", tiny(13, headInits, withHead(nd("Constant", "shape", nil, "s", &onnxpb.AttributeProto{
 			Name: proto.String("value_ints"), Type: onnxpb.AttributeProto_INTS.Enum(), Ints: []int64{-1, 3, 16}}),
 			nd("Reshape", "rs", []string{"x", "s"}, "h"))...), ErrUnsupported, []string{`"rs"`, "[-1 3 16]", "48 elements per sample"}},

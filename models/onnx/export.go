@@ -3,6 +3,7 @@ package onnx
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 
 	"google.golang.org/protobuf/proto"
@@ -13,8 +14,9 @@ import (
 	"github.com/cotrain/cotrain/solver"
 )
 
-// ExportOpset is the opset Export writes (IR version 7).
-const ExportOpset = 13
+// ExportOpset is the opset Export writes (IR version 7): 14, the first
+// with HardSwish.
+const ExportOpset = 14
 
 // exporter builds one graph.
 type exporter struct {
@@ -148,13 +150,7 @@ func (e *exporter) layer(l solver.Layer, xs []string, rank int) (string, int, er
 		}
 		return e.node("Gemm", name, ins, attrInt("transB", 1)), 2, nil
 	case *solver.Activation:
-		if l.Act == gpu.ReLU6 {
-			lo, hi := name+".min", name+".max"
-			e.initializer(lo, nil, []float32{0})
-			e.initializer(hi, nil, []float32{6})
-			return e.node("Clip", name, []string{xs[0], lo, hi}), rank, nil
-		}
-		return e.node("Relu", name, xs), rank, nil
+		return e.activation(l, xs[0]), rank, nil
 	case *solver.BatchNorm:
 		return e.node("BatchNormalization", name, []string{xs[0], p("weight"), p("bias"), p("running_mean"), p("running_var")},
 			attrFloat("epsilon", l.Eps), attrFloat("momentum", 1-l.Momentum)), rank, nil
@@ -179,6 +175,43 @@ func (e *exporter) layer(l solver.Layer, xs []string, rank int) (string, int, er
 		return e.node("Concat", name, xs, attrInt("axis", 1)), rank, nil
 	}
 	return "", 0, fmt.Errorf("%w: layer kind %s", ErrUnsupported, l.Kind())
+}
+
+// activation emits the node of an activation layer: ReLU6 is Clip(0, 6),
+// a clip's absent bound an absent input.
+func (e *exporter) activation(l *solver.Activation, x string) string {
+	name, a := l.Name(), l.Act
+	switch a.Kind {
+	case gpu.KindReLU:
+		return e.node("Relu", name, []string{x})
+	case gpu.KindSigmoid:
+		return e.node("Sigmoid", name, []string{x})
+	case gpu.KindTanh:
+		return e.node("Tanh", name, []string{x})
+	case gpu.KindHardSwish:
+		return e.node("HardSwish", name, []string{x})
+	case gpu.KindHardSigmoid:
+		return e.node("HardSigmoid", name, []string{x}, attrFloat("alpha", a.Alpha), attrFloat("beta", a.Beta))
+	case gpu.KindLeakyReLU:
+		return e.node("LeakyRelu", name, []string{x}, attrFloat("alpha", a.Alpha))
+	}
+	lo, hi := float32(0), float32(6) // ReLU6
+	if a.Kind == gpu.KindClip {
+		lo, hi = a.Alpha, a.Beta
+	}
+	ins := []string{x, "", ""}
+	if !math.IsInf(float64(lo), -1) {
+		ins[1] = name + ".min"
+		e.initializer(ins[1], nil, []float32{lo})
+	}
+	if !math.IsInf(float64(hi), 1) {
+		ins[2] = name + ".max"
+		e.initializer(ins[2], nil, []float32{hi})
+	}
+	for len(ins) > 1 && ins[len(ins)-1] == "" {
+		ins = ins[:len(ins)-1] // trailing optional inputs are left out
+	}
+	return e.node("Clip", name, ins)
 }
 
 // node appends a node named name and returns its output's name.

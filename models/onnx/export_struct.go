@@ -93,6 +93,8 @@ func (e *exporter) align(l solver.Layer, xs []string, xd [][]int) {
 func (e *exporter) structural(l solver.Layer, xs []string, xd [][]int) (string, []int, bool) {
 	name := l.Name()
 	switch l := l.(type) {
+	case *solver.Softmax:
+		return e.softmax(l, xs[0], xd[0]), l.InDims(), true
 	case *solver.Reshape:
 		return e.ensure(xs[0], xd[0], l.Out, name), l.Out, true
 	case *solver.Transpose:

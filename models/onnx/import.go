@@ -47,28 +47,33 @@ type value struct {
 
 // importer holds the state of one Import.
 type importer struct {
-	opset  int64
-	vals   map[string]*value
-	uses   map[string]int // consumers of each name, graph outputs included
-	layers []models.Layer
-	outs   []solver.Shape // output shape of each layer
-	names  map[string]bool
-	params map[string]*tensor // "layer.weight" -> data
-	state  map[string]*tensor
-	notes  []string
-	folded int // convolutions whose weights have no module name
+	opset int64
+	vals  map[string]*value
+	uses  map[string]int // consumers of each name, graph outputs included
+	// readers lists the nodes that read each name; a node in fused was
+	// mapped together with an earlier one (ops_act.go) and is skipped.
+	readers map[string][]*onnxpb.NodeProto
+	fused   map[*onnxpb.NodeProto]bool
+	layers  []models.Layer
+	outs    []solver.Shape // output shape of each layer
+	names   map[string]bool
+	params  map[string]*tensor // "layer.weight" -> data
+	state   map[string]*tensor
+	notes   []string
+	folded  int // convolutions whose weights have no module name
 }
 
 // Import reads an ONNX model as torch.onnx.export writes it (opsets 7 to 18;
 // tested with 9 to 17) and returns a weight file of model models.GraphModel. The
 // operators it maps are Conv, Gemm, MatMul (+Add of a bias), Relu, Clip
-// (as ReLU6 or ReLU), MaxPool, AveragePool, GlobalAveragePool,
+// (any bounds; ReLU6 and ReLU where they are those), Sigmoid, Tanh,
+// HardSigmoid, HardSwish, LeakyRelu, Softmax, MaxPool, AveragePool, GlobalAveragePool,
 // BatchNormalization, Flatten, Reshape to [N, -1], Dropout, Add, Concat, a
 // Pad folded into the following Conv or AveragePool, Identity, Constant and
 // the shape arithmetic of x.view(x.size(0), -1) (Shape, Gather, Unsqueeze,
 // Concat). A Softmax at the very end is dropped, because cotrain's networks
-// output logits (the loss applies the softmax); the file's Meta says so.
-// Any other operator is an error naming it and its node.
+// output logits (the loss applies the softmax); the file's Meta says so;
+// any other Softmax is a layer. Any other operator is an error naming it and its node.
 func Import(r io.Reader) (*models.File, error) {
 	raw, err := io.ReadAll(io.LimitReader(r, maxModelBytes+1))
 	if err != nil {
@@ -86,6 +91,7 @@ func Import(r io.Reader) (*models.File, error) {
 		return nil, fmt.Errorf("%w: no graph (is this an ONNX file?)", ErrMalformed)
 	}
 	im := &importer{vals: map[string]*value{}, uses: map[string]int{}, names: map[string]bool{},
+		readers: map[string][]*onnxpb.NodeProto{}, fused: map[*onnxpb.NodeProto]bool{},
 		params: map[string]*tensor{}, state: map[string]*tensor{}}
 	for _, op := range m.GetOpsetImport() {
 		if d := op.GetDomain(); d == "" || d == "ai.onnx" {
@@ -102,6 +108,7 @@ func Import(r io.Reader) (*models.File, error) {
 	for _, n := range g.GetNode() {
 		for _, name := range n.GetInput() {
 			im.uses[name]++
+			im.readers[name] = append(im.readers[name], n)
 		}
 	}
 	if len(g.GetOutput()) != 1 {
@@ -110,6 +117,9 @@ func Import(r io.Reader) (*models.File, error) {
 	outName := g.GetOutput()[0].GetName()
 	im.uses[outName]++
 	for i, n := range g.GetNode() {
+		if im.fused[n] {
+			continue
+		}
 		if err := im.node(n, outName); err != nil {
 			name := n.GetName()
 			if name == "" {

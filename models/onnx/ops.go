@@ -85,17 +85,9 @@ func (im *importer) node(n *onnxpb.NodeProto, outName string) error {
 	case "Concat":
 		return im.concat(n, a)
 	case "Softmax":
-		if n.GetOutput()[0] != outName || im.uses[outName] != 1 {
-			return fmt.Errorf("%w: a Softmax is only dropped at the end of the graph", ErrUnsupported)
-		}
-		v, err := im.act(n, 0)
-		if err != nil {
-			return err
-		}
-		im.vals[outName] = v
-		im.notes = append(im.notes, "the final Softmax was dropped: the network outputs logits "+
-			"(apply a softmax to them for probabilities; training applies it in the loss)")
-		return nil
+		return im.softmax(n, a, outName)
+	case "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "LeakyRelu":
+		return im.activation(n, a)
 	case "Pad":
 		return im.padOp(n, a)
 	case "Unsqueeze":
@@ -196,8 +188,9 @@ func (im *importer) conv(n *onnxpb.NodeProto, a attrs) error {
 	return err
 }
 
-// clip maps Clip(0, 6) to ReLU6 and Clip(0, +inf) to ReLU; bounds are
-// attributes before opset 11 and optional inputs from it.
+// clip maps Clip(0, 6) to ReLU6, Clip(0, +inf) to ReLU and any other bounds
+// to a clip layer (ops_act.go); bounds are attributes before opset 11 and
+// optional inputs from it.
 func (im *importer) clip(n *onnxpb.NodeProto, a attrs) error {
 	lo, hi := float64(a.float("min", float32(math.Inf(-1)))), float64(a.float("max", float32(math.Inf(1))))
 	if im.opset >= 11 {
@@ -235,7 +228,7 @@ func (im *importer) clip(n *onnxpb.NodeProto, a attrs) error {
 	case lo == 0 && math.IsInf(hi, 1):
 		return im.unary(n, models.Layer{Kind: "relu"})
 	}
-	return fmt.Errorf("%w: Clip(%g, %g) (only ReLU6, Clip(0, 6), and ReLU, Clip(0, inf))", ErrUnsupported, lo, hi)
+	return im.clipLayer(n, lo, hi)
 }
 
 func (im *importer) pool(n *onnxpb.NodeProto, a attrs) error {

@@ -1,0 +1,268 @@
+#!/usr/bin/python3
+"""ONNX fixtures for the activation operators, and the mobile-blocks model.
+
+Run from the repository root with the Python that has PyTorch 1.13:
+
+    /usr/bin/python3 scripts/onnx_acts.py            # both
+    /usr/bin/python3 scripts/onnx_acts.py acts
+    /usr/bin/python3 scripts/onnx_acts.py mobile
+
+acts: small networks of Sigmoid, Tanh, LeakyReLU, Hardswish, Hardsigmoid,
+ReLU6, clamp with one or two bounds and Softmax inside the graph, exported by
+torch.onnx.export at the opsets where PyTorch writes them differently (Clip's
+bounds as attributes at opset 9, as inputs from 11; Hardswish as
+x*HardSigmoid(x) before opset 14; a Softmax over a non-last axis as
+Transpose/Softmax/Transpose before 13). Writes models/onnx/testdata/acts/:
+NAME.onnx, NAME.x.npy (2 inputs), NAME.y.npy (the eval-mode output, computed
+in float64 from the float32 weights and rounded) and acts.json, which lists
+per fixture the cotrain layer kinds the import must produce and those it
+must not (a fused Hardswish leaves no Mul).
+
+mobile: the small network of modern mobile blocks that the fine-tuning
+tests use (MobileBlocks below: hard-swish, squeeze-excitation with sigmoid
+and hard-sigmoid gates, a ShuffleNet-style unit with a concat of branches
+and a channel shuffle), input 3x32x32, 5 classes, batch norm kept
+(TrainingMode.PRESERVE, so it can be fine-tuned), opset 13. Writes
+models/onnx/testdata/mobile_blocks.onnx, .x.npy, .y.npy (4 inputs).
+
+Every fixture has a fixed seed, so a rerun rewrites identical arrays.
+"""
+
+import io
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+ACTS = os.path.join("models", "onnx", "testdata", "acts")
+MOBILE = os.path.join("models", "onnx", "testdata", "mobile_blocks")
+
+
+class Chain(nn.Module):
+    """conv 3x3 (pad 1) -> act, for each act, then global average pool and a
+    linear layer to 4 classes."""
+
+    def __init__(self, acts, width=6):
+        super().__init__()
+        self.convs = nn.ModuleList()
+        c = 3
+        for _ in acts:
+            self.convs.append(nn.Conv2d(c, width, 3, padding=1))
+            c = width
+        self.acts = acts
+        self.fc = nn.Linear(width, 4)
+
+    def forward(self, x):
+        for conv, act in zip(self.convs, self.acts):
+            x = act(conv(x))
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+class SoftmaxNet(nn.Module):
+    """Softmax inside the graph: over the channels (opset 13 only: before,
+    PyTorch wraps it in transposes), over the width (the last axis, a plain
+    Softmax at every opset), and over a vector between two linear layers."""
+
+    def __init__(self, channels):
+        super().__init__()
+        self.channels = channels
+        self.c1 = nn.Conv2d(3, 5, 3, padding=1)
+        self.c2 = nn.Conv2d(5, 4, 3, padding=1)
+        self.fc1 = nn.Linear(4 * 8 * 8, 6)
+        self.fc2 = nn.Linear(6, 4)
+
+    def forward(self, x):
+        x = self.c1(x)
+        if self.channels:
+            x = torch.softmax(x, 1)
+        x = torch.softmax(self.c2(x), -1)
+        return self.fc2(torch.softmax(self.fc1(x.flatten(1)), 1))
+
+
+ACT_SPECS = [
+    # name, builder, opset, kinds the import must produce, kinds it must not
+    ("smooth_op11", lambda: Chain([torch.sigmoid, torch.tanh, nn.LeakyReLU(0.1), nn.LeakyReLU(-0.2)]), 11,
+     ["sigmoid", "tanh", "leakyrelu"], []),
+    ("smooth_op13", lambda: Chain([torch.sigmoid, torch.tanh, nn.LeakyReLU(0.1), nn.LeakyReLU(-0.2)]), 13,
+     ["sigmoid", "tanh", "leakyrelu"], []),
+    ("hard_op11", lambda: Chain([nn.Hardswish(), nn.Hardsigmoid(), nn.ReLU6(), nn.Hardswish()]), 11,
+     ["hardswish", "hardsigmoid", "relu6"], ["binary"]),
+    ("hard_op13", lambda: Chain([nn.Hardswish(), nn.Hardsigmoid(), nn.ReLU6(), nn.Hardswish()]), 13,
+     ["hardswish", "hardsigmoid", "relu6"], ["binary"]),
+    ("hard_op14", lambda: Chain([nn.Hardswish(), nn.Hardsigmoid(), nn.ReLU6(), nn.Hardswish()]), 14,
+     ["hardswish", "hardsigmoid", "relu6"], ["binary"]),
+    ("clip_op9", lambda: Chain([lambda x: torch.clamp(x, -1, 2), lambda x: torch.clamp(x, min=-0.5),
+                                lambda x: torch.clamp(x, max=0.7), lambda x: torch.clamp(x, 0, 6)]), 9,
+     ["clip", "relu6"], []),
+    ("clip_op11", lambda: Chain([lambda x: torch.clamp(x, -1, 2), lambda x: torch.clamp(x, min=-0.5),
+                                 lambda x: torch.clamp(x, max=0.7), lambda x: torch.clamp(x, 0, 6)]), 11,
+     ["clip", "relu6"], []),
+    ("clip_op13", lambda: Chain([lambda x: torch.clamp(x, -1, 2), lambda x: torch.clamp(x, min=-0.5),
+                                 lambda x: torch.clamp(x, max=0.7), lambda x: torch.clamp(x, 0, 6)]), 13,
+     ["clip", "relu6"], []),
+    ("softmax_op11", lambda: SoftmaxNet(False), 11, ["softmax"], []),
+    ("softmax_op13", lambda: SoftmaxNet(True), 13, ["softmax"], []),
+]
+
+
+def export(net, x, opset, training=torch.onnx.TrainingMode.EVAL):
+    buf = io.BytesIO()
+    torch.onnx.export(net, x, buf, opset_version=opset, training=training,
+                      input_names=["input"], output_names=["output"],
+                      dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
+    net.eval()
+    model = onnx.load_from_string(buf.getvalue())
+    onnx.checker.check_model(model)
+    return buf.getvalue(), model
+
+
+def save(path, raw, x, y):
+    with open(path + ".onnx", "wb") as f:
+        f.write(raw)
+    np.save(path + ".x.npy", x.numpy().astype("<f4"))
+    np.save(path + ".y.npy", y.numpy().astype("<f4"))
+
+
+def acts():
+    os.makedirs(ACTS, exist_ok=True)
+    manifest = []
+    for i, (name, build, opset, kinds, absent) in enumerate(ACT_SPECS):
+        torch.manual_seed(300 + i)
+        gen = torch.Generator().manual_seed(400 + i)
+        net = build().eval()
+        # Inputs large enough to reach every piece of the piecewise kinds.
+        x = torch.randn([2, 3, 8, 8], generator=gen) * 3
+        raw, model = export(net, x, opset)
+        with torch.no_grad():
+            y = net.double()(x.double())
+        net.float()
+        save(os.path.join(ACTS, name), raw, x, y)
+        ops = sorted({n.op_type for n in model.graph.node})
+        manifest.append({"name": name, "opset": opset, "input": [3, 8, 8], "classes": 4, "ops": ops,
+                         "kinds": kinds, "absent": absent})
+        print(f"{name}: opset {opset}, {len(raw):,} bytes, ops {ops}")
+    with open(os.path.join(ACTS, "acts.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.write("\n")
+
+
+# ---------------------------------------------------------------- mobile blocks
+
+
+class ConvBN(nn.Sequential):
+    def __init__(self, cin, cout, k=1, stride=1, groups=1, act=None):
+        layers = [nn.Conv2d(cin, cout, k, stride, k // 2, groups=groups, bias=False), nn.BatchNorm2d(cout)]
+        if act is not None:
+            layers.append(act)
+        super().__init__(*layers)
+
+
+class SqueezeExcite(nn.Module):
+    """MobileNetV3's squeeze-excitation: a per-channel gate from the global
+    average, through a bottleneck, multiplied into the input."""
+
+    def __init__(self, c, squeeze, gate):
+        super().__init__()
+        self.fc1 = nn.Conv2d(c, squeeze, 1)
+        self.fc2 = nn.Conv2d(squeeze, c, 1)
+        self.gate = gate
+
+    def forward(self, x):
+        s = F.adaptive_avg_pool2d(x, 1)
+        s = self.gate(self.fc2(F.relu(self.fc1(s))))
+        return x * s
+
+
+class InvertedResidual(nn.Module):
+    """MobileNetV3 block: expand, depthwise, squeeze-excite, project, skip."""
+
+    def __init__(self, c, expand, gate):
+        super().__init__()
+        self.expand = ConvBN(c, expand, act=nn.Hardswish())
+        self.dw = ConvBN(expand, expand, 3, groups=expand, act=nn.Hardswish())
+        self.se = SqueezeExcite(expand, expand // 4, gate)
+        self.project = ConvBN(expand, c)
+
+    def forward(self, x):
+        return x + self.project(self.se(self.dw(self.expand(x))))
+
+
+def channel_shuffle(x, groups):
+    # torchvision's ShuffleNetV2 code, as users write it.
+    batchsize, num_channels, height, width = x.size()
+    x = x.view(batchsize, groups, num_channels // groups, height, width)
+    x = torch.transpose(x, 1, 2).contiguous()
+    return x.view(batchsize, -1, height, width)
+
+
+class ShuffleDown(nn.Module):
+    """ShuffleNetV2's stride-2 unit: two branches concatenated, then shuffled."""
+
+    def __init__(self, cin, branch):
+        super().__init__()
+        self.b1 = nn.Sequential(ConvBN(cin, cin, 3, 2, groups=cin), ConvBN(cin, branch, act=nn.ReLU()))
+        self.b2 = nn.Sequential(ConvBN(cin, branch, act=nn.ReLU()), ConvBN(branch, branch, 3, 2, groups=branch),
+                                ConvBN(branch, branch, act=nn.ReLU()))
+
+    def forward(self, x):
+        return channel_shuffle(torch.cat([self.b1(x), self.b2(x)], 1), 2)
+
+
+class MobileBlocks(nn.Module):
+    """3x32x32 -> 5 classes, 11k parameters."""
+
+    def __init__(self, classes=5):
+        super().__init__()
+        self.stem = ConvBN(3, 16, 3, 2, act=nn.Hardswish())      # 16x16x16
+        self.block1 = InvertedResidual(16, 32, nn.Sigmoid())       # 16x16x16
+        self.down = ShuffleDown(16, 16)                            # 32x8x8
+        self.block2 = InvertedResidual(32, 48, nn.Hardsigmoid())   # 32x8x8
+        self.head = ConvBN(32, 64, act=nn.Hardswish())             # 64x8x8
+        self.drop = nn.Dropout(0.2)
+        self.fc = nn.Linear(64, classes)
+
+    def forward(self, x):
+        x = self.head(self.block2(self.down(self.block1(self.stem(x)))))
+        return self.fc(self.drop(F.adaptive_avg_pool2d(x, 1).flatten(1)))
+
+
+def mobile():
+    torch.manual_seed(500)
+    gen = torch.Generator().manual_seed(501)
+    net = MobileBlocks()
+    # Non-trivial batch-norm statistics and affine parameters, so that a
+    # wrong mapping of them shows in the logits.
+    with torch.no_grad():
+        for m in net.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                c = m.num_features
+                m.weight.copy_(torch.rand(c, generator=gen) + 0.5)
+                m.bias.copy_(torch.rand(c, generator=gen) * 0.4 - 0.2)
+                m.running_mean.copy_(torch.rand(c, generator=gen) - 0.5)
+                m.running_var.copy_(torch.rand(c, generator=gen) + 0.5)
+    net.eval()
+    x = torch.randn([4, 3, 32, 32], generator=gen)
+    raw, model = export(net, x, 13, torch.onnx.TrainingMode.PRESERVE)
+    with torch.no_grad():
+        y = net.double()(x.double())
+    net.float()
+    save(MOBILE, raw, x, y)
+    params = sum(p.numel() for p in net.parameters())
+    ops = sorted({n.op_type for n in model.graph.node})
+    print(f"mobile_blocks: opset 13, {params:,} params, {len(raw):,} bytes, ops {ops}")
+
+
+def main():
+    torch.set_num_threads(1)
+    what = sys.argv[1:] or ["acts", "mobile"]
+    for w in what:
+        {"acts": acts, "mobile": mobile}[w]()
+
+
+if __name__ == "__main__":
+    main()
