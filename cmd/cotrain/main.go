@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/cotrain/cotrain/cmd/internal/cli"
 	"github.com/cotrain/cotrain/gpu"
 )
 
@@ -30,6 +31,7 @@ Usage:
   cotrain profile  --model NAME --batch N: time and peak memory of training steps on random data
   cotrain models   list the models
   cotrain keygen   [--out swarm.key]: a new key for hub and worker --psk
+  cotrain version  the module version and VCS revision this binary was built from (also --version)
 
 Run "cotrain COMMAND --help" for a command's flags.
 `
@@ -82,6 +84,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runKeygen(ctx, rest, stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
+		return nil
+	case "-version", "--version", "version":
+		fmt.Fprintln(stdout, cli.Version("cotrain"))
 		return nil
 	}
 	fmt.Fprint(stderr, usage)

@@ -29,6 +29,8 @@ func main() {
 	stop()
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, cli.ErrVersion):
+		fmt.Println(cli.Version("hub"))
 	case errors.Is(err, context.Canceled):
 		// Stopped by a signal after saying goodbye and saving: not a failure.
 	default:
@@ -114,11 +116,15 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.json, "json", false, "print JSON lines instead of progress (every event, with its time; docs/dashboard.md)")
 	fs.StringVar(&c.http, "http", "", "serve the live dashboard, /api/status, /api/events and /metrics on this address (e.g. 127.0.0.1:8080; :8080 exposes them to the LAN, read-only, without authentication: docs/dashboard.md); empty: off")
 	fs.BoolVar(&c.verbose, "v", false, "log every merge")
+	version := cli.VersionFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, err
 		}
 		return c, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if *version {
+		return c, cli.ErrVersion
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())

@@ -16,6 +16,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/cotrain/cotrain/cmd/internal/cli"
 )
 
 func main() {
@@ -32,7 +34,12 @@ func main() {
 	flag.StringVar(&cfg.Compress, "compress", "", "gradient codec of the co-training runs: none, fp16, int8, topk[:FRACTION] (default: the scenario's)")
 	flag.StringVar(&cfg.Overlap, "overlap", "", "layer-wise push and merge: on or off (default: the scenario's)")
 	flag.BoolVar(&cfg.List, "list", false, "list the built-in scenarios and device profiles")
+	version := cli.VersionFlag(flag.CommandLine)
 	flag.Parse()
+	if *version {
+		fmt.Println(cli.Version("sim"))
+		return
+	}
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "sim: unexpected arguments %q\n", flag.Args())
 		os.Exit(2)

@@ -28,6 +28,8 @@ func main() {
 	stop()
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, cli.ErrVersion):
+		fmt.Println(cli.Version("worker"))
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintln(os.Stderr, "worker: stopped; left the session")
 	default:
@@ -85,11 +87,15 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.json, "json", false, "print JSON lines instead of progress (every event, with its time; docs/dashboard.md)")
 	fs.StringVar(&c.http, "http", "", "serve this worker's live dashboard, /api/status, /api/events and /metrics on this address (e.g. 127.0.0.1:8081, then open it in the phone's browser; :8081 exposes them to the LAN, read-only: docs/dashboard.md); empty: off")
 	fs.BoolVar(&c.verbose, "v", false, "log every push and merge")
+	version := cli.VersionFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, err
 		}
 		return c, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if *version {
+		return c, cli.ErrVersion
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
