@@ -21,7 +21,7 @@ import (
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("eval", stderr, "cotrain eval --weights FILE --data mnist|DIR [flags]")
 	weights := fs.String("weights", "", "weight file (required)")
-	dataSpec := fs.String("data", "mnist", `"mnist", a folder of MNIST IDX files, or an image folder`)
+	dataSpec := fs.String("data", "mnist", `"mnist", a folder of MNIST IDX files, or an image folder (its classes must be the model's)`)
 	classes := fs.String("classes", "", `evaluate only on these labels, e.g. "5-9"`)
 	batch := fs.Int("batch", 500, "evaluation batch size")
 	asJSON := fs.Bool("json", false, "print one JSON line")
@@ -71,7 +71,7 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var inputs multiFlag
 	fs.Var(&inputs, "input", "PNG or JPEG image, or .npy float32 NCHW tensor used as is (repeatable; more may follow the flags)")
 	top := fs.Int("top", 5, "how many classes to show")
-	asJSON := fs.Bool("json", false, "one JSON object per input with logits and top classes")
+	asJSON := fs.Bool("json", false, `one JSON object per input with "logits" and "top5" (each entry's class number, "label" and "prob")`)
 	device := fs.String("device", "auto", deviceUsage)
 	fp16 := fs.Bool("fp16", false, fp16Usage)
 	if err := parse(fs, args); err != nil {

@@ -20,12 +20,13 @@ import (
 const usage = `cotrain: train and run neural networks on this device
 
 Usage:
-  cotrain train    --model lenet5 --data mnist --epochs 1 --seed 1 [--out DIR] [--json]
-  cotrain finetune --weights FILE --data mnist|DIR --train-last N|all [flags]
+  cotrain train    --model lenet5 --data mnist|DIR --epochs 1 --seed 1 [--normalize mnist|imagenet|unit|M,S] [--out DIR] [--json]
+  cotrain finetune --weights FILE|MODEL.onnx --data mnist|DIR --train-last N|all [flags]
   cotrain eval     --weights FILE --data mnist|DIR [--json]
   cotrain predict  --weights FILE --input FILE... [--json]
-  (these four take --device auto|cpu|opencl[:N]; FILE may be an imported ONNX model)
-  cotrain import   --onnx FILE --out WEIGHTS [--json]
+  (these four take --device auto|cpu|opencl[:N]; FILE may be an imported ONNX model;
+   a DIR of images has one subfolder per class: the sorted names are the classes, stored in the weight file)
+  cotrain import   --onnx FILE --out WEIGHTS [--normalize imagenet] [--json]
   cotrain export   --weights FILE --onnx OUT [--json]
   cotrain adapt    --out DIR: the four ways to adapt a pretrained model, alone and on 3 simulated phones
   cotrain profile  --model NAME --batch N: time and peak memory of training steps on random data

@@ -73,6 +73,11 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer, fine
 	if finetune && c.weights == "" {
 		return fmt.Errorf("%w: finetune needs --weights", errUsage)
 	}
+	if finetune {
+		if err := cli.CheckTrainLast(c.trainLast); err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+	}
 	if c.batch < 1 || c.epochs < 1 && c.iterations < 1 || c.lr <= 0 || c.evalBatch < 1 {
 		return fmt.Errorf("%w: --batch, --eval-batch, --lr and --epochs or --iterations must be positive", errUsage)
 	}

@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
 	"image/jpeg"
 	"image/png"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -20,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cotrain/cotrain/gpu"
 )
 
 // The fine-tuning end to end test (issue 16, "what it must show"): an ONNX
@@ -317,4 +321,27 @@ func TestFinetuneHubKilledAndResumed(t *testing.T) {
 	}
 	sameWeights(t, done, ws...)
 	t.Logf("killed at %v, resumed at %v: test accuracy %.4f", killedAt, resumed, done["test_accuracy"])
+}
+
+// TestFlagsFinetune: --weights and --model exclude each other, --train-last
+// needs --weights and a number or all, all usage errors before any work; a
+// bad --normalize is refused naming the flag before the data is read.
+func TestFlagsFinetune(t *testing.T) {
+	for _, args := range [][]string{
+		{"--weights", "m.onnx", "--model", "lenet5"},
+		{"--train-last", "2"},
+		{"--weights", "m.onnx", "--train-last", "two"},
+		{"--weights", "m.onnx", "--train-last", "0"},
+	} {
+		if _, err := parseFlags(args, io.Discard); !errors.Is(err, errUsage) {
+			t.Errorf("%q: %v, want a usage error", args, err)
+		}
+	}
+	c, err := parseFlags([]string{"--weights", finetuneModel, "--normalize", "imagenet,1", "--data", "no-such-folder"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := loadModel(c, gpu.NewCPU(), io.Discard); err == nil || !strings.Contains(err.Error(), "--normalize") {
+		t.Errorf("--normalize imagenet,1: %v", err)
+	}
 }

@@ -70,7 +70,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("hub", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: hub --model lenet5 --data mnist --min-workers 2 --batch 192 --iterations 300 [--listen MULTIADDR] [--out DIR] [--json]\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: hub --model lenet5|--weights FILE|MODEL.onnx [--train-last N|all] --data mnist|DIR --min-workers 2 --batch 192 --iterations 300 [--listen MULTIADDR] [--out DIR] [--json]\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	def, ddef := hub.DefaultConfig(), hub.DefaultDriverConfig()
@@ -136,6 +136,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.weights == "" && set["train-last"] {
 		return c, fmt.Errorf("%w: --train-last needs --weights (a built-in --model trains all its layers)", errUsage)
+	}
+	if err := cli.CheckTrainLast(c.trainLast); err != nil {
+		return c, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if err := c.resolveOptimizer(fs, stderr); err != nil {
 		return c, err

@@ -74,7 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	ddef := worker.DefaultDriverConfig()
 	fs.DurationVar(&c.reconnect, "reconnect-timeout", ddef.ReconnectTimeout, fmt.Sprintf("when the hub's connection drops, how long to keep dialling it again (backoff %v doubling to %v; 0: give up at once)", ddef.Backoff.Min, ddef.Backoff.Max))
 	fs.Float64Var(&c.slowdown, "slowdown", 1, "for tests: play a device this many times slower (sleeps after each pass)")
-	fs.StringVar(&c.dataSpec, "data", "mnist", `training data: "mnist", a folder of MNIST IDX files, or an image folder`)
+	fs.StringVar(&c.dataSpec, "data", "mnist", `training data: "mnist", a folder of MNIST IDX files, or an image folder (one subfolder per class; the hub refuses a worker whose classes differ from its model's)`)
 	fs.StringVar(&c.shard, "shard", "0/1", "this worker's shard I/N of the training data (I from 0 to N-1)")
 	fs.StringVar(&c.out, "out", "cotrain-worker", "folder for the final weights")
 	fs.StringVar(&c.name, "name", host, "device name shown on the hub")

@@ -22,18 +22,37 @@ const (
 )
 
 // TrainLast freezes net as a --train-last value says: "all" trains every
-// layer, N the last N layers with parameters. Anything else is an error.
+// layer, N the last N layers with parameters. Anything else is an error
+// (CheckTrainLast tells before any work).
 func TrainLast(net *solver.Net, spec string) error {
-	if spec == "all" {
+	n, err := parseTrainLast(spec)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
 		net.Unfreeze()
-		return nil
+	} else {
+		net.FreezeAllButLast(n)
+	}
+	return nil
+}
+
+// CheckTrainLast returns TrainLast's error for spec without a network.
+func CheckTrainLast(spec string) error {
+	_, err := parseTrainLast(spec)
+	return err
+}
+
+// parseTrainLast returns N, or 0 for "all".
+func parseTrainLast(spec string) (int, error) {
+	if spec == "all" {
+		return 0, nil
 	}
 	n, err := strconv.Atoi(spec)
 	if err != nil || n < 1 {
-		return fmt.Errorf("--train-last %q: want a positive number or all", spec)
+		return 0, fmt.Errorf("--train-last %q: want a positive number or all", spec)
 	}
-	net.FreezeAllButLast(n)
-	return nil
+	return n, nil
 }
 
 // ImportONNX reads an ONNX model into a weight file of model
