@@ -23,6 +23,20 @@ type actFixture struct {
 	Absent  []string `json:"absent"` // and must not
 }
 
+// loadActs reads testdata/acts/acts.json.
+func loadActs(t *testing.T) []actFixture {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/acts/acts.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fixtures []actFixture
+	if err := json.Unmarshal(raw, &fixtures); err != nil {
+		t.Fatal(err)
+	}
+	return fixtures
+}
+
 // kinds returns the layer kinds of a graph file.
 func kinds(t *testing.T, f *models.File) []string {
 	t.Helper()
@@ -43,14 +57,7 @@ func kinds(t *testing.T, f *models.File) []string {
 // as x·HardSigmoid(x) is one hardswish layer), then exports the network and
 // imports it again: the same layers and the same logits, bit for bit.
 func TestImportActivations(t *testing.T) {
-	raw, err := os.ReadFile("testdata/acts/acts.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fixtures []actFixture
-	if err := json.Unmarshal(raw, &fixtures); err != nil {
-		t.Fatal(err)
-	}
+	fixtures := loadActs(t)
 	if len(fixtures) < 10 {
 		t.Fatalf("only %d fixtures", len(fixtures))
 	}
