@@ -263,6 +263,7 @@ func (r *runner) merged(e hub.Event, msgs []hub.Envelope) {
 	r.res.Checks++
 	end := r.rel(r.hubFree)
 	r.res.End = end
+	r.res.TrainLoss = append(r.res.TrainLoss, LossPoint{Iteration: int(k), Seconds: end, Loss: e.Loss})
 	if r.opt.Progress != nil {
 		defer func() {
 			r.opt.Progress(Progress{Run: r.spec.Name, Iteration: int(k), Of: r.iterations(), SimSeconds: end, Accuracy: r.res.lastAccuracy()})
@@ -273,7 +274,7 @@ func (r *runner) merged(e hub.Event, msgs []hub.Envelope) {
 		return
 	}
 	acc, loss := r.memo.evaluate(r.hub.Trainer(), r.d.Test)
-	r.res.Curve = append(r.res.Curve, Point{Iteration: int(k), Seconds: end, Accuracy: acc})
+	r.res.Curve = append(r.res.Curve, Point{Iteration: int(k), Seconds: end, Accuracy: acc, Loss: loss})
 	why := r.stopper.Observe(acc, loss)
 	if r.stopper.Reached() && r.res.TimeToTarget < 0 {
 		r.res.TimeToTarget = end

@@ -99,6 +99,9 @@ type RunResult struct {
 	Faults FaultStats
 	// Curve is the test accuracy at each evaluation.
 	Curve []Point
+	// TrainLoss is the training loss of every iteration merged (the
+	// sample-weighted mean of the workers' batch losses).
+	TrainLoss []LossPoint
 	// Devices is where each phone's time went.
 	Devices []*DeviceTime
 	// Timeline holds the spans of the first iterations, for the plot.
@@ -111,11 +114,19 @@ type RunResult struct {
 	Log []string
 }
 
-// Point is one evaluation.
+// Point is one evaluation: test accuracy and loss.
 type Point struct {
 	Iteration int
 	Seconds   float64
 	Accuracy  float64
+	Loss      float64
+}
+
+// LossPoint is one iteration's training loss.
+type LossPoint struct {
+	Iteration int
+	Seconds   float64
+	Loss      float64
 }
 
 // DeviceTime splits a phone's time from the start of training to its end

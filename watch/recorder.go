@@ -42,6 +42,23 @@ type Status struct {
 	// was full); Clients is the number of /api/events streams open.
 	Dropped int64 `json:"dropped_events"`
 	Clients int   `json:"clients"`
+	// Runs compares the runs of a simulation, and Images names the plots
+	// beside its static page (both empty on a hub or worker).
+	Runs   []Run    `json:"runs,omitempty"`
+	Images []string `json:"images,omitempty"`
+}
+
+// Run is one run of a simulated scenario, for the comparison table.
+type Run struct {
+	Name          string  `json:"name"`
+	Policy        string  `json:"policy"`
+	Iterations    int     `json:"iterations"`
+	Seconds       float64 `json:"seconds"`                // simulated, to the last merge
+	TenIterations float64 `json:"ten_iterations_seconds"` // simulated, 0 if fewer
+	ToTarget      float64 `json:"target_seconds"`         // simulated, -1 if never
+	SamplesPerSec float64 `json:"samples_per_sec"`
+	Bytes         int64   `json:"bytes"`
+	TestAccuracy  float64 `json:"test_accuracy"` // final, -1 if never evaluated
 }
 
 // Worker is one worker's row.

@@ -93,7 +93,15 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	}
 	wall := time.Since(start)
 	if cfg.Out != "" {
-		if err := writePlots(cfg.Out, sc, rep); err != nil {
+		images, err := writePlots(cfg.Out, sc, rep)
+		if err != nil {
+			return err
+		}
+		planned := sc.Iterations
+		if cfg.Iterations > 0 {
+			planned = cfg.Iterations
+		}
+		if err := writeDashboard(cfg.Out, sc, rep, planned, images, time.Now()); err != nil {
 			return err
 		}
 	}
@@ -104,7 +112,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	writeTable(stdout, sc, rep)
 	fmt.Fprintf(stdout, "\nwall time %.1f s", wall.Seconds())
 	if cfg.Out != "" {
-		fmt.Fprintf(stdout, "; plots in %s", cfg.Out)
+		fmt.Fprintf(stdout, "; open %s (plots beside it)", filepath.Join(cfg.Out, "index.html"))
 	}
 	fmt.Fprintln(stdout)
 	return nil
@@ -299,9 +307,9 @@ func doneFields(sc *sim.Scenario, rep *sim.Report) map[string]any {
 }
 
 // writePlots writes accuracy.png and a timeline per co-training run.
-func writePlots(dir string, sc *sim.Scenario, rep *sim.Report) error {
+func writePlots(dir string, sc *sim.Scenario, rep *sim.Report) (images []string, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("sim: %w", err)
+		return nil, fmt.Errorf("sim: %w", err)
 	}
 	var series []chart.Series
 	for _, r := range rep.Runs {
@@ -313,8 +321,9 @@ func writePlots(dir string, sc *sim.Scenario, rep *sim.Report) error {
 	}
 	if err := chart.LinePlot(filepath.Join(dir, "accuracy.png"), sc.Name+": test accuracy",
 		"simulated seconds", "test accuracy", series...); err != nil {
-		return err
+		return nil, err
 	}
+	images = append(images, "accuracy.png")
 	kinds := []string{"compute", "send", "receive", "wait-air"}
 	for _, r := range rep.Runs {
 		if r.Policy == "solo" {
@@ -334,10 +343,11 @@ func writePlots(dir string, sc *sim.Scenario, rep *sim.Report) error {
 		name := "timeline-" + strings.ReplaceAll(r.Name, " ", "-") + ".png"
 		if err := chart.TimelinePlot(filepath.Join(dir, name), fmt.Sprintf("%s, %s: first iterations (blank: idle)", sc.Name, r.Name),
 			"simulated seconds from the first compute", rows, kinds, spans); err != nil {
-			return err
+			return nil, err
 		}
+		images = append(images, name)
 	}
-	return nil
+	return images, nil
 }
 
 func index(list []string, s string) int {

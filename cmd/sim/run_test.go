@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cotrain/cotrain/watch"
 )
 
 // tiny is a scenario small enough for a unit test: synthetic data, LeNet-5,
@@ -58,6 +61,55 @@ func TestRunJSON(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "plots", f)); err != nil {
 			t.Error(err)
 		}
+	}
+	checkDashboard(t, filepath.Join(dir, "plots", "index.html"))
+}
+
+// checkDashboard reads the status embedded in the report's index.html: the
+// primary run (adaptive) with both phones, its loss and accuracy curves and
+// timeline, every run in the table, the plots beside it.
+func checkDashboard(t *testing.T, path string) {
+	t.Helper()
+	html, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const open = `<script id="cotrain-status" type="application/json">`
+	i := bytes.Index(html, []byte(open))
+	if i < 0 {
+		t.Fatal("index.html has no status")
+	}
+	body := html[i+len(open):]
+	body = body[:bytes.Index(body, []byte("</script>"))]
+	var st watch.Status
+	if err := json.Unmarshal(body, &st); err != nil {
+		t.Fatalf("embedded status: %v", err)
+	}
+	if st.Session.Role != "sim" || st.Session.Name != "tiny" || st.Session.Policy != "adaptive" || st.State != "ended" || st.Iteration != 10 {
+		t.Errorf("status %+v, session %+v", st, st.Session)
+	}
+	var names []string
+	for _, w := range st.Workers {
+		names = append(names, w.Name)
+		if w.Samples == 0 || w.ComputeMS <= 0 || w.SamplesPerSec <= 0 {
+			t.Errorf("phone %+v", w)
+		}
+	}
+	if strings.Join(names, ",") != "fast,slow" {
+		t.Errorf("phones %q", names)
+	}
+	if len(st.LossCurve) != 10 || len(st.AccuracyCurve) != 2 || len(st.HeldOutCurve) != 2 || len(st.Timeline) == 0 {
+		t.Errorf("loss %d points, accuracy %d, held-out %d, timeline %d iterations", len(st.LossCurve), len(st.AccuracyCurve), len(st.HeldOutCurve), len(st.Timeline))
+	}
+	var runs []string
+	for _, r := range st.Runs {
+		runs = append(runs, r.Name)
+	}
+	if strings.Join(runs, ",") != "solo fast,solo slow,fixed,adaptive" {
+		t.Errorf("runs %q", runs)
+	}
+	if !slices.Contains(st.Images, "accuracy.png") || !slices.Contains(st.Images, "timeline-adaptive.png") {
+		t.Errorf("images %q", st.Images)
 	}
 }
 
