@@ -32,9 +32,13 @@ import (
 // class folders hold its share of the images; then predict names the
 // classes and the result, exported back to ONNX, gives cotrain's logits.
 
-// finetuneModel is the PyTorch export the test fine-tunes: 3×16×16 inputs,
-// 5 outputs, so the hub replaces its head with one for the data's 3 classes.
-const finetuneModel = "../../models/onnx/testdata/inception_lite_op9.onnx"
+// finetuneModel is the PyTorch export the test fine-tunes: a network of
+// modern mobile blocks (hard-swish, squeeze-excitation with sigmoid and
+// hard-sigmoid gates, a ShuffleNet-style unit with a concat of branches and
+// a channel shuffle, batch norm kept; scripts/onnx_acts.py), 3×32×32
+// inputs, 5 outputs, so the hub replaces its head with one for the data's 3
+// classes.
+const finetuneModel = "../../models/onnx/testdata/mobile_blocks.onnx"
 
 // fineClasses are the synthetic classes: each is a colour that dominates
 // its images (with noise and a random gradient), so that a small network
@@ -45,7 +49,7 @@ var fineClasses = []struct {
 }{{"apple", [3]float64{200, 40, 40}}, {"grape", [3]float64{90, 40, 160}}, {"lime", [3]float64{80, 200, 60}}}
 
 // writeImages writes n images of each class into dir/<class>/, 20×20
-// (resized to the model's 16×16 when loaded), every other one a JPEG.
+// (resized to the model's input when loaded), every other one a JPEG.
 func writeImages(t *testing.T, dir string, classes []string, rgb map[string][3]float64, n int, seed uint64) {
 	t.Helper()
 	r := rand.New(rand.NewPCG(seed, 7))
@@ -236,13 +240,13 @@ func TestFinetuneONNXOnThreeWorkerProcesses(t *testing.T) {
 	// Exported back to ONNX, the model gives cotrain's logits: the ONNX
 	// file imported again (as PyTorch would run it) and the fine-tuned
 	// weight file, on the same inputs.
-	x := make([]float32, 4*3*16*16)
+	x := make([]float32, 4*3*32*32)
 	r := rand.New(rand.NewPCG(5, 5))
 	for i := range x {
 		x[i] = float32(r.NormFloat64())
 	}
 	npy := filepath.Join(dir, "x.npy")
-	writeNPY(t, npy, x, 4, 3, 16, 16)
+	writeNPY(t, npy, x, 4, 3, 32, 32)
 	onnxOut := filepath.Join(dir, "finetuned.onnx")
 	cotrain(t, "export", "--weights", weights, "--onnx", onnxOut)
 	again := filepath.Join(dir, "again.ctw")
@@ -259,10 +263,55 @@ func TestFinetuneONNXOnThreeWorkerProcesses(t *testing.T) {
 			worst = math.Max(worst, d/math.Max(1, math.Abs(a[j].(float64))))
 		}
 	}
-	t.Logf("exported ONNX against cotrain: largest logit difference %.2g", worst)
+	t.Logf("exported ONNX imported again against cotrain: largest logit difference %.2g", worst)
 	if worst > 1e-4 {
 		t.Errorf("exported ONNX logits differ from cotrain's by %.2g (relative), want <= 1e-4", worst)
 	}
+
+	// And in PyTorch: the model's own class (scripts/onnx_acts.py) with a
+	// 3-class head, its weights loaded by name from the exported ONNX.
+	python := findTorchPython()
+	if python == "" {
+		t.Log("no python3 with torch and onnx: the PyTorch comparison is skipped")
+		return
+	}
+	runPython(t, python, dir, fmt.Sprintf(`
+import sys
+sys.path.insert(0, %q)
+import numpy as np, onnx, torch
+from onnx import numpy_helper
+from onnx_acts import MobileBlocks
+model = MobileBlocks(classes=3)
+weights = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy()) for t in onnx.load("finetuned.onnx").graph.initializer}
+state = model.state_dict()
+for name in state:
+    if not name.endswith("num_batches_tracked"):
+        state[name] = weights[name]
+model.load_state_dict(state)
+model.eval()
+with torch.no_grad():
+    np.save("torch_logits.npy", model(torch.from_numpy(np.load("x.npy"))).numpy().astype("<f4"))
+`, mustAbs(t, "../../scripts")))
+	torchLogits := readNPYFloats(t, filepath.Join(dir, "torch_logits.npy"))
+	worst = 0
+	for i := range want {
+		for j, v := range want[i]["logits"].([]any) {
+			w := float64(torchLogits[i*3+j])
+			worst = math.Max(worst, math.Abs(v.(float64)-w)/math.Max(1, math.Abs(w)))
+		}
+	}
+	t.Logf("PyTorch with the exported weights against cotrain: largest logit difference %.2g", worst)
+	if len(torchLogits) != 12 || worst > 1e-4 {
+		t.Errorf("%d PyTorch logits, largest difference from cotrain's %.2g; want 12, <= 1e-4", len(torchLogits), worst)
+	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
 
 // TestFinetuneHubKilledAndResumed: a fine-tuning session (an ONNX model,

@@ -155,12 +155,20 @@ for m in model.modules():
 
 // torchPython returns a Python with torch, torchvision and onnx, or skips.
 func torchPython(t *testing.T) string {
+	p := findTorchPython()
+	if p == "" {
+		t.Skip("no python3 with torch, torchvision and onnx (apt: python3-torch python3-torchvision python3-onnx)")
+	}
+	return p
+}
+
+// findTorchPython returns a Python with torch, torchvision and onnx, or "".
+func findTorchPython() string {
 	for _, p := range []string{"/usr/bin/python3", "python3"} {
 		if exec.Command(p, "-c", "import torch, torchvision, onnx").Run() == nil {
 			return p
 		}
 	}
-	t.Skip("no python3 with torch, torchvision and onnx (apt: python3-torch python3-torchvision python3-onnx)")
 	return ""
 }
 
