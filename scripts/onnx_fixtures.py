@@ -471,7 +471,25 @@ def evaluate(model, x):
         elif op == "Relu":
             y = F.relu(ins[0])
         elif op == "Clip":
-            y = ins[0].clamp(float(ins[1]), float(ins[2]))
+            lo = float(env[n.input[1]]) if len(n.input) > 1 and n.input[1] else None
+            hi = float(env[n.input[2]]) if len(n.input) > 2 and n.input[2] else None
+            y = ins[0].clamp(lo, hi)
+        elif op == "Sigmoid":
+            y = torch.sigmoid(ins[0])
+        elif op == "Tanh":
+            y = torch.tanh(ins[0])
+        elif op == "HardSigmoid":
+            y = (a.get("alpha", 0.2) * ins[0] + a.get("beta", 0.5)).clamp(0, 1)
+        elif op == "HardSwish":
+            y = F.hardswish(ins[0])
+        elif op == "LeakyRelu":
+            y = F.leaky_relu(ins[0], a.get("alpha", 0.01))
+        elif op == "Softmax":  # cotrain writes opset 14: one axis
+            y = torch.softmax(ins[0], a.get("axis", -1))
+        elif op == "Reshape":  # 0 copies the dimension, -1 is inferred
+            shape = [int(v) for v in env[n.input[1]]]
+            shape = [ins[0].shape[i] if v == 0 else v for i, v in enumerate(shape)]
+            y = ins[0].reshape(shape)
         elif op == "BatchNormalization":
             y = F.batch_norm(ins[0], ins[3], ins[4], ins[1], ins[2], False, 0.0, a.get("epsilon", 1e-5))
         elif op == "Flatten":

@@ -114,4 +114,14 @@ func TestExportForPython(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	for _, fx := range loadActs(t) { // testdata/acts: written as acts_NAME
+		f := importFile(t, filepath.Join("testdata", "acts", fx.Name+".onnx"))
+		var buf bytes.Buffer
+		if err := Export(&buf, f); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "acts_"+fx.Name+".cotrain.onnx"), buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
