@@ -20,8 +20,8 @@ type MemConfig struct {
 	// a larger message fails at Recv with wire.ErrTooLarge.
 	MaxFrame int
 	// FailWhenFull makes Send return ErrQueueFull at once instead of
-	// blocking when the queue is full; a single-threaded simulator, which
-	// cannot block, wants this.
+	// blocking when the queue is full: for a single-threaded caller, which
+	// cannot block.
 	FailWhenFull bool
 }
 

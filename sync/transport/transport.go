@@ -1,11 +1,13 @@
 // Package transport is the seam between cotrain's hub and worker drivers
 // and the network: a connection carries wire messages to one peer.
 //
-// Two implementations live here: MemNetwork, an in-memory network for tests
-// and the simulator, which still encodes and decodes every message through
-// the wire codec; and NewStreamConn, which frames messages over any byte
-// stream (a net.Conn, a libp2p stream). The libp2p transport is a thin
-// adapter over NewStreamConn.
+// Two implementations live here: MemNetwork, an in-memory network for the
+// drivers' tests, which still encodes and decodes every message through the
+// wire codec; and NewStreamConn, which frames messages over any byte stream
+// (a net.Conn, a libp2p stream). The libp2p transport is a thin adapter over
+// NewStreamConn. The simulator (sim/) uses neither: it drives the hub and
+// worker cores directly on its virtual clock and hands their messages over
+// as copies (sim/link.go), some of them checked through the codec.
 //
 // # The caller's duties
 //
