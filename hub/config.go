@@ -119,6 +119,12 @@ type Config struct {
 	// so that the big layers' transfers overlap the backward pass of the
 	// layers below them.
 	Overlap bool
+	// NoWeightsHash leaves Merged.WeightsHash zero, so the workers do not
+	// compare their weights with the hub's (a worker skips a zero hash).
+	// For a driver that compares them itself: the simulator's checker does
+	// it bit for bit at every step, and hashing the weights there would
+	// cost a check already made. A real run keeps the hash.
+	NoWeightsHash bool
 	// ParkMargin is the hysteresis of parking, in [0, 1): a worker is
 	// parked only when the predicted time per sample without it is below
 	// (1−ParkMargin) times the time with it, and taken back only when the

@@ -584,7 +584,10 @@ func (c *Core) close(late []string) {
 			bn = nil
 		}
 	}
-	msg.WeightsHash, msg.LR, msg.State = state.NetHash(c.tr.Net), lr, bn
+	msg.LR, msg.State = lr, bn
+	if !c.cfg.NoWeightsHash {
+		msg.WeightsHash = state.NetHash(c.tr.Net)
+	}
 	down := c.bytesDown + int64(len(next))*payloadBytes(msg.Gradient, msg.Enc)
 	c.event(Event{Kind: EventMerged, Iteration: k, Workers: workers, Samples: samples, Loss: loss, LR: lr,
 		BytesUp: c.bar.bytesUp, BytesDown: down})

@@ -17,24 +17,12 @@ import (
 	"github.com/cotrain/cotrain/worker"
 )
 
-// synthetic returns a small deterministic MNIST-shaped data set: random
-// pixels, labels from a fixed rule so that there is something to learn.
+// synthetic returns a small deterministic MNIST-shaped data set
+// (data.Synthetic): random pixels, labels from a fixed rule so that there
+// is something to learn.
 func synthetic(t testing.TB, n int) data.Dataset {
 	t.Helper()
-	r := rand.New(rand.NewPCG(11, 12))
-	pix := make([]uint8, n*28*28)
-	labels := make([]int32, n)
-	for i := range labels {
-		labels[i] = int32(r.IntN(10))
-		for j := range 28 * 28 {
-			v := r.IntN(64)
-			if j%10 == int(labels[i]) {
-				v += 160
-			}
-			pix[i*28*28+j] = uint8(v)
-		}
-	}
-	ds, err := data.NewImages(pix, labels, 1, 28, 28, 10, []float32{0.5}, []float32{0.5}, nil)
+	ds, err := data.Synthetic(n, rand.New(rand.NewPCG(11, 12)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,26 +64,12 @@ func seq(n, step int) []int {
 	return out
 }
 
-// synthetic returns n MNIST-shaped images whose label is written into
-// their pixels (column label%10 brighter), so that there is something to
-// learn quickly. For tests of the machinery, not for figures.
+// synthetic returns n images of data.Synthetic, seeded: for tests of the
+// machinery, not for figures.
 func synthetic(n int, seed uint64) (data.Dataset, error) {
-	r := rand.New(rand.NewPCG(seed, 77))
-	pix := make([]uint8, n*28*28)
-	labels := make([]int32, n)
-	for i := range labels {
-		labels[i] = int32(r.IntN(10))
-		for j := range 28 * 28 {
-			v := r.IntN(64)
-			if j%10 == int(labels[i]) {
-				v += 160
-			}
-			pix[i*28*28+j] = uint8(v)
-		}
-	}
-	ds, err := data.NewImages(pix, labels, 1, 28, 28, 10, []float32{0.5}, []float32{0.5}, nil)
+	ds, err := data.Synthetic(n, rand.New(rand.NewPCG(seed, 77)))
 	if err != nil {
-		return nil, fmt.Errorf("sim: synthetic data: %w", err)
+		return nil, fmt.Errorf("sim: %w", err)
 	}
 	return ds, nil
 }

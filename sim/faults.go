@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -197,4 +198,23 @@ func (r *runner) routed(p *phone, m wire.Message, up bool, start, arrive int64) 
 		r.note(fmt.Sprintf("network: %s %d %s lost", m.Kind(), m.Head().Iteration, dir))
 	}
 	return at, !lost
+}
+
+// diverge nudges one of p's weights by one unit in the last place: what
+// another processor's rounding of a step does to a phone (hub/doc.go,
+// "Determinism"). Only the hash in the next Merged tells the phone; the
+// scenario must keep it (Scenario.Hash).
+func (r *runner) diverge(p *phone) {
+	if !p.alive || p.core.Trainer() == nil {
+		r.note(fmt.Sprintf("fault: %s has no weights to drift", p.spec.Name))
+		return
+	}
+	net := p.core.Trainer().Net
+	w := make([]float32, net.Params.Len())
+	net.B.Download(w, net.Params)
+	i := len(w) / 2
+	w[i] = math.Nextafter32(w[i], float32(math.Inf(1)))
+	net.B.Upload(net.Params, w)
+	p.drifted = true
+	r.note(fmt.Sprintf("fault: %s's weight %d drifts by one unit in the last place", p.spec.Name, i))
 }

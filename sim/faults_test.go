@@ -426,3 +426,28 @@ func TestParseFaults(t *testing.T) {
 		t.Errorf("spike without a delay validated: %v", err)
 	}
 }
+
+// TestDriftResyncs: with the hub's weights hash in every Merged (hash on),
+// a phone whose weights drift by one ulp finds it at its next step, asks for
+// the hub's state and holds the hub's weights again, bit for bit: the
+// worker's hash-compare-and-resync path, counted in the report. Without
+// the hash nothing would tell the phone, and such a scenario is refused.
+func TestDriftResyncs(t *testing.T) {
+	rep := simulate(t, "drift", Options{}, nil)
+	r := rep.Run("adaptive")
+	t.Logf("%s", strings.Join(r.Log, "\n"))
+	if r.Mismatches != 1 || r.Resynced != 1 {
+		t.Fatalf("mismatches %d, resynced %d; want 1 and 1", r.Mismatches, r.Resynced)
+	}
+	if r.Iterations != 30 || r.Devices[1].Samples == 0 {
+		t.Errorf("%d iterations, the Meizu computed %d samples: want 30, and the Meizu back at work", r.Iterations, r.Devices[1].Samples)
+	}
+	sc, err := LoadScenario("drift")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Hash = false
+	if err := sc.Validate(); err == nil || !strings.Contains(err.Error(), "without hash on") {
+		t.Errorf("a diverge fault without the hash: %v, want a refusal", err)
+	}
+}

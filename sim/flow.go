@@ -24,7 +24,23 @@ func (r *runner) flushWorker(p *phone) {
 	for _, e := range rd.Events {
 		switch e.Kind {
 		case worker.EventMismatch:
-			r.fail(fmt.Errorf("%w: %s: %s", ErrInvariant, p.spec.Name, e.Text))
+			if !p.resyncing { // not a diverge fault's (afterWorkerInput)
+				r.fail(fmt.Errorf("%w: %s: %s", ErrInvariant, p.spec.Name, e.Text))
+				return
+			}
+			r.note(fmt.Sprintf("%s: mismatch: %s", p.spec.Name, e.Text))
+		case worker.EventResynced:
+			if p.resyncing {
+				// The hub's state is loaded: the weights must be its
+				// own again, bit for bit.
+				if err := r.check.weights(p.spec.Name, p.core.Iteration(), p.core.Trainer().Net); err != nil {
+					r.fail(err)
+					return
+				}
+				p.resyncing = false
+				r.res.Resynced++
+				r.note(fmt.Sprintf("%s: resynchronised: its weights are the hub's again at iteration %d", p.spec.Name, p.core.Iteration()))
+			}
 		case worker.EventRefused, worker.EventResync, worker.EventDiscarded:
 			r.note(fmt.Sprintf("%s: %s %s %v", p.spec.Name, e.Kind, e.Text, e.Err))
 		}
@@ -198,14 +214,6 @@ func (r *runner) sendDown(to string, m wire.Message, at int64) {
 		r.fail(fmt.Errorf("sim: hub sends %s to %s: %w", m.Kind(), to, err))
 		return
 	}
-	if mm, ok := c.(*wire.Merged); ok {
-		// The phone gets the update without the hub's weights hash, so
-		// its core does not hash its weights to compare: the checker
-		// compares them with the hub's bit for bit once it has applied
-		// the step (afterWorkerInput), which is the stronger check. The
-		// frame was measured with the hash.
-		mm.WeightsHash = wire.Hash{}
-	}
 	p.link.down = append(p.link.down, c)
 	gen := p.gen
 	r.clk.at(arrive, func() {
@@ -241,6 +249,15 @@ func (r *runner) afterWorkerInput(p *phone, before uint64) {
 	if now == before+1 {
 		// One optimizer step applied: about 4 operations per parameter.
 		p.busy = max(p.busy, r.clk.now+int64(4*float64(r.paramCount)/p.dev.flops*1e9))
+	}
+	if n := p.core.Mismatches(); n > p.mismatches && p.drifted {
+		// The phone's hash check found what the checker would: a diverge
+		// fault left its weights off the hub's. It has asked for the
+		// hub's state; its weights are checked once that is loaded
+		// (flushWorker). A mismatch without such a fault fails below.
+		p.mismatches, p.drifted, p.resyncing = n, false, true
+		r.res.Mismatches++
+		return
 	}
 	if err := r.check.weights(p.spec.Name, now, p.core.Trainer().Net); err != nil {
 		r.fail(err)

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
@@ -97,6 +98,12 @@ type RunResult struct {
 	GradBytesUp, GradBytesDown int64
 	// Faults counts what the network's faults did (all zero without).
 	Faults FaultStats
+	// Mismatches counts the Merged after which a phone's weights hash
+	// differed from the hub's (the phone then asks for the hub's state);
+	// Resynced, the states loaded after one that left the phone's weights
+	// equal to the hub's again, bit for bit. Both stay 0 unless the
+	// scenario keeps the hash (Scenario.Hash).
+	Mismatches, Resynced int
 	// Curve is the test accuracy at each evaluation.
 	Curve []Point
 	// TrainLoss is the training loss of every iteration merged (the
@@ -287,6 +294,12 @@ func Run(ctx context.Context, sc *Scenario, d *Data, opt Options) (*Report, erro
 	results := make([]*RunResult, len(specs))
 	errs := make([]error, len(specs))
 	sem := make(chan struct{}, par)
+	// The cores are shared by the units running at the moment: each
+	// unit's kernels use its share, so that two runs on two cores do not
+	// each spin up two threads, and the last one left gets every core.
+	var running atomic.Int32
+	cores := runtime.GOMAXPROCS(0)
+	share := func() int { return max(1, cores/max(1, int(running.Load()))) }
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -295,12 +308,16 @@ func Run(ctx context.Context, sc *Scenario, d *Data, opt Options) (*Report, erro
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
-			defer func() { <-sem }()
+			running.Add(1)
+			defer func() {
+				running.Add(-1)
+				<-sem
+			}()
 			group := make([]runSpec, len(unit))
 			for j, i := range unit {
 				group[j] = specs[i]
 			}
-			res, err := runGroup(ctx, sc, group, d, opt)
+			res, err := runGroup(ctx, sc, group, d, opt, share)
 			if err != nil {
 				errs[unit[0]] = err
 				cancel()
@@ -327,7 +344,9 @@ func Run(ctx context.Context, sc *Scenario, d *Data, opt Options) (*Report, erro
 
 // runGroup runs specs in lockstep, one iteration at a time each, sharing
 // a memo when there are several (they must train identically: solo runs).
-func runGroup(ctx context.Context, sc *Scenario, specs []runSpec, d *Data, opt Options) ([]*RunResult, error) {
+// Before each iteration, every runner's kernels are capped at share()
+// threads.
+func runGroup(ctx context.Context, sc *Scenario, specs []runSpec, d *Data, opt Options, share func() int) ([]*RunResult, error) {
 	var m *memo
 	if len(specs) > 1 {
 		m = newMemo()
@@ -347,7 +366,9 @@ func runGroup(ctx context.Context, sc *Scenario, specs []runSpec, d *Data, opt O
 	live := runners
 	for k := 1; len(live) > 0; k++ {
 		var next []*runner
+		threads := share()
 		for _, r := range live {
+			r.setThreads(threads)
 			if r.advance(k) {
 				next = append(next, r)
 			} else if r.err != nil {

@@ -58,9 +58,12 @@ type runner struct {
 	byName  map[string]*phone
 	sizer   *wire.Sizer
 	sent    map[wire.Kind]int // messages sent, by kind: which take the codec's round trip
-	frame   bytes.Buffer      // the round trip's frame
-	codecW  *wire.Writer      // into frame
-	codecR  *wire.Reader      // from frame
+	// hashBytes is what a weights hash adds to a Merged's frame: a
+	// scenario without the hash still pays for it on the air.
+	hashBytes int
+	frame     bytes.Buffer // the round trip's frame
+	codecW    *wire.Writer // into frame
+	codecR    *wire.Reader // from frame
 
 	sampleFLOPs float64 // training FLOPs per sample
 	paramCount  int
@@ -76,6 +79,8 @@ type runner struct {
 	err     error
 	air     int64       // ns of airtime of pushes and merged gradients
 	memo    *memo       // shared with the runs that train identically; nil if none
+	cpus    []*gpu.CPU  // every backend of the run: its threads follow setThreads
+	threads int         // the backends' thread cap (0: GOMAXPROCS)
 	ft      *faultState // network faults (faults.go); nil without
 }
 
@@ -96,6 +101,13 @@ type phone struct {
 	busy    int64
 	reached bool // has reached iteration 10
 	stats   *DeviceTime
+	// drifted is set by a diverge fault until the phone's hash check
+	// finds it; mismatches is how many of its core's mismatches the run
+	// has counted; resyncing is set from one until the hub's state is
+	// loaded.
+	drifted    bool
+	mismatches int
+	resyncing  bool
 }
 
 // maxFrame is the receivers' frame cap, as the real transports have.
@@ -105,6 +117,15 @@ func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Opt
 	r := &runner{ctx: ctx, sc: sc, spec: spec, d: d, opt: opt, byName: map[string]*phone{}, t0: -1,
 		sizer: wire.NewSizer(), sent: map[wire.Kind]int{}}
 	r.codecW, r.codecR = wire.NewWriter(&r.frame), wire.NewReader(&r.frame, maxFrame)
+	with, err := r.sizer.Size(&wire.Merged{WeightsHash: wire.Hash{1}})
+	if err != nil {
+		return nil, fmt.Errorf("sim: sizing a Merged: %w", err)
+	}
+	without, err := r.sizer.Size(&wire.Merged{})
+	if err != nil {
+		return nil, fmt.Errorf("sim: sizing a Merged: %w", err)
+	}
+	r.hashBytes = with - without
 	r.res = &RunResult{Name: spec.Name, Policy: spec.Policy, Solo: spec.Solo, TimeToTarget: -1}
 	refFLOPs, err := TrainFLOPs(RefModel, models.Config{}, RefBatch)
 	if err != nil {
@@ -146,7 +167,7 @@ func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Opt
 	r.hubDev = newDevice(hp, refFLOPs, DeviceSpec{Throttle: 1}, nil)
 
 	// The hub: the master network from the seed, the scenario's optimizer.
-	b := gpu.NewCPU()
+	b := r.newCPU()
 	net, err := models.Build(b, sc.Model, opt.ModelConfig)
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
@@ -181,23 +202,24 @@ func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Opt
 		cfg.DeadlineTicks = hub.DriverConfig{Tick: tick, Deadline: sc.Deadline}.DeadlineTicks()
 	}
 	cfg.MaxMisses = 3
+	cfg.NoWeightsHash = !sc.Hash
 	cfg.Smoothing, cfg.ParkMargin = sc.Smoothing, sc.ParkMargin
 	if err := r.setupComm(&cfg, net, solo); err != nil {
 		return nil, err
 	}
 	// A top-k session moves SGD's momentum or Adam onto the workers
 	// (hub.ConfigureTopK): the master then steps with plain SGD.
-	node, err := hub.ConfigureTopK(&cfg, hub.NodeOptimizer{Name: sc.Optimizer, Momentum: sc.Momentum, WeightDecay: sc.WeightDecay})
+	node, err := hub.ConfigureTopK(&cfg, hub.NodeOptimizer{Name: sc.Optimizer, Momentum: sc.Momentum,
+		WeightDecay: sc.WeightDecay, Nesterov: sc.Nesterov})
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	var opt2 solver.Optimizer
-	if node.Name == "adam" {
-		opt2 = solver.NewAdam(b, net.NumParams(), float32(node.WeightDecay))
-	} else {
-		opt2 = solver.NewSGD(b, net.NumParams(), float32(node.Momentum), float32(node.WeightDecay), false)
+	// The optimizer as cmd/hub builds it.
+	nodeOpt, err := solver.NewOptimizer(b, node.Name, net.NumParams(), float32(node.Momentum), float32(node.WeightDecay), node.Nesterov)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
 	}
-	tr := solver.NewTrainer(net, opt2, solver.Constant(float32(sc.LR)))
+	tr := solver.NewTrainer(net, nodeOpt, solver.Constant(float32(sc.LR)))
 	cfg.Batch = hub.Adaptive
 	switch spec.Policy {
 	case "fixed", "paper", "solo":
@@ -299,13 +321,14 @@ func (r *runner) connect(p *phone) {
 	cfg := worker.DefaultConfig()
 	cfg.Name, cfg.Hub, cfg.Device = p.spec.Name, "hub", p.spec.Profile
 	cfg.Speed = p.dev.flops / r.sampleFLOPs // what a phone's benchmark would say
-	core, err := worker.NewCore(cfg, gpu.NewCPU())
+	core, err := worker.NewCore(cfg, r.newCPU())
 	if err != nil {
 		r.fail(err)
 		return
 	}
 	seed := r.sc.Seed*1_000_003 + uint64(p.idx)
 	p.core, p.link = core, &link{}
+	p.mismatches, p.drifted, p.resyncing = 0, false, false
 	p.loader = data.NewLoader(p.shard, 1, seed, true)
 	p.alive, p.reached = true, false
 	r.connected(p)
@@ -320,6 +343,10 @@ func (r *runner) fault(f Fault) {
 	}
 	p := r.byName[f.Device]
 	if r.hubDone || p == nil {
+		return
+	}
+	if f.Diverge {
+		r.diverge(p)
 		return
 	}
 	r.note(fmt.Sprintf("fault: %s %s", f.Device, map[bool]string{true: "leaves", false: "joins"}[f.Leave]))
@@ -340,6 +367,29 @@ func (r *runner) fault(f Fault) {
 	r.flushHub()
 }
 
+// newCPU returns a CPU backend for one of the run's networks, capped at
+// the run's threads.
+func (r *runner) newCPU() *gpu.CPU {
+	b := gpu.NewCPU()
+	b.SetThreads(r.threads)
+	r.cpus = append(r.cpus, b)
+	return b
+}
+
+// setThreads caps the threads of every backend of the run at n (0:
+// GOMAXPROCS): the run's share of the cores, while other runs go on
+// beside it. Results do not depend on it (gpu.CPU.SetThreads); a share
+// keeps several runs' matrix products from spinning for the same cores.
+func (r *runner) setThreads(n int) {
+	if n == r.threads {
+		return
+	}
+	r.threads = n
+	for _, b := range r.cpus {
+		b.SetThreads(n)
+	}
+}
+
 // note records a line of the run's log with the virtual time.
 func (r *runner) note(s string) {
 	r.res.Log = append(r.res.Log, fmt.Sprintf("%9.3f s  %s", float64(r.clk.now)/1e9, s))
@@ -358,6 +408,11 @@ func (r *runner) frameSize(m wire.Message) int {
 	n, err := r.sizer.Size(m)
 	if err != nil {
 		r.fail(fmt.Errorf("sim: encode %s: %w", m.Kind(), err))
+	}
+	if mm, ok := m.(*wire.Merged); ok && !mm.Partial && mm.WeightsHash.IsZero() && !r.sc.Hash {
+		// Sized as a real one: with the hash the hub did not compute
+		// (a final Merged carries it; the parts sent ahead do not).
+		n += r.hashBytes
 	}
 	if n-4 > maxFrame {
 		r.fail(fmt.Errorf("sim: a %s frame of %d bytes is over the receivers' cap of %d: %w", m.Kind(), n, maxFrame, wire.ErrTooLarge))

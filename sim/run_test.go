@@ -15,6 +15,7 @@ import (
 
 	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/solver"
 	"github.com/cotrain/cotrain/sync/compress"
 	"github.com/cotrain/cotrain/sync/state"
 	"github.com/cotrain/cotrain/sync/wire"
@@ -268,5 +269,43 @@ func TestPatienceStopsASimulatedRun(t *testing.T) {
 	want := "converged: held-out loss has not improved for 2 evaluations at iteration 6"
 	if !slices.ContainsFunc(r.Log, func(l string) bool { return strings.Contains(l, want) }) {
 		t.Errorf("log %q does not say %q", r.Log, want)
+	}
+}
+
+// TestMasterOptimizer: the hub's optimizer is built as cmd/hub builds it
+// (hub.ConfigureTopK, then solver.NewOptimizer): Nesterov momentum asked
+// for in the scenario is honoured, and a top-k session with plain momentum
+// moves it onto the workers (the master steps with momentum 0).
+func TestMasterOptimizer(t *testing.T) {
+	sc, err := ParseScenario(strings.NewReader("name t\ndata synthetic train=256 test=64\noptimizer sgd lr=0.01 momentum=0.9 nesterov=on\ncompress none\ndevice nexus-6p\ndevice meizu-mx3\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := LoadData(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		codec    string
+		nesterov bool
+		momentum float32
+	}{{"none", true, 0.9}, {"topk:0.01", true, 0.9}} {
+		sc.Compression = c.codec
+		r, err := newRunner(context.Background(), sc, runSpec{Name: "fixed", Policy: "fixed"}, d, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sgd, ok := r.hub.Trainer().Opt.(*solver.SGD)
+		if !ok || sgd.Nesterov != c.nesterov || sgd.Momentum != c.momentum {
+			t.Errorf("%s: master optimizer %#v, want SGD with momentum %v, Nesterov %v", c.codec, r.hub.Trainer().Opt, c.momentum, c.nesterov)
+		}
+	}
+	sc.Nesterov = false
+	r, err := newRunner(context.Background(), sc, runSpec{Name: "fixed", Policy: "fixed"}, d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sgd := r.hub.Trainer().Opt.(*solver.SGD); sgd.Nesterov || sgd.Momentum != 0 {
+		t.Errorf("top-k with plain momentum: master SGD momentum %v Nesterov %v, want 0 and off (momentum on the workers)", sgd.Momentum, sgd.Nesterov)
 	}
 }

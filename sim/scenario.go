@@ -49,11 +49,13 @@ type Scenario struct {
 	// GlobalBatch is the samples per iteration, summed over the workers;
 	// a solo run uses it as its batch.
 	GlobalBatch int
-	// Optimizer: "sgd" (LR, Momentum, WeightDecay) or "adam".
+	// Optimizer: "sgd" (LR, Momentum, WeightDecay, Nesterov) or "adam";
+	// built as cmd/hub builds it (hub.ConfigureTopK, solver.NewOptimizer).
 	Optimizer   string
 	LR          float64
 	Momentum    float64
 	WeightDecay float64
+	Nesterov    bool
 	// Policies are the runs to make, in order: "solo" (each distinct
 	// profile alone), "paper" (fixed shares, uncompressed, no overlap:
 	// the system the paper measured), "fixed", "adaptive",
@@ -71,6 +73,13 @@ type Scenario struct {
 	// optimizer, and hub.DefaultConfig's overlap.
 	Compression string
 	Overlap     bool
+	// Hash keeps the hub's weights hash in every Merged, as a real run
+	// does, so each phone hashes its weights after a step and resyncs when
+	// they differ. Off (the default), the hub sends none
+	// (hub.Config.NoWeightsHash) and the checker alone compares the
+	// weights, bit for bit, at every step: the same verdict, without
+	// hashing; a Merged's frame is sized with the hash either way.
+	Hash bool
 	// Deadline is the hub's barrier deadline (0: none), counted in ticks
 	// of 100 ms of virtual time.
 	Deadline time.Duration
@@ -144,6 +153,11 @@ type Fault struct {
 	Device    string
 	Partition bool
 	For       time.Duration
+	// Diverge nudges one of the device's weights by one unit in the last
+	// place, as another processor's rounding of one step would: with the
+	// scenario's hash on, the next Merged's hash tells the phone, which
+	// resynchronises.
+	Diverge bool
 }
 
 //go:embed scenarios/*.txt
@@ -377,12 +391,12 @@ func (sc *Scenario) set(key string, args []string) error {
 		}
 		sc.Compression = v
 		return nil
-	case "overlap":
+	case "overlap", "hash":
 		v, err := one(args)
 		if err != nil || (v != "on" && v != "off") {
-			return fmt.Errorf("overlap: want on or off, got %q", strings.Join(args, " "))
+			return fmt.Errorf("%s: want on or off, got %q", key, strings.Join(args, " "))
 		}
-		sc.Overlap = v == "on"
+		*map[string]*bool{"overlap": &sc.Overlap, "hash": &sc.Hash}[key] = v == "on"
 		return nil
 	case "deadline":
 		v, err := one(args)
@@ -412,6 +426,13 @@ func (sc *Scenario) set(key string, args []string) error {
 		f.take("lr", floatTo(&sc.LR))
 		f.take("momentum", floatTo(&sc.Momentum))
 		f.take("weight-decay", floatTo(&sc.WeightDecay))
+		f.take("nesterov", func(v string) error {
+			if v != "on" && v != "off" {
+				return fmt.Errorf("nesterov=%s, want on or off", v)
+			}
+			sc.Nesterov = v == "on"
+			return nil
+		})
 		return f.done()
 	case "hub-policy":
 		f := fieldSetter{m: kv(args)}
@@ -489,7 +510,7 @@ func (sc *Scenario) set(key string, args []string) error {
 		kind := func(set func(string)) func(string) error {
 			return func(s string) error {
 				if kinds++; kinds > 1 {
-					return errors.New("a fault is one of leave, join or partition")
+					return errors.New("a fault is one of leave, join, partition or diverge")
 				}
 				set(s)
 				return nil
@@ -499,6 +520,7 @@ func (sc *Scenario) set(key string, args []string) error {
 		f.take("leave", kind(func(s string) { ft.Leave, ft.Device = true, s }))
 		f.take("join", kind(func(s string) { ft.Device = s }))
 		f.take("partition", kind(func(s string) { ft.Partition, ft.Device = true, s }))
+		f.take("diverge", kind(func(s string) { ft.Diverge, ft.Device = true, s }))
 		f.take("for", durTo(&ft.For))
 		if err := f.done(); err != nil {
 			return err
@@ -555,6 +577,11 @@ func (sc *Scenario) Validate() error {
 		return bad("bandwidth %v bit/s, latency %v", sc.Network.Bandwidth, sc.Network.Latency)
 	case sc.Deadline < 0:
 		return bad("deadline %v", sc.Deadline)
+	}
+	for _, f := range sc.Faults {
+		if f.Diverge && !sc.Hash {
+			return bad("fault diverge=%s without hash on: nothing would tell the phone, and the checker stops the run", f.Device)
+		}
 	}
 	if err := sc.Network.validateFaults(); err != nil {
 		return bad("network: %w", err)

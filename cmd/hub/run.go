@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cotrain/cotrain/cmd/internal/cli"
+	"github.com/cotrain/cotrain/cmd/internal/peer"
 	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/hub"
 	"github.com/cotrain/cotrain/models"
@@ -129,15 +130,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if idPath == "" {
 		idPath = filepath.Join(c.out, identityName)
 	}
-	if hostCfg.Identity, err = p2p.LoadOrCreateIdentity(idPath); err != nil {
-		return err
-	}
-	if c.psk != "" {
-		if hostCfg.PSK, err = p2p.LoadPSK(c.psk); err != nil {
-			return err
-		}
-	}
-	host, err := p2p.NewHost(ctx, hostCfg)
+	host, err := peer.NewHost(ctx, hostCfg, idPath, c.psk)
 	if err != nil {
 		return err
 	}

@@ -241,8 +241,11 @@ func writeTable(w io.Writer, sc *sim.Scenario, rep *sim.Report) {
 				share(d.Receive, tot), share(d.AirWait, tot), share(d.Idle, tot))
 		}
 		tw.Flush()
+		if r.Mismatches > 0 || r.Resynced > 0 {
+			fmt.Fprintf(w, "  weights: %d hash mismatches, %d resynchronised to the hub's weights\n", r.Mismatches, r.Resynced)
+		}
 		for _, l := range r.Log {
-			if strings.Contains(l, "worker-") || strings.Contains(l, "fault") || strings.Contains(l, "left") {
+			if strings.Contains(l, "worker-") || strings.Contains(l, "fault") || strings.Contains(l, "left") || strings.Contains(l, "resynchronised") {
 				fmt.Fprintf(w, "  %s\n", l)
 			}
 		}
@@ -286,7 +289,7 @@ func doneFields(sc *sim.Scenario, rep *sim.Report) map[string]any {
 		m := map[string]any{"name": r.Name, "policy": r.Policy, "iterations": r.Iterations, "samples": r.Samples,
 			"sim_seconds_10_iterations": r.TenIterations, "samples_per_second": r.SamplesPerSecond(),
 			"bytes": r.Bytes, "test_accuracy": r.FinalAccuracy(), "sim_seconds": r.End, "parks": r.Parks,
-			"grad_bytes_up": r.GradBytesUp, "grad_bytes_down": r.GradBytesDown}
+			"grad_bytes_up": r.GradBytesUp, "grad_bytes_down": r.GradBytesDown, "mismatches": r.Mismatches, "resynced": r.Resynced}
 		if r.TimeToTarget >= 0 {
 			m["sim_seconds_to_target"] = r.TimeToTarget
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cotrain/cotrain/cmd/internal/cli"
+	"github.com/cotrain/cotrain/cmd/internal/peer"
 	"github.com/cotrain/cotrain/data"
 	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/models"
@@ -61,18 +62,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		defer cl.Close()
 	}
 
-	hostCfg := p2p.HostConfig{Listen: c.listen, Logger: log}
-	if c.identity != "" {
-		if hostCfg.Identity, err = p2p.LoadOrCreateIdentity(c.identity); err != nil {
-			return err
-		}
-	}
-	if c.psk != "" {
-		if hostCfg.PSK, err = p2p.LoadPSK(c.psk); err != nil {
-			return err
-		}
-	}
-	host, err := p2p.NewHost(ctx, hostCfg)
+	host, err := peer.NewHost(ctx, p2p.HostConfig{Listen: c.listen, Logger: log}, c.identity, c.psk)
 	if err != nil {
 		return err
 	}
