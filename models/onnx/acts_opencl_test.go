@@ -12,7 +12,7 @@ import (
 )
 
 // TestActivationsOnOpenCL runs every activation fixture (testdata/acts)
-// forward against PyTorch's logits and through one training step against
+// and the mobile-blocks model forward against PyTorch's logits and through one training step against
 // the CPU backend's output and parameter gradients, to a relative 1e-4: the
 // activation and softmax kernels (activation.cl) on a device, inside whole
 // imported networks.
@@ -27,9 +27,12 @@ func TestActivationsOnOpenCL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer o.Close()
+	bases := []string{filepath.Join("testdata", "mobile_blocks")}
 	for _, fx := range loadActs(t) {
-		t.Run(fx.Name, func(t *testing.T) {
-			base := filepath.Join("testdata", "acts", fx.Name)
+		bases = append(bases, filepath.Join("testdata", "acts", fx.Name))
+	}
+	for _, base := range bases {
+		t.Run(filepath.Base(base), func(t *testing.T) {
 			f := importFile(t, base+".onnx")
 			x, _ := readNPY(t, base+".x.npy")
 			want, _ := readNPY(t, base+".y.npy")
