@@ -59,7 +59,10 @@
 // gradient of the wrong length (ErrBadLength), or a NaN or infinity
 // (ErrNonFinite). A Register from a peer off Config.Allow is answered with
 // Reject{Code: wire.CodeAuth} and refused (ErrNotAllowed); one beyond
-// MaxWorkers with Reject{Code: wire.CodeFull} (ErrFull).
+// MaxWorkers with Reject{Code: wire.CodeFull} (ErrFull); when Model.Meta
+// names the classes, one whose Register.Classes differ with
+// Reject{Code: wire.CodeClasses} naming the missing and extra classes
+// (ErrClasses).
 //
 // # Batch sizes and parking
 //

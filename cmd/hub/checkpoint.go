@@ -87,6 +87,24 @@ func loadCheckpoint(dir, model string, tr *solver.Trainer) (iter int, iterations
 	return iter, iterations, nil
 }
 
+// checkClasses refuses to resume from the checkpoint in dir when it was
+// written for other classes than meta names (models.MetaLabels): the head's
+// outputs would mean other classes. A checkpoint that names none (from
+// before class names were stored) passes; a missing one is loadCheckpoint's
+// to report.
+func checkClasses(dir string, meta [][2]string) error {
+	path := filepath.Join(dir, checkpointName)
+	f, err := models.LoadFile(path)
+	if err != nil {
+		return nil
+	}
+	had, want := f.MetaValue(models.MetaLabels), models.MetaValue(meta, models.MetaLabels)
+	if had == "" || had == want {
+		return nil
+	}
+	return fmt.Errorf("hub: --resume: %s was written for the classes %s, the data has %s", path, had, want)
+}
+
 // loadAllow reads an allowlist: one libp2p peer id per line; blank lines
 // and text after # are ignored. A line that is not a peer id is an error
 // naming the file and line, so that a typo cannot lock a worker out

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/models"
 )
 
 // The fine-tuning end to end test (issue 16, "what it must show"): an ONNX
@@ -392,5 +393,24 @@ func TestFlagsFinetune(t *testing.T) {
 	}
 	if _, _, err := loadModel(c, gpu.NewCPU(), io.Discard); err == nil || !strings.Contains(err.Error(), "--normalize") {
 		t.Errorf("--normalize imagenet,1: %v", err)
+	}
+}
+
+// TestResumeRefusesOtherClasses: a checkpoint written for some classes is
+// not resumed with data of others, even of the same count.
+func TestResumeRefusesOtherClasses(t *testing.T) {
+	dir := t.TempDir()
+	tr := lenetTrainer(t, "adam", 1, 1)
+	abc := models.WithLabels(nil, models.NumberedLabels(10))
+	if _, err := saveCheckpoint(dir, "lenet5", models.Config{}, abc, tr, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkClasses(dir, abc); err != nil {
+		t.Errorf("same classes: %v", err)
+	}
+	other := models.NumberedLabels(10)
+	other[9] = "nine"
+	if err := checkClasses(dir, models.WithLabels(nil, other)); err == nil || !strings.Contains(err.Error(), "nine") {
+		t.Errorf("other classes: %v, want a refusal naming them", err)
 	}
 }

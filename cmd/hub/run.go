@@ -81,6 +81,9 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	tr := solver.NewTrainer(net, opt, sched)
 	m.Trainer = tr
 	if c.resume {
+		if err := checkClasses(c.out, m.Meta); err != nil {
+			return err
+		}
 		it, planned, err := loadCheckpoint(c.out, m.Name, tr)
 		if err != nil {
 			return err

@@ -11,8 +11,8 @@
 // Kind is given by its Go type.
 //
 //	kind  type           direction        carries
-//	1     Register       worker → hub     device, backend, measured speed, shard, extras
-//	2     Welcome        hub → worker     worker id, model and config, ModelState, batch size, Session
+//	1     Register       worker → hub     device, backend, measured speed, shard, extras, class names
+//	2     Welcome        hub → worker     worker id, model, config and defining meta, ModelState, batch size, Session
 //	3     Push           worker → hub     samples, compute time, loss, gradient, batch-norm statistics
 //	4     Merged         hub → workers    merged gradient, next batch sizes, weights hash, lr, mean batch-norm statistics
 //	5     ResyncRequest  worker → hub     reason
