@@ -95,19 +95,48 @@ func (*CPU) ReduceSum(dst, src Buffer, g ReduceGeom, alpha float32) {
 	if r.out == 0 {
 		return
 	}
-	n, ss := r.red.dims[MaxRank-1], r.red.strides[0][MaxRank-1]
 	kn, ks, kd := r.keep.dims[MaxRank-1], r.keep.strides[0][MaxRank-1], r.keep.strides[1][MaxRank-1]
 	r.keep.walk(2, func(koff [3]int) {
 		for i := range kn {
-			base := koff[0] + i*ks
-			var acc float32
-			r.red.walk(1, func(roff [3]int) {
-				o := base + roff[0]
-				for j := range n {
-					acc += s[o+j*ss]
-				}
-			})
-			d[koff[1]+i*kd] = alpha * acc
+			d[koff[1]+i*kd] = alpha * r.red.sum(s, koff[0]+i*ks)
 		}
 	})
+}
+
+// sum adds the elements of s at base + the offsets of g's index space
+// (operand 0), in row-major order, in float32. It is walk without a
+// closure, so that the accumulator stays in a register.
+func (g *canonGeom) sum(s []float32, base int) float32 {
+	var acc float32
+	if g.total == 0 {
+		return 0
+	}
+	n, st := g.dims[MaxRank-1], g.strides[0][MaxRank-1]
+	var idx [MaxRank - 1]int
+	off := base
+	for {
+		row := s[off : off+(n-1)*st+1]
+		if st == 1 || n == 1 {
+			for _, v := range row {
+				acc += v
+			}
+		} else {
+			for j := 0; j < len(row); j += st {
+				acc += row[j]
+			}
+		}
+		k := MaxRank - 2
+		for ; k >= 0; k-- {
+			idx[k]++
+			off += g.strides[0][k]
+			if idx[k] < g.dims[k] {
+				break
+			}
+			off -= idx[k] * g.strides[0][k]
+			idx[k] = 0
+		}
+		if k < 0 {
+			return acc
+		}
+	}
 }
