@@ -68,10 +68,18 @@ type importer struct {
 // operators it maps are Conv, Gemm, MatMul (+Add of a bias), Relu, Clip
 // (any bounds; ReLU6 and ReLU where they are those), Sigmoid, Tanh,
 // HardSigmoid, HardSwish, LeakyRelu, Softmax, MaxPool, AveragePool, GlobalAveragePool,
-// BatchNormalization, Flatten, Reshape to [N, -1], Dropout, Add, Concat, a
-// Pad folded into the following Conv or AveragePool, Identity, Constant and
-// the shape arithmetic of x.view(x.size(0), -1) (Shape, Gather, Unsqueeze,
-// Concat). A Softmax at the very end is dropped, because cotrain's networks
+// BatchNormalization, Dropout, Identity, Constant, and the structural
+// operators (ops_struct.go): Add, Sub, Mul and Div with numpy broadcasting
+// between two activations or with a float constant (Reciprocal too),
+// ReduceMean and ReduceSum over any per-sample axes, ReduceMax and
+// GlobalMaxPool over the spatial axes, Reshape (0 and -1 entries, the batch
+// first), Transpose keeping the batch first, Split, Slice with positive
+// steps, Squeeze, Unsqueeze, Flatten at axis 1, Concat of any number of
+// inputs on any per-sample axis, and constant zero Pad (folded into a
+// following Conv or AveragePool where it can be). Integer shape arithmetic
+// (Shape, Gather, Unsqueeze, Concat, Add/Sub/Mul/Div of integers) and
+// chains of constants (ConstantOfShape, Cast, Reshape, Slice, Transpose, as
+// torch writes F.pad's pads) are evaluated during the import. A Softmax at the very end is dropped, because cotrain's networks
 // output logits (the loss applies the softmax); the file's Meta says so;
 // any other Softmax is a layer. Any other operator is an error naming it and its node.
 func Import(r io.Reader) (*models.File, error) {
