@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 )
 
@@ -16,8 +17,8 @@ import (
 // Images have 3 dimensions (n, rows, cols), labels 1 (n).
 const (
 	idxUbyte     = 0x08
-	maxIDXBytes  = 1 << 31 // refuse headers that promise more than 2 GiB
-	initialChunk = 1 << 20 // allocate past 1 MiB only as bytes arrive
+	maxIDXBytes  = min(1<<31, math.MaxInt) // refuse headers that promise more than 2 GiB (a byte less on 32-bit, where ints stop there)
+	initialChunk = 1 << 20                 // allocate past 1 MiB only as bytes arrive
 )
 
 // MNIST normalisation: the training set's pixel mean and standard deviation

@@ -19,9 +19,9 @@ import (
 // padded with spaces and a newline, then the raw data.
 const (
 	npyMagic    = "\x93NUMPY"
-	npyAlign    = 64      // numpy pads magic+header to a multiple of this
-	maxNPYBytes = 1 << 31 // refuse headers that promise more than 2 GiB
-	maxNPYHdr   = 1 << 20 // refuse absurd header lengths
+	npyAlign    = 64                      // numpy pads magic+header to a multiple of this
+	maxNPYBytes = min(1<<31, math.MaxInt) // refuse headers that promise more than 2 GiB (a byte less on 32-bit)
+	maxNPYHdr   = 1 << 20                 // refuse absurd header lengths
 )
 
 // ReadNPY reads one NPY array of little-endian float32 ('<f4') in C order,
