@@ -155,3 +155,24 @@ func readFixtureBytesMust(f *testing.F, name string) []byte {
 	}
 	return b
 }
+
+// BenchmarkResizeAA times shrinking one channel of a 12-megapixel phone
+// photo (4032×3024) to 224×224, and a 640×480 one, with antialiasing.
+//
+//	go test ./data -run '^$' -bench ResizeAA
+func BenchmarkResizeAA(b *testing.B) {
+	for _, size := range [][2]int{{3024, 4032}, {480, 640}} {
+		sh, sw := size[0], size[1]
+		b.Run(fmt.Sprintf("%dx%d-to-224", sw, sh), func(b *testing.B) {
+			src := make([]float32, sh*sw)
+			for i := range src {
+				src[i] = float32(i % 251)
+			}
+			dst := make([]uint8, 224*224)
+			b.SetBytes(int64(len(src)))
+			for range b.N {
+				resizeAA(dst, 224, 224, src, sh, sw)
+			}
+		})
+	}
+}
