@@ -1,6 +1,9 @@
 package gpu
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // The structural kernels: CopyStrided, Broadcast and ReduceSum.
 //
@@ -101,28 +104,35 @@ type canonGeom struct {
 	total   int             // elements of the index space
 }
 
+// maxAxes is the most axes a caller may pass before merging.
+const maxAxes = 2 * MaxRank
+
 // canon merges adjacent axes that are contiguous in every operand, drops
 // axes of size 1 and pads to MaxRank. It panics (a bug of the caller) when
 // lengths disagree, a stride is negative, or more than MaxRank axes remain.
+// It works in fixed arrays, so a kernel call allocates nothing.
 func canon(op string, dims []int, strides ...[]int) canonGeom {
 	var g canonGeom
-	var d []int
-	var s [3][]int
-	total := 1
+	var d [maxAxes]int
+	var s [3][maxAxes]int
+	m, total := 0, 1
+	if len(dims) > maxAxes || len(strides) > 3 {
+		panic(fmt.Sprintf("gpu: %s: %d axes (at most %d before merging)", op, len(dims), maxAxes))
+	}
 	for k, n := range dims {
 		for _, st := range strides {
 			if len(st) != len(dims) || st[k] < 0 {
-				panic(fmt.Sprintf("gpu: %s: strides %v for dims %v", op, st, dims))
+				panic(fmt.Sprintf("gpu: %s: strides %v for dims %v", op, show(st), show(dims)))
 			}
 		}
 		if n < 0 {
-			panic(fmt.Sprintf("gpu: %s: negative dimension in %v", op, dims))
+			panic(fmt.Sprintf("gpu: %s: negative dimension in %v", op, show(dims)))
 		}
 		total *= n
 		if n == 1 {
 			continue
 		}
-		if m := len(d); m > 0 {
+		if m > 0 {
 			merge := true
 			for j, st := range strides {
 				if s[j][m-1] != st[k]*n {
@@ -137,19 +147,20 @@ func canon(op string, dims []int, strides ...[]int) canonGeom {
 				continue
 			}
 		}
-		d = append(d, n)
+		d[m] = n
 		for j, st := range strides {
-			s[j] = append(s[j], st[k])
+			s[j][m] = st[k]
 		}
+		m++
 	}
 	g.total = total
 	if total == 0 {
 		return g
 	}
-	if len(d) > MaxRank {
-		panic(fmt.Sprintf("gpu: %s: %d axes remain of %v after merging contiguous ones, at most %d", op, len(d), dims, MaxRank))
+	if m > MaxRank {
+		panic(fmt.Sprintf("gpu: %s: %d axes remain of %v after merging contiguous ones, at most %d", op, m, show(dims), MaxRank))
 	}
-	pad := MaxRank - len(d)
+	pad := MaxRank - m
 	for k := range MaxRank {
 		g.dims[k] = 1
 		if k >= pad {
@@ -160,6 +171,22 @@ func canon(op string, dims []int, strides ...[]int) canonGeom {
 		}
 	}
 	return g
+}
+
+// show copies v for a panic message, so that the slices the kernels are
+// given do not escape (a kernel call allocates nothing).
+func show(v []int) []int { return slices.Clone(v) }
+
+// contiguous writes the row-major strides of dims into dst (of at least
+// len(dims)) and returns them.
+func contiguous(dst []int, dims []int) []int {
+	dst = dst[:len(dims)]
+	acc := 1
+	for k := len(dims) - 1; k >= 0; k-- {
+		dst[k] = acc
+		acc *= dims[k]
+	}
+	return dst
 }
 
 // extent is one more than the largest element offset of operand j.
@@ -192,9 +219,13 @@ func canonStrided(op string, g StridedGeom, nd, ns int) canonGeom {
 
 // canonBroadcast checks g against buffers of nd, na and nb elements.
 func canonBroadcast(op string, g BroadcastGeom, nd, na, nb int) canonGeom {
-	c := canon(op, g.Dims, ContiguousStrides(g.Dims), g.A, g.B)
+	if len(g.Dims) > maxAxes {
+		panic(fmt.Sprintf("gpu: %s: %d axes (at most %d before merging)", op, len(g.Dims), maxAxes))
+	}
+	var buf [maxAxes]int
+	c := canon(op, g.Dims, contiguous(buf[:], g.Dims), g.A, g.B)
 	if c.total != nd {
-		panic(fmt.Sprintf("gpu: %s: destination of %d elements for dims %v", op, nd, g.Dims))
+		panic(fmt.Sprintf("gpu: %s: destination of %d elements for dims %v", op, nd, show(g.Dims)))
 	}
 	c.checkFits(op, "a", 1, 0, na)
 	c.checkFits(op, "b", 2, 0, nb)
@@ -210,26 +241,28 @@ type reduceCanon struct {
 }
 
 func canonReduce(op string, g ReduceGeom, nd, ns int) reduceCanon {
-	if len(g.In) != len(g.Out) {
-		panic(fmt.Sprintf("gpu: %s: in %v and out %v differ in rank", op, g.In, g.Out))
+	if len(g.In) != len(g.Out) || len(g.In) > maxAxes {
+		panic(fmt.Sprintf("gpu: %s: in %v and out %v differ in rank or have over %d axes", op, show(g.In), show(g.Out), maxAxes))
 	}
-	src := ContiguousStrides(g.In)
-	dst := ContiguousStrides(g.Out)
-	var kd, ks, kdst, rd, rs []int
+	var srcBuf, dstBuf, kd, ks, kdst, rd, rs [maxAxes]int
+	src, dst := contiguous(srcBuf[:], g.In), contiguous(dstBuf[:], g.Out)
+	nk, nr := 0, 0
 	for k, n := range g.In {
 		switch g.Out[k] {
 		case n:
-			kd, ks, kdst = append(kd, n), append(ks, src[k]), append(kdst, dst[k])
+			kd[nk], ks[nk], kdst[nk] = n, src[k], dst[k]
+			nk++
 		case 1:
-			rd, rs = append(rd, n), append(rs, src[k])
+			rd[nr], rs[nr] = n, src[k]
+			nr++
 		default:
-			panic(fmt.Sprintf("gpu: %s: out %v is not in %v with some axes reduced to 1", op, g.Out, g.In))
+			panic(fmt.Sprintf("gpu: %s: out %v is not in %v with some axes reduced to 1", op, show(g.Out), show(g.In)))
 		}
 	}
-	r := reduceCanon{keep: canon(op, kd, ks, kdst), red: canon(op, rd, rs)}
+	r := reduceCanon{keep: canon(op, kd[:nk], ks[:nk], kdst[:nk]), red: canon(op, rd[:nr], rs[:nr])}
 	r.out, r.inner = r.keep.total, r.red.total
 	if r.out != nd || r.out*r.inner != ns {
-		panic(fmt.Sprintf("gpu: %s: buffers of %d and %d elements for in %v, out %v", op, ns, nd, g.In, g.Out))
+		panic(fmt.Sprintf("gpu: %s: buffers of %d and %d elements for in %v, out %v", op, ns, nd, show(g.In), show(g.Out)))
 	}
 	return r
 }

@@ -31,6 +31,8 @@ type Binary struct {
 	contig []int // the output's strides
 	redA   gpu.ReduceGeom
 	redB   gpu.ReduceGeom
+	tmp    gpu.Buffer // Backward's view of the workspace
+	wsLen  int        // the length of the workspace tmp views
 }
 
 var _ Layer = (*Binary)(nil)
@@ -152,20 +154,24 @@ func (l *Binary) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.B
 	left, right := l.operands(in)
 	n := p.N
 	l.fwd.Dims[0] = n
-	// Which side each input is, and the strides and reduction of that side.
+	// Which side each input is, and the reduction to that operand's dims.
 	type side struct {
-		d       gpu.Buffer
-		isLeft  bool
-		strides []int // this operand's
-		red     gpu.ReduceGeom
+		d      gpu.Buffer
+		isLeft bool
+		red    gpu.ReduceGeom
 	}
-	sides := []side{{din[0], !l.ConstFirst, l.sa, l.redA}}
+	sides := [2]side{{din[0], !l.ConstFirst, l.redA}, {}}
 	if l.Const == nil {
-		sides = append(sides, side{din[1], false, l.sb, l.redB})
+		sides[1] = side{din[1], false, l.redB}
 	}
 	var tmp gpu.Buffer
 	if w := l.Workspace(n); w > 0 {
-		tmp = p.B.View(p.WS, 0, w)
+		// A view made afresh would allocate on some backends: keep it while
+		// the batch and the workspace's size stay.
+		if l.tmp == nil || l.tmp.Len() != w || l.wsLen != p.WS.Len() {
+			l.tmp, l.wsLen = p.B.View(p.WS, 0, w), p.WS.Len()
+		}
+		tmp = l.tmp
 	}
 	for _, s := range sides {
 		if s.d == nil {

@@ -154,3 +154,41 @@ func TestShapeOpsGradients(t *testing.T) {
 		})
 	}
 }
+
+// TestStructuralNetStepAllocatesNothing: a network of every structural
+// layer (a linear layer first, so that gradients flow to parameters) takes
+// steady-state steps on the CPU without allocating.
+func TestStructuralNetStepAllocatesNothing(t *testing.T) {
+	b := gpu.NewCPU()
+	net, err := NewNet(b, Shape{C: 4, H: 3, W: 2}, []Node{
+		{Layer: NewConv2D("conv", ConvConfig{Out: 4, KH: 1, KW: 1})},
+		{Layer: NewReshape("view", []int{2, 2, 3, 2})},
+		{Layer: NewTranspose("shuffle", []int{2, 2, 3, 2}, []int{1, 0, 2, 3})},
+		{Layer: NewReshape("unview", []int{4, 3, 2})},
+		{Layer: NewSlice("half", []int{4, 3, 2}, []int{0, 0, 0}, []int{1, 1, 1}, []int{2, 3, 2})},
+		{Layer: NewSlice("other", []int{4, 3, 2}, []int{2, 0, 0}, []int{1, 2, 1}, []int{2, 2, 2}), Inputs: []int{3}},
+		{Layer: NewPad("pad", []int{2, 2, 2}, []int{0, 1, 0}, []int{0, 0, 0})},
+		{Layer: NewConcatND("join", 0, []int{2, 3, 2}), Inputs: []int{4, 6}},
+		{Layer: NewReduce("mean", []int{4, 3, 2}, []int{1, 2}, true)},
+		{Layer: NewBinary("gate", gpu.BinMul, []int{4, 3, 2}, []int{4, 1, 1}), Inputs: []int{7, 8}},
+		{Layer: NewBinaryConst("scale", gpu.BinDiv, []int{4, 3, 2}, []int{4, 1, 1}, []float32{1, 2, 3, 4}, true)},
+		{Layer: NewBinary("sub", gpu.BinSub, []int{4, 3, 2}, []int{4, 3, 2}), Inputs: []int{10, 7}},
+		{Layer: NewLinear("out", 3)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	net.InitParams(rand.New(rand.NewPCG(1, 2)))
+	const batch = 5
+	x, dy := b.Alloc(batch*net.In.Size()), b.Alloc(batch*3)
+	b.Fill(x, 0.5)
+	b.Fill(dy, 0.1)
+	step := func() {
+		net.Forward(x, batch, true)
+		net.Backward(dy)
+	}
+	step()
+	if allocs := testing.AllocsPerRun(20, step); allocs != 0 {
+		t.Errorf("%v allocations per steady-state step, want 0", allocs)
+	}
+}
