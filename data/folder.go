@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"image"
+	"image/color"
 	"image/jpeg"
 	"image/png"
 	"io/fs"
@@ -184,6 +185,12 @@ func decodeImage(r *bufio.Reader) (image.Image, error) {
 
 // toPlanes converts img to c planes of float32 values in [0,255], row-major
 // over img's bounds: c = 1 is luma, c = 3 is R, G, B.
+//
+// The decoders' own image types (YCbCr from JPEG; RGBA, NRGBA and Gray
+// from PNG) are read straight from their pixel arrays, with the same
+// colour arithmetic as image.Image.At, whose boxed colour per pixel costs
+// more than the decoding of a 12-megapixel photo (BenchmarkToPlanes);
+// other types go through At.
 func toPlanes(img image.Image, c int) [][]float32 {
 	b := img.Bounds()
 	n := b.Dx() * b.Dy()
@@ -191,12 +198,43 @@ func toPlanes(img image.Image, c int) [][]float32 {
 	for ch := range planes {
 		planes[ch] = make([]float32, n)
 	}
+	// at returns a pixel as RGBA does: alpha-premultiplied 16-bit values,
+	// so a transparent pixel reads as black.
+	var at func(x, y int) (r, g, b uint32)
+	switch m := img.(type) {
+	case *image.YCbCr:
+		at = func(x, y int) (r, g, b uint32) {
+			yi, ci := m.YOffset(x, y), m.COffset(x, y)
+			r, g, b, _ = color.YCbCr{Y: m.Y[yi], Cb: m.Cb[ci], Cr: m.Cr[ci]}.RGBA()
+			return
+		}
+	case *image.RGBA:
+		at = func(x, y int) (r, g, b uint32) {
+			p := m.Pix[m.PixOffset(x, y):]
+			r, g, b, _ = color.RGBA{R: p[0], G: p[1], B: p[2], A: p[3]}.RGBA()
+			return
+		}
+	case *image.NRGBA:
+		at = func(x, y int) (r, g, b uint32) {
+			p := m.Pix[m.PixOffset(x, y):]
+			r, g, b, _ = color.NRGBA{R: p[0], G: p[1], B: p[2], A: p[3]}.RGBA()
+			return
+		}
+	case *image.Gray:
+		at = func(x, y int) (r, g, b uint32) {
+			r, g, b, _ = color.Gray{Y: m.Pix[m.PixOffset(x, y)]}.RGBA()
+			return
+		}
+	default:
+		at = func(x, y int) (r, g, b uint32) {
+			r, g, b, _ = img.At(x, y).RGBA()
+			return
+		}
+	}
 	i := 0
 	for y := b.Min.Y; y < b.Max.Y; y++ {
 		for x := b.Min.X; x < b.Max.X; x++ {
-			// RGBA returns alpha-premultiplied 16-bit values, so a
-			// transparent pixel reads as black.
-			r, g, bl, _ := img.At(x, y).RGBA()
+			r, g, bl := at(x, y)
 			fr, fg, fb := float32(r)/257, float32(g)/257, float32(bl)/257
 			if c == 1 {
 				planes[0][i] = 0.299*fr + 0.587*fg + 0.114*fb

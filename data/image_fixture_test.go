@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"image"
+	"image/jpeg"
 	"math"
 	"os"
 	"path/filepath"
@@ -175,4 +177,77 @@ func BenchmarkResizeAA(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestToPlanesFastPaths: the pixel-array paths of toPlanes give exactly
+// what image.Image.At gives, for every decoder type, in RGB and grayscale,
+// on an image whose bounds do not start at the origin.
+func TestToPlanesFastPaths(t *testing.T) {
+	r := image.Rect(3, 2, 3+7, 2+5)
+	rgba, nrgba, gray := image.NewRGBA(r), image.NewNRGBA(r), image.NewGray(r)
+	for i := range rgba.Pix {
+		rgba.Pix[i], nrgba.Pix[i] = uint8(i*37), uint8(i*53)
+	}
+	for i := range rgba.Pix {
+		if i%4 == 3 { // premultiplied RGBA needs colour <= alpha
+			rgba.Pix[i] = 255
+		}
+	}
+	for i := range gray.Pix {
+		gray.Pix[i] = uint8(i * 29)
+	}
+	var ycc []*image.YCbCr
+	for _, sr := range []image.YCbCrSubsampleRatio{image.YCbCrSubsampleRatio444, image.YCbCrSubsampleRatio420, image.YCbCrSubsampleRatio422} {
+		m := image.NewYCbCr(r, sr)
+		for i := range m.Y {
+			m.Y[i] = uint8(i * 11)
+		}
+		for i := range m.Cb {
+			m.Cb[i], m.Cr[i] = uint8(i*17), uint8(255-i*13)
+		}
+		ycc = append(ycc, m)
+	}
+	imgs := []image.Image{rgba, nrgba, gray, ycc[0], ycc[1], ycc[2]}
+	for _, img := range imgs {
+		for _, c := range []int{1, 3} {
+			got, want := toPlanes(img, c), toPlanes(atOnly{img}, c)
+			for ch := range got {
+				for i := range got[ch] {
+					if got[ch][i] != want[ch][i] {
+						t.Fatalf("%T, %d channels: plane %d[%d] = %v, At gives %v", img, c, ch, i, got[ch][i], want[ch][i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// atOnly hides an image's type, so toPlanes reads it through At.
+type atOnly struct{ image.Image }
+
+// BenchmarkToPlanes converts a decoded 12-megapixel JPEG (4032×3024) to
+// RGB planes, by the pixel arrays and through At.
+func BenchmarkToPlanes(b *testing.B) {
+	src := image.NewRGBA(image.Rect(0, 0, 4032, 3024))
+	for i := range src.Pix {
+		src.Pix[i] = uint8(i * 7 % 251)
+	}
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, src, &jpeg.Options{Quality: 85}); err != nil {
+		b.Fatal(err)
+	}
+	img, err := jpeg.Decode(&buf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("pixels", func(b *testing.B) {
+		for range b.N {
+			toPlanes(img, 3)
+		}
+	})
+	b.Run("At", func(b *testing.B) {
+		for range b.N {
+			toPlanes(atOnly{img}, 3)
+		}
+	})
 }
