@@ -10,7 +10,7 @@ DIR defaults to /tmp/cotrain-onnx-zoo; the files are large (VGG-11 alone is
 over 500 MB) and are not committed. For each model it writes DIR/NAME.onnx
 (torch.onnx.export, eval mode, opset 13 unless the table says otherwise,
 batch dynamic, batch norm folded into the convolutions as the exporter does
-by default), DIR/NAME.x.npy (2 random 3x224x224 inputs, 299x299 for
+by default; two entries keep it, TrainingMode.PRESERVE, at opsets 11 and 17), DIR/NAME.x.npy (2 random 3x224x224 inputs, 299x299 for
 Inception v3) and DIR/NAME.y.npy (the logits, computed in float64 from the
 float32 weights and rounded), and DIR/zoo.json listing them. Weights are
 torchvision's random initialisation under a fixed seed; batch-norm
@@ -37,7 +37,9 @@ import torch
 import torch.nn as nn
 import torchvision.models as tvm
 
-# name, constructor, input size, opset
+# name, constructor, input size, opset, export mode (default EVAL: batch
+# norm folded into the convolutions; PRESERVE keeps it, as for fine-tuning)
+PRESERVE = torch.onnx.TrainingMode.PRESERVE
 ZOO = [
     ("mobilenet_v2", lambda: tvm.mobilenet_v2(), 224, 13),
     ("mobilenet_v3_small", lambda: tvm.mobilenet_v3_small(), 224, 13),
@@ -53,6 +55,8 @@ ZOO = [
     ("googlenet", lambda: tvm.googlenet(aux_logits=False, init_weights=True), 224, 13),
     ("inception_v3", lambda: tvm.inception_v3(aux_logits=False, init_weights=True), 299, 13),
     ("densenet121", lambda: tvm.densenet121(), 224, 13),
+    ("mobilenet_v3_small_bn_op11", lambda: tvm.mobilenet_v3_small(), 224, 11, PRESERVE),
+    ("shufflenet_v2_x0_5_bn_op17", lambda: tvm.shufflenet_v2_x0_5(), 224, 17, PRESERVE),
 ]
 
 
@@ -78,7 +82,8 @@ def main():
     if only and os.path.exists(path):
         with open(path) as f:
             manifest = [m for m in json.load(f) if m["name"] not in only]
-    for i, (name, build, size, opset) in enumerate(ZOO):
+    for i, (name, build, size, opset, *mode) in enumerate(ZOO):
+        mode = mode[0] if mode else torch.onnx.TrainingMode.EVAL
         if only and name not in only:
             continue
         t0 = time.time()
@@ -89,7 +94,7 @@ def main():
         net.eval()
         x = torch.randn([2, 3, size, size], generator=gen)
         buf = io.BytesIO()
-        torch.onnx.export(net, x, buf, opset_version=opset, input_names=["input"], output_names=["output"],
+        torch.onnx.export(net, x, buf, opset_version=opset, training=mode, input_names=["input"], output_names=["output"],
                           dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
         raw = buf.getvalue()
         model = onnx.load_from_string(raw)
