@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/models/onnx/onnxpb"
 )
 
@@ -67,5 +68,60 @@ func TestImportStructuralErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// runTiny imports raw, runs one sample x forward and returns the output.
+func runTiny(t *testing.T, raw []byte, x []float32) []float32 {
+	t.Helper()
+	f, err := Import(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	net, err := f.Build(gpu.NewCPU())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return forward(net, x)
+}
+
+// TestImportSplitAndPendingPad: a Split into equal parts without sizes
+// (two slice layers) whose halves a Concat swaps, and a symmetric zero Pad
+// that no Conv consumes (it becomes a pad layer), computed by hand.
+func TestImportSplitAndPendingPad(t *testing.T) {
+	x := make([]float32, 2*4*4)
+	for i := range x {
+		x[i] = float32(i + 1)
+	}
+	split := &onnxpb.NodeProto{OpType: proto.String("Split"), Name: proto.String("sp"), Input: []string{"x"},
+		Output: []string{"top", "bottom"}, Attribute: []*onnxpb.AttributeProto{attrInt("axis", 2)}}
+	got := runTiny(t, tiny(13, nil, split, nd("Concat", "cat", []string{"bottom", "top"}, "y", attrInt("axis", 2))), x)
+	for c := range 2 {
+		for h := range 4 {
+			for w := range 4 {
+				want := x[c*16+((h+2)%4)*4+w]
+				if g := got[c*16+h*4+w]; g != want {
+					t.Fatalf("split and swap: [%d,%d,%d] = %v, want %v", c, h, w, g, want)
+				}
+			}
+		}
+	}
+	got = runTiny(t, tiny(13, nil, constInts("p", 0, 0, 1, 1, 0, 0, 1, 1), nd("Pad", "pd", []string{"x", "p"}, "px"),
+		nd("Relu", "r", []string{"px"}, "y")), x)
+	if len(got) != 2*6*6 {
+		t.Fatalf("padded output of %d values, want 72", len(got))
+	}
+	for c := range 2 {
+		for h := range 6 {
+			for w := range 6 {
+				want := float32(0)
+				if h >= 1 && h <= 4 && w >= 1 && w <= 4 {
+					want = x[c*16+(h-1)*4+w-1]
+				}
+				if g := got[c*36+h*6+w]; g != want {
+					t.Fatalf("pad: [%d,%d,%d] = %v, want %v", c, h, w, g, want)
+				}
+			}
+		}
 	}
 }
