@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -182,6 +183,13 @@ func TestBuildErrors(t *testing.T) {
 func FuzzImport(f *testing.F) {
 	f.Add(tiny(13, headInits, withHead(nd("Relu", "r", []string{"x"}, "h"))...))
 	f.Add([]byte{0x08, 0x07})
+	// Activations: the fused x*HardSigmoid(x), clips, a softmax inside.
+	for _, name := range []string{"hard_op13", "clip_op11", "softmax_op13"} {
+		if raw, err := os.ReadFile(filepath.Join("testdata", "acts", name+".onnx")); err == nil {
+			f.Add(raw)
+		}
+	}
+	f.Add(tiny(11, headInits, withHead(nd("Softmax", "sm", []string{"x"}, "h", attrInt("axis", 2)))...))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		if file, err := Import(bytes.NewReader(raw)); err == nil {
 			if _, err := file.Build(gpu.NewCPU()); err != nil {
