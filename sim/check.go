@@ -72,7 +72,9 @@ func (c *checker) pushed(m *wire.Push) error {
 	w := float64(m.Samples)
 	acc := c.acc[c.bounds[m.Part]:][:len(g)]
 	for i, v := range g {
-		acc[i] += w * float64(v)
+		if v != 0 { // a sparse push is 99% zeros: no store for those
+			acc[i] += w * float64(v)
+		}
 	}
 	c.samples[m.Part] += m.Samples
 	c.count[m.Part]++

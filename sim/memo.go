@@ -1,45 +1,49 @@
 package sim
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-	"math"
+	"bytes"
+	"slices"
 
+	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/solver"
-	"github.com/cotrain/cotrain/sync/state"
-	"github.com/cotrain/cotrain/sync/wire"
 )
 
 // memo shares the real work of runs that train identically: the solo runs
 // of different phones use the same batch, data order and initial weights,
 // so iteration by iteration they hold the same weights and compute the same
 // gradient; only their time differs. A gradient is a pure function of the
-// weights and the batch (for a model without dropout: no random draw), so
-// it is looked up by the SHA-256 of both, exactly, and an evaluation by the
-// hash of the weights. A hit replaces a forward and backward pass by a copy;
-// what the cores see is bit-identical either way. The runs of a group step
-// in lockstep (runGroup), so the memo only keeps the last two iterations.
+// weights, the batch-norm state and the batch (for a model without
+// dropout: no random draw), so an entry keeps copies of them and is used
+// only when they are equal, bit for bit, to the asker's; an evaluation
+// likewise by the weights and state. Comparing
+// memory costs a fraction of hashing it. A hit replaces a forward and
+// backward pass by a copy; what the cores see is bit-identical either way.
+// The runs of a group step in lockstep (runGroup), so the memo only keeps
+// the last two iterations' gradients and the last two evaluations.
 type memo struct {
-	grads map[memoKey]memoGrad
-	evals map[wire.Hash][2]float64 // accuracy and loss
+	grads []memoGrad
+	evals []memoEval
 	hits  int
 }
 
-type memoKey struct {
-	iter    uint64
-	weights wire.Hash
-	batch   wire.Hash
-}
-
+// memoGrad is a gradient, with the weights and batch it was computed on.
 type memoGrad struct {
-	grad  []float32
-	state []float32 // batch-norm statistics after the forward pass
-	loss  float64
+	iter    uint64
+	weights []float32
+	x       []float32
+	labels  []int32
+	grad    []float32
+	state   []float32 // batch-norm statistics after the forward pass
+	loss    float64
 }
 
-func newMemo() *memo {
-	return &memo{grads: map[memoKey]memoGrad{}, evals: map[wire.Hash][2]float64{}}
+// memoEval is an evaluation, with the weights it was made on.
+type memoEval struct {
+	weights   []float32
+	acc, loss float64
 }
+
+func newMemo() *memo { return &memo{} }
 
 // memoizable reports whether net's gradient depends only on its weights
 // and its batch.
@@ -52,22 +56,19 @@ func memoizable(net *solver.Net) bool {
 	return true
 }
 
-// batchHash hashes a batch's inputs and labels.
-func batchHash(x []float32, labels []int32) wire.Hash {
-	h := sha256.New()
-	var b [4]byte
-	for _, l := range labels {
-		binary.LittleEndian.PutUint32(b[:], uint32(l))
-		h.Write(b[:])
+// weightsOf returns net's weights followed by its state (the batch-norm
+// statistics, which a forward pass reads too): a copy.
+func weightsOf(net *solver.Net) []float32 {
+	w := make([]float32, net.Params.Len()+net.State.Len())
+	if h, ok := net.Params.(gpu.Host); ok {
+		copy(w, h)
+	} else {
+		net.B.Download(w[:net.Params.Len()], net.Params)
 	}
-	buf := make([]byte, 0, 4*len(x))
-	for _, v := range x {
-		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+	if net.State.Len() > 0 {
+		net.B.Download(w[net.Params.Len():], net.State)
 	}
-	h.Write(buf)
-	var out wire.Hash
-	h.Sum(out[:0])
-	return out
+	return w
 }
 
 // gradient runs tr.Gradient on the batch, or copies the gradient a run of
@@ -76,22 +77,26 @@ func (m *memo) gradient(tr *solver.Trainer, iter uint64, x []float32, labels []i
 	if m == nil {
 		return tr.Gradient(x, labels)
 	}
-	k := memoKey{iter: iter, weights: state.NetHash(tr.Net), batch: batchHash(x, labels)}
-	if g, ok := m.grads[k]; ok {
-		m.hits++
-		tr.Net.B.Upload(tr.Net.Grads, g.grad)
-		tr.Net.B.Upload(tr.Net.State, g.state)
-		return g.loss
+	w := weightsOf(tr.Net)
+	for _, g := range m.grads {
+		if g.iter == iter && slices.Equal(g.labels, labels) &&
+			bytes.Equal(floatBytes(g.x), floatBytes(x)) && bytes.Equal(floatBytes(g.weights), floatBytes(w)) {
+			m.hits++
+			tr.Net.B.Upload(tr.Net.Grads, g.grad)
+			tr.Net.B.Upload(tr.Net.State, g.state)
+			return g.loss
+		}
 	}
-	loss := tr.Gradient(x, labels)
-	g := make([]float32, tr.Net.Grads.Len())
-	tr.Net.B.Download(g, tr.Net.Grads)
+	g := memoGrad{iter: iter, weights: w, x: slices.Clone(x), labels: slices.Clone(labels)}
+	g.loss = tr.Gradient(x, labels)
+	g.grad = make([]float32, tr.Net.Grads.Len())
+	tr.Net.B.Download(g.grad, tr.Net.Grads)
 	// The forward pass also moved the batch-norm statistics, which the
 	// push carries: a hit must leave them as the computation would have.
-	st := make([]float32, tr.Net.State.Len())
-	tr.Net.B.Download(st, tr.Net.State)
-	m.grads[k] = memoGrad{grad: g, state: st, loss: loss}
-	return loss
+	g.state = make([]float32, tr.Net.State.Len())
+	tr.Net.B.Download(g.state, tr.Net.State)
+	m.grads = append(m.grads, g)
+	return g.loss
 }
 
 // evaluate returns the accuracy and the loss of tr's network on test,
@@ -100,20 +105,21 @@ func (m *memo) evaluate(tr *solver.Trainer, test solver.Samples) (acc, loss floa
 	if m == nil {
 		return tr.Evaluate(test, 250)
 	}
-	h := state.NetHash(tr.Net)
-	if e, ok := m.evals[h]; ok {
-		return e[0], e[1]
+	w := weightsOf(tr.Net)
+	for _, e := range m.evals {
+		if bytes.Equal(floatBytes(e.weights), floatBytes(w)) {
+			return e.acc, e.loss
+		}
 	}
 	acc, loss = tr.Evaluate(test, 250)
-	m.evals[h] = [2]float64{acc, loss}
+	if len(m.evals) == 2 {
+		m.evals = m.evals[1:]
+	}
+	m.evals = append(m.evals, memoEval{weights: w, acc: acc, loss: loss})
 	return acc, loss
 }
 
 // evict forgets the gradients of iterations before k.
 func (m *memo) evict(k uint64) {
-	for key := range m.grads {
-		if key.iter < k {
-			delete(m.grads, key)
-		}
-	}
+	m.grads = slices.DeleteFunc(m.grads, func(g memoGrad) bool { return g.iter < k })
 }
