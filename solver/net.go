@@ -304,6 +304,16 @@ func (n *Net) Trainable() []Range {
 	return n.appendTrainable(nil)
 }
 
+// NumTrainable is the number of parameters that learn: the length of
+// Trainable's ranges.
+func (n *Net) NumTrainable() int {
+	total := 0
+	for _, r := range n.Trainable() {
+		total += r.Len
+	}
+	return total
+}
+
 // appendTrainable appends the ranges of Trainable to rs, merged where
 // adjacent, and returns the extended slice: into a caller's slice, so the
 // trainer's steps allocate nothing.

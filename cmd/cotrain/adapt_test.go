@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/cotrain/cotrain/cmd/internal/experiment"
 )
 
 // TestAdaptModes runs the adaptation experiment at a tiny size, in
@@ -22,10 +24,10 @@ func TestAdaptModes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
 	}
-	rows := map[string]adaptResult{}
+	rows := map[string]experiment.AdaptResult{}
 	dec := json.NewDecoder(&stdout)
 	for dec.More() {
-		var r adaptResult
+		var r experiment.AdaptResult
 		if err := dec.Decode(&r); err != nil {
 			t.Fatal(err)
 		}
@@ -77,19 +79,19 @@ func TestAdaptModes(t *testing.T) {
 // batch-norm statistics.
 func TestAdaptMobileNetCoop(t *testing.T) {
 	dir := t.TempDir()
-	c := adaptConfig{out: dir, tasks: "mobilenet", bandwidth: "32Mbit", pretrain: 64, pretrainEpochs: 1,
-		train: 48, epochs: 1, test: 50, seed: 1, inproc: true}
-	if _, err := adaptRow(context.Background(), c, "mobilenet:pretrain:alone"); err != nil {
+	c := experiment.AdaptConfig{Out: dir, Tasks: "mobilenet", Bandwidth: "32Mbit", Pretrain: 64, PretrainEpochs: 1,
+		Train: 48, Epochs: 1, Test: 50, Seed: 1, InProc: true}
+	if _, err := experiment.AdaptRow(context.Background(), c, "mobilenet:pretrain:alone"); err != nil {
 		t.Fatal(err)
 	}
-	r, err := adaptRow(context.Background(), c, "mobilenet:b:coop")
+	r, err := experiment.AdaptRow(context.Background(), c, "mobilenet:b:coop")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !r.FrozenIdentical || r.Changed == 0 || r.Trainable != 256*10+10 || r.Bytes == 0 {
 		t.Fatalf("b coop: %+v", r)
 	}
-	if _, err := adaptRow(context.Background(), c, "mobilenet:e:coop"); err == nil {
+	if _, err := experiment.AdaptRow(context.Background(), c, "mobilenet:e:coop"); err == nil {
 		t.Fatal("mode e accepted")
 	}
 }

@@ -179,12 +179,12 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 		ev = cli.NewEvents(stdout)
 	} else {
 		fmt.Fprintf(stderr, "%s: %d parameters (%d trainable), %d training and %d test samples, %d steps of %d\n",
-			model, net.NumParams(), trainable(net), ds.Train.Len(), ds.Test.Len(), total, c.batch)
+			model, net.NumParams(), net.NumTrainable(), ds.Train.Len(), ds.Test.Len(), total, c.batch)
 		if f, ok := stderr.(*os.File); ok && cli.IsTerminal(f) {
 			bar = cli.NewProgress(stderr, "train", total*c.batch, "img")
 		}
 	}
-	ev.Emit("start", map[string]any{"model": model, "params": net.NumParams(), "trainable": trainable(net),
+	ev.Emit("start", map[string]any{"model": model, "params": net.NumParams(), "trainable": net.NumTrainable(),
 		"train_samples": ds.Train.Len(), "test_samples": ds.Test.Len(), "iterations": total, "batch": c.batch})
 
 	loader := data.NewLoader(ds.Train, c.batch, c.seed, true)
@@ -284,14 +284,6 @@ func carryMeta(meta, from [][2]string) [][2]string {
 		}
 	}
 	return meta
-}
-
-func trainable(net *solver.Net) int {
-	n := 0
-	for _, r := range net.Trainable() {
-		n += r.Len
-	}
-	return n
 }
 
 func fileSHA256(path string) (string, error) {

@@ -1,4 +1,10 @@
-package main
+// Package experiment holds cotrain's experiment harnesses, out of the
+// commands that start them: Adapt is cotrain adapt's comparison of the four
+// ways to adapt a pretrained model, alone and on simulated phones
+// (docs/adaptation.md). The harness runs each row in a child process of the
+// running cotrain binary (cotrain adapt --row), so that each row's peak
+// memory is its own.
+package experiment
 
 import (
 	"bufio"
@@ -25,59 +31,64 @@ import (
 	"github.com/cotrain/cotrain/solver"
 )
 
-// adaptConfig is what cotrain adapt takes.
-type adaptConfig struct {
-	out, tasks, bandwidth, row, compress string
-	pretrain, train, test                int
-	pretrainEpochs, epochs               int
-	seed                                 uint64
-	inproc, json                         bool
+// AdaptConfig sizes the experiment (cotrain adapt's flags).
+type AdaptConfig struct {
+	// Out is the folder for the pretrained weights, results.json, table.md
+	// and the plots.
+	Out string
+	// Tasks to run, comma-separated: lenet, mobilenet.
+	Tasks string
+	// Bandwidth of the shared Wi-Fi of the cooperative runs ("32Mbit").
+	Bandwidth string
+	// Row, when set, is the one row TASK:MODE:SETTING a child process runs.
+	Row string
+	// Compress is the gradient codec of the cooperative runs ("": cotrain's).
+	Compress string
+	// Pretrain, Train and Test are image counts: of the source task, of
+	// the target task's training set spread over the phones, of its test
+	// set; PretrainEpochs and Epochs the passes over them.
+	Pretrain, Train, Test  int
+	PretrainEpochs, Epochs int
+	// Seed drives initialisation, data order and the simulation.
+	Seed uint64
+	// InProc runs every row in this process (no per-row peak memory).
+	InProc bool
+	// JSON prints one JSON line per row.
+	JSON bool
 }
 
-func runAdapt(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var c adaptConfig
-	fs := newFlags("adapt", stderr, "cotrain adapt [--out DIR] [--tasks lenet,mobilenet] [sizes] [--json]")
-	fs.StringVar(&c.out, "out", "cotrain-adapt", "folder for the pretrained weights, results.json, table.md and the plots")
-	fs.StringVar(&c.tasks, "tasks", "lenet,mobilenet", "tasks to run: lenet (digits 0-4 to 5-9), mobilenet (MNIST to contrast-inverted MNIST)")
-	fs.IntVar(&c.pretrain, "pretrain", 6000, "training images of the source task")
-	fs.IntVar(&c.pretrainEpochs, "pretrain-epochs", 2, "epochs of pretraining")
-	fs.IntVar(&c.train, "train", 1500, "training images of the user's (target) task, spread over the phones")
-	fs.IntVar(&c.epochs, "epochs", 3, "epochs over the target training images for modes b, c, d")
-	fs.IntVar(&c.test, "test", 1000, "test images of the target task")
-	fs.StringVar(&c.bandwidth, "bandwidth", "32Mbit", "shared Wi-Fi bandwidth of the cooperative runs")
-	fs.StringVar(&c.compress, "compress", "", "gradient codec of the cooperative runs: none, fp16, int8, topk[:FRACTION] (default: cotrain's for SGD, topk:0.01)")
-	fs.Uint64Var(&c.seed, "seed", 1, "seed of initialisation, data order and the simulation")
-	fs.BoolVar(&c.inproc, "inproc", false, "run every row in this process (no per-row peak memory; for tests)")
-	fs.BoolVar(&c.json, "json", false, "print one JSON line per row")
-	fs.StringVar(&c.row, "row", "", "internal: run one row TASK:MODE:SETTING and print its JSON")
-	if err := parse(fs, args); err != nil {
-		return err
+// ErrUsage is wrapped by the errors that a wrong configuration causes
+// (cotrain exits 2 for them).
+var ErrUsage = errors.New("usage")
+
+// Adapt runs the experiment c describes: every row of every task, each in
+// a child process of this executable (cotrain adapt --row; InProc: here),
+// then writes results.json, table.md and the plots to c.Out and the table
+// to stdout. With c.Row set it runs that one row here and prints its JSON
+// line, as the child processes do.
+func Adapt(ctx context.Context, c AdaptConfig, stdout, stderr io.Writer) error {
+	if c.Pretrain < 1 || c.Train < 3 || c.Test < 1 || c.Epochs < 1 || c.PretrainEpochs < 1 {
+		return fmt.Errorf("%w: --pretrain, --train (at least 3: one per phone), --test and the epochs must be positive", ErrUsage)
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
-	}
-	if c.pretrain < 1 || c.train < 3 || c.test < 1 || c.epochs < 1 || c.pretrainEpochs < 1 {
-		return fmt.Errorf("%w: --pretrain, --train (at least 3: one per phone), --test and the epochs must be positive", errUsage)
-	}
-	if c.row != "" {
-		r, err := adaptRow(ctx, c, c.row)
+	if c.Row != "" {
+		r, err := AdaptRow(ctx, c, c.Row)
 		if err != nil {
 			return err
 		}
 		return json.NewEncoder(stdout).Encode(r)
 	}
 	var tasks []*adaptTask
-	for _, name := range strings.Split(c.tasks, ",") {
+	for _, name := range strings.Split(c.Tasks, ",") {
 		t, err := lookupTask(name)
 		if err != nil {
-			return fmt.Errorf("%w: %v", errUsage, err)
+			return fmt.Errorf("%w: %v", ErrUsage, err)
 		}
 		tasks = append(tasks, t)
 	}
-	if err := os.MkdirAll(c.out, 0o755); err != nil {
+	if err := os.MkdirAll(c.Out, 0o755); err != nil {
 		return err
 	}
-	var rows []adaptResult
+	var rows []AdaptResult
 	for _, t := range tasks {
 		for _, spec := range t.rows() {
 			r, err := runAdaptRow(ctx, c, spec, stderr)
@@ -85,7 +96,7 @@ func runAdapt(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				return fmt.Errorf("adapt %s: %w", spec, err)
 			}
 			rows = append(rows, r)
-			if c.json {
+			if c.JSON {
 				if err := json.NewEncoder(stdout).Encode(r); err != nil {
 					return err
 				}
@@ -98,8 +109,8 @@ func runAdapt(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return writeAdaptReport(c, tasks, rows, stdout)
 }
 
-// adaptResult is one row of the experiment.
-type adaptResult struct {
+// AdaptResult is one row of the experiment.
+type AdaptResult struct {
 	Task, Mode, Setting string
 	// Accuracy is on the target task's test images (on the source task's
 	// for the pretraining row).
@@ -129,30 +140,30 @@ type adaptResult struct {
 
 // runAdaptRow runs one row in a child process (so that its peak memory is
 // its own) or, with --inproc, here.
-func runAdaptRow(ctx context.Context, c adaptConfig, spec string, stderr io.Writer) (adaptResult, error) {
-	if c.inproc {
+func runAdaptRow(ctx context.Context, c AdaptConfig, spec string, stderr io.Writer) (AdaptResult, error) {
+	if c.InProc {
 		t0 := time.Now()
 		cpu0 := cpuSeconds()
-		r, err := adaptRow(ctx, c, spec)
+		r, err := AdaptRow(ctx, c, spec)
 		r.CPUSeconds, r.WallSeconds, r.PeakRSSMiB = cpuSeconds()-cpu0, time.Since(t0).Seconds(), -1
 		return r, err
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return adaptResult{}, err
+		return AdaptResult{}, err
 	}
-	args := []string{"adapt", "--row", spec, "--out", c.out, "--tasks", c.tasks, "--bandwidth", c.bandwidth, "--compress", c.compress,
-		"--pretrain", fmt.Sprint(c.pretrain), "--pretrain-epochs", fmt.Sprint(c.pretrainEpochs),
-		"--train", fmt.Sprint(c.train), "--epochs", fmt.Sprint(c.epochs), "--test", fmt.Sprint(c.test),
-		"--seed", fmt.Sprint(c.seed)}
+	args := []string{"adapt", "--row", spec, "--out", c.Out, "--tasks", c.Tasks, "--bandwidth", c.Bandwidth, "--compress", c.Compress,
+		"--pretrain", fmt.Sprint(c.Pretrain), "--pretrain-epochs", fmt.Sprint(c.PretrainEpochs),
+		"--train", fmt.Sprint(c.Train), "--epochs", fmt.Sprint(c.Epochs), "--test", fmt.Sprint(c.Test),
+		"--seed", fmt.Sprint(c.Seed)}
 	cmd := exec.CommandContext(ctx, exe, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, stderr
 	t0 := time.Now()
 	if err := cmd.Run(); err != nil {
-		return adaptResult{}, err
+		return AdaptResult{}, err
 	}
-	var r adaptResult
+	var r AdaptResult
 	sc := bufio.NewScanner(&out)
 	sc.Buffer(nil, 1<<24)
 	var last string
@@ -160,7 +171,7 @@ func runAdaptRow(ctx context.Context, c adaptConfig, spec string, stderr io.Writ
 		last = sc.Text()
 	}
 	if err := json.Unmarshal([]byte(last), &r); err != nil {
-		return adaptResult{}, fmt.Errorf("row %s printed %q: %w", spec, last, err)
+		return AdaptResult{}, fmt.Errorf("row %s printed %q: %w", spec, last, err)
 	}
 	r.WallSeconds = time.Since(t0).Seconds()
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
@@ -189,27 +200,27 @@ type adaptTask struct {
 	LR          float64
 	// split returns the source training and test sets and the target
 	// training and test sets from MNIST.
-	split func(c adaptConfig, train, test data.Dataset) (srcTrain, srcTest, dstTrain, dstTest data.Dataset)
+	split func(c AdaptConfig, train, test data.Dataset) (srcTrain, srcTest, dstTrain, dstTest data.Dataset)
 }
 
 var adaptTasks = []*adaptTask{
 	{
 		Name: "lenet", Model: "lenet5", LR: 0.02,
 		Source: "MNIST digits 0-4", Target: "MNIST digits 5-9 (new classes)",
-		split: func(c adaptConfig, train, test data.Dataset) (data.Dataset, data.Dataset, data.Dataset, data.Dataset) {
+		split: func(c AdaptConfig, train, test data.Dataset) (data.Dataset, data.Dataset, data.Dataset, data.Dataset) {
 			lo, hi := []int{0, 1, 2, 3, 4}, []int{5, 6, 7, 8, 9}
-			return first(data.FilterClasses(train, lo, false), c.pretrain), first(data.FilterClasses(test, lo, false), c.test),
-				first(data.FilterClasses(train, hi, false), c.train), first(data.FilterClasses(test, hi, false), c.test)
+			return first(data.FilterClasses(train, lo, false), c.Pretrain), first(data.FilterClasses(test, lo, false), c.Test),
+				first(data.FilterClasses(train, hi, false), c.Train), first(data.FilterClasses(test, hi, false), c.Test)
 		},
 	},
 	{
 		Name: "mobilenet", Model: "mobilenet-small", LR: 0.05,
 		Config: models.Config{Classes: 10, Input: solver.Shape{C: 1, H: 28, W: 28}, Width: 0.25},
 		Source: "MNIST", Target: "contrast-inverted MNIST (every normalised pixel negated: a domain shift)",
-		split: func(c adaptConfig, train, test data.Dataset) (data.Dataset, data.Dataset, data.Dataset, data.Dataset) {
+		split: func(c AdaptConfig, train, test data.Dataset) (data.Dataset, data.Dataset, data.Dataset, data.Dataset) {
 			// The target's training images are others than the source's.
-			rest := data.Subset(train, seq(c.pretrain, min(train.Len(), c.pretrain+c.train)))
-			return first(train, c.pretrain), first(test, c.test), negated{rest}, negated{first(test, c.test)}
+			rest := data.Subset(train, seq(c.Pretrain, min(train.Len(), c.Pretrain+c.Train)))
+			return first(train, c.Pretrain), first(test, c.Test), negated{rest}, negated{first(test, c.Test)}
 		},
 	},
 }
@@ -267,34 +278,34 @@ func (n negated) Get(i int, dst []float32) int32 {
 }
 
 // pretrainedPath is where the task's pretrained weights are kept.
-func (t *adaptTask) pretrainedPath(c adaptConfig) string {
-	return filepath.Join(c.out, "pretrained-"+t.Name+".ctw")
+func (t *adaptTask) pretrainedPath(c AdaptConfig) string {
+	return filepath.Join(c.Out, "pretrained-"+t.Name+".ctw")
 }
 
-// adaptRow runs one row: TASK:MODE:SETTING.
-func adaptRow(ctx context.Context, c adaptConfig, spec string) (adaptResult, error) {
+// AdaptRow runs one row: TASK:MODE:SETTING.
+func AdaptRow(ctx context.Context, c AdaptConfig, spec string) (AdaptResult, error) {
 	parts := strings.Split(spec, ":")
 	if len(parts) != 3 {
-		return adaptResult{}, fmt.Errorf("%w: --row %q: want TASK:MODE:SETTING", errUsage, spec)
+		return AdaptResult{}, fmt.Errorf("%w: --row %q: want TASK:MODE:SETTING", ErrUsage, spec)
 	}
 	t, err := lookupTask(parts[0])
 	if err != nil {
-		return adaptResult{}, fmt.Errorf("%w: %v", errUsage, err)
+		return AdaptResult{}, fmt.Errorf("%w: %v", ErrUsage, err)
 	}
 	mode, setting := parts[1], parts[2]
 	if !slices.Contains([]string{"pretrain", "a", "b", "c", "d"}, mode) || (setting != "alone" && setting != "coop") {
-		return adaptResult{}, fmt.Errorf("%w: --row %q: mode pretrain, a, b, c or d; setting alone or coop", errUsage, spec)
+		return AdaptResult{}, fmt.Errorf("%w: --row %q: mode pretrain, a, b, c or d; setting alone or coop", ErrUsage, spec)
 	}
 	train, err := data.LoadMNIST("train")
 	if err != nil {
-		return adaptResult{}, err
+		return AdaptResult{}, err
 	}
 	test, err := data.LoadMNIST("test")
 	if err != nil {
-		return adaptResult{}, err
+		return AdaptResult{}, err
 	}
 	srcTrain, srcTest, dstTrain, dstTest := t.split(c, train, test)
-	res := adaptResult{Task: t.Name, Mode: mode, Setting: setting}
+	res := AdaptResult{Task: t.Name, Mode: mode, Setting: setting}
 	switch mode {
 	case "pretrain":
 		return t.pretrain(ctx, c, srcTrain, srcTest, res)
@@ -317,18 +328,18 @@ func adaptRow(ctx context.Context, c adaptConfig, spec string) (adaptResult, err
 
 // pretrain trains the task's network on the source task alone (a plain
 // trainer, no simulation) and saves it.
-func (t *adaptTask) pretrain(ctx context.Context, c adaptConfig, train, test data.Dataset, res adaptResult) (adaptResult, error) {
+func (t *adaptTask) pretrain(ctx context.Context, c AdaptConfig, train, test data.Dataset, res AdaptResult) (AdaptResult, error) {
 	b := newCPU()
 	net, err := models.Build(b, t.Model, t.Config)
 	if err != nil {
 		return res, err
 	}
-	net.InitParams(rand.New(rand.NewPCG(c.seed, 0x9e7)))
+	net.InitParams(rand.New(rand.NewPCG(c.Seed, 0x9e7)))
 	opt := solver.NewSGD(b, net.NumParams(), 0.9, 0, false)
 	const batch = 64
-	total := c.pretrainEpochs * ((train.Len() + batch - 1) / batch)
+	total := c.PretrainEpochs * ((train.Len() + batch - 1) / batch)
 	tr := solver.NewTrainer(net, opt, solver.Cosine{Base: float32(t.LR), Total: total})
-	loader := data.NewLoader(train, batch, c.seed, true)
+	loader := data.NewLoader(train, batch, c.Seed, true)
 	x := make([]float32, batch*net.In.Size())
 	labels := make([]int32, batch)
 	for it := 0; it < total; it++ {
@@ -350,7 +361,7 @@ func (t *adaptTask) pretrain(ctx context.Context, c adaptConfig, train, test dat
 
 // adapt runs mode b, c or d alone (one simulated phone with all the target
 // data) or cooperatively (three phones, a shard each, over shared Wi-Fi).
-func (t *adaptTask) adapt(ctx context.Context, c adaptConfig, mode, setting string, train, test data.Dataset, res adaptResult) (adaptResult, error) {
+func (t *adaptTask) adapt(ctx context.Context, c AdaptConfig, mode, setting string, train, test data.Dataset, res AdaptResult) (AdaptResult, error) {
 	var start []float32
 	var startState []float32
 	if mode != "d" {
@@ -368,7 +379,7 @@ func (t *adaptTask) adapt(ctx context.Context, c adaptConfig, mode, setting stri
 		net.B.Download(startState, net.State)
 	}
 	const batch = 48 // 16 per phone cooperatively
-	iters := c.epochs * ((train.Len() + batch - 1) / batch)
+	iters := c.Epochs * ((train.Len() + batch - 1) / batch)
 	evalEvery := max(1, iters/6)
 	policy := map[string]string{"alone": "solo", "coop": "fixed"}[setting]
 	scText := fmt.Sprintf(`name adapt-%s-%s
@@ -384,9 +395,9 @@ primary fixed
 network bandwidth=%s latency=2ms medium=shared
 hub nexus-6p
 device nexus-6p count=3
-`, t.Name, mode, c.seed, t.Model, batch, t.LR, iters, evalEvery, test.Len(), c.bandwidth)
-	if c.compress != "" {
-		scText += "compress " + c.compress + "\n"
+`, t.Name, mode, c.Seed, t.Model, batch, t.LR, iters, evalEvery, test.Len(), c.Bandwidth)
+	if c.Compress != "" {
+		scText += "compress " + c.Compress + "\n"
 	}
 	sc, err := sim.ParseScenario(strings.NewReader(scText))
 	if err != nil {
@@ -420,7 +431,7 @@ device nexus-6p count=3
 	for _, p := range run.Curve {
 		res.Curve = append(res.Curve, [2]float64{p.Seconds, p.Accuracy})
 	}
-	res.Params, res.Trainable = hubNet.NumParams(), trainable(hubNet)
+	res.Params, res.Trainable = hubNet.NumParams(), hubNet.NumTrainable()
 	final := make([]float32, hubNet.NumParams())
 	hubNet.B.Download(final, hubNet.Params)
 	if start != nil {
@@ -465,12 +476,12 @@ func bytesText(n int64) string {
 func newCPU() gpu.Backend { return gpu.NewCPU() }
 
 // writeAdaptReport writes results.json, table.md and one plot per task.
-func writeAdaptReport(c adaptConfig, tasks []*adaptTask, rows []adaptResult, stdout io.Writer) error {
+func writeAdaptReport(c AdaptConfig, tasks []*adaptTask, rows []AdaptResult, stdout io.Writer) error {
 	raw, err := json.MarshalIndent(rows, "", " ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(c.out, "results.json"), append(raw, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(c.Out, "results.json"), append(raw, '\n'), 0o644); err != nil {
 		return err
 	}
 	var tb strings.Builder
@@ -495,7 +506,7 @@ func writeAdaptReport(c adaptConfig, tasks []*adaptTask, rows []adaptResult, std
 		fmt.Fprintf(&tb, "| %s | %s | %s | %.4f | %d | %.1f | %s | %s | %s |\n", r.Task, modeText[r.Mode], setting,
 			r.Accuracy, r.Trainable, r.CPUSeconds, phone, rss, bytesText(r.Bytes))
 	}
-	if err := os.WriteFile(filepath.Join(c.out, "table.md"), []byte(tb.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(c.Out, "table.md"), []byte(tb.String()), 0o644); err != nil {
 		return err
 	}
 	for _, t := range tasks {
@@ -510,13 +521,13 @@ func writeAdaptReport(c adaptConfig, tasks []*adaptTask, rows []adaptResult, std
 			}
 			series = append(series, s)
 		}
-		path := filepath.Join(c.out, "adapt-"+t.Name+".png")
+		path := filepath.Join(c.Out, "adapt-"+t.Name+".png")
 		title := fmt.Sprintf("%s: %s to %s", t.Model, t.Source, strings.SplitN(t.Target, " (", 2)[0])
 		if err := chart.LinePlot(path, title, "simulated phone seconds", "test accuracy", series...); err != nil {
 			return err
 		}
 	}
-	if !c.json {
+	if !c.JSON {
 		fmt.Fprint(stdout, tb.String())
 	}
 	return nil
