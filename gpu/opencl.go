@@ -38,10 +38,11 @@ type OpenCL struct {
 
 	progs      []*clProgram
 	k          map[string]*clKernel
-	gemms      []*gemmVariant   // built variants, by increasing tile area
-	gemmSel    int              // index of the default variant in gemms
-	gemmBySize []gemmSizeChoice // the tuner's winner per timed size, by size
-	gemmKey    string           // extra options and candidates, for the tuning file's name
+	gemms      []*gemmVariant             // built variants, by increasing tile area
+	gemmSel    int                        // index of the default variant in gemms
+	gemmBySize []gemmSizeChoice           // the tuner's winner per timed size, by size
+	gemmRates  map[int]map[string]float64 // the tuner's GFLOPS per timed size and variant
+	gemmKey    string                     // extra options and candidates, for the tuning file's name
 
 	coef    *clMem  // per-channel batch-norm coefficients (4 per channel)
 	splitWS *clMem  // partial sums of split-k products (opencl_gemm.go)

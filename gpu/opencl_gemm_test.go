@@ -206,8 +206,8 @@ func TestOpenCLTuner(t *testing.T) {
 	t.Logf("device %s: GFLOPS %v, best %v", o.info.Name, tn.GFLOPS, tn.Best)
 
 	dir := t.TempDir()
-	prevSel, prevBy := o.gemmSel, o.gemmBySize
-	defer func() { o.gemmSel, o.gemmBySize = prevSel, prevBy }()
+	prevSel, prevBy, prevRates := o.gemmSel, o.gemmBySize, o.gemmRates
+	defer func() { o.gemmSel, o.gemmBySize, o.gemmRates = prevSel, prevBy, prevRates }()
 	o.tuneGemm(dir, true)
 	files, _ := filepath.Glob(filepath.Join(dir, "gemm-*.json"))
 	if len(files) != 1 {
@@ -232,6 +232,21 @@ func TestOpenCLTuner(t *testing.T) {
 	}
 	if _, sel := o.GemmVariants(); sel != large {
 		t.Errorf("default variant %s, want %s", sel, large)
+	}
+	// With measured rates, a C of 64 rows runs with the small tile when
+	// the large one would compute twice its area at less than twice the
+	// rate; 128·k rows stay with the large one.
+	data = []byte(fmt.Sprintf(`{"best": {"256": %q, "2048": %q}, "gflops": {"2048": {%q: 30000, %q: 40000}}}`,
+		small, large, small, large))
+	if err := os.WriteFile(files[0], data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o.tuneGemm(dir, false)
+	if got := o.GemmVariantFor(64, big, 1<<16); got != small && small != large {
+		t.Errorf("64x%dx65536 runs %s, want %s", big, got, small)
+	}
+	if got := o.GemmVariantFor(big, big, 1<<16); got != large {
+		t.Errorf("%dx%dx65536 runs %s, want %s", big, big, got, large)
 	}
 	// A file naming no built variant is ignored.
 	os.WriteFile(files[0], []byte(`{"best": {"256": "9x9/1x1"}}`), 0o644)
