@@ -95,6 +95,18 @@ func (g *ConvGeom) dwArgs() []any {
 	return []any{g.N, g.C, g.K, g.H, g.W, g.R, g.S, g.StrideH, g.StrideW, g.PadH, g.PadW, g.OH, g.OW}
 }
 
+// im2col writes the column matrix of cnt samples of one group: over planes
+// (im2col_planes) when an output plane has at least 32 positions, else one
+// item per element.
+func (o *OpenCL) im2col(g *ConvGeom, rows, cnt, ohw int, col *clBuf, x *clMem, xoff int) {
+	args := append([]any{col.m, col.off, x, xoff}, g.colArgs(cnt)...)
+	if ohw >= 32 {
+		o.runPlanes("im2col_planes", ohw, rows, cnt, args...)
+		return
+	}
+	o.run1("im2col", rows*cnt*ohw, args...)
+}
+
 // ConvForward implements Backend.
 func (o *OpenCL) ConvForward(g ConvGeom, y, x, w, bias, ws Buffer) {
 	xs, wsl, ys, bs, col, nb := o.convBufs("ConvForward", &g, x, w, y, bias, ws)
@@ -116,7 +128,7 @@ func (o *OpenCL) ConvForward(g ConvGeom, y, x, w, bias, ws Buffer) {
 					src = batchMat(xs, n0, cnt, gi*cg, g.C, ohw)
 				} else {
 					xoff := xs.off + (n0*g.C+gi*cg)*g.H*g.W
-					o.run1("im2col", rows*cnt*ohw, append([]any{col.m, col.off, xs.m, xoff}, g.colArgs(cnt)...)...)
+					o.im2col(&g, rows, cnt, ohw, col, xs.m, xoff)
 					src = plainMat(col.m, col.off, cnt*ohw)
 				}
 				o.gemm(false, false, kg, cnt*ohw, rows, 1, plainMat(wsl.m, wsl.off+gi*kg*rows, rows), src,
@@ -194,7 +206,7 @@ func (o *OpenCL) ConvBackwardFilter(g ConvGeom, dw, dbias, dy, x, ws Buffer) {
 				src = batchMat(xs, n0, cnt, gi*cg, g.C, ohw)
 			} else {
 				xoff := xs.off + (n0*g.C+gi*cg)*g.H*g.W
-				o.run1("im2col", rows*cnt*ohw, append([]any{col.m, col.off, xs.m, xoff}, g.colArgs(cnt)...)...)
+				o.im2col(&g, rows, cnt, ohw, col, xs.m, xoff)
 				src = plainMat(col.m, col.off, cnt*ohw)
 			}
 			o.gemm(false, true, kg, rows, cnt*ohw, 1, batchMat(dys, n0, cnt, gi*kg, g.K, ohw), src,

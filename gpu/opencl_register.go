@@ -82,6 +82,7 @@ var mainKernels = []string{
 	"copy_strided", "broadcast", "reduce_sum",
 	"act_param", "act_param_backward", "softmax_axis", "softmax_axis_backward",
 	"bn_stats_part", "bn_stats_final", "bn_backward_part", "bn_backward_final",
+	"im2col_planes",
 }
 
 // reductionKernels run in work-groups of redWG items.

@@ -242,3 +242,20 @@ __kernel void dw_backward_filter3_part(__global acc_t* part, __global const stor
 	}
 DW3_KERNELS(1)
 DW3_KERNELS(2)
+
+// im2col_planes: im2col over a 3-D grid (output position, column-matrix
+// row, sample): the row's channel and tap are the same for a whole
+// work-group, and an item divides once for its position. It writes what
+// im2col writes.
+__kernel void im2col_planes(__global store_t* col, int coloff, __global const store_t* x, int xoff, int nb, int xs, int Cg,
+                            int H, int W, int R, int S, int sh, int sw, int ph, int pw, int OH, int OW) {
+	int p = get_global_id(0), row = get_global_id(1), n = get_global_id(2);
+	int ohw = OH * OW;
+	if (p >= ohw) return;
+	int c = row / (R * S), rs = row - c * R * S, r = rs / S, s = rs - r * S;
+	int oh = p / OW, ow = p - oh * OW;
+	int ih = oh * sh - ph + r, iw = ow * sw - pw + s;
+	float v = 0.0f;
+	if (ih >= 0 && ih < H && iw >= 0 && iw < W) v = LD(x, xoff + n * xs + (c * H + ih) * W + iw);
+	ST(col, coloff + row * nb * ohw + n * ohw + p, v);
+}
