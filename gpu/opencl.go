@@ -180,6 +180,16 @@ func (o *OpenCL) run1(name string, n int, args ...any) {
 	must(o.ctx.launch(k, []int{(n + wg - 1) / wg * wg}, []int{wg}, args...))
 }
 
+// runVec4 launches kernel name over n elements, or its four-elements-per-item
+// twin name+"4" when n is a multiple of 4 (the same bits; see norm.cl).
+func (o *OpenCL) runVec4(name string, n int, args ...any) {
+	if n%4 == 0 {
+		o.run1(name+"4", n/4, args...)
+		return
+	}
+	o.run1(name, n, args...)
+}
+
 // runPlanes launches a 3-D grid: n items (in work-groups of up to 128)
 // for each of d1·d2 planes.
 func (o *OpenCL) runPlanes(name string, n, d1, d2 int, args ...any) {
@@ -347,7 +357,7 @@ func (o *OpenCL) Activate(a Act, y, x Buffer) {
 	sameN("Activate", ys, xs)
 	mustAct(a)
 	if a.Kind == KindReLU || a.Kind == KindReLU6 {
-		o.run1("act", xs.n, int(a.Kind), ys.m, ys.off, xs.m, xs.off, xs.n)
+		o.runVec4("act", xs.n, int(a.Kind), ys.m, ys.off, xs.m, xs.off, xs.n)
 		return
 	}
 	o.run1("act_param", xs.n, int(a.Kind), a.Alpha, a.Beta, ys.m, ys.off, xs.m, xs.off, xs.n)
@@ -360,7 +370,7 @@ func (o *OpenCL) ActivateBackward(a Act, dx, dy, t Buffer) {
 	sameN("ActivateBackward", dxs, ts)
 	mustAct(a)
 	if a.Kind == KindReLU || a.Kind == KindReLU6 {
-		o.run1("act_backward", ts.n, int(a.Kind), dxs.m, dxs.off, dys.m, dys.off, ts.m, ts.off, ts.n)
+		o.runVec4("act_backward", ts.n, int(a.Kind), dxs.m, dxs.off, dys.m, dys.off, ts.m, ts.off, ts.n)
 		return
 	}
 	o.run1("act_param_backward", ts.n, int(a.Kind), a.Alpha, a.Beta, dxs.m, dxs.off, dys.m, dys.off, ts.m, ts.off, ts.n)

@@ -296,6 +296,17 @@ func redParts(m int) (l, p int) {
 	return redPartLen, (m + redPartLen - 1) / redPartLen
 }
 
+// bnElementwise launches bn_apply or bn_backward_dx, four elements per item
+// (bn_apply4, bn_backward_dx4) when a plane's length is a multiple of 4, so
+// that the four share a channel.
+func (o *OpenCL) bnElementwise(name string, g BNGeom, args ...any) {
+	if g.HW%4 == 0 {
+		o.run1(name+"4", g.N*g.C*g.HW/4, args...)
+		return
+	}
+	o.run1(name, g.N*g.C*g.HW, args...)
+}
+
 // BatchNormTrain implements Backend.
 func (o *OpenCL) BatchNormTrain(g BNGeom, y, x, gamma, beta, runMean, runVar, saveMean, saveInvStd Buffer) {
 	ys, xs := o.buf(y), o.buf(x)
@@ -308,12 +319,12 @@ func (o *OpenCL) BatchNormTrain(g BNGeom, y, x, gamma, beta, runMean, runVar, sa
 		o.runGroups("bn_stats_part", g.C*np, xs.m, xs.off, part, g.N, g.C, g.HW, l, np)
 		o.run1("bn_stats_final", g.C, part, p[0].m, p[0].off, p[1].m, p[1].off, p[2].m, p[2].off, p[3].m, p[3].off,
 			p[4].m, p[4].off, p[5].m, p[5].off, coef, g.N, g.C, g.HW, l, np, g.Eps, g.Momentum)
-		o.run1("bn_apply", ys.n, ys.m, ys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)
+		o.bnElementwise("bn_apply", g, ys.m, ys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)
 		return
 	}
 	o.runGroups("bn_stats", g.C, xs.m, xs.off, p[0].m, p[0].off, p[1].m, p[1].off, p[2].m, p[2].off, p[3].m, p[3].off,
 		p[4].m, p[4].off, p[5].m, p[5].off, coef, g.N, g.C, g.HW, g.Eps, g.Momentum)
-	o.run1("bn_apply", ys.n, ys.m, ys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)
+	o.bnElementwise("bn_apply", g, ys.m, ys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)
 }
 
 // BatchNormInfer implements Backend.
@@ -324,7 +335,7 @@ func (o *OpenCL) BatchNormInfer(g BNGeom, y, x, gamma, beta, runMean, runVar Buf
 	sameN("BatchNormInfer", ys, xs)
 	coef := o.scratch(&o.coef, 4*g.C)
 	o.run1("bn_infer_coef", g.C, p[0].m, p[0].off, p[1].m, p[1].off, p[2].m, p[2].off, p[3].m, p[3].off, coef, g.C, g.Eps)
-	o.run1("bn_apply", ys.n, ys.m, ys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)
+	o.bnElementwise("bn_apply", g, ys.m, ys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)
 }
 
 // BatchNormBackward implements Backend. dx, dgamma and dbeta may be nil.
@@ -352,6 +363,6 @@ func (o *OpenCL) BatchNormBackward(g BNGeom, dx, dgamma, dbeta, dy, x, gamma, sa
 	}
 	if dxs != nil {
 		sameN("BatchNormBackward", dxs, xs)
-		o.run1("bn_backward_dx", dxs.n, dxs.m, dxs.off, dys.m, dys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)
+		o.bnElementwise("bn_backward_dx", g, dxs.m, dxs.off, dys.m, dys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)
 	}
 }

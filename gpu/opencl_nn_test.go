@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 var clConvGeoms = []ConvGeom{
@@ -399,5 +400,48 @@ func TestOpenCLDepthwise3Bits(t *testing.T) {
 			o.runGroups("dw_backward_filter", ref.n, append([]any{ref.m, ref.off, dys.m, dys.off, xs.m, xs.off}, g.dwArgs()...)...)
 		}
 		same(g, "filter tap", got, download(o, ref))
+	}
+}
+
+// TestOpenCLVec4Bits checks that the four-elements-per-item kernels give the
+// bits of the scalar ones, on views at an odd offset and with -0, NaN and
+// ReLU6's kinks among the inputs.
+func TestOpenCLVec4Bits(t *testing.T) { bothStorages(t, testOpenCLVec4Bits) }
+
+func testOpenCLVec4Bits(t *testing.T, o *OpenCL) {
+	r := rand.New(rand.NewPCG(35, 36))
+	g := BNGeom{N: 3, C: 5, HW: 12}
+	n := g.N * g.C * g.HW
+	vals := scaled(clRand(r, n+1), 8)
+	copy(vals[1:], []float32{float32(math.Copysign(0, -1)), 0, 6, -6, float32(math.NaN()), 5.999, 6.001})
+	all, dyAll := o.Alloc(n+1), o.Alloc(n+1)
+	o.Upload(all, vals)
+	o.Upload(dyAll, clRand(r, n+1))
+	x, dy := o.buf(o.View(all, 1, n)), o.buf(o.View(dyAll, 1, n))
+	coef := o.scratch(&o.coef, 4*g.C)
+	cv := clRand(r, 4*g.C)
+	must(o.ctx.write(coef, 0, unsafe.Pointer(&cv[0]), 4*len(cv)))
+	for _, c := range []struct {
+		name string
+		args func(y *clBuf) []any
+	}{
+		{"act", func(y *clBuf) []any { return []any{int(KindReLU), y.m, y.off, x.m, x.off, n} }},
+		{"act", func(y *clBuf) []any { return []any{int(KindReLU6), y.m, y.off, x.m, x.off, n} }},
+		{"act_backward", func(y *clBuf) []any { return []any{int(KindReLU), y.m, y.off, dy.m, dy.off, x.m, x.off, n} }},
+		{"act_backward", func(y *clBuf) []any { return []any{int(KindReLU6), y.m, y.off, dy.m, dy.off, x.m, x.off, n} }},
+		{"bn_apply", func(y *clBuf) []any { return []any{y.m, y.off, x.m, x.off, coef, g.N, g.C, g.HW} }},
+		{"bn_backward_dx", func(y *clBuf) []any { return []any{y.m, y.off, dy.m, dy.off, x.m, x.off, coef, g.N, g.C, g.HW} }},
+	} {
+		var out [2][]float32
+		for i, kernel := range []string{c.name, c.name + "4"} {
+			y := o.buf(o.View(o.Alloc(n+1), 1, n))
+			o.run1(kernel, n/(1+3*i), c.args(y)...)
+			out[i] = download(o, y)
+		}
+		for i := range out[0] {
+			if math.Float32bits(out[0][i]) != math.Float32bits(out[1][i]) {
+				t.Fatalf("%s: element %d (x %g): %g with 4 per item, %g with 1", c.name, i, vals[1+i], out[1][i], out[0][i])
+			}
+		}
 	}
 }

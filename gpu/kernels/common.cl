@@ -36,6 +36,16 @@ typedef float store_t;
 #define ST4(p, v) (*(__global float4*)(p) = (v))
 #endif
 
+// LDV4/STV4 move elements i..i+3 with no alignment beyond the element's own
+// (vload4, vload_half4), for views at any offset.
+#ifdef STORE_HALF
+#define LDV4(p, i) vload_half4(0, (p) + (i))
+#define STV4(p, i, v) vstore_half4_rte((v), 0, (p) + (i))
+#else
+#define LDV4(p, i) vload4(0, (p) + (i))
+#define STV4(p, i, v) vstore4((v), 0, (p) + (i))
+#endif
+
 // Reductions run in work-groups of RED_WG items (a power of two, set by the
 // host to fit the device).
 #ifndef RED_WG
