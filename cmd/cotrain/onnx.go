@@ -19,7 +19,7 @@ func runImport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlags("import", stderr, "cotrain import --onnx FILE --out WEIGHTS [--normalize imagenet] [--json]")
 	in := fs.String("onnx", "", "ONNX model to read (required)")
 	out := fs.String("out", "", "weight file to write (required)")
-	normalize := fs.String("normalize", "", models.NormUsage+"; PyTorch models pretrained on ImageNet want imagenet")
+	normalize := fs.String("normalize", "", models.NormUsage+"; PyTorch models pretrained on ImageNet want imagenet; a file from cotrain export keeps the normalisation its metadata records unless this is given")
 	asJSON := fs.Bool("json", false, "print one JSON line")
 	if err := parse(fs, args); err != nil {
 		return err

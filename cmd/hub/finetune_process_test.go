@@ -251,7 +251,15 @@ func TestFinetuneONNXOnThreeWorkerProcesses(t *testing.T) {
 	onnxOut := filepath.Join(dir, "finetuned.onnx")
 	cotrain(t, "export", "--weights", weights, "--onnx", onnxOut)
 	again := filepath.Join(dir, "again.ctw")
-	cotrain(t, "import", "--onnx", onnxOut, "--out", again, "--normalize", "imagenet")
+	// No --normalize: the ONNX file's metadata carries it, and the classes.
+	cotrain(t, "import", "--onnx", onnxOut, "--out", again)
+	for _, c := range names {
+		img := filepath.Join(dir, "hub", "test", c, "000.png")
+		a, b := predictions(t, weights, img)[0]["top5"], predictions(t, again, img)[0]["top5"]
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Errorf("%s: imported again, predict says %v; the fine-tuned file %v", img, b, a)
+		}
+	}
 	want, got := predictions(t, weights, npy), predictions(t, again, npy)
 	if len(want) != 4 || len(got) != 4 {
 		t.Fatalf("%d and %d predictions, want 4", len(want), len(got))

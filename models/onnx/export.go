@@ -100,6 +100,13 @@ func Export(w io.Writer, f *models.File) error {
 		OpsetImport:     []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(ExportOpset)}},
 		Graph:           e.g,
 	}
+	// The class names and input normalisation travel as metadata, which
+	// Import reads back and other ONNX tools show (or ignore).
+	for _, kv := range models.DefiningMeta(f.Meta) {
+		if kv[0] != models.MetaGraph {
+			m.MetadataProps = append(m.MetadataProps, &onnxpb.StringStringEntryProto{Key: proto.String(MetaPrefix + kv[0]), Value: proto.String(kv[1])})
+		}
+	}
 	raw, err := proto.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("onnx: export: %w", err)

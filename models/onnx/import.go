@@ -150,7 +150,38 @@ func Import(r io.Reader) (*models.File, error) {
 			"to keep them, export with training=torch.onnx.TrainingMode.PRESERVE (model in eval mode) or "+
 			"TrainingMode.TRAINING (do_constant_folding=False alone does not stop the folding in PyTorch 1.13)", im.folded))
 	}
-	return im.file(in, m.GetProducerName()+" "+m.GetProducerVersion())
+	f, err := im.file(in, m.GetProducerName()+" "+m.GetProducerVersion())
+	if err != nil {
+		return nil, err
+	}
+	return withMetadata(f, m.GetMetadataProps())
+}
+
+// MetaPrefix marks the ONNX metadata_props that carry a weight file's meta
+// (the class names, models.MetaLabels, and the input normalisation,
+// models.MetaMean and MetaStd): Export writes them, Import reads them back,
+// so a model keeps its classes and normalisation through ONNX.
+const MetaPrefix = "cotrain."
+
+// withMetadata copies the class names and normalisation of props into f's
+// meta, refusing malformed ones (ErrMalformed) rather than keeping a file
+// that would not load.
+func withMetadata(f *models.File, props []*onnxpb.StringStringEntryProto) (*models.File, error) {
+	for _, p := range props {
+		switch k, _ := strings.CutPrefix(p.GetKey(), MetaPrefix); k {
+		case models.MetaLabels, models.MetaMean, models.MetaStd:
+			if strings.HasPrefix(p.GetKey(), MetaPrefix) {
+				f.Meta = models.SetMeta(f.Meta, k, p.GetValue())
+			}
+		}
+	}
+	if _, _, err := f.Labels(); err != nil {
+		return nil, fmt.Errorf("%w: metadata %s%s: %v", ErrMalformed, MetaPrefix, models.MetaLabels, err)
+	}
+	if _, _, err := f.InputNorm(); err != nil {
+		return nil, fmt.Errorf("%w: metadata %s%s/%s: %v", ErrMalformed, MetaPrefix, models.MetaMean, models.MetaStd, err)
+	}
+	return f, nil
 }
 
 // inputs registers the initializers and the single real graph input.

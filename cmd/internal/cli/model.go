@@ -57,8 +57,10 @@ func parseTrainLast(spec string) (int, error) {
 
 // ImportONNX reads an ONNX model into a weight file of model
 // models.GraphModel, recording the input normalisation normalize names
-// (models.ParseNorm; "" is models.DefaultNorm), and builds it once so that
-// a file that is returned always loads. It is what `cotrain import` does,
+// (models.ParseNorm), and builds it once so that a file that is returned
+// always loads. With normalize "" the file keeps the normalisation the ONNX
+// file's metadata records (cotrain export writes it, with the class
+// names), or else gets models.DefaultNorm. It is what `cotrain import` does,
 // and what `hub --weights` and `cotrain finetune --weights` do with a .onnx
 // file.
 func ImportONNX(path, normalize string) (*models.File, *solver.Net, error) {
@@ -71,9 +73,14 @@ func ImportONNX(path, normalize string) (*models.File, *solver.Net, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	norm, err := models.ParseNorm(normalize, f.Config.Input.C)
+	norm, set, err := f.InputNorm()
 	if err != nil {
-		return nil, nil, fmt.Errorf("--normalize: %w", err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if normalize != "" || !set {
+		if norm, err = models.ParseNorm(normalize, f.Config.Input.C); err != nil {
+			return nil, nil, fmt.Errorf("--normalize: %w", err)
+		}
 	}
 	f.Meta = models.WithNorm(f.Meta, norm)
 	net, err := f.Build(gpu.NewCPU())
