@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -54,5 +55,17 @@ func TestEventsOneObjectPerLine(t *testing.T) {
 	json.Unmarshal([]byte(lines[0]), &first)
 	if first["event"] != "progress" {
 		t.Errorf("event field overridden: %v", first)
+	}
+	for _, m := range []map[string]any{first, last} {
+		if _, err := time.Parse(time.RFC3339Nano, fmt.Sprint(m["time"])); err != nil {
+			t.Errorf("event without a time: %v", m)
+		}
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600))
+	buf.Reset()
+	e = &Events{w: &buf, Now: func() time.Time { return at }}
+	e.Emit("x", map[string]any{"time": "ignored"})
+	if got := strings.TrimSpace(buf.String()); got != `{"event":"x","time":"2026-01-02T02:04:05Z"}` {
+		t.Errorf("stamped %s", got)
 	}
 }
