@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/cotrain/cotrain/sync/compress"
-	"github.com/cotrain/cotrain/sync/wire"
 )
 
 // Sentinel errors. Step returns an error wrapping one of them for every
@@ -230,75 +229,4 @@ func (c Config) Validate() error {
 		return bad("TopKMin %d, TopKWarmup %d with compression %s: they tune top-k only", c.TopKMin, c.TopKWarmup, codec)
 	}
 	return nil
-}
-
-// EventKind says what an Event reports.
-type EventKind uint8
-
-// The event kinds.
-const (
-	EventJoined        EventKind = iota + 1 // a worker registered (Peer)
-	EventStarted                            // the first iteration opened (Workers)
-	EventLeft                               // a worker left or was forgotten (Peer, Text)
-	EventLate                               // a worker missed the deadline (Peer, Iteration)
-	EventDropped                            // a worker missed MaxMisses deadlines in a row and was dropped
-	EventResync                             // a worker was sent the full state (Peer, Iteration, Text)
-	EventMerged                             // an iteration closed (Iteration, Workers, Samples, Loss, LR)
-	EventRetry                              // the deadline passed with no push: the iteration reopens
-	EventParked                             // no worker is left: the run waits for one to register
-	EventRefused                            // an input was refused (Peer, Err)
-	EventDone                               // the run ended (Iteration, Text)
-	EventWorkerParked                       // a worker gets no batch: it does not pay for its communication (Peer, Iteration, Text)
-	EventWorkerResumed                      // a parked worker gets a batch again (Peer, Iteration, Text)
-	EventWorkerProbed                       // a parked worker gets one batch to be measured again (Config.ParkProbe; Peer, Iteration, Text)
-)
-
-var eventNames = [...]string{"", "joined", "started", "left", "late", "dropped", "resync",
-	"merged", "retry", "parked", "refused", "done", "worker-parked", "worker-resumed", "worker-probed"}
-
-// String returns the kind's name ("merged").
-func (k EventKind) String() string {
-	if int(k) < len(eventNames) && k > 0 {
-		return eventNames[k]
-	}
-	return fmt.Sprintf("event(%d)", uint8(k))
-}
-
-// Event is something the driver should log. Fields not listed for a kind
-// are zero.
-type Event struct {
-	Kind      EventKind
-	Peer      string
-	Iteration uint64
-	Workers   int     // workers merged, or starting
-	Samples   int     // samples merged
-	Loss      float64 // sample-weighted mean training loss of the merge
-	LR        float32 // learning rate of the step
-	// BytesUp and BytesDown (EventMerged) are the gradient payload bytes
-	// of the iteration: those of the pushes accepted, and those of the
-	// merged update sent, every copy counted (frame headers, hashes and
-	// batch sizes not included).
-	BytesUp, BytesDown int64
-	Text               string
-	Err                error
-}
-
-// Envelope is a message and the peer id it goes to.
-type Envelope struct {
-	To  string
-	Msg wire.Message
-}
-
-// Ready is what the core asks its driver to do. Messages may share vectors
-// with each other (one Merged goes to every worker): they are read-only for
-// the driver and are never modified by the core after Ready returns them.
-type Ready struct {
-	// Messages are to be sent in order; order matters between the
-	// messages to one peer (a Merged then a Goodbye).
-	Messages []Envelope
-	// Events are to be logged.
-	Events []Event
-	// Done is true once the run has ended and the final Goodbyes are in
-	// Messages (or were in an earlier Ready).
-	Done bool
 }

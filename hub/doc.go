@@ -5,11 +5,13 @@
 // The core never touches a socket, a goroutine or a clock (the etcd-io/raft
 // pattern). It has five inputs — Step(from, message), Tick(), Leave(id),
 // Stop(reason) and ObserveComm(id, nanos) — and one output, Ready():
-// messages to send, events to log, and whether the run is over. The libp2p
-// driver and the simulator call the very same core. Which files are the
-// core is listed in purity_test.go, and TestCorePurity fails if one of them
-// imports time (but for durations in config.go), context, net, os or sync,
-// or starts a goroutine; driver.go and driver_config.go are the driver.
+// messages to send, events to log, and whether the run is over (ready.go).
+// The libp2p driver and the simulator call the very same core. Which files
+// are the core is listed in purity_test.go, and TestCorePurity fails if one
+// of them imports time (but for durations in config.go), context, net, os
+// or sync, or starts a goroutine; driver.go, driver_config.go and
+// observe.go are the driver. The stopping rule (stop.go) is pure too, for
+// the drivers to apply.
 //
 // Caller's duties:
 //  1. Build the master network (models.Build, then InitParams or a weight

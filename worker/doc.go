@@ -6,7 +6,7 @@
 // The core never touches a socket, a goroutine, a clock or the training
 // data (TestCorePurity checks the core's files, listed in purity_test.go:
 // none imports time, context, net, os or sync, or starts a goroutine; the
-// driver code is driver.go, driver_config.go, pass.go and session.go).
+// driver code is driver.go, driver_config.go, driver_pass.go and session.go).
 // Its inputs are Step(from, message) for the hub's messages and
 // Computed(ComputeDone) for a finished forward/backward pass (a local
 // input, so it has its own method: wire.Message is a closed set). Its

@@ -46,7 +46,7 @@ type Driver struct {
 	// each pass and its Pushes, once they are sent.
 	OnPass func(PassTiming)
 
-	pass   pass   // the compute goroutine's buffers (pass.go)
+	pass   pass   // the compute goroutine's buffers (driver_pass.go)
 	timing timing // for OnPass
 }
 
@@ -87,7 +87,7 @@ func (d *Driver) Run(ctx context.Context) error {
 		}
 	}()
 	// The compute goroutine reports on results, parts first and the end of
-	// the pass last (pass.go); it never blocks there.
+	// the pass last (driver_pass.go); it never blocks there.
 	results := make(chan computed, 1)
 	computing := false
 	defer func() {
