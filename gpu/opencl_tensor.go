@@ -25,7 +25,7 @@ func (o *OpenCL) CopyStrided(dst, src Buffer, g StridedGeom, add bool) {
 	if c.total == 0 {
 		return
 	}
-	o.run1("copy_strided", c.total, dimArgs([]any{d.m, d.off + g.DstOff, s.m, s.off + g.SrcOff, b2int(add), c.total},
+	o.runRows("copy_strided", c.dims, dimArgs([]any{d.m, d.off + g.DstOff, s.m, s.off + g.SrcOff, b2int(add)},
 		c.dims, c.strides[0], c.strides[1])...)
 }
 
@@ -39,7 +39,7 @@ func (o *OpenCL) Broadcast(op BinOp, dst, a, b Buffer, g BroadcastGeom) {
 	if c.total == 0 {
 		return
 	}
-	o.run1("broadcast", c.total, dimArgs([]any{int(op), d.m, d.off, as.m, as.off, bs.m, bs.off, c.total},
+	o.runRows("broadcast", c.dims, dimArgs([]any{int(op), d.m, d.off, as.m, as.off, bs.m, bs.off},
 		c.dims, c.strides[1], c.strides[2])...)
 }
 
@@ -52,6 +52,26 @@ func (o *OpenCL) ReduceSum(dst, src Buffer, g ReduceGeom, alpha float32) {
 	}
 	args := dimArgs([]any{d.m, d.off, s.m, s.off, alpha, r.out, r.inner}, r.keep.dims, r.keep.strides[0], r.keep.strides[1])
 	o.run1("reduce_sum", r.out, dimArgs(args, r.red.dims, r.red.strides[0])...)
+}
+
+// runRows launches a kernel over a merged index space as a 2-D range: the
+// innermost axis across a work-group of up to 128 items (fewer when the axis
+// is shorter), one row of the outer axes per work-group row.
+func (o *OpenCL) runRows(name string, dims [MaxRank]int, args ...any) {
+	k := o.k[name]
+	if k == nil {
+		panic(errClosed) // Close emptied the table
+	}
+	inner, rows := dims[MaxRank-1], 1
+	for _, d := range dims[:MaxRank-1] {
+		rows *= d
+	}
+	wg := 1
+	for wg < inner && wg < min(128, k.maxWG) {
+		wg *= 2
+	}
+	wg = min(wg, k.maxWG)
+	must(o.ctx.launch(k, []int{(inner + wg - 1) / wg * wg, rows}, []int{wg, 1}, args...))
 }
 
 func b2int(b bool) int {

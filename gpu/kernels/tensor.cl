@@ -5,8 +5,8 @@
 // work item writes one destination element, so there are no atomics and a
 // reduction's order is fixed: row-major over the reduced axes.
 
-// idx6 decomposes the linear index i of the space d0..d5 and returns its
-// offsets along the strides s0..s5 (for up to three operands at once).
+// DECOMP decomposes the linear index i of the space d0..d5; OFF is the
+// offset of the index along the strides s0..s5.
 #define DECOMP(i, d)                                                                                               \
 	int i5 = (i) % d##5, r5 = (i) / d##5;                                                                          \
 	int i4 = r5 % d##4, r4 = r5 / d##4;                                                                            \
@@ -15,36 +15,46 @@
 	int i1 = r2 % d##1, i0 = r2 / d##1;
 #define OFF(s) (i0 * s##0 + i1 * s##1 + i2 * s##2 + i3 * s##3 + i4 * s##4 + i5 * s##5)
 
+// The copies and the broadcast run on a 2-D range: dimension 0 is the
+// innermost axis d5 (consecutive items, consecutive addresses where the
+// strides allow), dimension 1 the row over d0..d4, whose decomposition is
+// the same for a whole work-group.
+#define ROW(r, d)                                                                                                  \
+	int i4 = (r) % d##4, q4 = (r) / d##4;                                                                          \
+	int i3 = q4 % d##3, q3 = q4 / d##3;                                                                            \
+	int i2 = q3 % d##2, q2 = q3 / d##2;                                                                            \
+	int i1 = q2 % d##1, i0 = q2 / d##1;
+
 // copy_strided: dst[doff + OFF(ds)] (+)= src[soff + OFF(ss)] over d0..d5.
-__kernel void copy_strided(__global store_t* dst, int doff, __global const store_t* src, int soff, int add, int total,
-                           int d0, int d1, int d2, int d3, int d4, int d5, int ds0, int ds1, int ds2, int ds3, int ds4,
-                           int ds5, int ss0, int ss1, int ss2, int ss3, int ss4, int ss5) {
-	int i = get_global_id(0);
-	if (i >= total) return;
-	DECOMP(i, d)
+__kernel void copy_strided(__global store_t* dst, int doff, __global const store_t* src, int soff, int add, int d0,
+                           int d1, int d2, int d3, int d4, int d5, int ds0, int ds1, int ds2, int ds3, int ds4, int ds5,
+                           int ss0, int ss1, int ss2, int ss3, int ss4, int ss5) {
+	int i5 = get_global_id(0), r = get_global_id(1);
+	if (i5 >= d5) return;
+	ROW(r, d)
 	int o = doff + OFF(ds);
 	float v = LD(src, soff + OFF(ss));
 	if (add) v += LD(dst, o);
 	ST(dst, o, v);
 }
 
-// broadcast: dst[i] = a[aoff + OFF(as)] op b[boff + OFF(bs)]; op is gpu.BinOp
-// (1 add, 2 sub, 3 mul, 4 div).
+// broadcast: dst[row·d5 + i5] = a[aoff + OFF(as)] op b[boff + OFF(bs)]; op is
+// gpu.BinOp (1 add, 2 sub, 3 mul, 4 div).
 __kernel void broadcast(int op, __global store_t* dst, int doff, __global const store_t* a, int aoff,
-                        __global const store_t* b, int boff, int total, int d0, int d1, int d2, int d3, int d4, int d5,
-                        int as0, int as1, int as2, int as3, int as4, int as5, int bs0, int bs1, int bs2, int bs3,
-                        int bs4, int bs5) {
-	int i = get_global_id(0);
-	if (i >= total) return;
-	DECOMP(i, d)
-	float x = LD(a, aoff + OFF(as)), y = LD(b, boff + OFF(bs)), r;
+                        __global const store_t* b, int boff, int d0, int d1, int d2, int d3, int d4, int d5, int as0,
+                        int as1, int as2, int as3, int as4, int as5, int bs0, int bs1, int bs2, int bs3, int bs4,
+                        int bs5) {
+	int i5 = get_global_id(0), r = get_global_id(1);
+	if (i5 >= d5) return;
+	ROW(r, d)
+	float x = LD(a, aoff + OFF(as)), y = LD(b, boff + OFF(bs)), res;
 	switch (op) {
-	case 1: r = x + y; break;
-	case 2: r = x - y; break;
-	case 3: r = x * y; break;
-	default: r = x / y; break;
+	case 1: res = x + y; break;
+	case 2: res = x - y; break;
+	case 3: res = x * y; break;
+	default: res = x / y; break;
 	}
-	ST(dst, doff + i, r);
+	ST(dst, doff + r * d5 + i5, res);
 }
 
 // reduce_sum: output element i (kept space k0..k5, source strides ks, dest
