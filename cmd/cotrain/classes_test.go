@@ -167,3 +167,18 @@ func TestOldWeightFilePredicts(t *testing.T) {
 		}
 	}
 }
+
+// TestPredictONNXDirectly: eval and predict take an .onnx file and import
+// it as cotrain import does, with the same logits as the imported file.
+func TestPredictONNXDirectly(t *testing.T) {
+	dir := t.TempDir()
+	model := "../../models/onnx/testdata/mobile_blocks.onnx"
+	ctw := filepath.Join(dir, "m.ctw")
+	cotrain(t, "import", "--onnx", model, "--out", ctw, "--json")
+	x := "../../models/onnx/testdata/mobile_blocks.x.npy"
+	a, _ := cotrain(t, "predict", "--weights", model, "--device", "cpu", "--json", x)
+	b, _ := cotrain(t, "predict", "--weights", ctw, "--device", "cpu", "--json", x)
+	if fmt.Sprint(a["logits"]) != fmt.Sprint(b["logits"]) || a["logits"] == nil {
+		t.Errorf("predict on the .onnx: %v; on the imported file: %v", a["logits"], b["logits"])
+	}
+}

@@ -239,11 +239,11 @@ func runModels(stdout io.Writer) error {
 	return nil
 }
 
-// loadNet reads a weight file, opens the compute device (with half storage
+// loadNet reads a weight file (or imports an .onnx file), opens the compute device (with half storage
 // when fp16 is set) and builds the file's network on it with its weights;
 // call release when done.
 func loadNet(weights, device string, fp16 bool, stderr io.Writer) (*models.File, *solver.Net, func(), error) {
-	f, err := models.LoadFile(weights)
+	f, err := cli.LoadModel(weights, "") // a weight file, or an .onnx imported as cotrain import does
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -24,7 +24,7 @@ Usage:
   cotrain finetune --weights FILE|MODEL.onnx --data mnist|DIR --train-last N|all [flags]
   cotrain eval     --weights FILE --data mnist|DIR [--json]
   cotrain predict  --weights FILE --input FILE... [--json]
-  (these four take --device auto|cpu|opencl[:N]; FILE may be an imported ONNX model;
+  (these four take --device auto|cpu|opencl[:N]; FILE may be an imported ONNX model, or an .onnx file;
    a DIR of images has one subfolder per class: the sorted names are the classes, stored in the weight file)
   cotrain import   --onnx FILE --out WEIGHTS [--normalize imagenet] [--json]
   cotrain export   --weights FILE --onnx OUT [--json]
