@@ -69,7 +69,7 @@ func runExport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	if *weights == "" || *out == "" {
 		return fmt.Errorf("%w: export needs --weights and --onnx", errUsage)
 	}
-	f, err := models.LoadFile(*weights)
+	f, err := cli.LoadModel(*weights, "") // an .onnx file is imported first, as cotrain import does
 	if err != nil {
 		return err
 	}
