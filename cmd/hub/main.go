@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"github.com/cotrain/cotrain/cmd/internal/cli"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -152,6 +153,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.maxWorkers > c.batch {
 		c.maxWorkers = c.batch
 	}
+	if err := checkHTTP(c.http); err != nil {
+		return c, fmt.Errorf("%w: %v", errUsage, err)
+	}
 	if len(c.listen) == 0 && c.psk == "" {
 		c.listen = []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1"}
 	} else if len(c.listen) == 0 {
@@ -206,3 +210,14 @@ const (
 	adamLR = 0.004
 	sgdLR  = 0.05
 )
+
+// checkHTTP refuses a --http value that is not HOST:PORT (empty: off).
+func checkHTTP(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+		return fmt.Errorf("--http %q: want HOST:PORT, such as 127.0.0.1:8080 (this machine only) or :8080 (every network it is on)", addr)
+	}
+	return nil
+}

@@ -25,6 +25,19 @@ func TestPatienceStopsWhenHeldOutLossStalls(t *testing.T) {
 	}
 }
 
+func TestFlagsHTTP(t *testing.T) {
+	for _, bad := range []string{"8080", "localhost", "127.0.0.1:", "http://127.0.0.1:8080/"} {
+		if _, err := parseFlags([]string{"--http", bad}, io.Discard); err == nil || !strings.Contains(err.Error(), "--http") {
+			t.Errorf("--http %q: %v, want an error naming the flag", bad, err)
+		}
+	}
+	for _, good := range []string{"127.0.0.1:8080", ":0", "[::1]:8080"} {
+		if c, err := parseFlags([]string{"--http", good}, io.Discard); err != nil || c.http != good {
+			t.Errorf("--http %q: %v", good, err)
+		}
+	}
+}
+
 func TestFlagsRefuseARunWithoutEnd(t *testing.T) {
 	if _, err := parseFlags([]string{"--iterations", "0"}, io.Discard); err == nil {
 		t.Error("a run with no --iterations, --epochs or --patience was accepted")

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"github.com/cotrain/cotrain/cmd/internal/cli"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -106,8 +107,22 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.logEvery < 1 {
 		return c, fmt.Errorf("%w: --log-every must be positive", errUsage)
 	}
+	if err := checkHTTP(c.http); err != nil {
+		return c, fmt.Errorf("%w: %v", errUsage, err)
+	}
 	if len(c.listen) == 0 {
 		c.listen = []string{"/ip4/0.0.0.0/tcp/0"}
 	}
 	return c, nil
+}
+
+// checkHTTP refuses a --http value that is not HOST:PORT (empty: off).
+func checkHTTP(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+		return fmt.Errorf("--http %q: want HOST:PORT, such as 127.0.0.1:8080 (this machine only) or :8080 (every network it is on)", addr)
+	}
+	return nil
 }
