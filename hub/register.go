@@ -1,0 +1,82 @@
+package hub
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/sync/state"
+	"github.com/cotrain/cotrain/sync/wire"
+)
+
+// This file is the core's registration: who may join the run, and how.
+
+func (c *Core) register(from string, m *wire.Register) error {
+	if old := c.peers[from]; old != nil {
+		// A reconnect: whatever the old session held is lost on its side.
+		c.remove(old, "registered again")
+		c.check()
+		if c.phase == phaseDone {
+			c.goodbye(from, "the run is over")
+			return nil
+		}
+	}
+	if len(c.order) >= c.cfg.MaxWorkers {
+		c.send(from, &wire.Reject{Code: wire.CodeFull,
+			Message: fmt.Sprintf("the run has its %d workers", c.cfg.MaxWorkers)})
+		return fmt.Errorf("%w: %d workers", ErrFull, c.cfg.MaxWorkers)
+	}
+	if c.labels != nil && !slices.Equal(m.Classes, c.labels) {
+		msg := classDiff(c.labels, m.Classes)
+		c.send(from, &wire.Reject{Code: wire.CodeClasses, Message: msg})
+		return fmt.Errorf("%w: %q: %s", ErrClasses, from, msg)
+	}
+	speed := m.Speed
+	if math.IsNaN(speed) || math.IsInf(speed, 0) || speed < 0 {
+		speed = 0
+	}
+	p := &peer{id: from, speed: speed}
+	c.peers[from] = p
+	i, _ := slices.BinarySearch(c.order, from)
+	c.order = slices.Insert(c.order, i, from)
+	c.event(Event{Kind: EventJoined, Peer: from, Iteration: c.iter, Text: m.Device})
+	switch c.phase {
+	case phaseWaiting:
+		p.role = roleWaiting
+		if len(c.order) >= c.cfg.MinWorkers {
+			c.event(Event{Kind: EventStarted, Iteration: c.iter, Workers: len(c.order)})
+			c.open(c.order, true)
+		}
+	case phaseParked:
+		c.open(c.order, true)
+	case phaseOpen:
+		// Too late for this iteration's shares: it applies the Merged of
+		// this iteration to the state it gets now, then takes part.
+		p.role = roleIdle
+		c.sendWelcome(p.id, state.Capture(c.tr.Net, c.tr.Opt), 0)
+		c.resendParts(p.id)
+	}
+	return nil
+}
+
+// classDiff says, for a person, how a worker's classes differ from the
+// model's.
+func classDiff(model, worker []string) string {
+	if len(worker) == 0 {
+		return fmt.Sprintf("the model's classes are %s; this worker sent none (a worker from before class lists?)", strings.Join(model, ", "))
+	}
+	missing, extra, order := models.LabelDiff(model, worker)
+	var parts []string
+	if len(extra) > 0 {
+		parts = append(parts, "extra classes "+strings.Join(extra, ", ")+" (not in the model)")
+	}
+	if len(missing) > 0 {
+		parts = append(parts, "missing classes "+strings.Join(missing, ", "))
+	}
+	if order {
+		parts = append(parts, "the same classes in another order")
+	}
+	return "this worker's data has other classes than the model's (" + strings.Join(model, ", ") + "): " + strings.Join(parts, "; ")
+}
