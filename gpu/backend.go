@@ -42,6 +42,7 @@ const (
 	KindTanh                           // tanh(x)
 	KindLeakyReLU                      // x > 0 ? x : alpha*x
 	KindClip                           // min(max(x, lo), hi); an absent bound is -Inf or +Inf
+	KindSiLU                           // x * sigmoid(x) (PyTorch's SiLU, swish)
 )
 
 // Act is an elementwise activation with its parameters: Alpha and Beta are
@@ -60,6 +61,7 @@ var (
 	Sigmoid   = Act{Kind: KindSigmoid}
 	HardSwish = Act{Kind: KindHardSwish}
 	Tanh      = Act{Kind: KindTanh}
+	SiLU      = Act{Kind: KindSiLU}
 )
 
 // HardSigmoid returns min(max(alpha*x + beta, 0), 1). PyTorch's
@@ -95,6 +97,8 @@ func (a Act) String() string {
 		return "leakyrelu"
 	case KindClip:
 		return "clip"
+	case KindSiLU:
+		return "silu"
 	}
 	return fmt.Sprintf("act(%d)", uint8(a.Kind))
 }
@@ -104,7 +108,7 @@ func (a Act) String() string {
 func (a Act) Validate() error {
 	finite := func(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
 	switch a.Kind {
-	case KindReLU, KindReLU6, KindSigmoid, KindHardSwish, KindTanh:
+	case KindReLU, KindReLU6, KindSigmoid, KindHardSwish, KindTanh, KindSiLU:
 		return nil
 	case KindHardSigmoid:
 		if !finite(a.Alpha) || !finite(a.Beta) {
@@ -129,11 +133,11 @@ func (a Act) Validate() error {
 // FromOutput reports whether ActivateBackward takes the activation's output
 // y = act(x) in place of x: true where the derivative is a function of y
 // (ReLU, ReLU6, Sigmoid, Tanh, HardSigmoid, Clip, LeakyReLU with alpha >= 0),
-// which lets a network drop x after the forward pass. HardSwish (not
-// monotonic) and LeakyReLU with a negative slope need x.
+// which lets a network drop x after the forward pass. HardSwish and SiLU
+// (not monotonic) and LeakyReLU with a negative slope need x.
 func (a Act) FromOutput() bool {
 	switch a.Kind {
-	case KindHardSwish:
+	case KindHardSwish, KindSiLU:
 		return false
 	case KindLeakyReLU:
 		return a.Alpha >= 0
@@ -216,7 +220,8 @@ type Backend interface {
 	// ActivateBackward sets dx = dy * act'(x), where t is x, or y = act(x)
 	// when a.FromOutput(). At a kink the derivative is PyTorch's: 0 for
 	// ReLU at 0, ReLU6 and Clip at their bounds, HardSigmoid where
-	// alpha*x+beta reaches 0 or 1; HardSwish's is x/3 + 0.5 on [-3, 3].
+	// alpha*x+beta reaches 0 or 1; HardSwish's is x/3 + 0.5 on [-3, 3];
+	// SiLU's s·(1 + x·(1 - s)) with s = sigmoid(x).
 	ActivateBackward(a Act, dx, dy, t Buffer)
 
 	// Softmax sets y to the softmax of x along the middle axis of x read as

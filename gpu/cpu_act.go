@@ -43,6 +43,10 @@ func activate(a Act, ys, xs []float32) {
 		for i, v := range xs {
 			ys[i] = tanh32(v) // cpu_exp.go
 		}
+	case KindSiLU:
+		for i, v := range xs {
+			ys[i] = float32(float64(v) / (1 + math.Exp(-float64(v))))
+		}
 	case KindHardSigmoid:
 		al, be := a.Alpha, a.Beta
 		for i, v := range xs {
@@ -106,6 +110,13 @@ func activateBackward(a Act, dxs, dys, ts []float32) {
 		al := a.Alpha
 		for i, y := range ts {
 			dxs[i] = keep(dys[i]*al, b2u(y > 0)&b2u(y < 1))
+		}
+	case KindSiLU:
+		// PyTorch's silu_backward: dy·s·(1 + x·(1 - s)), s = sigmoid(x).
+		for i, x := range ts {
+			s := float32(1 / (1 + math.Exp(-float64(x))))
+			xs := float32(x * (1 - s)) // the conversion rounds: no fused multiply-add
+			dxs[i] = dys[i] * s * (1 + xs)
 		}
 	case KindHardSwish:
 		for i, x := range ts {

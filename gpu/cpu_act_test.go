@@ -65,7 +65,7 @@ func BenchmarkActivate(b *testing.B) {
 // PyTorch's Hardsigmoid (1/6, 0.5), ONNX's default (0.2, 0.5), slopes of
 // either sign, one-sided and two-sided clips.
 var paramActs = []Act{
-	Sigmoid, Tanh, HardSwish, HardSigmoid(1.0/6, 0.5), HardSigmoid(0.2, 0.5), LeakyReLU(0.01), LeakyReLU(-0.5),
+	Sigmoid, Tanh, HardSwish, SiLU, HardSigmoid(1.0/6, 0.5), HardSigmoid(0.2, 0.5), LeakyReLU(0.01), LeakyReLU(-0.5),
 	Clip(-1, 2), Clip(float32(math.Inf(-1)), 0.5), Clip(-0.25, float32(math.Inf(1))), Clip(0, 6),
 }
 
@@ -80,6 +80,9 @@ func refAct(a Act, x float64) (y, d float64) {
 	case KindTanh:
 		y = math.Tanh(x)
 		return y, 1 - y*y
+	case KindSiLU:
+		s := 1 / (1 + math.Exp(-x))
+		return x * s, s * (1 + x*(1-s))
 	case KindHardSwish:
 		switch {
 		case x < -3:
@@ -146,7 +149,7 @@ func TestActivationsParam(t *testing.T) {
 		}
 	}
 	nan := float32(math.NaN())
-	for _, a := range []Act{HardSwish, LeakyReLU(0.1), Clip(-1, 1), Sigmoid, Tanh} {
+	for _, a := range []Act{HardSwish, SiLU, LeakyReLU(0.1), Clip(-1, 1), Sigmoid, Tanh} {
 		y := []float32{0}
 		c.Activate(a, Host(y), Host([]float32{nan}))
 		if !math.IsNaN(float64(y[0])) {
@@ -271,7 +274,7 @@ func BenchmarkActivateKinds(b *testing.B) {
 	x, dy := Host(randSlice(rng, n)), Host(randSlice(rng, n))
 	c := NewCPU()
 	y, dx := c.Alloc(n), c.Alloc(n)
-	for _, a := range []Act{ReLU, Sigmoid, Tanh, HardSwish, HardSigmoid(1.0/6, 0.5), LeakyReLU(0.01), Clip(-1, 1)} {
+	for _, a := range []Act{ReLU, Sigmoid, Tanh, HardSwish, SiLU, HardSigmoid(1.0/6, 0.5), LeakyReLU(0.01), Clip(-1, 1)} {
 		b.Run(a.String()+"/forward", func(b *testing.B) {
 			b.SetBytes(int64(8 * n))
 			for b.Loop() {

@@ -170,7 +170,7 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 			l = solver.NewReLU(d.Name)
 		case "relu6":
 			l = solver.NewReLU6(d.Name)
-		case "sigmoid", "tanh", "hardswish", "hardsigmoid", "leakyrelu", "clip":
+		case "sigmoid", "tanh", "hardswish", "silu", "hardsigmoid", "leakyrelu", "clip":
 			l = solver.NewActivation(d.Name, graphAct(d))
 		case "softmax":
 			if len(d.Axes) == 0 {
@@ -225,8 +225,8 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 // binOps are the binary layer's operations by name.
 var binOps = map[string]gpu.BinOp{"Add": gpu.BinAdd, "Sub": gpu.BinSub, "Mul": gpu.BinMul, "Div": gpu.BinDiv}
 
-// describeAct writes a's parameters into d (ReLU, ReLU6, Sigmoid, Tanh and
-// HardSwish have none).
+// describeAct writes a's parameters into d (ReLU, ReLU6, Sigmoid, Tanh,
+// HardSwish and SiLU have none).
 func describeAct(d *Layer, a gpu.Act) {
 	switch a.Kind {
 	case gpu.KindHardSigmoid:
@@ -253,6 +253,8 @@ func graphAct(d Layer) gpu.Act {
 		return gpu.Tanh
 	case "hardswish":
 		return gpu.HardSwish
+	case "silu":
+		return gpu.SiLU
 	case "hardsigmoid":
 		return gpu.HardSigmoid(d.Alpha, d.Beta)
 	case "leakyrelu":

@@ -19,7 +19,7 @@ func actNodes() []solver.Node {
 	ls := []solver.Layer{solver.NewConv2D("conv", solver.ConvConfig{Out: 6, KH: 3, PadH: 1, PadW: 1})}
 	for i, a := range []gpu.Act{gpu.ReLU, gpu.ReLU6, gpu.Sigmoid, gpu.Tanh, gpu.HardSwish, gpu.HardSigmoid(1.0/6, 0.5),
 		gpu.HardSigmoid(0.2, -0.1), gpu.LeakyReLU(0.01), gpu.LeakyReLU(-0.3), gpu.Clip(-1, 2), gpu.Clip(-inf, 0.5),
-		gpu.Clip(-0.5, inf), gpu.Clip(-inf, inf), gpu.Clip(0, 0)} {
+		gpu.Clip(-0.5, inf), gpu.Clip(-inf, inf), gpu.Clip(0, 0), gpu.SiLU} {
 		ls = append(ls, solver.NewActivation(a.String()+string(rune('a'+i)), a))
 	}
 	ls = append(ls, solver.NewSoftmax("sm_c", nil, 0, 0), solver.NewSoftmax("sm_hw", nil, 1, 2),

@@ -240,6 +240,7 @@ def acts():
     case("sigmoid", "sigmoid", {}, nn.Sigmoid(), [2, 3, 4, 4], 311, 4)
     case("tanh", "tanh", {}, nn.Tanh(), [2, 3, 4, 4], 312, 2)
     case("hardswish", "hardswish", {}, nn.Hardswish(), [2, 3, 4, 4], 313, 4)
+    case("silu", "silu", {}, nn.SiLU(), [2, 3, 4, 4], 325, 4)
     case("hardsigmoid_torch", "hardsigmoid", {"alpha": 1 / 6, "beta": 0.5}, nn.Hardsigmoid(), [2, 3, 4, 4], 314, 4)
     # ONNX's default HardSigmoid (alpha 0.2, beta 0.5), as onnx's reference defines it.
     case("hardsigmoid_onnx", "hardsigmoid", {"alpha": 0.2, "beta": 0.5},

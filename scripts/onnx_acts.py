@@ -8,7 +8,7 @@ Run from the repository root with the Python that has PyTorch 1.13:
     /usr/bin/python3 scripts/onnx_acts.py mobile
 
 acts: small networks of Sigmoid, Tanh, LeakyReLU, Hardswish, Hardsigmoid,
-ReLU6, clamp with one or two bounds and Softmax inside the graph, exported by
+SiLU, ReLU6, clamp with one or two bounds and Softmax inside the graph, exported by
 torch.onnx.export at the opsets where PyTorch writes them differently (Clip's
 bounds as attributes at opset 9, as inputs from 11; Hardswish as
 x*HardSigmoid(x) before opset 14; a Softmax over a non-last axis as
@@ -107,6 +107,9 @@ ACT_SPECS = [
      ["clip", "relu6"], []),
     ("softmax_op11", lambda: SoftmaxNet(False), 11, ["softmax"], []),
     ("softmax_op13", lambda: SoftmaxNet(True), 13, ["softmax"], []),
+    # SiLU is x*Sigmoid(x) at every opset: one silu layer, no Mul.
+    ("silu_op11", lambda: Chain([nn.SiLU(), torch.sigmoid, nn.SiLU()]), 11, ["silu", "sigmoid"], ["binary"]),
+    ("silu_op13", lambda: Chain([nn.SiLU(), torch.sigmoid, nn.SiLU()]), 13, ["silu", "sigmoid"], ["binary"]),
 ]
 
 

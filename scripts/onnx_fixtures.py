@@ -498,6 +498,12 @@ def evaluate(model, x):
             y = ins[0]
         elif op == "Add":
             y = ins[0] + ins[1]
+        elif op == "Mul":  # numpy broadcasting, as torch's
+            y = ins[0] * ins[1]
+        elif op == "Sub":
+            y = ins[0] - ins[1]
+        elif op == "Div":
+            y = ins[0] / ins[1]
         elif op == "Concat":
             y = torch.cat(ins, dim=a["axis"])
         else:

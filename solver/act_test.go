@@ -12,7 +12,7 @@ import (
 // against finite differences (the inputs avoid the kinks: see gradcheck_test.go).
 func TestActivationGrads(t *testing.T) {
 	inf := float32(math.Inf(1))
-	for _, a := range []gpu.Act{gpu.ReLU, gpu.ReLU6, gpu.Sigmoid, gpu.Tanh, gpu.HardSwish, gpu.HardSigmoid(1.0/6, 0.5),
+	for _, a := range []gpu.Act{gpu.ReLU, gpu.ReLU6, gpu.Sigmoid, gpu.Tanh, gpu.HardSwish, gpu.SiLU, gpu.HardSigmoid(1.0/6, 0.5),
 		gpu.HardSigmoid(0.2, 0.5), gpu.LeakyReLU(0.01), gpu.LeakyReLU(-0.3), gpu.Clip(-1, 2), gpu.Clip(-inf, 0.5),
 		gpu.Clip(-0.5, inf)} {
 		t.Run(a.String(), func(t *testing.T) {
@@ -68,7 +68,7 @@ func TestActivationNetGrads(t *testing.T) {
 func TestActivationSharing(t *testing.T) {
 	build := func(share bool) *Net {
 		var ls []Layer
-		for i, a := range []gpu.Act{gpu.HardSwish, gpu.LeakyReLU(-0.2), gpu.Sigmoid, gpu.HardSigmoid(1.0/6, 0.5), gpu.Tanh,
+		for i, a := range []gpu.Act{gpu.HardSwish, gpu.SiLU, gpu.LeakyReLU(-0.2), gpu.Sigmoid, gpu.HardSigmoid(1.0/6, 0.5), gpu.Tanh,
 			gpu.Clip(-0.5, 0.5), gpu.LeakyReLU(0.1), gpu.ReLU6} {
 			ls = append(ls, NewConv2D("c"+a.String()+string(rune('a'+i)), ConvConfig{Out: 4, KH: 3, PadH: 1, PadW: 1}),
 				NewActivation(a.String()+string(rune('a'+i)), a))

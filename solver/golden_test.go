@@ -332,6 +332,7 @@ var goldenLayers = []struct {
 	{"sigmoid", goldenAct(func(goldenConfig) gpu.Act { return gpu.Sigmoid })},
 	{"tanh", goldenAct(func(goldenConfig) gpu.Act { return gpu.Tanh })},
 	{"hardswish", goldenAct(func(goldenConfig) gpu.Act { return gpu.HardSwish })},
+	{"silu", goldenAct(func(goldenConfig) gpu.Act { return gpu.SiLU })},
 	{"hardsigmoid_torch", goldenAct(func(c goldenConfig) gpu.Act { return gpu.HardSigmoid(c.Alpha, c.Beta) })},
 	{"hardsigmoid_onnx", goldenAct(func(c goldenConfig) gpu.Act { return gpu.HardSigmoid(c.Alpha, c.Beta) })},
 	{"leakyrelu", goldenAct(func(c goldenConfig) gpu.Act { return gpu.LeakyReLU(c.Alpha) })},

@@ -32,6 +32,9 @@ __kernel void act_param(int kind, float a, float b, __global store_t* y, int yof
 	case 7: // leakyrelu
 		r = v > 0 ? v : a * v;
 		break;
+	case 9: // silu
+		r = v / (1.0f + exp(-v));
+		break;
 	default: // 8, clip
 		r = v < a ? a : (v > b ? b : v);
 	}
@@ -62,6 +65,12 @@ __kernel void act_param_backward(int kind, float a, float b, __global store_t* d
 	case 7: // leakyrelu, from y (alpha >= 0) or x
 		r = v > 0 ? g : g * a;
 		break;
+	case 9: { // silu, from x
+		float s = 1.0f / (1.0f + exp(-v));
+		float xs = v * (1 - s);
+		r = g * s * (1 + xs);
+		break;
+	}
 	default: // 8, clip, from y
 		r = (v > a && v < b) ? g : 0;
 	}

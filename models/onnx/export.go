@@ -197,6 +197,9 @@ func (e *exporter) activation(l *solver.Activation, x string) string {
 		return e.node("Tanh", name, []string{x})
 	case gpu.KindHardSwish:
 		return e.node("HardSwish", name, []string{x})
+	case gpu.KindSiLU: // no ONNX operator: x·Sigmoid(x), as PyTorch writes it
+		s := e.node("Sigmoid", name+".sigmoid", []string{x})
+		return e.node("Mul", name, []string{x, s})
 	case gpu.KindHardSigmoid:
 		return e.node("HardSigmoid", name, []string{x}, attrFloat("alpha", a.Alpha), attrFloat("beta", a.Beta))
 	case gpu.KindLeakyReLU:

@@ -67,7 +67,8 @@ type importer struct {
 // tested with 9 to 17) and returns a weight file of model models.GraphModel. The
 // operators it maps are Conv, Gemm, MatMul (+Add of a bias), Relu, Clip
 // (any bounds; ReLU6 and ReLU where they are those), Sigmoid, Tanh,
-// HardSigmoid, HardSwish, LeakyRelu, Softmax, MaxPool, AveragePool, GlobalAveragePool,
+// HardSigmoid, HardSwish, LeakyRelu, Softmax (x·Sigmoid(x) and x·HardSigmoid(x)
+// become one SiLU or HardSwish layer), MaxPool, AveragePool, GlobalAveragePool,
 // BatchNormalization, Dropout, Identity, Constant, and the structural
 // operators (ops_struct.go): Add, Sub, Mul and Div with numpy broadcasting
 // between two activations or with a float constant (Reciprocal too),

@@ -22,6 +22,9 @@ func (im *importer) activation(n *onnxpb.NodeProto, a attrs) error {
 	switch op := n.GetOpType(); op {
 	case "Sigmoid":
 		d.Kind = "sigmoid"
+		if m := im.selfMul(n); m != nil {
+			return im.fuse(n, m, "silu")
+		}
 	case "Tanh":
 		d.Kind = "tanh"
 	case "HardSwish":
@@ -31,14 +34,9 @@ func (im *importer) activation(n *onnxpb.NodeProto, a attrs) error {
 		if !finite(d.Alpha) || !finite(d.Beta) {
 			return fmt.Errorf("%w: HardSigmoid alpha %g beta %g are not finite", ErrMalformed, d.Alpha, d.Beta)
 		}
-		if m := im.hardSwishMul(n, d); m != nil {
-			x, err := im.act(n, 0)
-			if err != nil {
-				return err
-			}
-			im.fused[m] = true
-			_, err = im.add(m, models.Layer{Kind: "hardswish", Name: im.layerName(m, "")}, []*value{x}, x.rank)
-			return err
+		// PyTorch's hardswish parameters (alpha 1/6, beta 0.5).
+		if m := im.selfMul(n); m != nil && d.Alpha == float32(1.0/6) && d.Beta == 0.5 {
+			return im.fuse(n, m, "hardswish")
 		}
 	case "LeakyRelu":
 		d.Kind, d.Alpha = "leakyrelu", a.float("alpha", 0.01)
@@ -51,13 +49,14 @@ func (im *importer) activation(n *onnxpb.NodeProto, a attrs) error {
 	return im.unary(n, d)
 }
 
-// hardSwishMul returns the Mul node that makes HardSigmoid node n with
-// PyTorch's hardswish parameters (alpha 1/6, beta 0.5) into x·HardSigmoid(x),
-// as torch.onnx.export writes Hardswish before opset 14, or nil. The pair
-// then becomes one hardswish layer: no gate tensor, no Mul.
-func (im *importer) hardSwishMul(n *onnxpb.NodeProto, d models.Layer) *onnxpb.NodeProto {
+// selfMul returns the Mul node that makes the one-input activation node n
+// into x·n(x), or nil: the Mul reads n's input and n's output, which nothing
+// else reads. torch.onnx.export writes Hardswish as x·HardSigmoid(x) before
+// opset 14 and SiLU as x·Sigmoid(x) at every opset; such a pair becomes one
+// layer (fuse): no gate tensor, no Mul.
+func (im *importer) selfMul(n *onnxpb.NodeProto) *onnxpb.NodeProto {
 	out := n.GetOutput()[0]
-	if d.Alpha != float32(1.0/6) || d.Beta != 0.5 || len(n.GetInput()) != 1 || im.uses[out] != 1 || len(im.readers[out]) != 1 {
+	if len(n.GetInput()) != 1 || im.uses[out] != 1 || len(im.readers[out]) != 1 {
 		return nil
 	}
 	m := im.readers[out][0]
@@ -70,6 +69,18 @@ func (im *importer) hardSwishMul(n *onnxpb.NodeProto, d models.Layer) *onnxpb.No
 		return m
 	}
 	return nil
+}
+
+// fuse maps activation node n and the Mul m that selfMul found to one layer
+// of kind, named after the Mul, and skips m.
+func (im *importer) fuse(n, m *onnxpb.NodeProto, kind string) error {
+	x, err := im.act(n, 0)
+	if err != nil {
+		return err
+	}
+	im.fused[m] = true
+	_, err = im.add(m, models.Layer{Kind: kind, Name: im.layerName(m, "")}, []*value{x}, x.rank)
+	return err
 }
 
 func finite(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
