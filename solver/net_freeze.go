@@ -1,0 +1,119 @@
+package solver
+
+import (
+	"fmt"
+	"slices"
+)
+
+// This file is which of a Net's layers learn: freezing, and the
+// trainable ranges the optimizers step.
+
+// Freeze stops the named layers from learning; their weight gradients are
+// then not computed at all.
+func (n *Net) Freeze(names ...string) error {
+	for _, name := range names {
+		i := n.index(name)
+		if i < 0 {
+			return fmt.Errorf("%w: %q", ErrNoLayer, name)
+		}
+		n.nodes[i].frozen = true
+	}
+	n.updateActive()
+	return nil
+}
+
+// FreezeAllButLast freezes every parameterised layer except the last k of them
+// (k counts only layers with parameters). k <= 0 freezes all; k beyond their
+// number freezes none.
+func (n *Net) FreezeAllButLast(k int) {
+	left := k
+	for i := len(n.nodes) - 1; i >= 0; i-- {
+		nd := &n.nodes[i]
+		if nd.params.Len == 0 {
+			continue
+		}
+		nd.frozen = left <= 0
+		left--
+	}
+	n.updateActive()
+}
+
+// Unfreeze makes every layer trainable again.
+func (n *Net) Unfreeze() {
+	for i := range n.nodes {
+		n.nodes[i].frozen = false
+	}
+	n.updateActive()
+}
+
+// Trainable lists the ranges of Params that learn (merged where adjacent).
+func (n *Net) Trainable() []Range {
+	return n.appendTrainable(nil)
+}
+
+// NumTrainable is the number of parameters that learn: the length of
+// Trainable's ranges.
+func (n *Net) NumTrainable() int {
+	total := 0
+	for _, r := range n.Trainable() {
+		total += r.Len
+	}
+	return total
+}
+
+// appendTrainable appends the ranges of Trainable to rs, merged where
+// adjacent, and returns the extended slice: into a caller's slice, so the
+// trainer's steps allocate nothing.
+func (n *Net) appendTrainable(rs []Range) []Range {
+	start := len(rs)
+	for _, nd := range n.nodes {
+		if nd.frozen || nd.params.Len == 0 {
+			continue
+		}
+		if k := len(rs) - 1; k >= start && rs[k].Off+rs[k].Len == nd.params.Off {
+			rs[k].Len += nd.params.Len
+			continue
+		}
+		rs = append(rs, nd.params)
+	}
+	return rs
+}
+
+func (n *Net) index(name string) int {
+	for i, nd := range n.nodes {
+		if nd.layer.Name() == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// updateActive decides which nodes run Backward and which inputs need a
+// gradient: only paths that lead down to a trainable parameter do.
+func (n *Net) updateActive() {
+	for i := range n.nodes {
+		nd := &n.nodes[i]
+		nd.active = !nd.frozen && nd.params.Len > 0
+		nd.needDIn = make([]bool, len(nd.inputs))
+		for k, j := range nd.inputs {
+			if j >= 0 && n.nodes[j].active {
+				nd.needDIn[k] = true
+				nd.active = true
+			}
+		}
+		if nd.frozen && nd.params.Len > 0 {
+			n.B.Fill(n.B.View(n.Grads, nd.params.Off, nd.params.Len), 0)
+		}
+	}
+	old := n.trainSize
+	n.planTrain()
+	if !slices.Equal(old, n.trainSize) {
+		n.trains, n.trainCap = nil, 0 // reallocated for the new plan by the next Forward
+	}
+	n.trainN = 0      // rebuild the views: what is kept and where changed
+	n.trained = false // a Forward before the change kept what the old plan needed
+}
+
+// trains reports whether the node's parameters learn: Backward computes
+// their gradients.
+func (nd *node) trains() bool { return !nd.frozen && nd.params.Len > 0 }
