@@ -237,7 +237,8 @@ type Backend interface {
 	// padding, concatenation along any axis, broadcasting copies).
 	CopyStrided(dst, src Buffer, g StridedGeom, add bool)
 	// Broadcast sets the contiguous dst to op(a, b) with numpy broadcasting
-	// expressed as strides (zero on broadcast axes).
+	// expressed as strides (zero on broadcast axes). dst may be a itself
+	// when a is read with dst's own (contiguous) strides.
 	Broadcast(op BinOp, dst, a, b Buffer, g BroadcastGeom)
 	// ReduceSum sets dst to alpha times the sum of src over the axes that g
 	// reduces to 1, summing in row-major order of those axes.

@@ -96,6 +96,14 @@ func (*CPU) ReduceSum(dst, src Buffer, g ReduceGeom, alpha float32) {
 		return
 	}
 	kn, ks, kd := r.keep.dims[MaxRank-1], r.keep.strides[0][MaxRank-1], r.keep.strides[1][MaxRank-1]
+	if r.inner == 1 { // nothing to sum: a scaled copy
+		r.keep.walk(2, func(koff [3]int) {
+			for i := range kn {
+				d[koff[1]+i*kd] = alpha * s[koff[0]+i*ks]
+			}
+		})
+		return
+	}
 	r.keep.walk(2, func(koff [3]int) {
 		for i := range kn {
 			d[koff[1]+i*kd] = alpha * r.red.sum(s, koff[0]+i*ks)

@@ -184,6 +184,27 @@ func (l *Binary) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.B
 			otherStrides, other = l.fwd.A, left
 		}
 		contig := gpu.BroadcastGeom{Dims: l.fwd.Dims, A: l.contig, B: otherStrides}
+		if s.red.Out[0] == n && slices.Equal(s.red.Out[1:], l.out) {
+			// Not broadcast: the gradient is written in place, no sum.
+			switch {
+			case l.Op == gpu.BinAdd:
+				p.B.Copy(s.d, dout)
+			case l.Op == gpu.BinSub:
+				p.B.Copy(s.d, dout)
+				if !s.isLeft {
+					p.B.Scale(s.d, -1)
+				}
+			case l.Op == gpu.BinMul:
+				p.B.Broadcast(gpu.BinMul, s.d, dout, other, contig)
+			case s.isLeft: // the dividend
+				p.B.Broadcast(gpu.BinDiv, s.d, dout, right, contig)
+			default: // the divisor: -dout·out/right
+				p.B.Broadcast(gpu.BinMul, s.d, dout, out, gpu.BroadcastGeom{Dims: l.fwd.Dims, A: l.contig, B: l.contig})
+				p.B.Broadcast(gpu.BinDiv, s.d, s.d, right, gpu.BroadcastGeom{Dims: l.fwd.Dims, A: l.contig, B: l.fwd.B})
+				p.B.Scale(s.d, -1)
+			}
+			continue
+		}
 		g, sign := dout, float32(1)
 		switch {
 		case l.Op == gpu.BinSub && !s.isLeft:
