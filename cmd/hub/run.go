@@ -148,7 +148,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	addrs := host.Addrs()
 	bus.Publish("listening", &watch.Session{Role: "hub", Name: c.session, Model: m.Name, Policy: c.policy, Codec: c.compress,
 		PeerID: host.ID(), Addrs: addrs, Batch: c.batch, Iterations: iterations, MinWorkers: c.minWorkers, Iteration: uint64(tr.Iter),
-		Classes: ds.Labels, Params: net.NumParams(), Trainable: trainable(net)})
+		Classes: ds.Labels, Params: net.NumParams(), Trainable: net.NumTrainable()})
 	if rec != nil {
 		url, stop, err := serveHTTP(c.http, rec, log)
 		if err != nil {
@@ -162,7 +162,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	if !c.json {
 		fmt.Fprintf(stdout, "hub %s (session %q, model %s) listening on:\n  %s\n", host.ID(), c.session, m.Name, strings.Join(addrs, "\n  "))
-		fmt.Fprintf(stdout, "classes: %s; %d of %d parameters train\n", strings.Join(ds.Labels, ", "), trainable(net), net.NumParams())
+		fmt.Fprintf(stdout, "classes: %s; %d of %d parameters train\n", strings.Join(ds.Labels, ", "), net.NumTrainable(), net.NumParams())
 		fmt.Fprintf(stdout, "waiting for %d workers; %d iterations of %d samples\n", c.minWorkers, iterations, c.batch)
 	}
 	if c.mdns {
@@ -303,15 +303,6 @@ func loadModel(c config, b gpu.Backend, stderr io.Writer) (hub.Model, *cli.Data,
 	}
 	meta := models.DefiningMeta(models.WithNorm(models.WithLabels(file.Meta, ds.Labels), norm))
 	return hub.Model{Name: file.Model, Config: file.Config, Meta: meta, Trainer: &solver.Trainer{Net: net}}, ds, nil
-}
-
-// trainable counts the parameters that learn.
-func trainable(net *solver.Net) int {
-	n := 0
-	for _, r := range net.Trainable() {
-		n += r.Len
-	}
-	return n
 }
 
 // firstN is the first n samples of a data set.
