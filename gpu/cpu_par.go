@@ -37,6 +37,9 @@ const (
 	opSumPartials
 	opSoftmax
 	opSoftmaxBackward
+	opStrided   // CopyStrided (cpu_tensor.go)
+	opBroadcast // Broadcast
+	opReduce    // ReduceSum
 )
 
 // cpuJob is one parallel kernel call: the operands the kernel needs (each op
@@ -56,6 +59,7 @@ type cpuJob struct {
 	bn         BNGeom
 	per        [6][]float32 // batch norm's per-channel buffers, in the kernel's order
 	cpu        *CPU         // packed filters and partial sums of the conv kernels
+	ten        tensorJob    // the structural kernels' operands (rows are the items)
 }
 
 // span returns the items [lo, hi) of part i: n cut into parts nearly equal
@@ -96,6 +100,8 @@ func (j *cpuJob) Run(th *sgemm.Thread, i int) {
 		softmax(j.y, j.x, j.batch, j.hw, lo, hi)
 	case opSoftmaxBackward:
 		softmaxBackward(j.dx, j.dy, j.y, j.batch, j.hw, lo, hi)
+	case opStrided, opBroadcast, opReduce:
+		j.ten.run(j.op, lo, hi)
 	case opSumPartials:
 		j.cpu.sumPartials(j.w, j.batch, lo, hi)
 	case opDepthwiseFilter:

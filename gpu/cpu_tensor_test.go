@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -323,4 +324,45 @@ func BenchmarkStructural(b *testing.B) {
 			naiveReduceSum(gate, x, red, 1)
 		}
 	})
+}
+
+// TestStructuralThreads: on several threads (the rows cut into parts) the
+// kernels give the bits of one thread and of the naive loops.
+func TestStructuralThreads(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	runtime.GOMAXPROCS(2)
+	r := rand.New(rand.NewPCG(5, 16))
+	const n, ch, hw = 8, 24, 14
+	x := randSlice(r, n*ch*hw*hw)
+	gate := randSlice(r, n*ch)
+	shuffle := permGeom([]int{n, 2, ch / 2, hw, hw}, []int{0, 2, 1, 3, 4})
+	se, _, _ := broadcastCase([]int{n, ch, hw, hw}, []int{n, ch, 1, 1})
+	red := ReduceGeom{In: []int{n, ch, hw, hw}, Out: []int{n, ch, 1, 1}}
+	redC := ReduceGeom{In: []int{n, ch, hw, hw}, Out: []int{1, ch, 1, 1}}
+	run := func(c *CPU) [][]float32 {
+		y, z := make([]float32, len(x)), make([]float32, len(x))
+		s, sc := make([]float32, n*ch), make([]float32, ch)
+		c.CopyStrided(Host(y), Host(x), shuffle, false)
+		c.CopyStrided(Host(y), Host(x), shuffle, true)
+		c.Broadcast(BinMul, Host(z), Host(x), Host(gate), se)
+		c.ReduceSum(Host(s), Host(x), red, 0.5)
+		c.ReduceSum(Host(sc), Host(x), redC, 1)
+		return [][]float32{y, z, s, sc}
+	}
+	one := NewCPU()
+	one.SetThreads(1)
+	want, got := run(one), run(NewCPU())
+	ny, nz, ns, nsc := make([]float32, len(x)), make([]float32, len(x)), make([]float32, n*ch), make([]float32, ch)
+	naiveCopyStrided(ny, x, shuffle, false)
+	naiveCopyStrided(ny, x, shuffle, true)
+	naiveBroadcast(BinMul, nz, x, gate, se)
+	naiveReduceSum(ns, x, red, 0.5)
+	naiveReduceSum(nsc, x, redC, 1)
+	for k, naive := range [][]float32{ny, nz, ns, nsc} {
+		for i := range naive {
+			if math.Float32bits(got[k][i]) != math.Float32bits(want[k][i]) || math.Float32bits(got[k][i]) != math.Float32bits(naive[i]) {
+				t.Fatalf("result %d element %d: %v on two threads, %v on one, %v naive", k, i, got[k][i], want[k][i], naive[i])
+			}
+		}
+	}
 }
