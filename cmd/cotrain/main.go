@@ -10,8 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/cotrain/cotrain/cmd/internal/cli"
 	"github.com/cotrain/cotrain/gpu"
@@ -21,6 +19,7 @@ const usage = `cotrain: train and run neural networks on this device
 
 Usage:
   cotrain train    --model lenet5 --data mnist|DIR --epochs 1 --seed 1 [--normalize mnist|imagenet|unit|M,S] [--out DIR] [--json]
+  (train and finetune checkpoint to --out on Ctrl-C/SIGTERM and every --checkpoint-every steps; --resume continues)
   cotrain finetune --weights FILE|MODEL.onnx --data mnist|DIR --train-last N|all [flags]
   cotrain eval     --weights FILE --data mnist|DIR [--json]
   cotrain predict  --weights FILE --input FILE... [--json]
@@ -38,12 +37,18 @@ Run "cotrain COMMAND --help" for a command's flags.
 `
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(context.Background())
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	var intr *interruptedError
 	switch {
 	case err == nil:
 	case errors.Is(err, flag.ErrHelp):
+	case errors.As(err, &intr):
+		// train and finetune saved a checkpoint: exit as the signal would
+		// have (130 for Ctrl-C), so that scripts see an interrupted run.
+		fmt.Fprintln(os.Stderr, "cotrain:", err)
+		os.Exit(intr.exitCode())
 	case errors.Is(err, errUsage):
 		fmt.Fprintln(os.Stderr, "cotrain:", err)
 		os.Exit(2)

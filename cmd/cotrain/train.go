@@ -28,6 +28,9 @@ type trainConfig struct {
 	lr, momentum, weightDecay, gamma                                               float64
 	nesterov, json                                                                 bool
 	seed                                                                           uint64
+	// checkpointEvery and resume: checkpoint.go.
+	checkpointEvery int
+	resume          bool
 }
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer, finetune bool) error {
@@ -64,6 +67,8 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer, fine
 	fs.StringVar(&c.out, "out", "cotrain-out", "folder for the weight file and plots")
 	fs.BoolVar(&c.json, "json", false, "print JSON lines instead of progress")
 	fs.StringVar(&c.device, "device", "auto", deviceUsage)
+	fs.IntVar(&c.checkpointEvery, "checkpoint-every", 500, "save a checkpoint to --out every N steps, and on Ctrl-C or SIGTERM (0: only then)")
+	fs.BoolVar(&c.resume, "resume", false, "continue the interrupted run in --out from its checkpoint (same flags); it ends with the bits of an uninterrupted run")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -80,6 +85,9 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer, fine
 	}
 	if c.batch < 1 || c.epochs < 1 && c.iterations < 1 || c.lr <= 0 || c.evalBatch < 1 {
 		return fmt.Errorf("%w: --batch, --eval-batch, --lr and --epochs or --iterations must be positive", errUsage)
+	}
+	if c.checkpointEvery < 0 {
+		return fmt.Errorf("%w: --checkpoint-every %d: want 0 (only on interrupt) or more", errUsage, c.checkpointEvery)
 	}
 	return train(ctx, c, stdout, stderr)
 }
@@ -145,7 +153,8 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 		}
 		net.InitParams(initRng)
 	}
-	net.SetRand(rand.New(rand.NewPCG(c.seed, 0xd40)))
+	drop := rand.NewPCG(c.seed, 0xd40)
+	net.SetRand(rand.New(drop))
 
 	perEpoch := (ds.Train.Len() + c.batch - 1) / c.batch
 	total := c.iterations
@@ -192,11 +201,38 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 	labels := make([]int32, c.batch)
 	var curve chart.Series
 	curve.Name = "training loss"
-	start := time.Now()
 	var smooth float64
-	for it := 0; it < total; it++ {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("interrupted at step %d: %w", it, err)
+	ck, err := newCheckpointer(c, model, mcfg, tr, loader, drop, total, ds.Train.Len())
+	if err != nil {
+		return err
+	}
+	if c.resume {
+		var warn string
+		if smooth, curve.Y, warn, err = ck.restore(total); err != nil {
+			return err
+		}
+		if warn != "" {
+			fmt.Fprintln(stderr, "cotrain:", warn)
+		}
+		for i := tr.Iter - len(curve.Y); i < tr.Iter; i++ {
+			curve.X = append(curve.X, float64(i+1))
+		}
+		ev.Emit("resume", map[string]any{"iteration": tr.Iter, "epoch": loader.Epoch(), "pos": loader.Pos(), "checkpoint": ck.path()})
+		if !c.json {
+			fmt.Fprintf(stderr, "resuming at step %d (epoch %d, sample %d) from %s\n", tr.Iter, loader.Epoch(), loader.Pos(), ck.path())
+		}
+		bar.Add(tr.Iter*c.batch, "")
+	}
+	start, first := time.Now(), tr.Iter
+	for it := tr.Iter; it < total; it++ {
+		if ctx.Err() != nil {
+			if err := ck.save(smooth, curve.Y); err != nil {
+				return fmt.Errorf("interrupted at step %d, and the checkpoint failed: %w", it, err)
+			}
+			bar.Done()
+			e := interrupted(ctx, it, ck.path())
+			ev.Emit("interrupted", map[string]any{"iteration": it, "checkpoint": ck.path()})
+			return e
 		}
 		n, _ := loader.Next(x, labels)
 		loss, err := tr.Step(x[:n*net.In.Size()], labels[:n])
@@ -212,7 +248,13 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 		bar.Add(n, fmt.Sprintf("loss %.4f", smooth))
 		if (it+1)%100 == 0 || it+1 == total {
 			ev.Emit("progress", map[string]any{"iteration": it + 1, "epoch": loader.Epoch(), "loss": smooth,
-				"lr": tr.LR(), "samples_per_sec": float64((it+1)*c.batch) / time.Since(start).Seconds()})
+				"lr": tr.LR(), "samples_per_sec": float64((it+1-first)*c.batch) / time.Since(start).Seconds()})
+		}
+		if c.checkpointEvery > 0 && (it+1)%c.checkpointEvery == 0 && it+1 < total {
+			if err := ck.save(smooth, curve.Y); err != nil {
+				return err
+			}
+			ev.Emit("checkpoint", map[string]any{"iteration": it + 1, "checkpoint": ck.path()})
 		}
 	}
 	bar.Done()
@@ -243,8 +285,9 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 	if err := chart.LinePlot(plotPath, model+" training loss", "iteration", "loss", curve); err != nil {
 		return err
 	}
+	ck.remove()
 	result := map[string]any{"test_accuracy": acc, "test_loss": testLoss, "iterations": tr.Iter,
-		"seconds": elapsed.Seconds(), "samples_per_sec": float64(tr.Iter*c.batch) / elapsed.Seconds(),
+		"seconds": elapsed.Seconds(), "samples_per_sec": float64((tr.Iter-first)*c.batch) / elapsed.Seconds(),
 		"weights": path, "weights_sha256": sum, "loss_plot": plotPath}
 	if c.json {
 		return ev.Emit("done", result)
