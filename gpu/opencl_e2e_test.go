@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -130,6 +131,11 @@ func TestOpenCLLeNetTraining(t *testing.T) {
 // (GEMM tuning from the saved file, or timed now unless
 // COTRAIN_OPENCL_TUNE=0).
 func BenchmarkOpenCLTrainStep(b *testing.B) {
+	// COTRAIN_BENCH_RED_PART=n times the steps with parts of n elements in
+	// the two-level reductions (batch norm, depthwise filter gradients).
+	if n, err := strconv.Atoi(os.Getenv("COTRAIN_BENCH_RED_PART")); err == nil && n > 0 {
+		defer gpu.SetRedPartLen(n)()
+	}
 	cfg := gpu.DefaultOpenCLConfig()
 	o, err := gpu.NewOpenCL(cfg)
 	if err != nil {

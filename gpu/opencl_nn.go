@@ -280,12 +280,14 @@ func nonNil(op string, bs ...*clBuf) {
 
 // redPartLen is the length of one part of a two-level reduction: a channel
 // of batch norm (or a depthwise filter tap) reducing over more elements than
-// this is split into parts that separate work-groups reduce, and a second
-// kernel adds the parts in order (norm.cl). A constant, so that the split,
-// and so the summation order, depends on the shape alone, never on the
-// device. At 8192 elements a part gives each item of a work-group of 256 at
-// least 16 elements.
-const redPartLen = 8192
+// twice this is split into parts that separate work-groups reduce, and a
+// second kernel adds the parts in order (norm.cl). The same on every device,
+// so that the split, and so the summation order, depends on the shape alone.
+// At 8192 elements a part gives each item of a work-group of 256 at least 16
+// elements. A variable only so that benchmarks can compare lengths in one
+// run (BenchmarkOpenCLTrainStep, COTRAIN_BENCH_RED_PART); changing it
+// changes the bits of batch norm and depthwise filter gradients.
+var redPartLen = 8192
 
 // redParts splits a reduction over m elements: parts of l elements, the last
 // one shorter; p is 1 (one work-group reduces it all) up to 2·redPartLen.
