@@ -506,6 +506,21 @@ def evaluate(model, x):
             y = ins[0] / ins[1]
         elif op == "Concat":
             y = torch.cat(ins, dim=a["axis"])
+        elif op == "Transpose":
+            y = ins[0].permute(*a["perm"])
+        elif op == "Slice":  # cotrain writes every axis with positive steps
+            y = ins[0]
+            starts, ends, axes, steps = ([int(v) for v in env[i]] for i in n.input[1:5])
+            for s0, e0, ax, st in zip(starts, ends, axes, steps):
+                y = y.narrow(ax, s0, e0 - s0)[(slice(None),) * ax + (slice(None, None, st),)]
+        elif op == "Pad":  # constant zero: [begins..., ends...] over every axis
+            pads = [int(v) for v in env[n.input[1]]]
+            r = len(pads) // 2
+            y = F.pad(ins[0], [p for k in reversed(range(r)) for p in (pads[k], pads[r + k])])
+        elif op == "ReduceMean":
+            y = ins[0].mean(dim=tuple(a["axes"]), keepdim=bool(a.get("keepdims", 1)))
+        elif op == "ReduceSum":  # axes as input from opset 13
+            y = ins[0].sum(dim=tuple(int(v) for v in env[n.input[1]]), keepdim=bool(a.get("keepdims", 1)))
         else:
             raise ValueError(f"operator {op} (node {n.name}) is not one cotrain exports")
         env[n.output[0]] = y

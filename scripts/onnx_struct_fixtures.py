@@ -4,6 +4,8 @@
 Run from the repository root with the system Python (PyTorch 1.13, onnx):
 
     /usr/bin/python3 scripts/onnx_struct_fixtures.py
+    COTRAIN_ONNX_EXPORT=DIR go test ./models/onnx -run TestExportStructuralForPython
+    /usr/bin/python3 scripts/onnx_struct_fixtures.py check DIR
 
 It writes models/onnx/testdata/struct/: per fixture NAME, NAME.onnx and
 NAME.json with the input x (a batch of 2), the output y, a fixed output
@@ -18,6 +20,10 @@ The references are computed in float64 from the float32 weights and input
 and rounded to float32 (as scripts/golden.py does), so the Go tests measure
 cotrain's float32 rounding alone. Every fixture has a fixed seed: a rerun
 rewrites identical files (the .onnx bytes depend on the exporter version).
+
+"check DIR" validates cotrain's exports of these fixtures with
+onnx.checker (full check) and runs them with scripts/onnx_fixtures.py's
+evaluator against PyTorch's y, to a relative 1e-4.
 
 Fixtures:
   shuffle_*   a ShuffleNet v2-like unit: Split (chunk), a depthwise branch,
@@ -41,6 +47,7 @@ Fixtures:
 import io
 import json
 import os
+import sys
 
 import numpy as np
 import onnx
@@ -194,7 +201,34 @@ def nhwc_fixture(seed=40):
     return write("nhwc_op13", model.SerializeToString(), x, y.detach().float(), dy, grads, ops, [6, 6, 3])
 
 
+def check(folder):
+    """Validates cotrain's exports of the fixtures (written by
+    COTRAIN_ONNX_EXPORT=FOLDER go test ./models/onnx -run TestExportStructuralForPython)
+    with onnx.checker (full check, shape inference included), runs them with
+    scripts/onnx_fixtures.py's evaluator and compares with PyTorch's y."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from onnx_fixtures import evaluate
+    with open(os.path.join(OUT, "manifest.json")) as f:
+        manifest = json.load(f)
+    worst = 0.0
+    for fx in manifest:
+        model = onnx.load(os.path.join(folder, "struct_%s.cotrain.onnx" % fx["name"]))
+        onnx.checker.check_model(model, full_check=True)
+        with open(os.path.join(OUT, fx["name"] + ".json")) as f:
+            g = json.load(f)
+        x = np.array(g["x"], dtype=np.float32).reshape([2] + fx["input"])
+        y = np.array(g["y"], dtype=np.float64).reshape(2, -1)
+        got = evaluate(model, x).reshape(2, -1)
+        err = float(np.abs(got - y).max() / np.abs(y).max())
+        worst = max(worst, err)
+        print("%-14s %s: relative error %.2g" % (fx["name"], "ok" if err <= 1e-4 else "FAIL", err))
+    print("worst %.2g" % worst)
+    return 0 if worst <= 1e-4 else 1
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "check":
+        sys.exit(check(sys.argv[2]))
     os.makedirs(OUT, exist_ok=True)
     manifest = []
     for name, cls, opsets, seed in [("shuffle", Shuffle, [11, 13], 10), ("se", SE, [11, 13, 17], 20), ("misc", Misc, [11, 13], 30)]:

@@ -148,3 +148,24 @@ func TestExportStructuralRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// TestExportStructuralForPython writes cotrain's exports of the structural
+// fixtures for `scripts/onnx_struct_fixtures.py check` when
+// COTRAIN_ONNX_EXPORT names a folder; otherwise it is skipped (a Go test
+// never needs Python).
+func TestExportStructuralForPython(t *testing.T) {
+	dir := os.Getenv("COTRAIN_ONNX_EXPORT")
+	if dir == "" {
+		t.Skip("COTRAIN_ONNX_EXPORT not set")
+	}
+	for _, fx := range loadStruct(t) {
+		f := importFile(t, filepath.Join("testdata", "struct", fx.Name+".onnx"))
+		var buf bytes.Buffer
+		if err := Export(&buf, f); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "struct_"+fx.Name+".cotrain.onnx"), buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
