@@ -71,7 +71,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("hub", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: hub --model lenet5|--weights FILE|MODEL.onnx [--train-last N|all] --data mnist|DIR --min-workers 2 --batch 192 --iterations 300 [--listen MULTIADDR] [--out DIR] [--json]\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: hub --model lenet5|--weights FILE|MODEL.onnx [--train-last N|all] --data mnist|DIR --min-workers 2 --batch 192 --iterations 300 [--listen MULTIADDR] [--out DIR] [--json] [--http 127.0.0.1:8080]\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	def, ddef := hub.DefaultConfig(), hub.DefaultDriverConfig()
@@ -114,7 +114,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.tick, "tick", ddef.Tick, "the hub's clock resolution")
 	fs.IntVar(&c.maxMisses, "max-misses", def.MaxMisses, "deadlines in a row a worker may miss before it is dropped (0: never)")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed for the initial weights")
-	fs.BoolVar(&c.json, "json", false, "print JSON lines instead of progress (every event, with its time; docs/dashboard.md)")
+	fs.BoolVar(&c.json, "json", false, "print JSON lines instead of progress: every event with its time, progress every --log-every iterations (docs/dashboard.md)")
 	fs.StringVar(&c.http, "http", "", "serve the live dashboard, /api/status, /api/events and /metrics on this address (e.g. 127.0.0.1:8080; :8080 exposes them to the LAN, read-only, without authentication: docs/dashboard.md); empty: off")
 	fs.BoolVar(&c.verbose, "v", false, "log every merge")
 	version := cli.VersionFlag(fs)

@@ -65,7 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: worker [--hub MULTIADDR] [--session NAME] --data mnist --shard I/N [--out DIR] [--json]\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: worker [--hub MULTIADDR] [--session NAME] --data mnist --shard I/N [--out DIR] [--json] [--http 127.0.0.1:8081]\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	host, _ := os.Hostname()
@@ -85,7 +85,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Var((*cli.ListFlag)(&c.listen), "listen", "multiaddr for this worker's own host (repeatable; default loopback TCP and QUIC)")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed for this worker's shuffling")
 	fs.IntVar(&c.logEvery, "log-every", 10, "iterations between progress lines")
-	fs.BoolVar(&c.json, "json", false, "print JSON lines instead of progress (every event, with its time; docs/dashboard.md)")
+	fs.BoolVar(&c.json, "json", false, "print JSON lines instead of progress: every event with its time, progress every --log-every pushes (docs/dashboard.md)")
 	fs.StringVar(&c.http, "http", "", "serve this worker's live dashboard, /api/status, /api/events and /metrics on this address (e.g. 127.0.0.1:8081, then open it in the phone's browser; :8081 exposes them to the LAN, read-only: docs/dashboard.md); empty: off")
 	fs.BoolVar(&c.verbose, "v", false, "log every push and merge")
 	version := cli.VersionFlag(fs)
