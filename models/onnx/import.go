@@ -110,6 +110,9 @@ func Import(r io.Reader) (*models.File, error) {
 	if im.opset < 7 || im.opset > 18 {
 		return nil, fmt.Errorf("%w: opset %d (7 to 18 are read)", ErrUnsupported, im.opset)
 	}
+	if err := checkOps(g); err != nil {
+		return nil, err
+	}
 	in, err := im.inputs(g)
 	if err != nil {
 		return nil, err

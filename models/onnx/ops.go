@@ -4,11 +4,48 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/models/onnx/onnxpb"
 )
+
+// knownOps are the operators node maps (or folds, for ConstantOfShape and
+// Cast on constants). Import checks every node against it before any
+// other work, so that a model with an operator cotrain lacks is refused
+// with that operator and its node, not with whatever earlier problem the
+// mapping would meet first. A case added to node's switch must be added
+// here; TestKnownOpsAreMapped checks the other direction.
+var knownOps = map[string]bool{
+	"Constant": true, "Identity": true, "Conv": true, "Relu": true, "Clip": true, "MaxPool": true, "AveragePool": true,
+	"GlobalAveragePool": true, "BatchNormalization": true, "Flatten": true, "Reshape": true, "Dropout": true,
+	"Gemm": true, "MatMul": true, "Add": true, "Sub": true, "Mul": true, "Div": true, "ReduceMean": true,
+	"ReduceSum": true, "ReduceMax": true, "Reciprocal": true, "GlobalMaxPool": true, "Transpose": true,
+	"Split": true, "Slice": true, "Squeeze": true, "Unsqueeze": true, "Concat": true, "Softmax": true,
+	"Sigmoid": true, "Tanh": true, "HardSigmoid": true, "HardSwish": true, "LeakyRelu": true, "Pad": true,
+	"Shape": true, "Gather": true, "ConstantOfShape": true, "Cast": true,
+}
+
+// checkOps refuses the first node whose operator (or domain) is not one
+// node maps, naming it and the node.
+func checkOps(g *onnxpb.GraphProto) error {
+	for i, n := range g.GetNode() {
+		d := n.GetDomain()
+		if knownOps[n.GetOpType()] && (d == "" || d == "ai.onnx") {
+			continue
+		}
+		name := n.GetName()
+		if name == "" {
+			name = "#" + strconv.Itoa(i)
+		}
+		if d != "" && d != "ai.onnx" {
+			return fmt.Errorf("onnx: node %q (%s): %w operator %s of domain %q", name, n.GetOpType(), ErrUnsupported, n.GetOpType(), d)
+		}
+		return fmt.Errorf("onnx: node %q (%s): %w operator %s", name, n.GetOpType(), ErrUnsupported, n.GetOpType())
+	}
+	return nil
+}
 
 // node maps one ONNX node. outName is the graph output, which decides
 // whether a Softmax is the final one.

@@ -125,3 +125,33 @@ func TestImportSplitAndPendingPad(t *testing.T) {
 		}
 	}
 }
+
+// TestKnownOpsAreMapped: every operator Import's first pass lets through
+// reaches a case of node's switch (the ones folded on constants are given a
+// constant input), so the first pass never admits what node would then
+// refuse as an unknown operator.
+func TestKnownOpsAreMapped(t *testing.T) {
+	for op := range knownOps {
+		im := &importer{opset: 13, vals: map[string]*value{"c": {konst: &tensor{name: "c", ints: []int64{1}, dims: []int{1}}}},
+			uses: map[string]int{}, names: map[string]bool{}, params: map[string]*tensor{}, state: map[string]*tensor{}}
+		ins := []string{}
+		if op == "Cast" || op == "ConstantOfShape" {
+			ins = []string{"c"}
+		}
+		err := im.node(nd(op, "n", ins, "out"), "y")
+		if err != nil && strings.Contains(err.Error(), "unsupported operator "+op) {
+			t.Errorf("%s passes the first check but node refuses it: %v", op, err)
+		}
+	}
+}
+
+// TestUnknownOpRefusedFirst: an unknown operator late in the graph is
+// refused by name even when an earlier node is broken too.
+func TestUnknownOpRefusedFirst(t *testing.T) {
+	raw := tiny(13, headInits, withHead(nd("Conv", "conv", []string{"x", "missing.weight"}, "c"),
+		nd("GridSample", "warp_9", []string{"c"}, "h"))...)
+	_, err := Import(bytes.NewReader(raw))
+	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "GridSample") || !strings.Contains(err.Error(), `"warp_9"`) {
+		t.Fatalf("error %v, want the unsupported GridSample of node warp_9", err)
+	}
+}
