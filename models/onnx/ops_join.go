@@ -237,6 +237,10 @@ func (im *importer) shapeOp(n *onnxpb.NodeProto, a attrs) error {
 		for _, d := range x.ldims() {
 			out.sym = append(out.sym, int64(d))
 		}
+		if x.pad != [2]int{} { // a pending spatial pad (padOp) counts
+			out.sym[2] += 2 * int64(x.pad[0])
+			out.sym[3] += 2 * int64(x.pad[1])
+		}
 	case "Gather":
 		idx, err := im.konst(n, 1, false)
 		if err != nil {

@@ -406,8 +406,8 @@ func (im *importer) splitOp(n *onnxpb.NodeProto, a attrs) error {
 		starts, steps, counts := make([]int, len(xd)), slices.Repeat([]int{1}, len(xd)), slices.Clone(xd)
 		starts[k], counts[k] = start, int(s)
 		start += int(s)
-		if outs[i] == "" {
-			continue
+		if outs[i] == "" || im.uses[outs[i]] == 0 {
+			continue // an unused part makes no layer (it would be a dead branch)
 		}
 		if err := im.sliceLayer(n, outs[i], x, starts, steps, counts); err != nil {
 			return err

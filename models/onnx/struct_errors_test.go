@@ -3,6 +3,7 @@ package onnx
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/models/onnx/onnxpb"
+	"github.com/cotrain/cotrain/solver"
 )
 
 func constInts(name string, v ...int64) *onnxpb.NodeProto {
@@ -153,5 +155,34 @@ func TestUnknownOpRefusedFirst(t *testing.T) {
 	_, err := Import(bytes.NewReader(raw))
 	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "GridSample") || !strings.Contains(err.Error(), `"warp_9"`) {
 		t.Fatalf("error %v, want the unsupported GridSample of node warp_9", err)
+	}
+}
+
+// TestImportShapeOfPaddedAndUnusedSplit: Shape sees a pending pad, and a
+// Split part that nothing reads makes no layer.
+func TestImportShapeOfPaddedAndUnusedSplit(t *testing.T) {
+	x := make([]float32, 2*4*4)
+	for i := range x {
+		x[i] = float32(i)
+	}
+	// Pad H and W by 1 (6×6), then Reshape to [N, C, H·W]: the 72 padded values.
+	nodes := []*onnxpb.NodeProto{constInts("p", 0, 0, 1, 1, 0, 0, 1, 1), nd("Pad", "pd", []string{"x", "p"}, "px"),
+		constInts("k", -1, 2, 36), nd("Reshape", "rs", []string{"px", "k"}, "r3"), nd("Relu", "r", []string{"r3"}, "y")}
+	if got := runTiny(t, tiny(13, nil, nodes...), x); len(got) != 72 || got[0] != 0 || got[7] != x[0] {
+		t.Fatalf("%d outputs starting %v, want 72 with the first input value at 7", len(got), got[:8])
+	}
+	im := &importer{opset: 13, vals: map[string]*value{"x": {act: true, layer: -1, shape: solver.Shape{C: 2, H: 4, W: 4}, rank: 4, pad: [2]int{1, 2}}},
+		uses: map[string]int{}, names: map[string]bool{}}
+	if err := im.node(nd("Shape", "sh", []string{"x"}, "s"), "y"); err != nil {
+		t.Fatal(err)
+	}
+	if got := im.vals["s"].sym[1:]; !slices.Equal(got, []int64{2, 6, 8}) {
+		t.Errorf("Shape of a padded 2×4×4 (pads 1, 2): %v, want [2 6 8]", got)
+	}
+	split := &onnxpb.NodeProto{OpType: proto.String("Split"), Name: proto.String("sp"), Input: []string{"x"},
+		Output: []string{"top", "bottom"}, Attribute: []*onnxpb.AttributeProto{attrInt("axis", 2)}}
+	got := runTiny(t, tiny(13, nil, split, nd("Relu", "r", []string{"bottom"}, "y")), x)
+	if len(got) != 2*2*4 || got[0] != x[8] {
+		t.Fatalf("bottom half: %d values starting %v, want 16 starting %v", len(got), got[0], x[8])
 	}
 }
