@@ -47,6 +47,7 @@ type OpenCL struct {
 	coef    *clMem  // per-channel batch-norm coefficients (4 per channel)
 	splitWS *clMem  // partial sums of split-k products (opencl_gemm.go)
 	redPart *clMem  // partial results of two-level reductions (redParts)
+	convWT  *clMem  // a transposed filter matrix (ConvBackwardData)
 	loss    *clMem  // per-row losses of SoftmaxCrossEntropy, then their sum
 	labels  *clMem  // int32 labels, reused across calls
 	lastLb  []int32 // labels now in the labels buffer

@@ -164,7 +164,10 @@ func (o *OpenCL) ConvBackwardData(g ConvGeom, dx, dy, w, ws Buffer) {
 				o.gemm(true, false, rows, cnt*ohw, kg, 1, wt, src, 0, batchMat(dxs, n0, cnt, gi*cg, g.C, ohw))
 				continue
 			}
-			o.gemm(true, false, rows, cnt*ohw, kg, 1, wt, src, 0, plainMat(col.m, col.off, cnt*ohw))
+			// W_gᵀ made explicit (rows×kg): gemm_nn instead of gemm_tn (conv.cl's transpose).
+			wT := o.scratch(&o.convWT, rows*kg)
+			o.run1("transpose", rows*kg, wT, 0, wsl.m, wsl.off+gi*kg*rows, kg, rows)
+			o.gemm(false, false, rows, cnt*ohw, kg, 1, plainMat(wT, 0, kg), src, 0, plainMat(col.m, col.off, cnt*ohw))
 			dxoff := dxs.off + (n0*g.C+gi*cg)*g.H*g.W
 			o.run1("col2im", cnt*cg*g.H*g.W, append([]any{dxs.m, dxoff, col.m, col.off}, g.colArgs(cnt)...)...)
 		}

@@ -445,3 +445,43 @@ func testOpenCLVec4Bits(t *testing.T, o *OpenCL) {
 		}
 	}
 }
+
+// TestOpenCLConvBackwardDataTransposedBits checks that the backward data of
+// an im2col convolution, whose product runs with the filter matrix
+// transposed into a scratch buffer (gemm_nn), gives the bits of the product
+// that reads it transposed (gemm_tn), with groups and with a product split
+// in k.
+func TestOpenCLConvBackwardDataTransposedBits(t *testing.T) {
+	o := openCLForTest(t)
+	r := rand.New(rand.NewPCG(37, 38))
+	for _, g := range []ConvGeom{
+		{N: 2, C: 6, H: 7, W: 9, K: 4, R: 3, S: 3, Groups: 2, PadH: 1, PadW: 1},
+		{N: 2, C: 3, H: 5, W: 5, K: 600, R: 3, S: 3, PadH: 1, PadW: 1}, // k = 600: split in 2
+	} {
+		if err := g.Setup(); err != nil {
+			t.Fatal(err)
+		}
+		w, dy := o.Alloc(g.K*g.colRows()), o.Alloc(g.N*g.K*g.OH*g.OW)
+		o.Upload(w, clRand(r, w.Len()))
+		o.Upload(dy, clRand(r, dy.Len()))
+		ws := o.Alloc(o.ConvWorkspace(g))
+		dx := o.Alloc(g.N * g.C * g.H * g.W)
+		o.ConvBackwardData(g, dx, dy, w, ws)
+		got := download(o, dx)
+		// The product with W read transposed, then col2im, per group.
+		ref, wsl, dys, col := o.buf(o.Alloc(dx.Len())), o.buf(w), o.buf(dy), o.buf(ws)
+		grp := g.groups()
+		cg, kg, rows, ohw := g.C/grp, g.K/grp, g.colRows(), g.OH*g.OW
+		for gi := 0; gi < grp; gi++ {
+			o.gemm(true, false, rows, g.N*ohw, kg, 1, plainMat(wsl.m, wsl.off+gi*kg*rows, rows), batchMat(dys, 0, g.N, gi*kg, g.K, ohw),
+				0, plainMat(col.m, col.off, g.N*ohw))
+			o.run1("col2im", g.N*cg*g.H*g.W, append([]any{ref.m, ref.off + gi*cg*g.H*g.W, col.m, col.off}, g.colArgs(g.N)...)...)
+		}
+		want := download(o, ref)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%+v: dx[%d] %g, with W read transposed %g", g, i, got[i], want[i])
+			}
+		}
+	}
+}

@@ -259,3 +259,15 @@ __kernel void im2col_planes(__global store_t* col, int coloff, __global const st
 	if (ih >= 0 && ih < H && iw >= 0 && iw < W) v = LD(x, xoff + n * xs + (c * H + ih) * W + iw);
 	ST(col, coloff + row * nb * ohw + n * ohw + p, v);
 }
+
+// transpose: dst (cols×rows) = srcᵀ for src rows×cols. The backward data
+// of an im2col convolution multiplies by the transposed filter matrix; made
+// explicit (it is small), the product runs as gemm_nn, which NVIDIA's
+// compiler gives fewer registers than gemm_tn (docs/opencl.md), with the
+// same bits: each output still adds its k products in order.
+__kernel void transpose(__global store_t* dst, int doff, __global const store_t* src, int soff, int rows, int cols) {
+	int i = get_global_id(0);
+	if (i >= rows * cols) return;
+	int r = i / cols, c = i - r * cols;
+	ST(dst, doff + c * rows + r, LD(src, soff + i));
+}
