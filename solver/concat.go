@@ -10,15 +10,15 @@ import (
 // axis 1, torch.cat(dim=1)): inputs C_i×H×W give (ΣC_i)×H×W, in input order.
 // It has no parameters.
 //
-// NCHW puts each sample's channels in one contiguous run, so the copy is one
-// Copy per sample and input between backend views. Creating those views
-// allocates a small header on some backends (N·inputs per call); Concat is
-// the one layer that does not meet the steady-state no-allocation goal, a
-// cost that is negligible beside the convolutions around it.
+// NCHW puts each sample's channels in one contiguous run, so input i of
+// sample n is one run of the output: each input is one strided copy over
+// all samples (gpu.CopyStrided: N runs of C_i·H·W elements, one launch on
+// a device, no views made per call).
 type Concat struct {
 	Base
-	chans []int // elements per sample of each input
-	total int   // elements per sample of the output
+	chans []int             // elements per sample of each input
+	total int               // elements per sample of the output
+	geoms []gpu.StridedGeom // input i into its runs of the output
 }
 
 var _ Layer = (*Concat)(nil)
@@ -45,18 +45,19 @@ func (l *Concat) Setup(in []Shape) (Shape, error) {
 		l.chans[i] = s.Size()
 		l.total += s.Size()
 	}
+	l.geoms = make([]gpu.StridedGeom, len(in))
+	off := 0
+	for i, sz := range l.chans {
+		l.geoms[i] = gpu.StridedGeom{Dims: []int{1, sz}, Dst: []int{l.total, 1}, Src: []int{sz, 1}, DstOff: off}
+		off += sz
+	}
 	return out, nil
 }
 
 // Forward implements Layer. out[n] = in[0][n] ‖ in[1][n] ‖ ... per sample.
 func (l *Concat) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
-	for n := 0; n < p.N; n++ {
-		off := n * l.total
-		for i, x := range in {
-			sz := l.chans[i]
-			p.B.Copy(p.B.View(out, off, sz), p.B.View(x, n*sz, sz))
-			off += sz
-		}
+	for i, x := range in {
+		p.B.CopyStrided(out, x, atN(l.geoms[i], p.N), false)
 	}
 }
 
@@ -65,14 +66,9 @@ func (*Concat) BackwardReads(bool) (in, out bool) { return false, false }
 
 // Backward implements Layer: each input's gradient is its slice of dout.
 func (l *Concat) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, _ []gpu.Buffer, _ gpu.Buffer, _ bool) {
-	for n := 0; n < p.N; n++ {
-		off := n * l.total
-		for i, d := range din {
-			sz := l.chans[i]
-			if d != nil {
-				p.B.Copy(p.B.View(d, n*sz, sz), p.B.View(dout, off, sz))
-			}
-			off += sz
+	for i, d := range din {
+		if d != nil {
+			p.B.CopyStrided(d, dout, swap(atN(l.geoms[i], p.N)), false)
 		}
 	}
 }

@@ -156,8 +156,8 @@ func TestShapeOpsGradients(t *testing.T) {
 }
 
 // TestStructuralNetStepAllocatesNothing: a network of every structural
-// layer (a linear layer first, so that gradients flow to parameters) takes
-// steady-state steps on the CPU without allocating.
+// layer and a channel concat (a convolution first, so that gradients flow
+// to parameters) takes steady-state steps on the CPU without allocating.
 func TestStructuralNetStepAllocatesNothing(t *testing.T) {
 	b := gpu.NewCPU()
 	net, err := NewNet(b, Shape{C: 4, H: 3, W: 2}, []Node{
@@ -173,6 +173,7 @@ func TestStructuralNetStepAllocatesNothing(t *testing.T) {
 		{Layer: NewBinary("gate", gpu.BinMul, []int{4, 3, 2}, []int{4, 1, 1}), Inputs: []int{7, 8}},
 		{Layer: NewBinaryConst("scale", gpu.BinDiv, []int{4, 3, 2}, []int{4, 1, 1}, []float32{1, 2, 3, 4}, true)},
 		{Layer: NewBinary("sub", gpu.BinSub, []int{4, 3, 2}, []int{4, 3, 2}), Inputs: []int{10, 7}},
+		{Layer: NewConcat("cat"), Inputs: []int{11, 0}},
 		{Layer: NewLinear("out", 3)},
 	})
 	if err != nil {
