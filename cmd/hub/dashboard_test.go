@@ -223,13 +223,24 @@ func TestDashboardEndpoints(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	url, workerURL, h := dashboardRun(t, ctx, 2000)
+	// The hub's --json lines: each join with the worker's full peer id,
+	// its name and a time.
+	lines := map[string]string{}
+	for len(lines) < 2 {
+		ev := h.until(t, "joined", time.Minute)
+		if _, err := time.Parse(time.RFC3339Nano, fmt.Sprint(ev["time"])); err != nil || !strings.HasPrefix(fmt.Sprint(ev["peer"]), "12D3KooW") {
+			t.Errorf("joined line %v", ev)
+		}
+		lines[fmt.Sprint(ev["name"])] = fmt.Sprint(ev["peer"])
+	}
 	go func() {
 		for range h.events {
 		}
 	}()
 
-	// The event stream: joins with full peer ids and names, then progress
-	// every iteration (the JSON lines have one per --log-every).
+	// The event stream, connected after the joins: progress every
+	// iteration (the JSON lines have one per --log-every), each with both
+	// workers by the ids they joined with.
 	req, _ := http.NewRequestWithContext(ctx, "GET", url+"api/events", nil)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -237,7 +248,7 @@ func TestDashboardEndpoints(t *testing.T) {
 	}
 	defer res.Body.Close()
 	rd := bufio.NewReader(res.Body)
-	joined := map[string]string{}
+	joined := lines
 	var its []float64
 	for len(its) < 5 {
 		line, err := rd.ReadString('\n')
@@ -256,12 +267,17 @@ func TestDashboardEndpoints(t *testing.T) {
 			t.Errorf("event without a time: %v", ev)
 		}
 		switch ev["event"] {
-		case "joined":
-			joined[ev["name"].(string)] = ev["peer"].(string)
 		case "progress":
 			its = append(its, ev["iteration"].(float64))
-			if ws := ev["workers"].([]any); len(ws) != 2 {
-				t.Errorf("progress with %d workers: %v", len(ws), ev)
+			ws := ev["workers"].([]any)
+			if len(ws) != 2 {
+				t.Fatalf("progress with %d workers: %v", len(ws), ev)
+			}
+			for _, w := range ws {
+				w := w.(map[string]any)
+				if joined[fmt.Sprint(w["name"])] != w["id"] || w["compute_ms"].(float64) <= 0 {
+					t.Errorf("progress entry %v; joined %v", w, joined)
+				}
 			}
 		}
 	}
@@ -287,6 +303,9 @@ func TestDashboardEndpoints(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	batch := 0
+	if len(joined) != 2 || joined["phone-a"] == joined["phone-b"] {
+		t.Errorf("joined lines %v", joined)
+	}
 	for _, w := range st.Workers {
 		if joined[w.Name] != w.ID || !strings.HasPrefix(w.ID, "12D3KooW") || w.State != "training" {
 			t.Errorf("worker %+v; joined events %v", w, joined)
