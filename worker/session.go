@@ -147,8 +147,9 @@ func (s *Session) redial(ctx context.Context, why error) (transport.Conn, error)
 	defer cancel()
 	last := why
 	for attempt := 0; ; attempt++ {
-		// No dial before the deadline: only ctx ends the wait (a nil
-		// channel never delivers).
+		// When NextDial says the next dial would come after the
+		// deadline, only ctx ends the wait (a nil channel never
+		// delivers).
 		var due <-chan time.Time
 		var t *time.Timer
 		if wait, ok := rule.NextDial(attempt, time.Since(start), s.Rand); ok {
