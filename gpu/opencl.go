@@ -48,6 +48,7 @@ type OpenCL struct {
 	splitWS *clMem  // partial sums of split-k products (opencl_gemm.go)
 	redPart *clMem  // partial results of two-level reductions (redParts)
 	convWT  *clMem  // a transposed filter matrix (ConvBackwardData)
+	poolIdx *clMem  // int offsets of max-pool windows' maxima (MaxPoolBackward)
 	loss    *clMem  // per-row losses of SoftmaxCrossEntropy, then their sum
 	labels  *clMem  // int32 labels, reused across calls
 	lastLb  []int32 // labels now in the labels buffer

@@ -238,12 +238,16 @@ func (o *OpenCL) MaxPoolForward(g PoolGeom, y, x Buffer) {
 }
 
 // MaxPoolBackward implements Backend: each input element gathers the dy of
-// the windows whose first maximum it is, in window order.
+// the windows whose first maximum it is, in window order; the maxima's
+// offsets are found once per window first (maxpool_argmax).
 func (o *OpenCL) MaxPoolBackward(g PoolGeom, dx, dy, x Buffer) {
 	xs, dys := o.poolBufs("MaxPoolBackward", &g, x, dy)
 	dxs := o.buf(dx)
 	sameN("MaxPoolBackward", dxs, xs)
-	o.run1("maxpool_backward", dxs.n, append([]any{dxs.m, dxs.off, dys.m, dys.off, xs.m, xs.off}, g.poolArgs()...)...)
+	// Each window's first maximum once, then the gather (pool.cl).
+	idx := o.scratch(&o.poolIdx, dys.n)
+	o.run1("maxpool_argmax", dys.n, append([]any{idx, xs.m, xs.off}, g.poolArgs()...)...)
+	o.run1("maxpool_backward_idx", dxs.n, append([]any{dxs.m, dxs.off, dys.m, dys.off, idx}, g.poolArgs()...)...)
 }
 
 // AvgPoolForward implements Backend.

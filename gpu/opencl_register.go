@@ -82,7 +82,7 @@ var mainKernels = []string{
 	"copy_strided", "broadcast", "reduce_sum",
 	"act_param", "act_param_backward", "softmax_axis", "softmax_axis_backward",
 	"bn_stats_part", "bn_stats_final", "bn_backward_part", "bn_backward_final",
-	"im2col_planes", "bn_apply4", "bn_backward_dx4", "act4", "act_backward4", "transpose",
+	"im2col_planes", "bn_apply4", "bn_backward_dx4", "act4", "act_backward4", "transpose", "maxpool_argmax", "maxpool_backward_idx",
 }
 
 // reductionKernels run in work-groups of redWG items.

@@ -121,3 +121,40 @@ __kernel void avgpool_backward(__global store_t* dx, int dxoff, __global const s
 	}
 	ST(dx, dxoff + i, acc);
 }
+
+// maxpool_argmax and maxpool_backward_idx: maxpool_backward in two passes.
+// The first finds each window's first maximum once (wargmax, one item per
+// window) and stores its offset in the plane; the second gathers like
+// maxpool_backward but compares with the stored offsets, where
+// maxpool_backward recomputed every window containing an element (up to
+// four windows of nine for AlexNet's 3×3/2 pools). The same windows in the
+// same order: the same bits.
+__kernel void maxpool_argmax(__global int* idx, __global const store_t* x, int xoff, int NC, int H, int W, int KH, int KW,
+                             int sh, int sw, int ph, int pw, int OH, int OW) {
+	int i = get_global_id(0);
+	if (i >= NC * OH * OW) return;
+	int ow = i % OW, oh = (i / OW) % OH, p = i / (OH * OW);
+	int hlo, hhi, wlo, whi;
+	window(oh, sh, ph, KH, H, &hlo, &hhi);
+	window(ow, sw, pw, KW, W, &wlo, &whi);
+	idx[i] = wargmax(x + xoff + p * H * W, W, hlo, hhi, wlo, whi);
+}
+
+__kernel void maxpool_backward_idx(__global store_t* dx, int dxoff, __global const store_t* dy, int dyoff, __global const int* idx,
+                                   int NC, int H, int W, int KH, int KW, int sh, int sw, int ph, int pw, int OH, int OW) {
+	int i = get_global_id(0);
+	if (i >= NC * H * W) return;
+	int iw = i % W, ih = (i / W) % H, p = i / (H * W);
+	int ohlo, ohhi, owlo, owhi;
+	oh_range(ih, sh, ph, KH, OH, &ohlo, &ohhi);
+	oh_range(iw, sw, pw, KW, OW, &owlo, &owhi);
+	int self = ih * W + iw;
+	float acc = 0.0f;
+	for (int oh = ohlo; oh <= ohhi; oh++) {
+		for (int ow = owlo; ow <= owhi; ow++) {
+			int o = (p * OH + oh) * OW + ow;
+			if (idx[o] == self) acc += LD(dy, dyoff + o);
+		}
+	}
+	ST(dx, dxoff + i, acc);
+}
