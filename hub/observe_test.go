@@ -104,7 +104,10 @@ func TestDriverPublishesWhatTheCoreDecided(t *testing.T) {
 	}
 	b.send(t, &wire.Register{Device: "galaxy", Backend: "cpu", Speed: 100})
 	wa, wb := next[*wire.Welcome](t, a), next[*wire.Welcome](t, b)
+	// A push goes out after the compute it reports, as a real worker's
+	// does: the hub counts the compute inside the cycle.
 	push := func(f *fakeWorker, it uint64, samples int, compute time.Duration) {
+		time.Sleep(compute)
 		f.send(t, &wire.Push{Header: wire.Header{Iteration: it}, Samples: samples, ComputeNanos: compute.Nanoseconds(),
 			Loss: 1.5, Gradient: make(wire.Floats, n)})
 	}
