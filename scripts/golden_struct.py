@@ -60,6 +60,10 @@ def main():
          lambda x: x[:, 1:6:2, :, 1:4:2], 3)
     case("pad", L("pad", dims=[3, 4, 5], before=[0, 1, 2], after=[1, 0, 2]), [[3, 4, 5]],
          lambda x: F.pad(x, (2, 2, 1, 0, 0, 1)), 4)
+    case("pad_reflect", L("pad", dims=[3, 5, 6], before=[0, 2, 1], after=[0, 1, 3], mode="reflect"), [[3, 5, 6]],
+         lambda x: F.pad(x, (1, 3, 2, 1), mode="reflect"), 17)
+    case("pad_edge", L("pad", dims=[3, 5, 6], before=[0, 3, 1], after=[0, 1, 4], mode="edge"), [[3, 5, 6]],
+         lambda x: F.pad(x, (1, 4, 3, 1), mode="replicate"), 18)
     case("concatnd", L("concatnd", axis=1, dims=[3, 2, 4]), [[3, 2, 4], [3, 3, 4]], lambda a, b: torch.cat([a, b], 2), 5)
     case("reshape", L("reshape", to=[20, 6]), [[4, 5, 6]], lambda x: x.reshape(N, 20, 6), 6)
     case("reduce_mean_hw", L("reduce", dims=[4, 5, 6], axes=[1, 2], mean=True), [[4, 5, 6]],

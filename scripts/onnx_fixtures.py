@@ -513,10 +513,16 @@ def evaluate(model, x):
             starts, ends, axes, steps = ([int(v) for v in env[i]] for i in n.input[1:5])
             for s0, e0, ax, st in zip(starts, ends, axes, steps):
                 y = y.narrow(ax, s0, e0 - s0)[(slice(None),) * ax + (slice(None, None, st),)]
-        elif op == "Pad":  # constant zero: [begins..., ends...] over every axis
+        elif op == "Pad":  # [begins..., ends...] over every axis; constant zero, reflect or edge
             pads = [int(v) for v in env[n.input[1]]]
             r = len(pads) // 2
-            y = F.pad(ins[0], [p for k in reversed(range(r)) for p in (pads[k], pads[r + k])])
+            mode = a.get("mode", b"constant")
+            mode = {"constant": "constant", "reflect": "reflect", "edge": "replicate"}[
+                mode.decode() if isinstance(mode, bytes) else mode]
+            tp = [p for k in reversed(range(r)) for p in (pads[k], pads[r + k])]  # last axis first
+            while len(tp) > 2 and tp[-2:] == [0, 0]:  # torch pads the trailing axes only
+                tp = tp[:-2]
+            y = F.pad(ins[0], tp, mode=mode)
         elif op == "ReduceMean":
             y = ins[0].mean(dim=tuple(a["axes"]), keepdim=bool(a.get("keepdims", 1)))
         elif op == "ReduceSum":  # axes as input from opset 13

@@ -29,12 +29,12 @@ Fixtures:
   shuffle_*   a ShuffleNet v2-like unit: Split (chunk), a depthwise branch,
               Concat, the channel shuffle (Reshape to rank 5, Transpose
               [0,2,1,3,4], Reshape back), a Slice with a step, Flatten.
-  se_*        a squeeze-excitation gate: ReduceMean keepdims, 1x1 convs, a
+  se_*        an edge (replicate) Pad before the first Conv, a squeeze-excitation gate: ReduceMean keepdims, 1x1 convs, a
               hard sigmoid written as relu6(x + 3) / 6 (Add, Clip, Div by
               constants), Mul broadcasting N×C×1×1 over N×C×H×W, Mul and Sub
               of constants, ReduceMax, GlobalMaxPool, ReduceMean keepdims 0,
               Concat of rank-2 tensors.
-  misc_*      Split with sizes, asymmetric Pad (with the constant chain
+  misc_*      a reflect Pad before the first Conv, Split with sizes, asymmetric Pad (with the constant chain
               torch builds its pads with: ConstantOfShape, Reshape, a
               reversing Slice, Transpose, Cast), Slice, Concat along H, ReduceSum, Sub between
               broadcast activations, 2 / x (Reciprocal, Mul), Reshape to rank 3,
@@ -82,14 +82,14 @@ class Shuffle(nn.Module):
 class SE(nn.Module):
     def __init__(self):
         super().__init__()
-        self.conv = nn.Conv2d(4, 8, 3, padding=1)
+        self.conv = nn.Conv2d(4, 8, 3)
         self.fc1 = nn.Conv2d(8, 4, 1)
         self.fc2 = nn.Conv2d(4, 8, 1)
         self.register_buffer("scale", torch.linspace(0.5, 1.5, 8).view(1, 8, 1, 1))
         self.fc = nn.Linear(24, 5)
 
     def forward(self, x):
-        x = F.relu(self.conv(x))
+        x = F.relu(self.conv(F.pad(x, (1, 1, 1, 1), mode="replicate")))
         s = x.mean((2, 3), keepdim=True)
         s = self.fc2(F.relu(self.fc1(s)))
         s = F.relu6(s + 3.0) / 6.0
@@ -104,11 +104,11 @@ class SE(nn.Module):
 class Misc(nn.Module):
     def __init__(self):
         super().__init__()
-        self.conv = nn.Conv2d(4, 6, 3, padding=1)
+        self.conv = nn.Conv2d(4, 6, 3)
         self.fc = nn.Linear(72, 5)
 
     def forward(self, x):
-        x = self.conv(x)                      # N×6×6×6
+        x = self.conv(F.pad(x, (1, 1, 1, 1), mode="reflect"))  # N×6×6×6
         u, v = torch.split(x, [2, 4], dim=1)  # Split with sizes
         x = torch.cat([v, u * 0.5], 1)
         p = F.pad(x, (1, 0, 2, 1))            # N×6×9×7

@@ -263,12 +263,26 @@ func (l *Slice) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, _ []gpu.Buf
 	}
 }
 
-// Pad adds Before[k] and After[k] zeros around per-sample axis k of its
-// input (dims In): ONNX's Pad in constant mode with value 0.
+// Pad adds Before[k] and After[k] elements around per-sample axis k of its
+// input (dims In): ONNX's Pad. Mode "" (or "constant") pads with zeros,
+// "reflect" mirrors the input without repeating the edge (PyTorch's
+// reflect; each pad must be shorter than its axis) and "edge" repeats the
+// edge (PyTorch's replicate).
+//
+// The mirrored modes fill the output axis by axis: the interior first, then
+// for each axis every border position as one strided copy of a slab of the
+// output itself (the whole output extent on the other axes, so the corners
+// come out as PyTorch's). The backward pass runs those copies backwards in
+// a scratch copy of dout, adding each border slab into the slab it came
+// from (CopyStrided's add), and takes the interior.
 type Pad struct {
 	Base
 	In, Before, After []int
+	Mode              string
 	fwd               gpu.StridedGeom
+	slabs             []gpu.StridedGeom // the mirrored modes' border copies, in order
+	tmp               gpu.Buffer        // Backward's view of the workspace
+	wsLen             int
 }
 
 var _ Layer = (*Pad)(nil)
@@ -276,6 +290,16 @@ var _ Layer = (*Pad)(nil)
 // NewPad returns a zero padding of per-sample dims in.
 func NewPad(name string, in, before, after []int) *Pad {
 	return &Pad{Base: Base{LayerName: name}, In: in, Before: before, After: after}
+}
+
+// NewPadMode returns a padding of per-sample dims in in mode ("constant",
+// "reflect" or "edge").
+func NewPadMode(name string, in, before, after []int, mode string) *Pad {
+	p := NewPad(name, in, before, after)
+	if mode != "constant" {
+		p.Mode = mode
+	}
+	return p
 }
 
 // Kind implements Layer.
@@ -302,9 +326,15 @@ func (l *Pad) Setup(in []Shape) (Shape, error) {
 	if len(l.Before) != len(l.In) || len(l.After) != len(l.In) {
 		return Shape{}, fmt.Errorf("solver: pad %s: pads %v and %v for %d axes", l.LayerName, l.Before, l.After, len(l.In))
 	}
+	if l.Mode != "" && l.Mode != "reflect" && l.Mode != "edge" {
+		return Shape{}, fmt.Errorf("solver: pad %s: mode %q (constant, reflect or edge)", l.LayerName, l.Mode)
+	}
 	for k := range l.In {
 		if l.Before[k] < 0 || l.After[k] < 0 {
 			return Shape{}, fmt.Errorf("solver: pad %s: negative padding %v %v", l.LayerName, l.Before, l.After)
+		}
+		if l.Mode == "reflect" && (l.Before[k] >= l.In[k] || l.After[k] >= l.In[k]) {
+			return Shape{}, fmt.Errorf("solver: pad %s: reflect padding %v %v must be shorter than the axes %v", l.LayerName, l.Before, l.After, l.In)
 		}
 	}
 	out := l.OutDims()
@@ -314,23 +344,76 @@ func (l *Pad) Setup(in []Shape) (Shape, error) {
 		off += l.Before[k] * outS[k+1]
 	}
 	l.fwd = gpu.StridedGeom{Dims: batched(1, l.In), Dst: outS, Src: gpu.ContiguousStrides(batched(1, l.In)), DstOff: off}
+	l.slabs = nil
+	if l.Mode != "" {
+		for k := range l.In {
+			b, n := l.Before[k], l.In[k]
+			slab := func(dst, src int) {
+				dims := batched(1, out)
+				dims[k+1] = 1
+				l.slabs = append(l.slabs, gpu.StridedGeom{Dims: dims, Dst: outS, Src: outS, DstOff: dst * outS[k+1], SrcOff: src * outS[k+1]})
+			}
+			for j := range b {
+				if l.Mode == "reflect" {
+					slab(j, 2*b-j)
+				} else {
+					slab(j, b)
+				}
+			}
+			for j := range l.After[k] {
+				if l.Mode == "reflect" {
+					slab(b+n+j, b+n-2-j)
+				} else {
+					slab(b+n+j, b+n-1)
+				}
+			}
+		}
+	}
 	return DimsShape(out), nil
 }
 
-// Forward implements Layer: zeros, then the input in the interior.
+// Workspace implements Layer: the mirrored modes' scratch copy of dout.
+func (l *Pad) Workspace(n int) int {
+	if l.Mode == "" {
+		return 0
+	}
+	return n * prod(l.OutDims())
+}
+
+// Forward implements Layer: zeros (constant mode), the input in the
+// interior, then the mirrored borders.
 func (l *Pad) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
-	p.B.Fill(out, 0)
+	if l.Mode == "" {
+		p.B.Fill(out, 0)
+	}
 	p.B.CopyStrided(out, in[0], atN(l.fwd, p.N), false)
+	for _, g := range l.slabs {
+		p.B.CopyStrided(out, out, atN(g, p.N), false)
+	}
 }
 
 // BackwardReads implements BackwardReader: nothing.
 func (*Pad) BackwardReads(bool) (in, out bool) { return false, false }
 
-// Backward implements Layer: din is dout's interior.
+// Backward implements Layer: din is dout's interior, after the mirrored
+// modes add each border back where it was copied from.
 func (l *Pad) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, _ []gpu.Buffer, _ gpu.Buffer, _ bool) {
-	if din[0] != nil {
-		p.B.CopyStrided(din[0], dout, swap(atN(l.fwd, p.N)), false)
+	if din[0] == nil {
+		return
 	}
+	g := dout
+	if len(l.slabs) > 0 {
+		w := l.Workspace(p.N)
+		if l.tmp == nil || l.tmp.Len() != w || l.wsLen != p.WS.Len() {
+			l.tmp, l.wsLen = p.B.View(p.WS, 0, w), p.WS.Len()
+		}
+		g = l.tmp
+		p.B.Copy(g, dout)
+		for i := len(l.slabs) - 1; i >= 0; i-- {
+			p.B.CopyStrided(g, g, swap(atN(l.slabs[i], p.N)), true)
+		}
+	}
+	p.B.CopyStrided(din[0], g, swap(atN(l.fwd, p.N)), false)
 }
 
 // ConcatND joins its inputs along per-sample axis Axis. Dims are input 0's

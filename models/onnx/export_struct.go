@@ -115,6 +115,10 @@ func (e *exporter) structural(l solver.Layer, xs []string, xd [][]int) (string, 
 		x := e.ensure(xs[0], xd[0], l.In, name+".in")
 		pads := append(append([]int64{0}, int64s(l.Before)...), 0)
 		e.intInit(name+".pads", append(pads, int64s(l.After)...))
+		if l.Mode != "" {
+			mode := &onnxpb.AttributeProto{Name: proto.String("mode"), Type: onnxpb.AttributeProto_STRING.Enum(), S: []byte(l.Mode)}
+			return e.node("Pad", name, []string{x, name + ".pads"}, mode), l.OutDims(), true
+		}
 		return e.node("Pad", name, []string{x, name + ".pads"}), l.OutDims(), true
 	case *solver.ConcatND:
 		ins := make([]string, len(xs))

@@ -76,8 +76,8 @@ type importer struct {
 // GlobalMaxPool over the spatial axes, Reshape (0 and -1 entries, the batch
 // first), Transpose keeping the batch first, Split, Slice with positive
 // steps, Squeeze, Unsqueeze, Flatten at axis 1, Concat of any number of
-// inputs on any per-sample axis, and constant zero Pad (folded into a
-// following Conv or AveragePool where it can be). Integer shape arithmetic
+// inputs on any per-sample axis, and Pad with zeros (folded into a
+// following Conv or AveragePool where it can be), reflection or the edge. Integer shape arithmetic
 // (Shape, Gather, Unsqueeze, Concat, Add/Sub/Mul/Div of integers) and
 // chains of constants (ConstantOfShape, Cast, Reshape, Slice, Transpose, as
 // torch writes F.pad's pads) are evaluated during the import. A Softmax at the very end is dropped, because cotrain's networks

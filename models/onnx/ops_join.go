@@ -180,17 +180,18 @@ func (im *importer) concat(n *onnxpb.NodeProto, a attrs) error {
 	return im.concatAny(n, a, ins)
 }
 
-// padOp maps a constant zero Pad. A symmetric spatial padding of N×C×H×W
-// is recorded for the consumer to fold (Conv, AveragePool; any other
-// consumer gets a pad layer, see materialize); any other zero padding is a
-// pad layer at once. Reflect and edge modes and other values are refused.
+// padOp maps Pad. A symmetric spatial zero padding of N×C×H×W is recorded
+// for the consumer to fold (Conv, AveragePool; any other consumer gets a
+// pad layer, see materialize); any other zero, reflect or edge padding is a
+// pad layer at once. Other constant values and the wrap mode are refused.
 func (im *importer) padOp(n *onnxpb.NodeProto, a attrs) error {
 	x, err := im.act(n, 0)
 	if err != nil {
 		return err
 	}
-	if m := a.str("mode"); m != "" && m != "constant" {
-		return fmt.Errorf("%w: Pad mode %s (constant zero padding only)", ErrUnsupported, m)
+	mode := a.str("mode")
+	if mode != "" && mode != "constant" && mode != "reflect" && mode != "edge" {
+		return fmt.Errorf("%w: Pad mode %s (constant zero, reflect and edge only)", ErrUnsupported, mode)
 	}
 	pads, value := a.ints("pads"), float64(a.float("value", 0))
 	if im.opset >= 11 {
@@ -206,12 +207,15 @@ func (im *importer) padOp(n *onnxpb.NodeProto, a attrs) error {
 			return fmt.Errorf("%w: Pad with an axes input", ErrUnsupported)
 		}
 	}
+	if mode == "reflect" || mode == "edge" {
+		return im.padLayer(n, x, pads, mode)
+	}
 	if value != 0 {
 		return fmt.Errorf("%w: Pad with value %g (zero padding only)", ErrUnsupported, value)
 	}
 	if x.rank != 4 || len(pads) != 8 || pads[0] != 0 || pads[1] != 0 || pads[4] != 0 || pads[5] != 0 ||
 		pads[2] != pads[6] || pads[3] != pads[7] || pads[2] < 0 || pads[3] < 0 {
-		return im.padLayer(n, x, pads)
+		return im.padLayer(n, x, pads, "")
 	}
 	padded := *x
 	padded.pad = [2]int{x.pad[0] + int(pads[2]), x.pad[1] + int(pads[3])}

@@ -703,9 +703,9 @@ func (im *importer) concatAny(n *onnxpb.NodeProto, a attrs, ins []*value) error 
 	return err
 }
 
-// padLayer adds a zero pad layer of x by ONNX pads (begins then ends over
-// every axis, the batch's zero).
-func (im *importer) padLayer(n *onnxpb.NodeProto, x *value, pads []int64) error {
+// padLayer adds a pad layer of x by ONNX pads (begins then ends over every
+// axis, the batch's zero) in mode ("" for zeros, reflect or edge).
+func (im *importer) padLayer(n *onnxpb.NodeProto, x *value, pads []int64, mode string) error {
 	xd := x.ldims()
 	r := len(xd) + 1
 	if len(pads) != 2*r {
@@ -722,7 +722,14 @@ func (im *importer) padLayer(n *onnxpb.NodeProto, x *value, pads []int64) error 
 		}
 		out[k] += before[k] + after[k]
 	}
-	d := models.Layer{Kind: "pad", Name: im.layerName(n, ""), Dims: slices.Clone(xd), Before: before, After: after}
+	if mode == "reflect" {
+		for k := range xd {
+			if before[k] >= xd[k] || after[k] >= xd[k] {
+				return fmt.Errorf("%w: reflect Pad %v of dims %v (each pad must be shorter than its axis)", ErrShape, pads, xd)
+			}
+		}
+	}
+	d := models.Layer{Kind: "pad", Name: im.layerName(n, ""), Dims: slices.Clone(xd), Before: before, After: after, Mode: mode}
 	v, err := im.push(d, []*value{x}, 0, out)
 	if err == nil {
 		im.vals[n.GetOutput()[0]] = v
