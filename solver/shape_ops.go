@@ -164,11 +164,14 @@ func (l *Transpose) Setup(in []Shape) (Shape, error) {
 	if err := checkDims("transpose", l.LayerName, l.In, s); err != nil {
 		return Shape{}, err
 	}
+	// Sorted, a permutation of the axes is 0, 1, ..., len(In)-1.
 	sorted := slices.Sorted(slices.Values(l.Perm))
+	ok := len(sorted) == len(l.In)
 	for k, v := range sorted {
-		if v != k || len(l.Perm) != len(l.In) {
-			return Shape{}, fmt.Errorf("solver: transpose %s: perm %v is not a permutation of %d axes", l.LayerName, l.Perm, len(l.In))
-		}
+		ok = ok && v == k
+	}
+	if !ok {
+		return Shape{}, fmt.Errorf("solver: transpose %s: perm %v is not a permutation of %d axes", l.LayerName, l.Perm, len(l.In))
 	}
 	l.out = make([]int, len(l.In))
 	for k, j := range l.Perm {

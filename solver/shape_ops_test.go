@@ -78,6 +78,7 @@ func TestShapeOpsSetupErrors(t *testing.T) {
 	}{
 		{"reshape size", NewReshape("r", []int{3, 3}), []Shape{{8, 1, 1}}, "9 elements"},
 		{"perm", NewTranspose("t", []int{2, 4}, []int{0, 0}), []Shape{{8, 1, 1}}, "not a permutation"},
+		{"no perm", NewTranspose("t", []int{2, 4}, nil), []Shape{{8, 1, 1}}, "not a permutation"},
 		{"slice past end", NewSlice("s", []int{4}, []int{2}, []int{2}, []int{2}), []Shape{{4, 1, 1}}, "axis 0 of 4"},
 		{"pad negative", NewPad("p", []int{4}, []int{-1}, []int{0}), []Shape{{4, 1, 1}}, "negative"},
 		{"reflect too long", NewPadMode("p", []int{4}, []int{4}, []int{0}, "reflect"), []Shape{{4, 1, 1}}, "shorter than"},
