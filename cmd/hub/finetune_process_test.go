@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cotrain/cotrain/data"
 	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/models"
 )
@@ -120,17 +120,10 @@ func cotrain(t *testing.T, args ...string) string {
 // writeNPY writes float32 values of shape dims as a .npy file.
 func writeNPY(t *testing.T, path string, v []float32, dims ...int) {
 	t.Helper()
-	shape := make([]string, len(dims))
-	for i, d := range dims {
-		shape[i] = fmt.Sprint(d)
-	}
-	header := fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': (%s,), }", strings.Join(shape, ", "))
-	header += strings.Repeat(" ", 63-(10+len(header))%64) + "\n"
 	var buf bytes.Buffer
-	buf.WriteString("\x93NUMPY\x01\x00")
-	binary.Write(&buf, binary.LittleEndian, uint16(len(header)))
-	buf.WriteString(header)
-	binary.Write(&buf, binary.LittleEndian, v)
+	if err := data.WriteNPY(&buf, v, dims); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cotrain/cotrain/data"
 )
 
 // TestFinetuneWalkthrough runs docs/finetune.md: its Python blocks (with
@@ -260,21 +262,17 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
-// readNPYFloats reads a little-endian float32 .npy file's values.
+// readNPYFloats reads a float32 .npy file's values.
 func readNPYFloats(t *testing.T, path string) []float32 {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b) < 10 || string(b[1:6]) != "NUMPY" {
-		t.Fatalf("%s is not .npy", path)
+	defer f.Close()
+	v, _, err := data.ReadNPY(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
-	hl := int(b[8]) | int(b[9])<<8
-	body := b[10+hl:]
-	out := make([]float32, len(body)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(uint32(body[4*i]) | uint32(body[4*i+1])<<8 | uint32(body[4*i+2])<<16 | uint32(body[4*i+3])<<24)
-	}
-	return out
+	return v
 }
