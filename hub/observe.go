@@ -1,6 +1,8 @@
 package hub
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/cotrain/cotrain/sync/wire"
@@ -15,6 +17,9 @@ import (
 type observer struct {
 	bus   *watch.Bus
 	now   func() time.Time
+	// names and kinds keep every peer that registered, also after it left
+	// (a reconnect's Left and Joined come in one Ready): a few bytes for
+	// each distinct worker identity the hub has accepted.
 	names map[string]string // peer id → the worker's --name (Register.Device)
 	kinds map[string]string // peer id → backend
 	// The open iteration: when it opened, and per member what its pushes
@@ -134,7 +139,7 @@ func (o *observer) merged(e Event, next wire.BatchSizes, now time.Time) {
 			pr.Workers = append(pr.Workers, watch.Tick{ID: id, Name: o.names[id], Next: b, BytesDown: o.down[id]})
 		}
 	}
-	sortTicks(pr.Workers)
+	slices.SortFunc(pr.Workers, func(a, b watch.Tick) int { return strings.Compare(a.ID, b.ID) })
 	clear(o.pushes)
 	clear(o.down)
 	o.opened = now
@@ -142,11 +147,3 @@ func (o *observer) merged(e Event, next wire.BatchSizes, now time.Time) {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
-
-func sortTicks(t []watch.Tick) {
-	for i := 1; i < len(t); i++ {
-		for j := i; j > 0 && t[j].ID < t[j-1].ID; j-- {
-			t[j], t[j-1] = t[j-1], t[j]
-		}
-	}
-}
