@@ -15,8 +15,8 @@ import (
 // goroutine and only ever publishes, which never blocks (watch.Bus), so the
 // barrier never waits for an observer.
 type observer struct {
-	bus   *watch.Bus
-	now   func() time.Time
+	bus *watch.Bus
+	now func() time.Time
 	// names and kinds keep every peer that registered, also after it left
 	// (a reconnect's Left and Joined come in one Ready): a few bytes for
 	// each distinct worker identity the hub has accepted.
