@@ -22,15 +22,16 @@ import (
 // a part can be merged as soon as every member has pushed it. What a
 // worker pushed counts even if it then leaves the membership.
 type barrier struct {
-	iter    uint64
-	ticks   int
-	members map[string]int      // worker id → batch size assigned for iter
-	pushes  map[string]*arrival // accepted pushes, by worker id
-	bounds  []int               // part j is [bounds[j], bounds[j+1])
-	zero    []bool              // parts that lie in frozen layers: never pushed nor merged
-	live    int                 // parts that are not zero: what a member pushes
-	sent    []bool              // parts merged and sent ahead (partial Merged)
-	bytesUp int64               // gradient payload bytes accepted
+	iter     uint64
+	ticks    int
+	deadline int                 // ticks after which the members missing are late (deadline.go)
+	members  map[string]int      // worker id → batch size assigned for iter
+	pushes   map[string]*arrival // accepted pushes, by worker id
+	bounds   []int               // part j is [bounds[j], bounds[j+1])
+	zero     []bool              // parts that lie in frozen layers: never pushed nor merged
+	live     int                 // parts that are not zero: what a member pushes
+	sent     []bool              // parts merged and sent ahead (partial Merged)
+	bytesUp  int64               // gradient payload bytes accepted
 	// free holds the arrivals of closed iterations for reuse, with their
 	// decode buffers: allocating (and zeroing) one per worker and
 	// iteration cost 110 MB an iteration for 64 lenet-caffe workers.

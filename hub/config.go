@@ -51,6 +51,18 @@ type Config struct {
 	// iteration opens at which the workers that have not pushed are marked
 	// late. 0 means no deadline (the barrier waits for every member).
 	DeadlineTicks int
+	// DeadlineFactor, when above 0, measures the deadline (deadline.go):
+	// each iteration's is DeadlineFactor times the slowest member's recent
+	// iteration time in ticks, at least DeadlineFloorTicks and at most
+	// DeadlineTicks (the upper bound, and the deadline while a member has
+	// not been measured yet), so that a worker that falls silent costs the
+	// others a few iterations' time instead of DeadlineTicks. 0 keeps the
+	// fixed deadline DeadlineTicks. 0 or at least 1.
+	DeadlineFactor float64
+	// DeadlineFloorTicks is the measured deadline's least value, in
+	// ticks: a margin for the jitter of fast iterations (a GC pause, a
+	// Wi-Fi retransmission) that a multiple of a short time does not cover.
+	DeadlineFloorTicks int
 	// Tick is how long the driver's tick is. The core never reads a clock;
 	// it only reports DeadlineTicks·Tick to workers as
 	// Session.DeadlineMillis.
@@ -139,25 +151,28 @@ type Config struct {
 }
 
 // DefaultConfig returns a config for a few phones: start with 2 workers, at
-// most 16, global batch 64, a deadline of 50 ticks of 100 ms, adaptive
+// most 16, global batch 64, a deadline of 50 ticks of 100 ms measured as 3
+// times the slowest member's iteration time, at least 10 ticks, adaptive
 // batches with α 0.3, workers dropped after 3 missed deadlines in a row,
 // top-k compression (DefaultCompression of SGD) and layer-wise overlap.
 // A caller that builds its trainer should pass the config through
 // ConfigureTopK, which moves SGD's momentum onto the workers.
 func DefaultConfig() Config {
 	return Config{
-		Compression:   DefaultCompression("sgd"),
-		Overlap:       true,
-		ID:            "hub",
-		MinWorkers:    2,
-		MaxWorkers:    16,
-		GlobalBatch:   64,
-		DeadlineTicks: 50,
-		Tick:          100 * time.Millisecond,
-		Batch:         Adaptive,
-		Smoothing:     0.3,
-		MaxMisses:     3,
-		ParkProbe:     20,
+		Compression:        DefaultCompression("sgd"),
+		Overlap:            true,
+		ID:                 "hub",
+		MinWorkers:         2,
+		MaxWorkers:         16,
+		GlobalBatch:        64,
+		DeadlineTicks:      50,
+		DeadlineFactor:     3,
+		DeadlineFloorTicks: 10,
+		Tick:               100 * time.Millisecond,
+		Batch:              Adaptive,
+		Smoothing:          0.3,
+		MaxMisses:          3,
+		ParkProbe:          20,
 	}
 }
 
@@ -195,6 +210,10 @@ func (c Config) Validate() error {
 		return bad("MaxWorkers %d above GlobalBatch %d (every worker needs a sample)", c.MaxWorkers, c.GlobalBatch)
 	case c.DeadlineTicks < 0:
 		return bad("DeadlineTicks %d, want 0 (none) or more", c.DeadlineTicks)
+	case c.DeadlineFactor != 0 && !(c.DeadlineFactor >= 1 && c.DeadlineFactor <= 1e6):
+		return bad("DeadlineFactor %v, want 0 (fixed deadline) or from 1 to 1e6", c.DeadlineFactor)
+	case c.DeadlineFloorTicks < 0:
+		return bad("DeadlineFloorTicks %d, want 0 or more", c.DeadlineFloorTicks)
 	case c.Tick < 0:
 		return bad("Tick %v, want 0 or more", c.Tick)
 	case c.Batch != Fixed && c.Batch != Adaptive:

@@ -59,7 +59,13 @@ type peer struct {
 	misses    int     // deadlines missed in a row
 	perSample float64 // smoothed nanoseconds per sample (adaptive policy)
 	measured  bool
-	park      parking // communication figures and parking state (park.go)
+	// The measured deadline's figures (deadline.go): smoothed and newest
+	// ticks from an iteration's opening to its whole push, and the batch
+	// of the newest.
+	iterTicks, lastTicks float64
+	timedBatch           int
+	timed                bool
+	park                 parking // communication figures and parking state (park.go)
 }
 
 // Core is the hub's protocol state machine. It is not safe for concurrent
@@ -252,7 +258,7 @@ func (c *Core) Tick() {
 		return
 	}
 	c.bar.ticks++
-	if c.bar.ticks < c.cfg.DeadlineTicks {
+	if c.bar.ticks < c.bar.deadline {
 		return
 	}
 	var late []string
@@ -261,7 +267,8 @@ func (c *Core) Tick() {
 		delete(c.bar.members, id)
 		p.role = roleIdle
 		p.misses++
-		c.event(Event{Kind: EventLate, Peer: id, Iteration: c.iter})
+		c.event(Event{Kind: EventLate, Peer: id, Iteration: c.iter,
+			Text: fmt.Sprintf("no whole push within the deadline of %d ticks", c.bar.deadline)})
 		if c.cfg.MaxMisses > 0 && p.misses >= c.cfg.MaxMisses {
 			c.event(Event{Kind: EventDropped, Peer: id, Iteration: c.iter,
 				Text: fmt.Sprintf("missed %d deadlines in a row", p.misses)})

@@ -39,8 +39,11 @@
 // Iteration k is the one whose step takes the master trainer from Iter k to
 // k+1; every message carries it. When iteration k opens, each member is told
 // its batch size: in a Welcome (first start, reopen) or in Merged k-1's
-// BatchSizes. The barrier closes when every member has pushed, or at
-// DeadlineTicks: members that missed it are marked late. The merged gradient
+// BatchSizes. The barrier closes when every member has pushed, or at k's
+// deadline: members that missed it are marked late. The deadline is
+// DeadlineTicks, or with DeadlineFactor a multiple of the slowest member's
+// measured iteration time in ticks, within DeadlineFloorTicks and
+// DeadlineTicks (deadline.go). The merged gradient
 // is Σ bᵢgᵢ / Σ bᵢ over the pushes that arrived (bᵢ = Push.Samples), summed
 // in float64 in worker-id order, so it equals the mean gradient of the
 // union batch and does not depend on arrival order. The hub uploads it to

@@ -17,6 +17,9 @@ type DriverConfig struct {
 	// Deadline is the barrier deadline cmd/hub asks for (--deadline);
 	// Config.DeadlineTicks is Deadline/Tick.
 	Deadline time.Duration
+	// DeadlineFloor is the least measured deadline (Config.DeadlineFactor):
+	// Config.DeadlineFloorTicks is DeadlineFloor/Tick, rounded up.
+	DeadlineFloor time.Duration
 	// QueueLen bounds each worker's outgoing queue (messages); a worker
 	// whose queue overflows is disconnected.
 	QueueLen int
@@ -33,12 +36,13 @@ type DriverConfig struct {
 }
 
 // DefaultDriverConfig returns the rules cotrain runs with: a 50 ms tick, a
-// 10 s barrier deadline, 64 queued messages per worker, 10 s to drain, 16
+// 10 s barrier deadline at most (measured, at least 1 s), 64 queued messages per worker, 10 s to drain, 16
 // unregistered connections at most, each closed after 10 s.
 func DefaultDriverConfig() DriverConfig {
 	return DriverConfig{
 		Tick:            50 * time.Millisecond,
 		Deadline:        10 * time.Second,
+		DeadlineFloor:   time.Second,
 		QueueLen:        64,
 		DrainTimeout:    10 * time.Second,
 		MaxPending:      16,
@@ -64,6 +68,12 @@ func (c DriverConfig) Validate() error {
 // for a barrier that waits at least Deadline.
 func (c DriverConfig) DeadlineTicks() int {
 	return int((c.Deadline + c.Tick - 1) / c.Tick)
+}
+
+// DeadlineFloorTicks is DeadlineFloor in ticks, rounded up:
+// Config.DeadlineFloorTicks.
+func (c DriverConfig) DeadlineFloorTicks() int {
+	return int((c.DeadlineFloor + c.Tick - 1) / c.Tick)
 }
 
 // orDefaults returns the driver's settings with every zero field taken

@@ -80,6 +80,9 @@ func (c *Core) push(p *peer, m *wire.Push) error {
 		p.perSample = smooth(p.perSample, ps, c.cfg.Smoothing, p.measured)
 		p.measured = true
 	}
+	if c.bar.done(a) {
+		c.iterTicks(p, batch)
+	}
 	c.check()
 	return nil
 }
@@ -121,6 +124,7 @@ func (c *Core) open(ids []string, welcome bool) map[string]int {
 	// the Merged of the iteration and are weighed again at the next open.
 	shares := c.shares(c.active(ids))
 	c.bar.reset(c.iter, shares)
+	c.bar.deadline = c.deadlineFor(shares)
 	c.partials, c.bytesDown = nil, 0
 	c.phase = phaseOpen
 	var st wire.ModelState

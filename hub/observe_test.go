@@ -77,6 +77,7 @@ func next[T wire.Message](t *testing.T, f *fakeWorker) T {
 func TestDriverPublishesWhatTheCoreDecided(t *testing.T) {
 	cfg := trainConfig(2, 0)
 	cfg.Tick, cfg.DeadlineTicks, cfg.MaxMisses = 10*time.Millisecond, 20, 0
+	cfg.DeadlineFactor = 0 // the fixed 200 ms deadline, which the waits below are checked against
 	core := newHubCore(t, cfg, 1)
 	n := core.Trainer().Net.NumParams()
 	bus := &watch.Bus{}

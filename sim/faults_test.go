@@ -451,3 +451,35 @@ func TestDriftResyncs(t *testing.T) {
 		t.Errorf("a diverge fault without the hash: %v, want a refusal", err)
 	}
 }
+
+// TestPhoneSleeps runs phone-sleeps: the Meizu sleeps for 60 s from 10 s,
+// its connection surviving. Under the fixed 10 s deadline the two awake
+// phones wait about 30 s for it (three deadlines before the hub drops it);
+// under the measured deadline a few seconds. Both runs train the same
+// model: only the time differs.
+func TestPhoneSleeps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two 300-iteration runs; skipped with -short")
+	}
+	rep := simulate(t, "phone-sleeps", Options{}, nil)
+	fixed, measured := rep.Run("adaptive fixed-deadline"), rep.Run("adaptive measured-deadline")
+	if fixed == nil || measured == nil {
+		t.Fatalf("runs %v", rep.Runs)
+	}
+	t.Logf("waiting for the sleeper: fixed %.2f s, measured %.2f s (%.1fx less); runs end at %.2f and %.2f s",
+		fixed.DeadlineWait, measured.DeadlineWait, fixed.DeadlineWait/measured.DeadlineWait, fixed.End, measured.End)
+	if fixed.DeadlineWait < 29 || fixed.DeadlineWait > 31 {
+		t.Errorf("fixed deadline: the others waited %.2f s, want about 3 deadlines of 10 s", fixed.DeadlineWait)
+	}
+	if measured.DeadlineWait > fixed.DeadlineWait/4 || measured.DeadlineWait <= 0 {
+		t.Errorf("measured deadline: the others waited %.2f s, want under a quarter of the fixed rule's %.2f s",
+			measured.DeadlineWait, fixed.DeadlineWait)
+	}
+	if fixed.End-measured.End < 20 {
+		t.Errorf("runs end at %.2f s (fixed) and %.2f s (measured): want the measured one 20 s or more sooner", fixed.End, measured.End)
+	}
+	if fixed.FinalAccuracy() != measured.FinalAccuracy() || fixed.Samples != measured.Samples {
+		t.Errorf("fixed: %d samples, accuracy %v; measured: %d samples, accuracy %v; want the same training",
+			fixed.Samples, fixed.FinalAccuracy(), measured.Samples, measured.FinalAccuracy())
+	}
+}

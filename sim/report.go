@@ -107,6 +107,11 @@ type RunResult struct {
 	Timeline []Segment
 	// Parks counts the hub's worker-parked events.
 	Parks int
+	// DeadlineWait is the virtual seconds the barrier stayed open after
+	// the last push it accepted (or after it opened, if none came), summed
+	// over the iterations that ended at the deadline: the time the workers
+	// that pushed lost waiting for those that did not.
+	DeadlineWait float64
 	// Checks counts the iterations whose invariants were checked.
 	Checks int
 	// Log holds the run's notable events with their absolute virtual time.

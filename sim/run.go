@@ -37,6 +37,9 @@ type runSpec struct {
 	Name   string
 	Policy string
 	Solo   string
+	// Deadline is the barrier's deadline rule: "fixed", or "measured"
+	// (also when empty).
+	Deadline string
 }
 
 // runner is one simulated run: a hub core and its phones' worker cores on
@@ -48,6 +51,9 @@ type runner struct {
 	spec runSpec
 	d    *Data
 	opt  Options
+	// pushedAt and openedAt are when the hub last accepted a push and last
+	// opened an iteration (virtual ns): RunResult.DeadlineWait.
+	pushedAt, openedAt int64
 
 	clk     clock
 	net     *network
@@ -87,20 +93,25 @@ type runner struct {
 // phone is one simulated device: its worker core, its data and its
 // compute model.
 type phone struct {
-	spec    DeviceSpec
-	idx     int
-	dev     *device
-	shard   data.Dataset
-	core    *worker.Core
-	link    *link // the connection to the hub; nil when there is none
-	loader  *data.Loader
-	x       []float32
-	labels  []int32
-	gen     int  // bumped when the phone leaves: its pending events are void
-	alive   bool // connected
-	busy    int64
-	reached bool // has reached iteration 10
-	stats   *DeviceTime
+	spec   DeviceSpec
+	idx    int
+	dev    *device
+	shard  data.Dataset
+	core   *worker.Core
+	link   *link // the connection to the hub; nil when there is none
+	loader *data.Loader
+	x      []float32
+	labels []int32
+	gen    int  // bumped when the phone leaves: its pending events are void
+	alive  bool // connected
+	// forgotten: the hub removed the phone (dropped it, or saw it leave)
+	// and it has not registered again. Such a phone may still apply the
+	// Merged that waited for it on the network (a phone that slept), at
+	// iterations older than the checker keeps.
+	forgotten bool
+	busy      int64
+	reached   bool // has reached iteration 10
+	stats     *DeviceTime
 	// drifted is set by a diverge fault until the phone's hash check
 	// finds it; mismatches is how many of its core's mismatches the run
 	// has counted; resyncing is set from one until the hub's state is
@@ -199,7 +210,11 @@ func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Opt
 	}
 	cfg.DeadlineTicks, cfg.Tick = 0, tick
 	if sc.Deadline > 0 {
-		cfg.DeadlineTicks = hub.DriverConfig{Tick: tick, Deadline: sc.Deadline}.DeadlineTicks()
+		rules := hub.DriverConfig{Tick: tick, Deadline: sc.Deadline, DeadlineFloor: hub.DefaultDriverConfig().DeadlineFloor}
+		cfg.DeadlineTicks, cfg.DeadlineFloorTicks = rules.DeadlineTicks(), rules.DeadlineFloorTicks()
+	}
+	if spec.Deadline == "fixed" {
+		cfg.DeadlineFactor = 0
 	}
 	cfg.MaxMisses = 3
 	cfg.NoWeightsHash = !sc.Hash

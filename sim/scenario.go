@@ -77,7 +77,14 @@ type Scenario struct {
 	// Deadline is the hub's barrier deadline (0: none), counted in ticks
 	// of 100 ms of virtual time.
 	Deadline time.Duration
-	Network  NetworkSpec
+	// DeadlineRules, when not empty, makes every co-training run once per
+	// rule of the barrier's deadline: "measured" (hub.Config's
+	// DeadlineFactor and floor, cmd/hub's default: a multiple of the
+	// slowest member's recent iteration time, at most Deadline) and
+	// "fixed" (always Deadline, the rule before it). The runs are named
+	// "POLICY RULE-deadline". Empty: one run per policy, measured.
+	DeadlineRules []string
+	Network       NetworkSpec
 	// Hub is the hub's device profile.
 	Hub      string
 	Profiles []Profile

@@ -209,6 +209,17 @@ func (sc *Scenario) set(key string, args []string) error {
 		}
 		*map[string]*bool{"overlap": &sc.Overlap, "hash": &sc.Hash}[key] = v == "on"
 		return nil
+	case "deadline-rules":
+		for i, a := range args {
+			if a != "fixed" && a != "measured" || slices.Contains(args[:i], a) {
+				return fmt.Errorf("%s: want fixed and/or measured, once each, got %q", key, strings.Join(args, " "))
+			}
+		}
+		if len(args) == 0 {
+			return fmt.Errorf("%s: no value (want fixed and/or measured)", key)
+		}
+		sc.DeadlineRules = slices.Clone(args)
+		return nil
 	case "deadline":
 		v, err := one(args)
 		if err != nil {

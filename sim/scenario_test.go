@@ -90,3 +90,25 @@ fault at=20s leave=slow-1
 		t.Errorf("unknown scenario: %v (should list the built-ins)", err)
 	}
 }
+
+// deadline-rules doubles the co-training runs, one per rule, and refuses
+// anything but fixed and measured, each once.
+func TestParseDeadlineRules(t *testing.T) {
+	sc, err := LoadScenario("phone-sleeps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range plan(sc, []string{"solo", "adaptive"}) {
+		names = append(names, s.Name+"/"+s.Deadline)
+	}
+	if got := strings.Join(names, ","); got != "solo nexus-6p-1/,solo meizu-mx3/,adaptive fixed-deadline/fixed,adaptive measured-deadline/measured" {
+		t.Errorf("runs %s", got)
+	}
+	for _, bad := range []string{"deadline-rules fixed fixed", "deadline-rules sliding", "deadline-rules"} {
+		_, err := ParseScenario(strings.NewReader("name t\ndevice nexus-6p\n" + bad + "\n"))
+		if err == nil || !errors.Is(err, ErrScenario) {
+			t.Errorf("%q: %v, want a refusal", bad, err)
+		}
+	}
+}

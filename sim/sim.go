@@ -19,6 +19,12 @@ import (
 func plan(sc *Scenario, policies []string) []runSpec {
 	var out []runSpec
 	for _, pol := range policies {
+		if pol != "solo" && len(sc.DeadlineRules) > 0 {
+			for _, rule := range sc.DeadlineRules {
+				out = append(out, runSpec{Name: pol + " " + rule + "-deadline", Policy: pol, Deadline: rule})
+			}
+			continue
+		}
 		if pol != "solo" {
 			out = append(out, runSpec{Name: pol, Policy: pol})
 			continue

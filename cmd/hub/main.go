@@ -64,6 +64,9 @@ type config struct {
 	http                                                                      string
 	seed                                                                      uint64
 	deadline, tick                                                            time.Duration
+	// deadlineFactor and deadlineFloor: the measured deadline (hub/deadline.go).
+	deadlineFactor float64
+	deadlineFloor  time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -110,7 +113,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.park, "park", true, "with --policy adaptive, park a worker whose contribution does not pay for its communication (it says so, and is probed again now and then)")
 	fs.Float64Var(&c.parkMargin, "park-margin", 0.1, "parking hysteresis: park or take back only for a predicted gain above this fraction")
 	fs.IntVar(&c.parkProbe, "park-probe", def.ParkProbe, "iterations a worker stays parked before one batch measures it again (0: never)")
-	fs.DurationVar(&c.deadline, "deadline", ddef.Deadline, "barrier deadline: workers that have not pushed by then are marked late")
+	fs.DurationVar(&c.deadline, "deadline", ddef.Deadline, "barrier deadline, the upper bound: workers that have not pushed by then are marked late")
+	fs.Float64Var(&c.deadlineFactor, "deadline-factor", def.DeadlineFactor, "measure the deadline: this many times the slowest worker's recent iteration time, within --deadline-floor and --deadline (0: always --deadline)")
+	fs.DurationVar(&c.deadlineFloor, "deadline-floor", ddef.DeadlineFloor, "the least measured deadline")
 	fs.DurationVar(&c.tick, "tick", ddef.Tick, "the hub's clock resolution")
 	fs.IntVar(&c.maxMisses, "max-misses", def.MaxMisses, "deadlines in a row a worker may miss before it is dropped (0: never)")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed for the initial weights")
@@ -147,6 +152,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	switch {
 	case c.batch < 1, c.minWorkers < 1, c.lr <= 0, c.tick <= 0, c.deadline < c.tick, c.evalEvery < 1, c.logEvery < 1, c.checkpointEvery < 0:
 		return c, fmt.Errorf("%w: --batch, --min-workers, --lr, --eval-every, --log-every must be positive, --checkpoint-every not negative, and --deadline at least --tick", errUsage)
+	case c.deadlineFactor != 0 && !(c.deadlineFactor >= 1 && c.deadlineFactor <= 1e6), c.deadlineFloor < 0:
+		return c, fmt.Errorf("%w: --deadline-factor %v: want 0 (always --deadline) or from 1 to 1e6, and --deadline-floor %v not negative", errUsage, c.deadlineFactor, c.deadlineFloor)
 	case c.iterations == 0 && c.epochs == 0 && c.patience == 0:
 		return c, fmt.Errorf("%w: nothing stops the run: give --iterations, --epochs or --patience", errUsage)
 	}

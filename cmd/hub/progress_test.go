@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cotrain/cotrain/hub"
 )
@@ -79,5 +81,18 @@ func TestFlagsTopKOptimizer(t *testing.T) {
 	}
 	if _, err := parseFlags([]string{"--iterations", "5", "--optimizer", "lamb"}, io.Discard); err == nil || !strings.Contains(err.Error(), "lamb") {
 		t.Errorf("--optimizer lamb: %v, want an error naming it", err)
+	}
+}
+
+func TestFlagsDeadlineRule(t *testing.T) {
+	for _, bad := range [][]string{{"--deadline-factor", "0.5"}, {"--deadline-factor", "-1"}, {"--deadline-floor", "-1s"}} {
+		if _, err := parseFlags(append([]string{"--iterations", "5"}, bad...), io.Discard); !errors.Is(err, errUsage) ||
+			!strings.Contains(err.Error(), "--deadline-factor") {
+			t.Errorf("%q: %v, want a usage error naming the flags", bad, err)
+		}
+	}
+	c, err := parseFlags([]string{"--iterations", "5", "--deadline-factor", "0"}, io.Discard)
+	if err != nil || c.deadlineFactor != 0 || c.deadlineFloor != time.Second {
+		t.Errorf("--deadline-factor 0: %+v, %v", c, err)
 	}
 }

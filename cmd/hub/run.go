@@ -108,7 +108,8 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 
 	hc.MinWorkers, hc.MaxWorkers, hc.GlobalBatch = c.minWorkers, max(c.maxWorkers, c.minWorkers), c.batch
 	hc.Iterations, hc.Tick, hc.MaxMisses = iterations, c.tick, c.maxMisses
-	hc.DeadlineTicks = hub.DriverConfig{Tick: c.tick, Deadline: c.deadline}.DeadlineTicks()
+	rules := hub.DriverConfig{Tick: c.tick, Deadline: c.deadline, DeadlineFloor: c.deadlineFloor}
+	hc.DeadlineTicks, hc.DeadlineFactor, hc.DeadlineFloorTicks = rules.DeadlineTicks(), c.deadlineFactor, rules.DeadlineFloorTicks()
 	hc.Park, hc.ParkMargin, hc.ParkProbe = c.park, c.parkMargin, c.parkProbe
 	if c.allow != "" {
 		if hc.Allow, err = loadAllow(c.allow); err != nil {

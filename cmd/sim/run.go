@@ -288,7 +288,7 @@ func doneFields(sc *sim.Scenario, rep *sim.Report) map[string]any {
 	for _, r := range rep.Runs {
 		m := map[string]any{"name": r.Name, "policy": r.Policy, "iterations": r.Iterations, "samples": r.Samples,
 			"sim_seconds_10_iterations": r.TenIterations, "samples_per_second": r.SamplesPerSecond(),
-			"bytes": r.Bytes, "test_accuracy": r.FinalAccuracy(), "sim_seconds": r.End, "parks": r.Parks,
+			"bytes": r.Bytes, "test_accuracy": r.FinalAccuracy(), "sim_seconds": r.End, "parks": r.Parks, "deadline_wait_seconds": r.DeadlineWait,
 			"grad_bytes_up": r.GradBytesUp, "grad_bytes_down": r.GradBytesDown, "mismatches": r.Mismatches, "resynced": r.Resynced}
 		if r.TimeToTarget >= 0 {
 			m["sim_seconds_to_target"] = r.TimeToTarget
