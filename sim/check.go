@@ -72,9 +72,7 @@ func (c *checker) pushed(m *wire.Push) error {
 	w := float64(m.Samples)
 	acc := c.acc[c.bounds[m.Part]:][:len(g)]
 	for i, v := range g {
-		if v != 0 { // a sparse push is 99% zeros: no store for those
-			acc[i] += w * float64(v)
-		}
+		acc[i] += w * float64(v)
 	}
 	c.samples[m.Part] += m.Samples
 	c.count[m.Part]++
