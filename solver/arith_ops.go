@@ -71,7 +71,10 @@ func (l *Binary) Setup(in []Shape) (Shape, error) {
 		return Shape{}, err
 	}
 	if l.Const != nil {
-		if len(l.B) > 0 && prod(l.B) != len(l.Const) {
+		if err := boundedDims("binary", l.LayerName, "constant dims", l.B); err != nil {
+			return Shape{}, err
+		}
+		if prod(l.B) != len(l.Const) {
 			return Shape{}, fmt.Errorf("solver: binary %s: constant of %d values for dims %v", l.LayerName, len(l.Const), l.B)
 		}
 	} else if err := checkDims("binary", l.LayerName, l.B, in[1]); err != nil {
@@ -87,6 +90,9 @@ func (l *Binary) Setup(in []Shape) (Shape, error) {
 			return Shape{}, fmt.Errorf("solver: binary %s: dims %v and %v do not broadcast", l.LayerName, l.A, l.B)
 		}
 		l.out[k] = max(a, b)
+	}
+	if err := boundedDims("binary", l.LayerName, "output dimensions", l.out); err != nil {
+		return Shape{}, err
 	}
 	l.sa, l.sb = stridesOf(l.A, l.out, false), stridesOf(l.B, l.out, l.Const != nil)
 	l.contig = gpu.ContiguousStrides(batched(1, l.out))

@@ -65,15 +65,33 @@ func stridesOf(d, o []int, shared bool) []int {
 	return s
 }
 
+// maxSample caps a structural layer's per-sample elements (and so every
+// dimension, pad and count it is configured with), so that sizes computed
+// from a graph description cannot overflow an int, even a 32-bit one.
+const maxSample = 1 << 30
+
+// boundedDims checks that dims are positive and that their product stays
+// under maxSample.
+func boundedDims(kind, name, what string, d []int) error {
+	n := int64(1)
+	for _, v := range d {
+		if v <= 0 || v > maxSample {
+			return fmt.Errorf("solver: %s %s: %s %v must be positive and at most %d", kind, name, what, d, maxSample)
+		}
+		if n *= int64(v); n > maxSample {
+			return fmt.Errorf("solver: %s %s: %s %v exceed %d elements per sample", kind, name, what, d, maxSample)
+		}
+	}
+	return nil
+}
+
 // checkDims checks that logical dims are positive and of the input's size.
 func checkDims(kind, name string, d []int, in Shape) error {
 	if len(d) == 0 || len(d) > gpu.MaxRank-1 {
 		return fmt.Errorf("solver: %s %s: %d per-sample dimensions %v (1 to %d)", kind, name, len(d), d, gpu.MaxRank-1)
 	}
-	for _, v := range d {
-		if v <= 0 {
-			return fmt.Errorf("solver: %s %s: dimensions %v must be positive", kind, name, d)
-		}
+	if err := boundedDims(kind, name, "dimensions", d); err != nil {
+		return err
 	}
 	if prod(d) != in.Size() {
 		return fmt.Errorf("solver: %s %s: dimensions %v (%d elements) for an input of %v", kind, name, d, prod(d), in)
@@ -240,7 +258,7 @@ func (l *Slice) Setup(in []Shape) (Shape, error) {
 	src, off := []int{inS[0]}, 0
 	for k := range r {
 		st, step, c := l.Starts[k], l.Steps[k], l.Counts[k]
-		if c <= 0 || step <= 0 || st < 0 || st+(c-1)*step >= l.In[k] {
+		if c <= 0 || step <= 0 || st < 0 || c > l.In[k] || step > l.In[k] || int64(st)+int64(c-1)*int64(step) >= int64(l.In[k]) {
 			return Shape{}, fmt.Errorf("solver: slice %s: axis %d of %d: %d elements from %d by %d", l.LayerName, k, l.In[k], c, st, step)
 		}
 		src = append(src, inS[k+1]*step)
@@ -336,11 +354,17 @@ func (l *Pad) Setup(in []Shape) (Shape, error) {
 		if l.Before[k] < 0 || l.After[k] < 0 {
 			return Shape{}, fmt.Errorf("solver: pad %s: negative padding %v %v", l.LayerName, l.Before, l.After)
 		}
+		if l.Before[k] > maxSample || l.After[k] > maxSample {
+			return Shape{}, fmt.Errorf("solver: pad %s: padding %v %v over %d", l.LayerName, l.Before, l.After, maxSample)
+		}
 		if l.Mode == "reflect" && (l.Before[k] >= l.In[k] || l.After[k] >= l.In[k]) {
 			return Shape{}, fmt.Errorf("solver: pad %s: reflect padding %v %v must be shorter than the axes %v", l.LayerName, l.Before, l.After, l.In)
 		}
 	}
 	out := l.OutDims()
+	if err := boundedDims("pad", l.LayerName, "padded dimensions", out); err != nil {
+		return Shape{}, err
+	}
 	outS := gpu.ContiguousStrides(batched(1, out))
 	off := 0
 	for k := range l.In {
@@ -467,6 +491,9 @@ func (l *ConcatND) Setup(in []Shape) (Shape, error) {
 	}
 	l.out = slices.Clone(l.Dims)
 	l.out[l.Axis] = total
+	if err := boundedDims("concatnd", l.LayerName, "output dimensions", l.out); err != nil {
+		return Shape{}, err
+	}
 	l.geoms = make([]gpu.StridedGeom, len(in))
 	off := 0
 	for i, d := range lens {

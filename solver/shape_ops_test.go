@@ -86,6 +86,10 @@ func TestShapeOpsSetupErrors(t *testing.T) {
 		{"concat misfit", NewConcatND("c", 1, []int{2, 2}), []Shape{{4, 1, 1}, {3, 1, 1}}, "does not fit"},
 		{"no broadcast", NewBinary("b", gpu.BinAdd, []int{2, 3}, []int{3, 3}), []Shape{{6, 1, 1}, {9, 1, 1}}, "do not broadcast"},
 		{"rank", NewBinary("b", gpu.BinAdd, []int{2, 3}, []int{3}), []Shape{{6, 1, 1}, {3, 1, 1}}, "differ in rank"},
+		{"negative const dims", NewBinaryConst("b", gpu.BinAdd, []int{1, 1}, []int{-1, -1}, []float32{2}, false), []Shape{{1, 1, 1}}, "must be positive"},
+		{"huge slice", NewSlice("s", []int{4}, []int{1}, []int{1 << 30}, []int{1 << 30}), []Shape{{4, 1, 1}}, "axis 0 of 4"},
+		{"huge pad", NewPad("p", []int{4, 4}, []int{1 << 28, 0}, []int{1 << 28, 0}), []Shape{{16, 1, 1}}, "elements per sample"},
+		{"const size", NewBinaryConst("b", gpu.BinAdd, []int{2, 3}, []int{2, 1}, []float32{2}, false), []Shape{{6, 1, 1}}, "1 values for dims"},
 		{"reduce axes", NewReduce("r", []int{2, 3}, []int{0, 0}, true), []Shape{{6, 1, 1}}, "axes"},
 		{"too many axes", NewReshape("r", []int{1, 1, 1, 1, 1, 8}), []Shape{{8, 1, 1}}, "1 to 5"},
 	}
