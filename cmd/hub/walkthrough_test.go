@@ -45,6 +45,12 @@ func TestFinetuneWalkthrough(t *testing.T) {
 	if len(blocks) != 2 || len(cmds) != 6 {
 		t.Fatalf("docs/finetune.md has %d python blocks and %d commands, the test knows 2 and 6: update it", len(blocks), len(cmds))
 	}
+	// What the walkthrough shows the hub and the refused phone print.
+	shown := regexp.MustCompile("(?s)It prints the classes.*?```\n(hub: .*?)\nclasses: .*?; (\\d+) of (\\d+) parameters train\n```.*?```\n(worker: the hub refused: .*?)\n```").FindStringSubmatch(string(doc))
+	if shown == nil {
+		t.Fatal("docs/finetune.md no longer shows what the hub and a refused worker print: update the test")
+	}
+	replaced, trainable, params, refused := shown[1], shown[2], shown[3], shown[4]
 	hubBin, workerBin := buildBinaries(t)
 	cotrainPath, err := cotrainBin()
 	if err != nil {
@@ -93,7 +99,11 @@ func TestFinetuneWalkthrough(t *testing.T) {
 	if got := fmt.Sprint(listening["classes"]); got != "[cat dog rabbit]" {
 		t.Errorf("hub's classes %s", got)
 	}
-	t.Logf("hub: %v of %v parameters train", listening["trainable"], listening["params"])
+	// The documented counts are torchvision's MobileNet v2 with a 3-class
+	// head and --train-last 2; the input size does not change them.
+	if got := fmt.Sprintf("%.0f of %.0f", listening["trainable"], listening["params"]); got != trainable+" of "+params {
+		t.Errorf("hub: %s parameters train, the walkthrough says %s of %s", got, trainable, params)
+	}
 	addr := listening["addrs"].([]any)[0].(string)
 
 	// 5. The workers: one per phone folder, and the phone with a hamster.
@@ -102,8 +112,8 @@ func TestFinetuneWalkthrough(t *testing.T) {
 	extra := exec.CommandContext(ctx, workerBin, append(append(workerArgs, loop...), "--reconnect-timeout", "0")...)
 	extra.Dir = filepath.Join(dir, "phone-extra")
 	msg, err := extra.CombinedOutput()
-	if err == nil || !strings.Contains(string(msg), "extra classes hamster") {
-		t.Errorf("the phone with a hamster folder: %v, %s; want a refusal naming hamster", err, msg)
+	if err == nil || !strings.Contains(string(msg), refused) {
+		t.Errorf("the phone with a hamster folder: %v, %s; want the walkthrough's %q", err, msg, refused)
 	}
 	t.Logf("refused phone says: %s", lastLine(string(msg)))
 	var ws []*proc
@@ -112,13 +122,21 @@ func TestFinetuneWalkthrough(t *testing.T) {
 	}
 	done := h.until(t, "done", 3*time.Minute)
 	sameWeights(t, done, ws...)
+	if code := h.exit(t, 30*time.Second); code != 0 {
+		t.Errorf("hub exited %d", code)
+	}
+	if !strings.Contains(h.stderr.String(), replaced) {
+		t.Errorf("the hub did not print the walkthrough's %q; its stderr:\n%s", replaced, tail(h.stderr.String(), 2000))
+	}
 	t.Logf("hub done: test accuracy %v after %v iterations", done["test_accuracy"], done["iterations"])
 
 	// 6. eval, predict, export; then back into PyTorch.
 	runDoc(t, bins, dir, cmds[3])
 	out := runDoc(t, bins, dir, cmds[4])
-	if !strings.HasPrefix(out, "photo.jpg: ") || !strings.Contains(out, "cat (") || !strings.Contains(out, "dog (") || !strings.Contains(out, "rabbit (") {
-		t.Errorf("predict printed %q, want the three classes named", out)
+	// As the walkthrough shows: "photo.jpg: dog (0.912), cat (0.071), rabbit (0.017)".
+	if !regexp.MustCompile(`^photo\.jpg: (cat|dog|rabbit) \(\d\.\d{3}\), (cat|dog|rabbit) \(\d\.\d{3}\), (cat|dog|rabbit) \(\d\.\d{3}\)\n$`).MatchString(out) ||
+		!strings.Contains(out, "cat (") || !strings.Contains(out, "dog (") || !strings.Contains(out, "rabbit (") {
+		t.Errorf("predict printed %q, want the three classes named as the walkthrough shows", out)
 	}
 	runDoc(t, bins, dir, cmds[5])
 	x := make([]float32, 2*3*64*64)
