@@ -69,3 +69,54 @@ func TestGraphStructuralRoundTrip(t *testing.T) {
 		t.Fatal("binary operation Pow accepted")
 	}
 }
+
+// FuzzGraphStructural: a graph description of structural layers, however
+// mangled, builds a network or gives an error; a network it builds runs a
+// training step without panicking (a graph comes from files and peers).
+func FuzzGraphStructural(f *testing.F) {
+	nodes := []solver.Node{
+		{Layer: solver.NewReshape("view", []int{2, 2, 3, 2})},
+		{Layer: solver.NewTranspose("shuffle", []int{2, 2, 3, 2}, []int{1, 0, 2, 3})},
+		{Layer: solver.NewSlice("half", []int{4, 3, 2}, []int{0, 0, 0}, []int{1, 1, 1}, []int{2, 3, 2})},
+		{Layer: solver.NewPadMode("pad", []int{2, 3, 2}, []int{0, 1, 1}, []int{1, 0, 0}, "reflect")},
+		{Layer: solver.NewConcatND("join", 0, []int{3, 4, 3}), Inputs: []int{3, 1}},
+		{Layer: solver.NewReduce("mean", []int{5, 4, 3}, []int{1, 2}, true)},
+		{Layer: solver.NewBinary("gate", gpu.BinMul, []int{5, 4, 3}, []int{5, 1, 1}), Inputs: []int{4, 5}},
+		{Layer: solver.NewBinaryConst("scale", gpu.BinDiv, []int{5, 4, 3}, []int{1, 1, 1}, []float32{2}, true)},
+	}
+	if _, err := solver.NewNet(gpu.NewCPU(), solver.Shape{C: 4, H: 3, W: 2}, nodes); err != nil {
+		f.Fatalf("the seed network: %v", err)
+	}
+	layers, err := Describe(nodes)
+	if err != nil {
+		f.Fatal(err)
+	}
+	raw, err := EncodeGraph(layers)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(raw)
+	f.Add(`[{"kind":"pad","name":"p","dims":[24],"before":[3],"after":[30],"mode":"edge"}]`)
+	f.Add(`[{"kind":"slice","name":"s","dims":[4,3,2],"starts":[3,0,0],"steps":[2,1,1],"counts":[1,3,2]}]`)
+	f.Fuzz(func(t *testing.T, raw string) {
+		layers, err := DecodeGraph(raw)
+		if err != nil || len(layers) > 16 {
+			return
+		}
+		nodes, err := GraphNodes(layers)
+		if err != nil {
+			return
+		}
+		b := gpu.NewCPU()
+		net, err := solver.NewNet(b, solver.Shape{C: 4, H: 3, W: 2}, nodes)
+		if err != nil || net.Out.Size() > 1<<16 {
+			return
+		}
+		x := b.Alloc(2 * net.In.Size())
+		b.Fill(x, 0.5)
+		out := net.Forward(x, 2, true)
+		dy := b.Alloc(out.Len())
+		b.Fill(dy, 0.1)
+		net.Backward(dy)
+	})
+}
