@@ -91,7 +91,7 @@ func TestClassesTravelWithTheModel(t *testing.T) {
 	if err := run(context.Background(), args, &out, &errb); err != nil {
 		t.Fatalf("finetune: %v\n%s", err, errb.String())
 	}
-	if !strings.Contains(errb.String(), "last layer (5 outputs) does not fit the data's 3 classes apple, grape, lime: replaced") {
+	if !strings.Contains(errb.String(), "last layer (5 outputs) does not fit the data's 3 classes (apple, grape, lime): replaced") {
 		t.Errorf("finetune did not say it replaced the head; stderr:\n%s", errb.String())
 	}
 	weights := filepath.Join(dir, "ft", "weights.ctw")

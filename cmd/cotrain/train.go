@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/cotrain/cotrain/cmd/internal/chart"
@@ -136,7 +135,7 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 	if file != nil {
 		// A head that does not fit the data's classes is replaced by a
 		// fresh one (and said so); one that fits keeps its weights.
-		if file, err = retarget(file, ds.Labels, initRng, stderr); err != nil {
+		if file, err = cli.Retarget(file, ds.Labels, initRng, stderr, ""); err != nil {
 			return fmt.Errorf("%s: %w", c.weights, err)
 		}
 		mcfg = file.Config
@@ -295,21 +294,6 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "test accuracy %.4f, test loss %.4f after %d steps in %.1fs (%.0f img/s)\nweights %s (sha256 %s)\nloss curve %s\n",
 		acc, testLoss, tr.Iter, elapsed.Seconds(), result["samples_per_sec"], path, sum, plotPath)
 	return nil
-}
-
-// retarget fits the file's head to the data's classes (models.Retarget) and
-// says on stderr when it had to replace it.
-func retarget(f *models.File, labels []string, r *rand.Rand, stderr io.Writer) (*models.File, error) {
-	old := f.Resolved().Classes
-	g, changed, err := models.Retarget(f, labels, r)
-	if err != nil {
-		return nil, err
-	}
-	if changed {
-		fmt.Fprintf(stderr, "the model's last layer (%d outputs) does not fit the data's %d classes %s: replaced by a new one, freshly initialised\n",
-			old, len(labels), strings.Join(labels, ", "))
-	}
-	return g, nil
 }
 
 // carryMeta appends to meta the entries of the fine-tuned file's meta whose

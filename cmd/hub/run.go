@@ -279,14 +279,9 @@ func loadModel(c config, b gpu.Backend, stderr io.Writer) (hub.Model, *cli.Data,
 	}
 	var net *solver.Net
 	if c.weights != "" {
-		old := cfg.Classes
-		f, changed, err := models.Retarget(file, ds.Labels, rng)
+		f, err := cli.Retarget(file, ds.Labels, rng, stderr, "hub: ")
 		if err != nil {
 			return hub.Model{}, nil, fmt.Errorf("%s: %w", c.weights, err)
-		}
-		if changed {
-			fmt.Fprintf(stderr, "hub: the model's last layer (%d outputs) does not fit the data's %d classes (%s): replaced by a new one, freshly initialised\n",
-				old, len(ds.Labels), strings.Join(ds.Labels, ", "))
 		}
 		if net, err = f.Build(b); err != nil {
 			return hub.Model{}, nil, fmt.Errorf("%s: %w", c.weights, err)

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -124,4 +126,21 @@ func LoadModel(path, normalize string) (*models.File, error) {
 	}
 	f.Meta = models.WithNorm(f.Meta, norm)
 	return f, nil
+}
+
+// Retarget fits a model file's head to the data's classes
+// (models.Retarget) and, when it had to replace the head, says so on w,
+// after prefix ("hub: " for the hub): `cotrain finetune` and the hub
+// report it in the same words.
+func Retarget(f *models.File, labels []string, r *rand.Rand, w io.Writer, prefix string) (*models.File, error) {
+	old := f.Resolved().Classes
+	g, changed, err := models.Retarget(f, labels, r)
+	if err != nil {
+		return nil, err
+	}
+	if changed {
+		fmt.Fprintf(w, "%sthe model's last layer (%d outputs) does not fit the data's %d classes (%s): replaced by a new one, freshly initialised\n",
+			prefix, old, len(labels), strings.Join(labels, ", "))
+	}
+	return g, nil
 }
