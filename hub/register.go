@@ -67,16 +67,6 @@ func classDiff(model, worker []string) string {
 	if len(worker) == 0 {
 		return fmt.Sprintf("the model's classes are %s; this worker sent none (a worker from before class lists?)", strings.Join(model, ", "))
 	}
-	missing, extra, order := models.LabelDiff(model, worker)
-	var parts []string
-	if len(extra) > 0 {
-		parts = append(parts, "extra classes "+strings.Join(extra, ", ")+" (not in the model)")
-	}
-	if len(missing) > 0 {
-		parts = append(parts, "missing classes "+strings.Join(missing, ", "))
-	}
-	if order {
-		parts = append(parts, "the same classes in another order")
-	}
-	return "this worker's data has other classes than the model's (" + strings.Join(model, ", ") + "): " + strings.Join(parts, "; ")
+	return "this worker's data has other classes than the model's (" + strings.Join(model, ", ") + "): " +
+		models.DescribeLabelDiff(model, worker, "the model")
 }

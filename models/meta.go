@@ -280,6 +280,25 @@ func DefiningMeta(meta [][2]string) [][2]string {
 	return out
 }
 
+// DescribeLabelDiff says for a person how names differ from want, whose
+// owner is wantName ("the model"): "extra classes d, e (not in the
+// model); missing classes b", or "the same classes in another order"
+// (LabelDiff's three answers, in that order); "" when they are equal.
+func DescribeLabelDiff(want, names []string, wantName string) string {
+	missing, extra, order := LabelDiff(want, names)
+	var parts []string
+	if len(extra) > 0 {
+		parts = append(parts, "extra classes "+strings.Join(extra, ", ")+" (not in "+wantName+")")
+	}
+	if len(missing) > 0 {
+		parts = append(parts, "missing classes "+strings.Join(missing, ", "))
+	}
+	if order {
+		parts = append(parts, "the same classes in another order")
+	}
+	return strings.Join(parts, "; ")
+}
+
 // LabelDiff says how names (a worker's) differ from want (the model's):
 // the classes missing from names and those it has extra, each sorted; both
 // empty with the same order means equal. A list with the same classes in

@@ -125,6 +125,22 @@ func TestLabelDiff(t *testing.T) {
 	}
 }
 
+func TestDescribeLabelDiff(t *testing.T) {
+	for _, tc := range []struct {
+		want, names []string
+		text        string
+	}{
+		{[]string{"a", "b", "c"}, []string{"a", "c", "d", "e"}, "extra classes d, e (not in the model); missing classes b"},
+		{[]string{"a", "b"}, []string{"a"}, "missing classes b"},
+		{[]string{"a", "b"}, []string{"b", "a"}, "the same classes in another order"},
+		{[]string{"a", "b"}, []string{"a", "b"}, ""},
+	} {
+		if got := DescribeLabelDiff(tc.want, tc.names, "the model"); got != tc.text {
+			t.Errorf("DescribeLabelDiff(%q, %q) = %q, want %q", tc.want, tc.names, got, tc.text)
+		}
+	}
+}
+
 // Retarget keeps a fitting head, and otherwise replaces exactly the last
 // layer with parameters by a fresh one of the right size, keeping every
 // other tensor; for built-in models and graph files alike.

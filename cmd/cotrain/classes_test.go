@@ -127,7 +127,7 @@ func TestClassesTravelWithTheModel(t *testing.T) {
 	}
 	colourFolder(t, filepath.Join(dir, "other"), map[string][3]int{"apple": {200, 40, 40}, "lime": {80, 200, 60}, "pear": {200, 200, 60}}, 2)
 	err, _ = runErr("eval", "--weights", weights, "--data", filepath.Join(dir, "other"), "--device", "cpu")
-	if err == nil || !strings.Contains(err.Error(), "missing grape") || !strings.Contains(err.Error(), "extra pear") {
+	if err == nil || !strings.Contains(err.Error(), "missing classes grape") || !strings.Contains(err.Error(), "extra classes pear") {
 		t.Errorf("eval on other classes: %v; want a refusal naming grape and pear", err)
 	}
 }

@@ -179,23 +179,7 @@ func fitsData(f *models.File, ds *cli.Data, spec string) error {
 	if slices.Equal(names, ds.Labels) {
 		return nil
 	}
-	return fmt.Errorf("data %s has other classes than the model: %s", spec, labelDiff(names, ds.Labels))
-}
-
-// labelDiff says how the data's classes differ from the model's.
-func labelDiff(want, have []string) string {
-	missing, extra, order := models.LabelDiff(want, have)
-	var parts []string
-	if len(missing) > 0 {
-		parts = append(parts, "missing "+strings.Join(missing, ", "))
-	}
-	if len(extra) > 0 {
-		parts = append(parts, "extra "+strings.Join(extra, ", "))
-	}
-	if order {
-		parts = append(parts, "the same classes in another order")
-	}
-	return strings.Join(parts, "; ")
+	return fmt.Errorf("data %s has other classes than the model: %s", spec, models.DescribeLabelDiff(names, ds.Labels, "the model"))
 }
 
 func softmax(v []float32) []float64 {

@@ -167,8 +167,7 @@ func sameLabels(spec string, train, test []string) error {
 	if slices.Equal(train, test) {
 		return nil
 	}
-	missing, extra, _ := models.LabelDiff(train, test)
-	return fmt.Errorf("cli: data %s: test/ has other classes than train/ (missing %q, extra %q)", spec, missing, extra)
+	return fmt.Errorf("cli: data %s: test/ has other classes than train/: %s", spec, models.DescribeLabelDiff(train, test, "train/"))
 }
 
 func dirExists(p string) bool {
