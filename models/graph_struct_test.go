@@ -98,6 +98,10 @@ func FuzzGraphStructural(f *testing.F) {
 	f.Add(raw)
 	f.Add(`[{"kind":"pad","name":"p","dims":[24],"before":[3],"after":[30],"mode":"edge"}]`)
 	f.Add(`[{"kind":"slice","name":"s","dims":[4,3,2],"starts":[3,0,0],"steps":[2,1,1],"counts":[1,3,2]}]`)
+	// Structural layers among the others: convolution, activations,
+	// pooling, a linear head and softmax.
+	f.Add(`[{"kind":"conv2d","name":"c","out":4,"kh":1,"kw":1,"sh":1,"sw":1},{"kind":"reduce","name":"m","dims":[4,3,2],"axes":[1,2],"mean":true},{"kind":"sigmoid","name":"g"},{"kind":"binary","name":"x","op":"Mul","dims":[4,3,2],"dims2":[4,1,1],"in":[0,2]},{"kind":"concatnd","name":"cat","axis":0,"dims":[4,3,2],"in":[3,0]},{"kind":"globalavgpool","name":"gap"},{"kind":"flatten","name":"f"},{"kind":"linear","name":"l","out":3},{"kind":"softmax","name":"sm","dims":[3],"axes":[0]}]`)
+	f.Add(`[{"kind":"binary","name":"b","op":"Add","dims":[4,3,2],"dims2":[1,1,2],"const":[1,2],"first":true},{"kind":"clip","name":"c","min":0},{"kind":"hardsigmoid","name":"h","alpha":0.2,"beta":0.5},{"kind":"flatten","name":"f"},{"kind":"linear","name":"l","out":2}]`)
 	f.Fuzz(func(t *testing.T, raw string) {
 		layers, err := DecodeGraph(raw)
 		if err != nil || len(layers) > 16 {
@@ -109,8 +113,8 @@ func FuzzGraphStructural(f *testing.F) {
 		}
 		b := gpu.NewCPU()
 		net, err := solver.NewNet(b, solver.Shape{C: 4, H: 3, W: 2}, nodes)
-		if err != nil || net.Out.Size() > 1<<16 {
-			return
+		if err != nil || net.Out.Size() > 1<<16 || net.NumParams() > 1<<20 {
+			return // an error, or a network too large to step quickly
 		}
 		x := b.Alloc(2 * net.In.Size())
 		b.Fill(x, 0.5)
