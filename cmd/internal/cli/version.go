@@ -30,10 +30,7 @@ func VersionFlag(fs *flag.FlagSet) (v *bool) {
 // installed with go install MODULE@vX.Y.Z says vX.Y.Z. Builds without VCS
 // data (go run, -buildvcs=false, a tree without .git) say "rev unknown".
 func Version(name string) string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		bi = nil
-	}
+	bi, _ := debug.ReadBuildInfo() // nil when the binary has none
 	return versionOf(name, bi) + " " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH
 }
 
