@@ -17,16 +17,7 @@ import (
 // activation and softmax kernels (activation.cl) on a device, inside whole
 // imported networks.
 func TestActivationsOnOpenCL(t *testing.T) {
-	cfg := gpu.DefaultOpenCLConfig()
-	cfg.Tune = false
-	o, err := gpu.NewOpenCL(cfg)
-	if errors.Is(err, gpu.ErrNoOpenCL) || errors.Is(err, gpu.ErrNoDevice) {
-		t.Skipf("no OpenCL device: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
+	o := openCL(t)
 	bases := []string{filepath.Join("testdata", "mobile_blocks")}
 	for _, fx := range loadActs(t) {
 		bases = append(bases, filepath.Join("testdata", "acts", fx.Name))
@@ -87,4 +78,22 @@ func errFloor(got, want []float32, floor float64) float64 {
 		scale = max(scale, math.Abs(float64(want[i])))
 	}
 	return diff / max(scale, floor)
+}
+
+// openCL opens the OpenCL backend untuned (the imported networks' tests
+// compare numbers, not speed), closed when t ends, or skips t when there is
+// no device.
+func openCL(t testing.TB) *gpu.OpenCL {
+	t.Helper()
+	cfg := gpu.DefaultOpenCLConfig()
+	cfg.Tune = false
+	o, err := gpu.NewOpenCL(cfg)
+	if errors.Is(err, gpu.ErrNoOpenCL) || errors.Is(err, gpu.ErrNoDevice) {
+		t.Skipf("no OpenCL device: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	return o
 }

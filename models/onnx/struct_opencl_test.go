@@ -3,11 +3,8 @@
 package onnx
 
 import (
-	"errors"
 	"path/filepath"
 	"testing"
-
-	"github.com/cotrain/cotrain/gpu"
 )
 
 // TestStructuralOnOpenCL runs every structural fixture forward and backward
@@ -16,16 +13,7 @@ import (
 // layers' kernels (CopyStrided, Broadcast, ReduceSum) on a device, inside
 // whole networks.
 func TestStructuralOnOpenCL(t *testing.T) {
-	cfg := gpu.DefaultOpenCLConfig()
-	cfg.Tune = false
-	o, err := gpu.NewOpenCL(cfg)
-	if errors.Is(err, gpu.ErrNoOpenCL) || errors.Is(err, gpu.ErrNoDevice) {
-		t.Skipf("no OpenCL device: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
+	o := openCL(t)
 	for _, fx := range loadStruct(t) {
 		t.Run(fx.Name, func(t *testing.T) {
 			f := importFile(t, filepath.Join("testdata", "struct", fx.Name+".onnx"))
