@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/models/onnx/onnxpb"
 )
 
@@ -196,21 +197,10 @@ func foldReshape(ins []*tensor) (*tensor, error) {
 	return ins[0].take(dims, seqIdx(size)), nil
 }
 
-// strides returns row-major strides.
-func strides(dims []int) []int {
-	s := make([]int, len(dims))
-	acc := 1
-	for k := len(dims) - 1; k >= 0; k-- {
-		s[k] = acc
-		acc *= dims[k]
-	}
-	return s
-}
-
 // gatherIndex lists the source index of every element of out (row-major),
 // element i along axis k being source position start[k] + i·step[k] there.
 func gatherIndex(src, out, start, step []int) []int {
-	ss := strides(src)
+	ss := gpu.ContiguousStrides(src)
 	var idx []int
 	n := 1
 	for _, d := range out {
@@ -238,7 +228,7 @@ func foldTranspose(t *tensor, perm []int64) (*tensor, error) {
 		return nil, fmt.Errorf("%w: Transpose perm %v of a rank-%d constant", ErrShape, perm, r)
 	}
 	out := make([]int, r)
-	ss := strides(t.dims)
+	ss := gpu.ContiguousStrides(t.dims)
 	srcOf := make([]int, r)
 	for k, p := range perm {
 		if p < 0 || int(p) >= r {
