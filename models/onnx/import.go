@@ -172,11 +172,9 @@ const MetaPrefix = "cotrain."
 // that would not load.
 func withMetadata(f *models.File, props []*onnxpb.StringStringEntryProto) (*models.File, error) {
 	for _, p := range props {
-		switch k, _ := strings.CutPrefix(p.GetKey(), MetaPrefix); k {
-		case models.MetaLabels, models.MetaMean, models.MetaStd:
-			if strings.HasPrefix(p.GetKey(), MetaPrefix) {
-				f.Meta = models.SetMeta(f.Meta, k, p.GetValue())
-			}
+		k, ours := strings.CutPrefix(p.GetKey(), MetaPrefix)
+		if ours && (k == models.MetaLabels || k == models.MetaMean || k == models.MetaStd) {
+			f.Meta = models.SetMeta(f.Meta, k, p.GetValue())
 		}
 	}
 	if _, _, err := f.Labels(); err != nil {

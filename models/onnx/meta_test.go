@@ -38,9 +38,22 @@ func TestExportKeepsClassesAndNorm(t *testing.T) {
 	if err := proto.Unmarshal(buf.Bytes(), &m); err != nil {
 		t.Fatal(err)
 	}
+	// Another tool's key of the same name, without the prefix, is not ours.
+	other := proto.Clone(&m).(*onnxpb.ModelProto)
+	other.MetadataProps = append(other.MetadataProps, &onnxpb.StringStringEntryProto{
+		Key: proto.String(models.MetaLabels), Value: proto.String(`not JSON`)})
+	raw, err := proto.Marshal(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, err := Import(bytes.NewReader(raw)); err != nil {
+		t.Errorf("an unprefixed %s: %v, want it ignored", models.MetaLabels, err)
+	} else if got, _, _ := g.Labels(); !slices.Equal(got, labels) {
+		t.Errorf("an unprefixed %s changed the labels to %q", models.MetaLabels, got)
+	}
 	m.MetadataProps = append(m.MetadataProps, &onnxpb.StringStringEntryProto{
 		Key: proto.String(MetaPrefix + models.MetaLabels), Value: proto.String(`["only one"]`)})
-	raw, err := proto.Marshal(&m)
+	raw, err = proto.Marshal(&m)
 	if err != nil {
 		t.Fatal(err)
 	}
