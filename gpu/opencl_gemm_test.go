@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 )
 
 // gemmShapes are odd sizes, none a multiple of the tiles, plus a few that are.
@@ -188,20 +187,19 @@ func TestGemmVariantNames(t *testing.T) {
 	}
 }
 
-// TestOpenCLTuner checks the tuner stays in its budget and that its choice
-// is saved and read back.
+// TestOpenCLTuner checks the tuner keeps to its budget and that its choice
+// is saved and read back. The budget is checked by what the tuner decided,
+// not by the wall clock (which a loaded machine stretches at will): a spent
+// budget still finishes the first size, every variant of it, and starts no
+// other.
 func TestOpenCLTuner(t *testing.T) {
 	o := openCLForTest(t)
-	start := time.Now()
-	tn, err := o.timeGemms(2 * time.Second)
-	if took := time.Since(start); took > 4*time.Second {
-		t.Errorf("tuning took %v", took)
-	}
+	tn, err := o.timeGemms(0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tn.Best) == 0 || len(tn.GFLOPS[256]) != len(o.gemms) {
-		t.Fatalf("tuning result %+v", tn)
+	if len(tn.Best) != 1 || tn.Best[256] == "" || len(tn.GFLOPS) != 1 || len(tn.GFLOPS[256]) != len(o.gemms) {
+		t.Fatalf("tuning with no budget: %+v, want every variant at 256 and no other size", tn)
 	}
 	t.Logf("device %s: GFLOPS %v, best %v", o.info.Name, tn.GFLOPS, tn.Best)
 
