@@ -170,6 +170,14 @@ func (d *Driver) Run(ctx context.Context) error {
 	var flush func() bool
 	flush = func() bool {
 		rd := d.Core.Ready()
+		// The observer's clock is read before the messages are queued: a
+		// worker may receive them, compute and push while this goroutine
+		// is still here (logging, or descheduled on a loaded machine), and
+		// its cycle must not start after the Merged it answers was sent.
+		var at time.Time
+		if obs != nil {
+			at = obs.now()
+		}
 		for _, env := range rd.Messages {
 			p := conns[env.To]
 			if p == nil {
@@ -188,7 +196,7 @@ func (d *Driver) Run(ctx context.Context) error {
 			logEvent(log, e)
 		}
 		if obs != nil {
-			obs.ready(rd)
+			obs.ready(rd, at)
 		}
 		if d.OnReady != nil {
 			d.OnReady(rd)

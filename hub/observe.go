@@ -67,8 +67,10 @@ func (o *observer) step(from string, m wire.Message, span time.Duration) {
 	}
 }
 
-// ready sees a Ready after its messages were queued.
-func (o *observer) ready(rd Ready) {
+// ready sees a Ready after its messages were queued; now is the time read
+// before they were (an iteration opens, and closes, when its Merged leaves,
+// not when the driver gets round to observing it).
+func (o *observer) ready(rd Ready, now time.Time) {
 	var sizes wire.BatchSizes
 	for _, env := range rd.Messages {
 		if m, ok := env.Msg.(*wire.Merged); ok {
@@ -78,7 +80,6 @@ func (o *observer) ready(rd Ready) {
 			}
 		}
 	}
-	now := o.now()
 	for _, e := range rd.Events {
 		switch e.Kind {
 		case EventMerged:
