@@ -127,6 +127,13 @@ func TestRoundTrip(t *testing.T) {
 			if !ok {
 				t.Fatalf("hub got %T, want *wire.Push", m)
 			}
+			// The hub times what arrives (hub.Core.ObserveComm, the dashboard's
+			// push time): the libp2p Conn must pass the stream's timing on.
+			if sp, ok := hc.(transport.Spanned); !ok {
+				t.Errorf("hub's Conn %T does not implement transport.Spanned", hc)
+			} else if d := sp.RecvSpan(); d < 0 {
+				t.Errorf("RecvSpan = %v, want >= 0", d)
+			}
 			if got.Iteration != 7 || got.Sender != "w1" || got.Samples != 32 || got.ComputeNanos != 12345 || got.Loss != 2.25 {
 				t.Errorf("push fields = %+v", got.Header)
 			}

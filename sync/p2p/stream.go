@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cotrain/cotrain/sync/transport"
 	"github.com/cotrain/cotrain/sync/wire"
@@ -267,6 +268,20 @@ func (l *listener) drop() {
 type conn struct {
 	transport.Conn
 	s network.Stream
+}
+
+// conn forwards transport.Spanned to the stream Conn it wraps: embedding an
+// interface hides the methods of the value inside, and without the frame
+// timings the hub's driver would have no communication figures for parking
+// (hub.Core.ObserveComm) or the dashboard's push time in real runs.
+var _ transport.Spanned = (*conn)(nil)
+
+// RecvSpan implements transport.Spanned.
+func (c *conn) RecvSpan() time.Duration {
+	if sp, ok := c.Conn.(transport.Spanned); ok {
+		return sp.RecvSpan()
+	}
+	return 0
 }
 
 func newConn(s network.Stream, maxFrame int) *conn {
