@@ -124,6 +124,18 @@ func (c *Core) Final() (weights, st []float32) {
 	return c.final.FinalWeights, c.final.FinalState
 }
 
+// FinalIteration returns the iteration the Goodbye's final weights belong
+// to: the hub's count of merged iterations when it ended the run. It can be
+// ahead of Iteration() (a worker whose last compute the hub did not wait
+// for never applied the last Merged; the final weights include it). Before
+// the Goodbye, or for one without weights, it is Iteration().
+func (c *Core) FinalIteration() uint64 {
+	if c.final == nil || c.final.FinalWeights == nil || c.final.Iteration < c.iter {
+		return c.iter
+	}
+	return c.final.Iteration
+}
+
 // Err returns why the hub refused this worker (a Reject), or nil.
 func (c *Core) Err() error { return c.err }
 

@@ -156,7 +156,12 @@ func TestLifecycle(t *testing.T) {
 		}
 		take(c)
 	}
-	if err := c.Step("hub", &wire.Goodbye{Reason: "done", FinalWeights: []float32{1, 2}}); err != nil {
+	if c.FinalIteration() != 3 {
+		t.Fatalf("FinalIteration before the Goodbye = %d, want Iteration() 3", c.FinalIteration())
+	}
+	// The hub ended one iteration further on than this worker got: its last
+	// Merged was never applied here, the final weights include it.
+	if err := c.Step("hub", &wire.Goodbye{Header: wire.Header{Iteration: 4}, Reason: "done", FinalWeights: []float32{1, 2}}); err != nil {
 		t.Fatal(err)
 	}
 	if rd = take(c); !rd.Done {
@@ -164,6 +169,9 @@ func TestLifecycle(t *testing.T) {
 	}
 	if w, _ := c.Final(); !slices.Equal(w, []float32{1, 2}) {
 		t.Fatalf("Final = %v", w)
+	}
+	if c.FinalIteration() != 4 || c.Iteration() != 3 {
+		t.Fatalf("after a Goodbye at 4: FinalIteration %d, Iteration %d; want 4 and 3", c.FinalIteration(), c.Iteration())
 	}
 	if err := c.Step("hub", f.merged(0, 1)); !errors.Is(err, ErrDone) {
 		t.Fatalf("after Goodbye: %v, want ErrDone", err)

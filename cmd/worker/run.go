@@ -155,11 +155,11 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	tr.Net.B.Upload(tr.Net.Params, weights)
 	tr.Net.B.Upload(tr.Net.State, st)
-	path, sum, err := cli.SaveFinal(c.out, src.model, src.mcfg, src.meta, tr.Net, int(core.Iteration()))
+	path, sum, err := cli.SaveFinal(c.out, src.model, src.mcfg, src.meta, tr.Net, int(core.FinalIteration()))
 	if err != nil {
 		return err
 	}
-	result := map[string]any{"iterations": core.Iteration(), "weights_sha256": sum, "weights": path,
+	result := map[string]any{"iterations": core.FinalIteration(), "weights_sha256": sum, "weights": path,
 		"pushes": pushes, "mismatches": core.Mismatches(), "seconds": time.Since(start).Seconds()}
 	if c.json {
 		bus.Publish("done", result)
@@ -167,7 +167,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		return nil
 	}
 	bus.Close()
-	fmt.Fprintf(stdout, "done after %d iterations (%d pushes): weights %s (sha256 %s)\n", core.Iteration(), pushes, path, sum)
+	fmt.Fprintf(stdout, "done after %d iterations (%d pushes): weights %s (sha256 %s)\n", core.FinalIteration(), pushes, path, sum)
 	return nil
 }
 
