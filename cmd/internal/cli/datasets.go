@@ -122,18 +122,12 @@ func LoadData(spec string, input solver.Shape, norm models.Norm, classes []int, 
 }
 
 // DataLabels returns the class names of a --data value without loading its
-// samples (beyond an IDX folder's labels): what LoadData's Labels will be.
-// A worker sends them when it registers, before it knows the model.
+// samples: what LoadData's Labels will be. A worker sends them when it
+// registers, before it knows the model, and loads the samples after (a
+// broken file shows then, as a broken image in a folder does).
 func DataLabels(spec string) ([]string, error) {
-	switch {
-	case spec == "mnist":
-		return models.NumberedLabels(10), nil
-	case isIDXDir(spec):
-		train, err := data.LoadIDX(idxPath(spec, "train-images-idx3-ubyte"), idxPath(spec, "train-labels-idx1-ubyte"))
-		if err != nil {
-			return nil, err
-		}
-		return train.ClassNames(), nil
+	if spec == "mnist" || isIDXDir(spec) {
+		return models.NumberedLabels(10), nil // data.LoadIDX's ten digits
 	}
 	st, err := os.Stat(spec)
 	if err != nil {
