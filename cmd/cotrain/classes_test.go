@@ -155,6 +155,31 @@ func TestImportNormalize(t *testing.T) {
 	}
 }
 
+// TestFinetuneNormalize: finetune takes --normalize for an .onnx model, as
+// import and the hub do, and the weight file it writes records it; a file
+// that already records one refuses another.
+func TestFinetuneNormalize(t *testing.T) {
+	dir := t.TempDir()
+	colourFolder(t, filepath.Join(dir, "fruit"), fruit, 4)
+	out := filepath.Join(dir, "ft")
+	cotrain(t, "finetune", "--weights", "../../models/onnx/testdata/inception_lite_op9.onnx", "--normalize", "imagenet",
+		"--data", filepath.Join(dir, "fruit"), "--iterations", "1", "--batch", "4", "--json", "--out", out, "--device", "cpu")
+	weights := filepath.Join(out, "weights.ctw")
+	f, err := models.LoadFile(weights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imagenet, _ := models.ParseNorm("imagenet", 3)
+	if n, set, err := f.InputNorm(); err != nil || !set || !slices.Equal(n.Mean, imagenet.Mean) || !slices.Equal(n.Std, imagenet.Std) {
+		t.Errorf("the fine-tuned file's normalisation %v (%v, %v), want imagenet's", n, set, err)
+	}
+	err, _ = runErr("finetune", "--weights", weights, "--normalize", "unit", "--data", filepath.Join(dir, "fruit"),
+		"--iterations", "1", "--out", filepath.Join(dir, "again"), "--device", "cpu")
+	if err == nil || !strings.Contains(err.Error(), "already records its input normalisation") {
+		t.Errorf("--normalize for a file that records one: %v, want a refusal", err)
+	}
+}
+
 // TestOldWeightFilePredicts: a weight file from before class names were
 // stored predicts with numbered classes.
 func TestOldWeightFilePredicts(t *testing.T) {

@@ -44,6 +44,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer, fine
 		fs.StringVar(&c.weights, "weights", "", "weight file or ONNX model (.onnx, imported as cotrain import does) to start from (required); "+
 			"when its last layer does not fit the data's classes, it is replaced by a new one")
 		fs.StringVar(&c.trainLast, "train-last", cli.TrainLastDefault, cli.TrainLastUsage)
+		fs.StringVar(&c.normalize, "normalize", "", cli.WeightsNormUsage)
 	} else {
 		fs.StringVar(&c.model, "model", "lenet5", "model: "+fmt.Sprint(models.Names())+"; its head is sized to the data's classes")
 		fs.StringVar(&c.normalize, "normalize", "", models.NormUsage)
@@ -111,7 +112,7 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 	}
 	// The data comes first: its classes size the model's head.
 	if c.weights != "" {
-		if file, err = cli.LoadModel(c.weights, ""); err != nil {
+		if file, err = cli.LoadModel(c.weights, c.normalize); err != nil {
 			return err
 		}
 		model, mcfg = file.Model, file.Resolved()

@@ -82,7 +82,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.weights, "weights", "", "fine-tune this model instead of --model: a cotrain weight file or an ONNX model (.onnx, imported as cotrain import does); "+
 		"when its last layer does not fit the data's classes it is replaced by a new one")
 	fs.StringVar(&c.trainLast, "train-last", cli.TrainLastDefault, "with --weights: "+cli.TrainLastUsage)
-	fs.StringVar(&c.normalize, "normalize", "", models.NormUsage+"; with --weights only for an .onnx model or a file that records none")
+	fs.StringVar(&c.normalize, "normalize", "", cli.WeightsNormUsage)
 	fs.StringVar(&c.dataSpec, "data", "mnist", "the hub's evaluation data: \"mnist\" or a folder; its classes (an image folder's sorted subfolder names) are the model's, and workers whose data has other classes are refused (workers bring the training data)")
 	fs.IntVar(&c.minWorkers, "min-workers", def.MinWorkers, "workers that must register before training starts")
 	fs.IntVar(&c.maxWorkers, "max-workers", def.MaxWorkers, "most workers at once")

@@ -23,6 +23,10 @@ const (
 	TrainLastUsage   = "train only the last N layers with parameters (the others are frozen: no weight gradients are computed for them), or all"
 )
 
+// WeightsNormUsage is the help text of --normalize where --weights may
+// name the model (`cotrain finetune`, `hub`): LoadModel's rule.
+const WeightsNormUsage = models.NormUsage + "; with --weights only for an .onnx model or a file that records none"
+
 // TrainLast freezes net as a --train-last value says: "all" trains every
 // layer, N the last N layers with parameters. Anything else is an error
 // (CheckTrainLast tells before any work).
