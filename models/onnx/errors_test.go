@@ -190,6 +190,14 @@ func FuzzImport(f *testing.F) {
 		}
 	}
 	f.Add(tiny(11, headInits, withHead(nd("Softmax", "sm", []string{"x"}, "h", attrInt("axis", 2)))...))
+	// The structural operators: a channel shuffle (Reshape, Transpose,
+	// Split, Concat), SE gates (ReduceMean, Mul), Pad, Slice and
+	// reductions, and tf2onnx's NHWC transposes.
+	for _, name := range []string{"shuffle_op11", "se_op13", "misc_op13", "nhwc_op13"} {
+		if raw, err := os.ReadFile(filepath.Join("testdata", "struct", name+".onnx")); err == nil {
+			f.Add(raw)
+		}
+	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		if file, err := Import(bytes.NewReader(raw)); err == nil {
 			if _, err := file.Build(gpu.NewCPU()); err != nil {
