@@ -8,17 +8,17 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/cotrain/cotrain/cmd/internal/cli"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/cotrain/cotrain/cmd/internal/cli"
 	"github.com/cotrain/cotrain/hub"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/sync/compress"
+	"github.com/cotrain/cotrain/watch"
 )
 
 func main() {
@@ -160,7 +160,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.maxWorkers > c.batch {
 		c.maxWorkers = c.batch
 	}
-	if err := checkHTTP(c.http); err != nil {
+	if err := watch.CheckAddr(c.http); err != nil {
 		return c, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if len(c.listen) == 0 && c.psk == "" {
@@ -217,14 +217,3 @@ const (
 	adamLR = 0.004
 	sgdLR  = 0.05
 )
-
-// checkHTTP refuses a --http value that is not HOST:PORT (empty: off).
-func checkHTTP(addr string) error {
-	if addr == "" {
-		return nil
-	}
-	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
-		return fmt.Errorf("--http %q: want HOST:PORT, such as 127.0.0.1:8080 (this machine only) or :8080 (every network it is on)", addr)
-	}
-	return nil
-}

@@ -151,7 +151,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		PeerID: host.ID(), Addrs: addrs, Batch: c.batch, Iterations: iterations, MinWorkers: c.minWorkers, Iteration: uint64(tr.Iter),
 		Classes: ds.Labels, Params: net.NumParams(), Trainable: net.NumTrainable()})
 	if rec != nil {
-		url, stop, err := serveHTTP(c.http, rec, log)
+		url, stop, err := rec.Serve(c.http, log)
 		if err != nil {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}

@@ -3,15 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
-	"net/http"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/cotrain/cotrain/cmd/internal/cli"
 	"github.com/cotrain/cotrain/gpu"
@@ -64,31 +59,6 @@ func textSink(w io.Writer, logEvery int) func(watch.Event) {
 			}
 		}
 	}
-}
-
-// serveHTTP starts the dashboard on addr and returns its URL and a
-// function that stops it. The server is read-only; nothing it does reaches
-// the driver (the Recorder sits behind the Bus).
-func serveHTTP(addr string, rec *watch.Recorder, log *slog.Logger) (url string, stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", nil, fmt.Errorf("--http %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: rec.Handler(), ReadHeaderTimeout: 5 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("dashboard server", "err", err)
-		}
-	}()
-	return urlOf(ln.Addr()), func() { srv.Close() }, nil
-}
-
-// urlOf is the URL of a listener; one on every interface is shown with
-// its wildcard address, which browsers do not open: the docs and the log
-// say to use the machine's LAN address.
-func urlOf(a net.Addr) string {
-	return "http://" + a.String() + "/"
 }
 
 // evaluator evaluates snapshots of the master weights on a goroutine of

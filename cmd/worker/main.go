@@ -8,15 +8,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/cotrain/cotrain/cmd/internal/cli"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/cotrain/cotrain/cmd/internal/cli"
+	"github.com/cotrain/cotrain/watch"
 	"github.com/cotrain/cotrain/worker"
 )
 
@@ -107,22 +107,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.logEvery < 1 {
 		return c, fmt.Errorf("%w: --log-every must be positive", errUsage)
 	}
-	if err := checkHTTP(c.http); err != nil {
+	if err := watch.CheckAddr(c.http); err != nil {
 		return c, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if len(c.listen) == 0 {
 		c.listen = []string{"/ip4/0.0.0.0/tcp/0"}
 	}
 	return c, nil
-}
-
-// checkHTTP refuses a --http value that is not HOST:PORT (empty: off).
-func checkHTTP(addr string) error {
-	if addr == "" {
-		return nil
-	}
-	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
-		return fmt.Errorf("--http %q: want HOST:PORT, such as 127.0.0.1:8080 (this machine only) or :8080 (every network it is on)", addr)
-	}
-	return nil
 }

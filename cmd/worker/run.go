@@ -104,7 +104,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	first := obs.session // a copy: the observer goes on filling in its own
 	bus.Publish("session", &first)
 	if rec != nil {
-		url, stop, err := serveHTTP(c.http, rec, log)
+		url, stop, err := rec.Serve(c.http, log)
 		if err != nil {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}

@@ -2,12 +2,8 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
-	"net/http"
 	"time"
 
 	"github.com/cotrain/cotrain/sync/wire"
@@ -148,20 +144,4 @@ func textSink(w io.Writer, logEvery int, start time.Time) func(watch.Event) {
 			}
 		}
 	}
-}
-
-// serveHTTP starts the worker's dashboard on addr.
-func serveHTTP(addr string, rec *watch.Recorder, log *slog.Logger) (url string, stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", nil, fmt.Errorf("--http %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: rec.Handler(), ReadHeaderTimeout: 5 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("dashboard server", "err", err)
-		}
-	}()
-	return "http://" + ln.Addr().String() + "/", func() { srv.Close() }, nil
 }
