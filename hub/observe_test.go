@@ -109,7 +109,6 @@ func testDriverPublishes(t *testing.T) {
 	var events []watch.Event
 	bus.Attach(1024, func(e watch.Event) { mu.Lock(); events = append(events, e); mu.Unlock() })
 	rec := watch.NewRecorder("hub", bus)
-	bus.Attach(1024, rec.Handle)
 	rec.Handle(watch.Event{Kind: "listening", Time: time.Now(), Data: &watch.Session{Role: "hub", Batch: 32}})
 
 	ln := &pipeListener{conns: make(chan transport.Conn, 2), done: make(chan struct{})}

@@ -35,10 +35,16 @@ type sink struct {
 // on, in order, on the sink's own goroutine; queue bounds the events waiting
 // for it (at least 1). Attach after Close does nothing.
 func (b *Bus) Attach(queue int, handle func(Event)) {
+	b.attach(queue, handle)
+}
+
+// attach is Attach, returning the sink (nil after Close) so that its owner
+// can read the sink's own drop count.
+func (b *Bus) attach(queue int, handle func(Event)) *sink {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return
+		return nil
 	}
 	s := &sink{in: make(chan Event, max(queue, 1)), handle: handle}
 	b.sinks = append(b.sinks, s)
@@ -49,6 +55,7 @@ func (b *Bus) Attach(queue int, handle func(Event)) {
 			s.handle(e)
 		}
 	}()
+	return s
 }
 
 // Publish stamps an event of kind with data and queues it for every sink.
@@ -77,7 +84,8 @@ func (b *Bus) Publish(kind string, data any) {
 	}
 }
 
-// Dropped is the number of deliveries lost to full sink queues.
+// Dropped is the number of deliveries lost to full sink queues, all sinks
+// together.
 func (b *Bus) Dropped() int64 {
 	if b == nil {
 		return 0

@@ -116,7 +116,7 @@ type Recorder struct {
 	subs    map[*subscriber]struct{}
 	seq     uint64 // events sent to subscribers
 	joins   int    // rows made
-	bus     *Bus
+	sink    *sink  // its queue on the bus, whose drops Status reports
 	started time.Time
 	// version counts changes of the state; cached is the JSON of the
 	// state at version cachedAt, shared by every /api/status request until
@@ -125,13 +125,22 @@ type Recorder struct {
 	cached            []byte
 }
 
+// RecorderQueue is how many events may wait for a Recorder on its Bus.
+const RecorderQueue = 1 << 12
+
 // NewRecorder returns a recorder for a run of the given role ("hub",
-// "worker" or "sim"); bus, if not nil, is asked for its drop count.
+// "worker" or "sim"). A bus, if not nil, gets it as a sink with a queue of
+// RecorderQueue events, and Status.Dropped counts what that queue lost (not
+// what the bus's other sinks, such as --json lines, lost). Without a bus,
+// the caller hands it events through Handle.
 func NewRecorder(role string, bus *Bus) *Recorder {
-	r := &Recorder{rows: map[string]*Worker{}, subs: map[*subscriber]struct{}{}, bus: bus, stride: [3]uint64{1, 1, 1}}
+	r := &Recorder{rows: map[string]*Worker{}, subs: map[*subscriber]struct{}{}, stride: [3]uint64{1, 1, 1}}
 	r.st.Session.Role = role
 	r.st.State = "waiting"
 	r.st.TestAccuracy = -1
+	if bus != nil {
+		r.sink = bus.attach(RecorderQueue, r.Handle)
+	}
 	return r
 }
 
@@ -151,8 +160,8 @@ func (r *Recorder) Status() Status {
 	st.Timeline = slices.Clone(st.Timeline)
 	st.Log = slices.Clone(st.Log)
 	st.Clients = len(r.subs)
-	if r.bus != nil {
-		st.Dropped = r.bus.Dropped()
+	if r.sink != nil {
+		st.Dropped = r.sink.dropped.Load()
 	}
 	return st
 }

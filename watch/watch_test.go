@@ -270,7 +270,6 @@ func sse(body *bufio.Reader, out chan<- map[string]any) {
 func TestEventStream(t *testing.T) {
 	bus := &Bus{}
 	r := NewRecorder("hub", bus)
-	bus.Attach(64, r.Handle)
 	defer bus.Close()
 	srv := httptest.NewServer(r.Handler())
 	defer srv.Close()
@@ -377,5 +376,25 @@ func TestStatusJSONIsSharedUntilAChange(t *testing.T) {
 	var st Status
 	if err := json.Unmarshal(c, &st); err != nil || st.Iteration != 4 {
 		t.Errorf("after a change: iteration %d, %v", st.Iteration, err)
+	}
+}
+
+// TestRecorderCountsItsOwnDrops: what a stalled other sink (a --json reader
+// that stopped reading) loses is not counted as the dashboard's loss.
+func TestRecorderCountsItsOwnDrops(t *testing.T) {
+	bus := &Bus{}
+	release := make(chan struct{})
+	bus.Attach(1, func(Event) { <-release })
+	r := NewRecorder("hub", bus)
+	for i := range 100 {
+		bus.Publish(KindLate, &Peer{Iteration: uint64(i), ID: "12D3KooWfull"})
+	}
+	close(release)
+	bus.Close()
+	if bus.Dropped() < 90 {
+		t.Fatalf("the stalled sink dropped %d of 100", bus.Dropped())
+	}
+	if st := r.Status(); st.Dropped != 0 || len(st.Log) != LogLen {
+		t.Errorf("dropped_events %d, log %d: want 0 and %d (the recorder got every event)", st.Dropped, len(st.Log), LogLen)
 	}
 }

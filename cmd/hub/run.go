@@ -38,7 +38,6 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	var rec *watch.Recorder
 	if c.http != "" {
 		rec = watch.NewRecorder("hub", bus)
-		bus.Attach(1<<12, rec.Handle)
 	}
 	// The hub's master copy stays on the CPU backend, whatever the workers
 	// use: the hub computes no gradients, it only applies each merged

@@ -94,7 +94,6 @@ func phases(tb testing.TB, rounds, perPhase, clients int) (off, on []float64) {
 
 	bus := &watch.Bus{}
 	rec := watch.NewRecorder("hub", bus)
-	bus.Attach(1<<12, rec.Handle)
 	defer bus.Close()
 	srv := httptest.NewServer(rec.Handler())
 	defer srv.Close()

@@ -39,7 +39,6 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	var rec *watch.Recorder
 	if c.http != "" {
 		rec = watch.NewRecorder("worker", bus)
-		bus.Attach(1<<12, rec.Handle)
 	}
 	si, sn, err := data.ParseShard(c.shard)
 	if err != nil {
