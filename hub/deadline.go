@@ -61,5 +61,7 @@ func (c *Core) deadlineFor(members map[string]int) int {
 	if d >= float64(limit) {
 		return limit
 	}
-	return max(int(d), c.cfg.DeadlineFloorTicks, 1)
+	// The floor cannot lift the deadline above its upper bound (a --deadline
+	// shorter than the default --deadline-floor is still the most).
+	return min(max(int(d), c.cfg.DeadlineFloorTicks, 1), limit)
 }

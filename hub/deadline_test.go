@@ -79,6 +79,7 @@ func TestMeasuredDeadline(t *testing.T) {
 		{"fractional factor rounds up", 1.5, 0, 100, 5, 8},
 		{"floor", 3, 10, 100, 1, 10},
 		{"upper bound", 3, 2, 12, 5, 12},
+		{"floor above the upper bound", 3, 20, 12, 1, 12},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h, n := deadlineHub(t, c.factor, c.floor, c.limit)
