@@ -366,3 +366,18 @@ func TestStructuralThreads(t *testing.T) {
 		}
 	}
 }
+
+// ParseBinOp reads back what String writes (graph descriptions and ONNX
+// store the operation by name) and refuses anything else.
+func TestParseBinOp(t *testing.T) {
+	for _, o := range []BinOp{BinAdd, BinSub, BinMul, BinDiv} {
+		if got, ok := ParseBinOp(o.String()); !ok || got != o {
+			t.Errorf("ParseBinOp(%q) = %v, %v; want %v", o.String(), got, ok, o)
+		}
+	}
+	for _, bad := range []string{"", "add", "Pow", "binop(5)"} {
+		if got, ok := ParseBinOp(bad); ok {
+			t.Errorf("ParseBinOp(%q) = %v, want none", bad, got)
+		}
+	}
+}

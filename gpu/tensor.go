@@ -70,6 +70,17 @@ func (o BinOp) String() string {
 	return fmt.Sprintf("binop(%d)", uint8(o))
 }
 
+// ParseBinOp is String's inverse: the operation of an ONNX name (Add, Sub,
+// Mul or Div), and whether there is one.
+func ParseBinOp(name string) (BinOp, bool) {
+	for o := BinAdd; o <= BinDiv; o++ {
+		if o.String() == name {
+			return o, true
+		}
+	}
+	return 0, false
+}
+
 // BroadcastGeom describes a broadcast binary operation: the destination is
 // contiguous (row-major) of Dims, and its element i reads a at Σ i[k]·A[k]
 // and b at Σ i[k]·B[k] (a zero stride broadcasts that operand along k).

@@ -206,7 +206,7 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 		case "reduce":
 			l = solver.NewReduce(d.Name, d.Dims, d.Axes, d.Mean)
 		case "binary":
-			op, ok := binOps[d.Op]
+			op, ok := gpu.ParseBinOp(d.Op)
 			if !ok {
 				return nil, fmt.Errorf("%w: layer %d (%s): binary operation %q (Add, Sub, Mul, Div)", ErrGraph, i, d.Name, d.Op)
 			}
@@ -222,9 +222,6 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 	}
 	return nodes, nil
 }
-
-// binOps are the binary layer's operations by name.
-var binOps = map[string]gpu.BinOp{"Add": gpu.BinAdd, "Sub": gpu.BinSub, "Mul": gpu.BinMul, "Div": gpu.BinDiv}
 
 // describeAct writes a's parameters into d (ReLU, ReLU6, Sigmoid, Tanh,
 // HardSwish and SiLU have none).

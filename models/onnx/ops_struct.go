@@ -61,8 +61,6 @@ func (im *importer) intsInput(n *onnxpb.NodeProto, i int) ([]int64, error) {
 	return nil, fmt.Errorf("%w: input %q must be a constant integer vector", ErrUnsupported, n.GetInput()[i])
 }
 
-var binOps = map[string]gpu.BinOp{"Add": gpu.BinAdd, "Sub": gpu.BinSub, "Mul": gpu.BinMul, "Div": gpu.BinDiv}
-
 // arith maps Add, Sub, Mul and Div. An Add of two activations of the same
 // shape is an add layer and an Add of a constant to a MatMul the linear
 // layer's bias (addOp); everything else is a binary layer with numpy
@@ -77,7 +75,7 @@ func (im *importer) arith(n *onnxpb.NodeProto) error {
 	if err != nil {
 		return err
 	}
-	op := binOps[n.GetOpType()]
+	op, _ := gpu.ParseBinOp(n.GetOpType()) // node calls arith for these four only
 	if !x.act && !y.act {
 		return im.foldArith(n, op, x, y)
 	}
