@@ -402,13 +402,24 @@ func (d *decoder) floats(n int) []float32 {
 	return out
 }
 
-// SaveFile writes f to path atomically: a temporary file in the same folder,
-// fsynced, then renamed over path, so a crash leaves the old file or the new
-// one, never half of one.
-func SaveFile(path string, f *File) (err error) {
+// SaveFile writes f to path atomically (WriteFileAtomic): a crash leaves
+// the old file or the new one, never half of one.
+func SaveFile(path string, f *File) error {
+	if err := WriteFileAtomic(path, func(w io.Writer) error { return Write(w, f) }); err != nil {
+		return fmt.Errorf("models: save %s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteFileAtomic writes what write writes to path atomically: a temporary
+// file in the same folder, fsynced, then renamed over path, and the folder
+// synced, so a crash leaves the old file or the new one, never half of
+// one. SaveFile writes weight files so; the commands write the files that
+// go with them (a checkpoint's loss curve) so too.
+func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
-		return fmt.Errorf("models: save %s: %w", path, err)
+		return err
 	}
 	defer func() {
 		if err != nil {
@@ -416,17 +427,17 @@ func SaveFile(path string, f *File) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	if err = Write(tmp, f); err != nil {
-		return fmt.Errorf("models: save %s: %w", path, err)
+	if err = write(tmp); err != nil {
+		return err
 	}
 	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("models: save %s: %w", path, err)
+		return err
 	}
 	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("models: save %s: %w", path, err)
+		return err
 	}
 	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("models: save %s: %w", path, err)
+		return err
 	}
 	if dir, derr := os.Open(filepath.Dir(path)); derr == nil {
 		dir.Sync() // make the rename itself durable; best effort

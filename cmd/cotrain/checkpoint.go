@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"syscall"
 	"unicode"
 
+	"github.com/cotrain/cotrain/cmd/internal/cli"
 	"github.com/cotrain/cotrain/data"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
@@ -39,7 +41,7 @@ import (
 //
 // Both files are written atomically: models.SaveFile writes a temporary
 // file in the same folder, fsyncs it, renames it over the old one and
-// syncs the folder; writeAtomic does the same for the curve. A process
+// syncs the folder; models.WriteFileAtomic does the same for the curve. A process
 // killed at any moment leaves the previous checkpoint or the new one,
 // never half of one. The curve is written before the checkpoint, so the
 // curve on disk always covers at least the checkpoint's iterations.
@@ -120,7 +122,7 @@ func newCheckpointer(c trainConfig, model string, mcfg models.Config, tr *solver
 	drop *rand.PCG, total, samples int) (*checkpointer, error) {
 	extra := [][2]string{{"steps", strconv.Itoa(total)}, {"train_samples", strconv.Itoa(samples)}}
 	if c.weights != "" {
-		sum, err := fileSHA256(c.weights)
+		sum, err := cli.FileSHA256(c.weights)
 		if err != nil {
 			return nil, err
 		}
@@ -143,7 +145,7 @@ func (k *checkpointer) save(smooth float64, curve []float64) error {
 	for i, y := range curve {
 		binary.LittleEndian.PutUint64(buf[8*i:], math.Float64bits(y))
 	}
-	if err := writeAtomic(k.curvePath(), buf); err != nil {
+	if err := models.WriteFileAtomic(k.curvePath(), func(w io.Writer) error { _, err := w.Write(buf); return err }); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	rng, err := k.drop.MarshalBinary()
@@ -262,39 +264,6 @@ func (k *checkpointer) restore(total int) (smooth float64, curve []float64, warn
 func (k *checkpointer) remove() {
 	os.Remove(k.path())
 	os.Remove(k.curvePath())
-}
-
-// writeAtomic writes data to path through a temporary file in the same
-// folder, fsynced and renamed over path, then syncs the folder: readers
-// see the old content or the new, whole.
-func writeAtomic(path string, data []byte) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	if dir, derr := os.Open(filepath.Dir(path)); derr == nil {
-		dir.Sync() // make the rename durable; best effort
-		dir.Close()
-	}
-	return nil
 }
 
 // signalError is the cause (context.Cause) of a context that a signal

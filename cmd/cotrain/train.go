@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -277,7 +275,7 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 	if err := models.SaveFile(path, f); err != nil {
 		return err
 	}
-	sum, err := fileSHA256(path)
+	sum, err := cli.FileSHA256(path)
 	if err != nil {
 		return err
 	}
@@ -312,17 +310,4 @@ func carryMeta(meta, from [][2]string) [][2]string {
 		}
 	}
 	return meta
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
