@@ -192,7 +192,10 @@ func (k *checkpointer) restore(total int) (smooth float64, curve []float64, warn
 	}
 	for _, kv := range k.id {
 		if got := f.MetaValue(kv[0]); got != kv[1] {
-			name, _ := strings.CutPrefix(kv[0], "flag.")
+			name := kv[0]
+			if flag, ok := strings.CutPrefix(name, "flag."); ok {
+				name = "--" + flag
+			}
 			return 0, nil, "", bad("written with %s %q, this run has %q: resume with the run's flags, or start over without --resume",
 				name, got, kv[1])
 		}

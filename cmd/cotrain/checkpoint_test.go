@@ -326,8 +326,8 @@ func TestResumeRefusals(t *testing.T) {
 		setup func()
 		want  string
 	}{
-		{"other batch", []string{"--batch", "16"}, nil, `batch "8", this run has "16"`},
-		{"other seed", []string{"--seed", "2"}, nil, `seed "1", this run has "2"`},
+		{"other batch", []string{"--batch", "16"}, nil, `--batch "8", this run has "16"`},
+		{"other seed", []string{"--seed", "2"}, nil, `--seed "1", this run has "2"`},
 		{"other data", []string{"--classes", "0-2"}, nil, "classes"},
 		{"other model", []string{"--model", "lenet-caffe"}, nil, "lenet5"},
 		{"no checkpoint", []string{"--out", filepath.Join(dir, "none")}, nil, "no checkpoint"},
