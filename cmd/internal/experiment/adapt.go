@@ -408,7 +408,8 @@ device nexus-6p count=3
 		hubNet = net
 		if start != nil {
 			if len(start) != net.NumParams() || len(startState) != net.State.Len() {
-				return errors.New("the pretrained weights do not fit the network")
+				return fmt.Errorf("experiment: the pretrained file %s has %d parameters and %d state values, the network %d and %d",
+					t.pretrainedPath(c), len(start), len(startState), net.NumParams(), net.State.Len())
 			}
 			net.B.Upload(net.Params, start)
 			net.B.Upload(net.State, startState)
