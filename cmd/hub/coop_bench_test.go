@@ -52,40 +52,11 @@ func BenchmarkCooperative(b *testing.B) {
 	const perWorker, workers = 64, 2
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	// Each trainer gets its share of the cores, as DDP's processes get
-	// one thread each: three trainers on GOMAXPROCS threads apiece would
-	// have their kernel pools spin for the cores the others compute on.
-	threads := max(1, runtime.GOMAXPROCS(0)/workers)
-	be := gpu.NewCPU()
-	be.SetThreads(threads)
-	net, err := models.Build(be, "lenet5", models.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	net.InitParams(rand.New(rand.NewPCG(1, 1)))
-	tr := solver.NewTrainer(net, solver.NewSGD(be, net.NumParams(), 0.9, 0, false), solver.Constant(0.01))
-
-	hh, err := p2p.NewHost(ctx, p2p.HostConfig{Listen: []string{"/ip4/127.0.0.1/tcp/0"}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	hh, core, threads := loopbackHub(b, ctx, workers, perWorker, uint64(b.N)+5)
 	defer hh.Close()
-	hc := hub.DefaultConfig()
-	hc.ID, hc.MinWorkers, hc.MaxWorkers, hc.GlobalBatch = hh.ID(), workers, workers, workers*perWorker
-	hc.Iterations, hc.Batch, hc.Tick, hc.DeadlineTicks = uint64(b.N)+5, hub.Fixed, 10*time.Millisecond, 1000
-	// Whole float32 gradients, as DDP all-reduces them: no lossy codec
-	// (whatever the default), so both sides compute the same update. No
-	// layer-wise overlap: LeNet-5's layers are too small to pay for a
-	// message each on loopback (9.9 against 13.6 ms per iteration with it,
-	// alternating runs), and DDP puts them all in one bucket too.
-	hc.Compression, hc.Overlap = "none", false
-	core, err := hub.NewCore(hc, hub.Model{Name: "lenet5", Config: models.Config{}, Trainer: tr})
-	if err != nil {
-		b.Fatal(err)
-	}
 	var started, ended time.Time
 	var startIter uint64
-	d := &hub.Driver{Core: core, Listener: hh.Listen(), Tick: hc.Tick}
+	d := &hub.Driver{Core: core, Listener: hh.Listen(), Tick: loopbackTick}
 	d.OnReady = func(rd hub.Ready) {
 		for _, e := range rd.Events {
 			// Time from the end of the 5th iteration: connections, the
@@ -101,28 +72,8 @@ func BenchmarkCooperative(b *testing.B) {
 	hubErr := make(chan error, 1)
 	go func() { hubErr <- d.Run(ctx) }()
 
-	workErr := make(chan error, workers)
-	for i := range workers {
-		wh, err := p2p.NewHost(ctx, p2p.HostConfig{Listen: []string{"/ip4/127.0.0.1/tcp/0"}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer wh.Close()
-		conn, err := wh.Dial(ctx, hh.Addrs()[0])
-		if err != nil {
-			b.Fatal(err)
-		}
-		wc := worker.DefaultConfig()
-		wc.Name, wc.Hub = wh.ID(), conn.RemotePeer()
-		wbe := gpu.NewCPU()
-		wbe.SetThreads(threads)
-		wcore, err := worker.NewCore(wc, wbe)
-		if err != nil {
-			b.Fatal(err)
-		}
-		wd := &worker.Driver{Core: wcore, Conn: conn, Data: newRandomBatches(uint64(i), perWorker)}
-		go func() { workErr <- wd.Run(ctx) }()
-	}
+	workErr, closeWorkers := startLoopbackWorkers(b, ctx, hh, workers, perWorker, threads)
+	defer closeWorkers()
 	b.ResetTimer()
 	for range workers {
 		if err := <-workErr; err != nil {
@@ -136,4 +87,83 @@ func BenchmarkCooperative(b *testing.B) {
 	iters := core.Iteration() - startIter
 	b.ReportMetric(float64(iters*workers*perWorker)/ended.Sub(started).Seconds(), "img/s")
 	b.ReportMetric(float64(ended.Sub(started).Milliseconds())/float64(iters), "ms/iter")
+}
+
+// loopbackTick is the hubs' tick in the loopback benchmarks.
+const loopbackTick = 10 * time.Millisecond
+
+// loopbackHub returns a libp2p host on loopback and a hub core on it for
+// the given number of workers of perWorker samples each and iterations
+// iterations: LeNet-5, fixed shares, SGD with momentum, whole float32
+// gradients. It also returns the kernel threads each trainer (the hub's and
+// every worker's) gets: its share of the cores, as DDP's processes get one
+// thread each (trainers on GOMAXPROCS threads apiece would have their kernel
+// pools spin for the cores the others compute on). The caller closes the
+// host.
+func loopbackHub(tb testing.TB, ctx context.Context, workers, perWorker int, iterations uint64) (*p2p.Host, *hub.Core, int) {
+	threads := max(1, runtime.GOMAXPROCS(0)/workers)
+	be := gpu.NewCPU()
+	be.SetThreads(threads)
+	net, err := models.Build(be, "lenet5", models.Config{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	net.InitParams(rand.New(rand.NewPCG(1, 1)))
+	tr := solver.NewTrainer(net, solver.NewSGD(be, net.NumParams(), 0.9, 0, false), solver.Constant(0.01))
+	hh, err := p2p.NewHost(ctx, p2p.HostConfig{Listen: []string{"/ip4/127.0.0.1/tcp/0"}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	hc := hub.DefaultConfig()
+	hc.ID, hc.MinWorkers, hc.MaxWorkers, hc.GlobalBatch = hh.ID(), workers, workers, workers*perWorker
+	hc.Iterations, hc.Batch, hc.Tick, hc.DeadlineTicks = iterations, hub.Fixed, loopbackTick, 1000
+	// Whole float32 gradients, as DDP all-reduces them: no lossy codec
+	// (whatever the default), so both sides compute the same update. No
+	// layer-wise overlap: LeNet-5's layers are too small to pay for a
+	// message each on loopback (9.9 against 13.6 ms per iteration with it,
+	// alternating runs), and DDP puts them all in one bucket too.
+	hc.Compression, hc.Overlap = "none", false
+	core, err := hub.NewCore(hc, hub.Model{Name: "lenet5", Config: models.Config{}, Trainer: tr})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return hh, core, threads
+}
+
+// startLoopbackWorkers starts workers worker drivers in this process that
+// dial hh and train on random batches of perWorker samples with threads
+// kernel threads each; each one's Run error comes on the channel. The
+// caller calls closeHosts once they are done.
+func startLoopbackWorkers(tb testing.TB, ctx context.Context, hh *p2p.Host, workers, perWorker, threads int) (workErr <-chan error, closeHosts func()) {
+	errs := make(chan error, workers)
+	var hosts []*p2p.Host
+	closeHosts = func() {
+		for _, h := range hosts {
+			h.Close()
+		}
+	}
+	for i := range workers {
+		wh, err := p2p.NewHost(ctx, p2p.HostConfig{Listen: []string{"/ip4/127.0.0.1/tcp/0"}})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		hosts = append(hosts, wh)
+		conn, err := wh.Dial(ctx, hh.Addrs()[0])
+		if err != nil {
+			closeHosts()
+			tb.Fatal(err)
+		}
+		wc := worker.DefaultConfig()
+		wc.Name, wc.Hub = wh.ID(), conn.RemotePeer()
+		wbe := gpu.NewCPU()
+		wbe.SetThreads(threads)
+		wcore, err := worker.NewCore(wc, wbe)
+		if err != nil {
+			closeHosts()
+			tb.Fatal(err)
+		}
+		wd := &worker.Driver{Core: wcore, Conn: conn, Data: newRandomBatches(uint64(i), perWorker)}
+		go func() { errs <- wd.Run(ctx) }()
+	}
+	return errs, closeHosts
 }

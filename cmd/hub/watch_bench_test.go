@@ -4,23 +4,16 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/hub"
-	"github.com/cotrain/cotrain/models"
-	"github.com/cotrain/cotrain/solver"
-	"github.com/cotrain/cotrain/sync/p2p"
 	"github.com/cotrain/cotrain/watch"
-	"github.com/cotrain/cotrain/worker"
 )
 
 // dashboardClient is what one open dashboard page costs the hub: the event
@@ -68,29 +61,9 @@ func phases(tb testing.TB, rounds, perPhase, clients int) (off, on []float64) {
 	const perWorker, workers = 64, 2
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	threads := max(1, runtime.GOMAXPROCS(0)/workers)
-	be := gpu.NewCPU()
-	be.SetThreads(threads)
-	net, err := models.Build(be, "lenet5", models.Config{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	net.InitParams(rand.New(rand.NewPCG(1, 1)))
-	tr := solver.NewTrainer(net, solver.NewSGD(be, net.NumParams(), 0.9, 0, false), solver.Constant(0.01))
-	hh, err := p2p.NewHost(ctx, p2p.HostConfig{Listen: []string{"/ip4/127.0.0.1/tcp/0"}})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer hh.Close()
 	total := 2 * rounds * perPhase
-	hc := hub.DefaultConfig()
-	hc.ID, hc.MinWorkers, hc.MaxWorkers, hc.GlobalBatch = hh.ID(), workers, workers, workers*perWorker
-	hc.Iterations, hc.Batch, hc.Tick, hc.DeadlineTicks = uint64(total), hub.Fixed, 10*time.Millisecond, 1000
-	hc.Compression, hc.Overlap = "none", false
-	core, err := hub.NewCore(hc, hub.Model{Name: "lenet5", Config: models.Config{}, Trainer: tr})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	hh, core, threads := loopbackHub(tb, ctx, workers, perWorker, uint64(total))
+	defer hh.Close()
 
 	bus := &watch.Bus{}
 	rec := watch.NewRecorder("hub", bus)
@@ -123,7 +96,7 @@ func phases(tb testing.TB, rounds, perPhase, clients int) (off, on []float64) {
 	var merged []time.Time
 	var count atomic.Int64
 	phase := make(chan int, 2*rounds)
-	d := &hub.Driver{Core: core, Listener: hh.Listen(), Tick: hc.Tick, Watch: bus}
+	d := &hub.Driver{Core: core, Listener: hh.Listen(), Tick: loopbackTick, Watch: bus}
 	d.OnReady = func(rd hub.Ready) {
 		for _, e := range rd.Events {
 			if e.Kind == hub.EventMerged {
@@ -141,28 +114,8 @@ func phases(tb testing.TB, rounds, perPhase, clients int) (off, on []float64) {
 	}()
 	hubErr := make(chan error, 1)
 	go func() { hubErr <- d.Run(ctx) }()
-	workErr := make(chan error, workers)
-	for i := range workers {
-		wh, err := p2p.NewHost(ctx, p2p.HostConfig{Listen: []string{"/ip4/127.0.0.1/tcp/0"}})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		defer wh.Close()
-		conn, err := wh.Dial(ctx, hh.Addrs()[0])
-		if err != nil {
-			tb.Fatal(err)
-		}
-		wc := worker.DefaultConfig()
-		wc.Name, wc.Hub = wh.ID(), conn.RemotePeer()
-		wbe := gpu.NewCPU()
-		wbe.SetThreads(threads)
-		wcore, err := worker.NewCore(wc, wbe)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		wd := &worker.Driver{Core: wcore, Conn: conn, Data: newRandomBatches(uint64(i), perWorker)}
-		go func() { workErr <- wd.Run(ctx) }()
-	}
+	workErr, closeWorkers := startLoopbackWorkers(tb, ctx, hh, workers, perWorker, threads)
+	defer closeWorkers()
 	for range workers {
 		if err := <-workErr; err != nil {
 			tb.Fatal(err)
