@@ -128,6 +128,10 @@ func phases(tb testing.TB, rounds, perPhase, clients int) (off, on []float64) {
 	if len(merged) != total {
 		tb.Fatalf("%d merges, want %d", len(merged), total)
 	}
+	// The recorder is a sink on its own goroutine, which may still be
+	// behind the driver (on a loaded machine, by several events): Close
+	// lets it handle what is queued.
+	bus.Close()
 	if st := rec.Status(); st.Dropped != 0 || st.Iteration != uint64(total) {
 		tb.Errorf("the dashboard saw iteration %d of %d and dropped %d events", st.Iteration, total, st.Dropped)
 	}
@@ -175,7 +179,11 @@ func median(x []float64) float64 {
 // measured are in docs/dashboard.md). The clients share this machine's cores with
 // the hub and the two workers, so what the ratio shows above 1 is CPU
 // taken, not waiting: the driver never waits for an observer (watch's
-// TestBusNeverBlocks, TestSlowClientIsDropped).
+// TestBusNeverBlocks, TestSlowClientIsDropped, which fail if it does). The
+// ratio is a coarse guard against gross serving costs only: with the bus
+// and the recorder changed to wait for every client (fast readers here),
+// it measured 1.18, and with a keep-alive every 200 µs 1.05, both under
+// the bound; on a machine at load average 6–12 it measured 0.74–1.13.
 func TestDashboardClientsDoNotSlowTheBarrier(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains 480 iterations in process; skipped with -short")
