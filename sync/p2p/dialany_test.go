@@ -49,6 +49,15 @@ func TestDialAny(t *testing.T) {
 		t.Fatalf("hub got %v, %v from %s", m, err, hc.RemotePeer())
 	}
 
+	// One address this host cannot parse among the hub's (a garbled mDNS
+	// record, a transport it does not know) does not stop the dial.
+	another := newTestHost(t, HostConfig{})
+	c2, err := another.DialAny(ctx, []string{"/garbled" + suffix, good})
+	if err != nil {
+		t.Fatalf("DialAny with one unparsable address: %v", err)
+	}
+	c2.Close()
+
 	// A host not yet connected to the hub, for the failures.
 	fresh := newTestHost(t, HostConfig{})
 	for _, tc := range []struct {
@@ -59,7 +68,7 @@ func TestDialAny(t *testing.T) {
 	}{
 		{"none", nil, []error{ErrAddr}, "no address"},
 		{"two peers", []string{good, goneTCP}, []error{ErrAddr}, "must be one peer's"},
-		{"one bad", []string{good, "not a multiaddr"}, []error{ErrAddr}, "not a multiaddr"},
+		{"all bad", []string{"not a multiaddr", "/ip4/192.0.2.1/tcp/4001"}, []error{ErrAddr}, "not a multiaddr"},
 		{"all closed", []string{closedPort, strings.Replace(closedPort, "/ip4/127.0.0.1/", "/ip4/127.0.0.2/", 1)},
 			[]error{ErrConnect, transport.ErrRefused}, " or "},
 	} {

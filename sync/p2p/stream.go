@@ -36,21 +36,33 @@ func (h *Host) Dial(ctx context.Context, addr string) (transport.Conn, error) {
 // own order, QUIC and TCP, several at once) and keeps the first connection
 // that completes, so an address that is unreachable from here (another
 // host's loopback, a second network the hub is on) costs nothing but its
-// own failed dial. Every address must end in the same /p2p/<peer id>.
+// own failed dial. Every address must end in the same /p2p/<peer id>; one
+// that does not parse is skipped (and logged) when another one does.
 //
 // Errors are Dial's; an ErrConnect names every address tried.
 func (h *Host) DialAny(ctx context.Context, addrs []string) (transport.Conn, error) {
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("%w: no address to dial", ErrAddr)
 	}
+	// An address this host cannot parse (a transport a newer hub knows, a
+	// garbled mDNS record) is skipped with a warning while another one is
+	// usable: it must not keep the worker from the addresses that are.
 	var info peer.AddrInfo
-	for i, a := range addrs {
+	var first string // the first usable address, for the one-peer check
+	var bad error
+	for _, a := range addrs {
 		one, err := parsePeerAddr(a)
 		if err != nil {
-			return nil, err
+			if bad == nil {
+				bad = err
+			}
+			continue
 		}
-		if i > 0 && one.ID != info.ID {
-			return nil, fmt.Errorf("%w: %q names peer %s, %q names %s: the addresses must be one peer's", ErrAddr, addrs[0], info.ID, a, one.ID)
+		if first != "" && one.ID != info.ID {
+			return nil, fmt.Errorf("%w: %q names peer %s, %q names %s: the addresses must be one peer's", ErrAddr, first, info.ID, a, one.ID)
+		}
+		if first == "" {
+			first = a
 		}
 		info.ID = one.ID
 		for _, m := range one.Addrs {
@@ -58,6 +70,12 @@ func (h *Host) DialAny(ctx context.Context, addrs []string) (transport.Conn, err
 				info.Addrs = append(info.Addrs, m)
 			}
 		}
+	}
+	if first == "" {
+		return nil, bad
+	}
+	if bad != nil {
+		h.log.Warn("p2p: skipping an address that does not parse", "err", bad)
 	}
 	addr := strings.Join(addrs, " or ")
 	if info.ID == h.h.ID() {
