@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +16,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/cotrain/cotrain/internal/browsertest"
 )
 
 // dashboardRun starts a hub with --http on a free loopback port and two
@@ -50,18 +51,6 @@ func dashboardRun(t *testing.T, ctx context.Context, iterations int) (hubURL, wo
 	return hubURL, workerURL, h
 }
 
-// chromium returns Debian's chromium, or skips the test.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("no chromium on PATH: the dashboard's browser test needs it (apt-get install chromium)")
-	return ""
-}
-
 // TestDashboardInChromium opens the hub's dashboard in headless Chromium
 // while two worker processes train, and checks what a person sees: both
 // workers by name, an iteration number that advances, a loss curve with
@@ -72,7 +61,7 @@ func TestDashboardInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a hub, two workers and a browser; skipped with -short")
 	}
-	browser := chromium(t)
+	browser := browsertest.Chromium(t, "the dashboard's browser test")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	url, workerURL, h := dashboardRun(t, ctx, 2000)
@@ -81,14 +70,7 @@ func TestDashboardInChromium(t *testing.T) {
 		}
 	}()
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(browser), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1000))
-	defer cancelAlloc()
-	tab, cancelTab := chromedp.NewContext(alloc, chromedp.WithLogf(t.Logf))
-	defer cancelTab()
+	tab := browsertest.Tab(t, ctx, browser)
 
 	// Both workers' rows, by the names they were started with.
 	if err := chromedp.Do(tab, chromedp.Navigate(url)); err != nil {

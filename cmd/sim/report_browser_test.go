@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/cotrain/cotrain/internal/browsertest"
 )
 
 // TestReportPageInChromium opens the report's index.html from disk in
@@ -21,10 +22,7 @@ func TestReportPageInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a simulation and a browser; skipped with -short")
 	}
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("no chromium on PATH: the report's browser test needs it (apt-get install chromium)")
-	}
+	browser := browsertest.Chromium(t, "the report's browser test")
 	dir := t.TempDir()
 	sc := filepath.Join(dir, "tiny.txt")
 	if err := os.WriteFile(sc, []byte(tiny), 0o644); err != nil {
@@ -38,14 +36,7 @@ func TestReportPageInChromium(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(browser), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1000))
-	defer cancelAlloc()
-	tab, cancelTab := chromedp.NewContext(alloc, chromedp.WithLogf(t.Logf))
-	defer cancelTab()
+	tab := browsertest.Tab(t, ctx, browser)
 	if err := chromedp.Do(tab, chromedp.Navigate("file://"+filepath.Join(out, "index.html"))); err != nil {
 		t.Fatal(err)
 	}
