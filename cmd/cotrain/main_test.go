@@ -137,6 +137,9 @@ func TestRefusals(t *testing.T) {
 		{[]string{"train", "--data", filepath.Join(dir, "nowhere"), "--iterations", "1"}, false, "nowhere"},
 		{[]string{"train", "--classes", "3-1", "--iterations", "1"}, true, "bad range"},
 		{[]string{"predict", "--weights", bad}, true, "--input"},
+		{[]string{"train", "--batch", "0", "--iterations", "1"}, true, "--batch 0: want at least 1"},
+		{[]string{"train", "--lr", "0", "--iterations", "1"}, true, "--lr 0: want more than 0"},
+		{[]string{"train", "--epochs", "0", "--iterations", "0"}, true, "--epochs 0: want at least 1"},
 	} {
 		var out, errb bytes.Buffer
 		err := run(context.Background(), tc.args, &out, &errb)

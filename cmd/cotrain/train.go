@@ -81,8 +81,13 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer, fine
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
 	}
-	if c.batch < 1 || c.epochs < 1 && c.iterations < 1 || c.lr <= 0 || c.evalBatch < 1 {
-		return fmt.Errorf("%w: --batch, --eval-batch, --lr and --epochs or --iterations must be positive", errUsage)
+	if err := cli.CheckFlags(
+		cli.FlagRule{Flag: "--batch", Value: c.batch, OK: c.batch >= 1, Want: "at least 1"},
+		cli.FlagRule{Flag: "--eval-batch", Value: c.evalBatch, OK: c.evalBatch >= 1, Want: "at least 1"},
+		cli.FlagRule{Flag: "--lr", Value: c.lr, OK: c.lr > 0, Want: "more than 0"},
+		cli.FlagRule{Flag: "--epochs", Value: c.epochs, OK: c.epochs >= 1 || c.iterations >= 1, Want: "at least 1 (or --iterations at least 1)"},
+	); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if c.checkpointEvery < 0 {
 		return fmt.Errorf("%w: --checkpoint-every %d: want 0 (only on interrupt) or more", errUsage, c.checkpointEvery)

@@ -149,9 +149,19 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if err := c.resolveOptimizer(fs, stderr); err != nil {
 		return c, err
 	}
+	if err := cli.CheckFlags(
+		cli.FlagRule{Flag: "--batch", Value: c.batch, OK: c.batch >= 1, Want: "at least 1"},
+		cli.FlagRule{Flag: "--min-workers", Value: c.minWorkers, OK: c.minWorkers >= 1, Want: "at least 1"},
+		cli.FlagRule{Flag: "--lr", Value: c.lr, OK: c.lr > 0, Want: "more than 0"},
+		cli.FlagRule{Flag: "--tick", Value: c.tick, OK: c.tick > 0, Want: "more than 0"},
+		cli.FlagRule{Flag: "--deadline", Value: c.deadline, OK: c.deadline >= c.tick, Want: fmt.Sprintf("at least --tick (%v)", c.tick)},
+		cli.FlagRule{Flag: "--eval-every", Value: c.evalEvery, OK: c.evalEvery >= 1, Want: "at least 1"},
+		cli.FlagRule{Flag: "--log-every", Value: c.logEvery, OK: c.logEvery >= 1, Want: "at least 1"},
+		cli.FlagRule{Flag: "--checkpoint-every", Value: c.checkpointEvery, OK: c.checkpointEvery >= 0, Want: "0 (none) or more"},
+	); err != nil {
+		return c, fmt.Errorf("%w: %v", errUsage, err)
+	}
 	switch {
-	case c.batch < 1, c.minWorkers < 1, c.lr <= 0, c.tick <= 0, c.deadline < c.tick, c.evalEvery < 1, c.logEvery < 1, c.checkpointEvery < 0:
-		return c, fmt.Errorf("%w: --batch, --min-workers, --lr, --eval-every, --log-every must be positive, --checkpoint-every not negative, and --deadline at least --tick", errUsage)
 	case c.deadlineFactor != 0 && !(c.deadlineFactor >= 1 && c.deadlineFactor <= 1e6), c.deadlineFloor < 0:
 		return c, fmt.Errorf("%w: --deadline-factor %v: want 0 (always --deadline) or from 1 to 1e6, and --deadline-floor %v not negative", errUsage, c.deadlineFactor, c.deadlineFloor)
 	case c.iterations == 0 && c.epochs == 0 && c.patience == 0:

@@ -40,6 +40,26 @@ func TestFlagsHTTP(t *testing.T) {
 	}
 }
 
+// TestFlagsOutOfRange: a value out of range is refused naming its flag,
+// the value and the range.
+func TestFlagsOutOfRange(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--batch", "0"}, "--batch 0: want at least 1"},
+		{[]string{"--min-workers", "0"}, "--min-workers 0"},
+		{[]string{"--lr", "-0.1"}, "--lr -0.1: want more than 0"},
+		{[]string{"--log-every", "0"}, "--log-every 0"},
+		{[]string{"--deadline", "1ms", "--tick", "5ms"}, "--deadline 1ms: want at least --tick (5ms)"},
+		{[]string{"--checkpoint-every", "-1"}, "--checkpoint-every -1"},
+	} {
+		if _, err := parseFlags(append(tc.args, "--iterations", "10"), io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("hub %q: %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
 func TestFlagsRefuseARunWithoutEnd(t *testing.T) {
 	if _, err := parseFlags([]string{"--iterations", "0"}, io.Discard); err == nil {
 		t.Error("a run with no --iterations, --epochs or --patience was accepted")
