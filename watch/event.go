@@ -157,13 +157,12 @@ type Tick struct {
 // Peer is something that happened to one worker (or, with no ID, to the
 // run: started, retry, parked, ended).
 type Peer struct {
-	Iteration uint64  `json:"iteration"`
-	ID        string  `json:"peer,omitempty"` // the full libp2p peer id
-	Name      string  `json:"name,omitempty"` // the worker's --name
-	Backend   string  `json:"backend,omitempty"`
-	Speed     float64 `json:"speed,omitempty"` // joined: its measured samples/s
-	Workers   int     `json:"workers,omitempty"`
-	Text      string  `json:"text,omitempty"`
+	Iteration uint64 `json:"iteration"`
+	ID        string `json:"peer,omitempty"` // the full libp2p peer id
+	Name      string `json:"name,omitempty"` // the worker's --name
+	Backend   string `json:"backend,omitempty"`
+	Workers   int    `json:"workers,omitempty"`
+	Text      string `json:"text,omitempty"`
 }
 
 // Eval is an evaluation of the hub's weights after Iteration iterations.
