@@ -208,7 +208,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 					d.RequestStop(why)
 				}
 			}
-			if ev != nil && (e.Iteration+1)%uint64(c.evalEvery) == 0 {
+			if ev != nil && stop.Due(e.Iteration+1) {
 				ev.snapshot(ctx, bus, tr.Net, e.Iteration+1)
 			}
 		}
