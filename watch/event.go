@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -65,6 +66,19 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		buf.WriteByte('}')
 	}
 	return buf.Bytes(), nil
+}
+
+// WriteLine writes e to w as one JSON line (the --json output of cmd/hub and
+// cmd/worker). An event that does not encode is written as an "error" event
+// at its time, with the encoder's message, so that the line is not lost
+// silently.
+func WriteLine(w io.Writer, e Event) error {
+	b, err := json.Marshal(e)
+	if err != nil {
+		b, _ = json.Marshal(Event{Kind: "error", Time: e.Time, Data: map[string]string{"err": err.Error()}})
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
 
 // The event kinds this package's payloads carry. The hub's come from its

@@ -2,8 +2,10 @@ package watch
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -427,5 +429,26 @@ func TestRecorderCountsItsOwnDrops(t *testing.T) {
 	}
 	if st := r.Status(); st.Dropped != 0 || len(st.Log) != LogLen {
 		t.Errorf("dropped_events %d, log %d: want 0 and %d (the recorder got every event)", st.Dropped, len(st.Log), LogLen)
+	}
+}
+
+// TestWriteLine: one line per event; one that does not encode becomes an
+// "error" line naming why, at the event's time.
+func TestWriteLine(t *testing.T) {
+	at := time.Date(2026, 11, 25, 22, 0, 0, 0, time.UTC)
+	var buf bytes.Buffer
+	WriteLine(&buf, Event{Kind: KindLate, Time: at, Data: &Peer{Iteration: 3, ID: "p"}})
+	WriteLine(&buf, Event{Kind: "bad", Time: at, Data: map[string]any{"event": 1}})
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines: %q", len(lines), buf.String())
+	}
+	var good, bad map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &good); err != nil || good["event"] != "late" || good["iteration"] != 3.0 {
+		t.Errorf("line %s: %v", lines[0], err)
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &bad); err != nil || bad["event"] != "error" ||
+		!strings.Contains(fmt.Sprint(bad["err"]), `"event" field`) || bad["time"] != "2026-11-25T22:00:00Z" {
+		t.Errorf("line %s: %v", lines[1], err)
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -22,11 +21,7 @@ func jsonSink(w io.Writer, logEvery int) func(watch.Event) {
 		if p, ok := e.Data.(*watch.Progress); ok && p.Iteration%uint64(logEvery) != 0 {
 			return
 		}
-		b, err := json.Marshal(e)
-		if err != nil {
-			b, _ = json.Marshal(watch.Event{Kind: "error", Time: e.Time, Data: map[string]string{"err": err.Error()}})
-		}
-		w.Write(append(b, '\n'))
+		watch.WriteLine(w, e)
 	}
 }
 
