@@ -49,7 +49,17 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	if len(d) < 2 || d[0] != '{' {
 		return nil, fmt.Errorf("watch: event %q: data %T is not a JSON object", e.Kind, e.Data)
 	}
-	if len(d) > 2 {
+	if len(d) == 2 {
+		buf.WriteByte('}')
+		return buf.Bytes(), nil
+	}
+	// Only a foreign Data (a command's map) can carry the envelope's
+	// names: this package's payloads have neither field, and skip the probe,
+	// which took more than half of each event's encoding (a progress event
+	// of three workers: 12.9-13.7 us and 46 allocations with it, 5.6-5.8 us
+	// and 8 without; BenchmarkEventMarshal/payload before and after the
+	// change, alternated twice).
+	if _, own := e.Data.(payload); !own {
 		var probe map[string]json.RawMessage
 		if err := json.Unmarshal(d, &probe); err != nil {
 			return nil, fmt.Errorf("watch: event %q: %w", e.Kind, err)
@@ -60,13 +70,20 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		if _, ok := probe["time"]; ok {
 			return nil, fmt.Errorf("watch: event %q: data has its own \"time\" field", e.Kind)
 		}
-		buf.WriteByte(',')
-		buf.Write(d[1:])
-	} else {
-		buf.WriteByte('}')
 	}
+	buf.WriteByte(',')
+	buf.Write(d[1:])
 	return buf.Bytes(), nil
 }
+
+// payload is this package's payload types, whose JSON fields leave "event"
+// and "time" to the envelope (TestPayloadsLeaveTheEnvelope checks).
+type payload interface{ watchPayload() }
+
+func (*Session) watchPayload()  {}
+func (*Progress) watchPayload() {}
+func (*Peer) watchPayload()     {}
+func (*Eval) watchPayload()     {}
 
 // WriteLine writes e to w as one JSON line (the --json output of cmd/hub and
 // cmd/worker). An event that does not encode is written as an "error" event

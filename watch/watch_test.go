@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -450,5 +451,48 @@ func TestWriteLine(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[1]), &bad); err != nil || bad["event"] != "error" ||
 		!strings.Contains(fmt.Sprint(bad["err"]), `"event" field`) || bad["time"] != "2026-11-25T22:00:00Z" {
 		t.Errorf("line %s: %v", lines[1], err)
+	}
+}
+
+// TestPayloadsLeaveTheEnvelope: no field of this package's payloads is
+// named "event" or "time", which is why MarshalJSON does not probe them.
+func TestPayloadsLeaveTheEnvelope(t *testing.T) {
+	for _, p := range []payload{&Session{}, &Progress{}, &Peer{}, &Eval{}} {
+		typ := reflect.TypeOf(p).Elem()
+		for i := range typ.NumField() {
+			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			if name == "" {
+				name = typ.Field(i).Name
+			}
+			if name == "event" || name == "time" || typ.Field(i).Anonymous {
+				t.Errorf("%s.%s encodes as %q: it would shadow the envelope", typ.Name(), typ.Field(i).Name, name)
+			}
+		}
+	}
+}
+
+// BenchmarkEventMarshal encodes a progress event of three workers as its
+// payload type and, for the reference, the same fields as a map, which
+// MarshalJSON probes for "event" and "time".
+func BenchmarkEventMarshal(b *testing.B) {
+	pr := &Progress{Iteration: 7, Loss: 1.2, Samples: 192}
+	for _, id := range []string{"12D3KooWaaaa", "12D3KooWbbbb", "12D3KooWcccc"} {
+		pr.Workers = append(pr.Workers, Tick{ID: id, Name: id[8:], Batch: 64, Next: 64, ComputeMS: 61.6, CommMS: 5.1})
+	}
+	raw, _ := json.Marshal(pr)
+	var asMap map[string]any
+	json.Unmarshal(raw, &asMap)
+	for _, c := range []struct {
+		name string
+		data any
+	}{{"payload", pr}, {"map", asMap}} {
+		b.Run(c.name, func(b *testing.B) {
+			e := Event{Kind: KindProgress, Time: time.Now(), Data: c.data}
+			for b.Loop() {
+				if _, err := json.Marshal(e); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
