@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/cotrain/cotrain/hub"
@@ -110,8 +111,14 @@ func closedWithin(c transport.Conn, limit time.Duration) (wire.Message, bool) {
 // TestDriverBoundsStrangers: connections that never register are capped
 // (MaxPending: one more is closed at once) and closed after
 // RegisterTimeout; a peer off the allowlist gets its Reject and is then
-// disconnected.
+// disconnected. It runs in a synctest bubble: the timeouts and waits below
+// are virtual time, which passes only when every goroutine waits, so "at
+// once" and "after RegisterTimeout" hold however loaded the machine is.
 func TestDriverBoundsStrangers(t *testing.T) {
+	synctest.Test(t, testDriverBoundsStrangers)
+}
+
+func testDriverBoundsStrangers(t *testing.T) {
 	cfg := trainConfig(2, 0)
 	cfg.Allow = map[string]bool{"w0": true}
 	d := &hub.Driver{MaxPending: 2, RegisterTimeout: 300 * time.Millisecond}
