@@ -41,24 +41,9 @@ func TestWorkerFindsHubOnAnotherDevice(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to create network namespaces and a veth pair")
 	}
-	hubBin, _ := buildBinaries(t)
-	exe, err := os.Executable()
+	out, err := inNewNetNamespace(t, "TestTwoDevicesInNamespace", twoDevicesEnv)
+	t.Logf("child:\n%s", out)
 	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, "-test.run=^TestTwoDevicesInNamespace$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), twoDevicesEnv+"=1", binDirEnv+"="+filepath.Dir(hubBin))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Skipf("cannot start a process in a new network namespace (%v): this test needs root (CAP_SYS_ADMIN)", err)
-	}
-	err = cmd.Wait()
-	t.Logf("child:\n%s", out.String())
-	if err != nil || !strings.Contains(out.String(), "--- PASS: TestTwoDevicesInNamespace") {
 		t.Fatalf("child in its own network namespace: %v", err)
 	}
 }

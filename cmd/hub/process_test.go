@@ -208,6 +208,19 @@ func TestWorkerFindsHubByMDNS(t *testing.T) {
 	if os.Getenv(childEnv) != "" {
 		t.Skip("this is the child")
 	}
+	out, err := inNewNetNamespace(t, "TestMDNSJoinInNamespace", childEnv)
+	if err != nil {
+		t.Fatalf("child in its own network namespace: %v\n%s", err, out)
+	}
+}
+
+// inNewNetNamespace runs the test named child of this test binary in a
+// network namespace of its own (the binaries built, env set to 1 so the
+// child knows it is one) and returns what it printed, and an error when it
+// failed or did not pass. It skips the caller where a namespace cannot be
+// made (not root).
+func inNewNetNamespace(t *testing.T, child, env string) (string, error) {
+	t.Helper()
 	hubBin, _ := buildBinaries(t)
 	exe, err := os.Executable()
 	if err != nil {
@@ -215,8 +228,8 @@ func TestWorkerFindsHubByMDNS(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, "-test.run=^TestMDNSJoinInNamespace$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), childEnv+"=1", binDirEnv+"="+filepath.Dir(hubBin))
+	cmd := exec.CommandContext(ctx, exe, "-test.run=^"+child+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), env+"=1", binDirEnv+"="+filepath.Dir(hubBin))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -224,9 +237,10 @@ func TestWorkerFindsHubByMDNS(t *testing.T) {
 		t.Skipf("cannot start a process in a new network namespace (%v): this test needs root (CAP_SYS_ADMIN)", err)
 	}
 	err = cmd.Wait()
-	if err != nil || !strings.Contains(out.String(), "--- PASS: TestMDNSJoinInNamespace") {
-		t.Fatalf("child in its own network namespace: %v\n%s", err, out.String())
+	if err == nil && !strings.Contains(out.String(), "--- PASS: "+child) {
+		err = fmt.Errorf("%s did not pass", child)
 	}
+	return out.String(), err
 }
 
 // TestMDNSJoinInNamespace is TestWorkerFindsHubByMDNS's child.
