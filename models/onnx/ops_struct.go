@@ -11,8 +11,9 @@ import (
 )
 
 // The structural operators: arithmetic with broadcasting, reductions,
-// Reshape, Transpose, Split, Slice, Squeeze, Unsqueeze, Flatten at any
-// axis, Concat on any axis and Pad.
+// Reshape, Transpose, Split, Slice, Squeeze, Unsqueeze, Flatten (at axis 1,
+// negative spellings included: any other axis mixes samples), Concat on any
+// non-batch axis and Pad.
 //
 // Every activation value carries its logical per-sample dims (value.ldims:
 // the ONNX shape without the batch axis). The structural layers take those
@@ -554,9 +555,11 @@ func (im *importer) squeezeOp(n *onnxpb.NodeProto, a attrs) error {
 	return err
 }
 
-// flattenAt maps Flatten at axis 1 (a flatten layer, as before) and at the
-// last axes' boundary of larger ranks when it keeps the batch alone in front;
-// Flatten at a later axis would merge per-sample axes into the batch.
+// flattenAt maps Flatten at axis 1, however spelt (-3 of a rank-4 tensor),
+// to a flatten layer. ONNX's Flatten always makes a 2-D result, so at axis 0
+// it folds the batch into one row and at a later axis it folds per-sample
+// axes into the batch axis: both mix samples, and are refused naming the
+// axis.
 func (im *importer) flattenAt(n *onnxpb.NodeProto, axis int64) error {
 	x, err := im.act(n, 0)
 	if err != nil {
