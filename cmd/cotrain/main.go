@@ -58,7 +58,7 @@ func main() {
 	}
 }
 
-var errUsage = errors.New("usage")
+var errUsage = cli.ErrUsage
 
 // run dispatches a subcommand.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -101,61 +101,23 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer release()
-	var (
-		net     *solver.Net
-		mcfg    models.Config
-		model   = c.model
-		file    *models.File
-		norm    models.Norm
-		initRng = rand.New(rand.NewPCG(c.seed, 0x1217))
-	)
 	classes, err := cli.ParseClasses(c.classes)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	// The data comes first: its classes size the model's head.
-	if c.weights != "" {
-		if file, err = cli.LoadModel(c.weights, c.normalize); err != nil {
-			return err
-		}
-		model, mcfg = file.Model, file.Resolved()
-		if norm, _, err = file.InputNorm(); err != nil {
-			return fmt.Errorf("%s: %w", c.weights, err)
-		}
-	} else {
-		spec, err := models.Lookup(model)
-		if err != nil {
-			return err
-		}
-		mcfg = spec.Resolve(models.Config{})
-		if norm, err = models.ParseNorm(c.normalize, mcfg.Input.C); err != nil {
-			return fmt.Errorf("%w: --normalize: %v", errUsage, err)
-		}
-	}
-	ds, err := cli.LoadData(c.dataSpec, mcfg.Input, norm, classes, c.seed)
+	setup, err := cli.PrepareModel(cli.ModelFlags{Weights: c.weights, Model: c.model, Normalize: c.normalize,
+		TrainLast: c.trainLast, Data: c.dataSpec, Classes: classes, Seed: c.seed}, b, stderr)
 	if err != nil {
 		return err
 	}
-	if file != nil {
-		// A head that does not fit the data's classes is replaced by a
-		// fresh one (and said so); one that fits keeps its weights.
-		if file, err = cli.Retarget(file, ds.Labels, initRng, stderr, ""); err != nil {
-			return fmt.Errorf("%s: %w", c.weights, err)
-		}
-		mcfg = file.Config
-		if net, err = file.Build(b); err != nil {
-			return fmt.Errorf("%s: %w", c.weights, err)
-		}
-		if err := cli.TrainLast(net, c.trainLast); err != nil {
-			return fmt.Errorf("%w: %v", errUsage, err)
-		}
-	} else {
-		mcfg.Classes = len(ds.Labels)
-		if net, err = models.Build(b, model, mcfg); err != nil {
-			return err
-		}
-		net.InitParams(initRng)
-	}
+	var (
+		file  = setup.File
+		net   = setup.Net
+		norm  = setup.Norm
+		ds    = setup.Data
+		model = file.Model
+		mcfg  = file.Config
+	)
 	drop := rand.NewPCG(c.seed, 0xd40)
 	net.SetRand(rand.New(drop))
 

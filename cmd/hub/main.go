@@ -43,7 +43,7 @@ func main() {
 	}
 }
 
-var errUsage = errors.New("usage")
+var errUsage = cli.ErrUsage
 
 // config is everything the hub's flags set.
 type config struct {

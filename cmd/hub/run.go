@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"time"
@@ -246,58 +245,18 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 // one (drawn from --seed, so a resumed hub draws the same), and stderr says
 // so. The returned Model has no Trainer's optimizer yet: only its Net.
 func loadModel(c config, b gpu.Backend, stderr io.Writer) (hub.Model, *cli.Data, error) {
-	rng := rand.New(rand.NewPCG(c.seed, 0x1217))
-	var (
-		file *models.File
-		cfg  models.Config
-		norm models.Norm
-		err  error
-	)
-	if c.weights != "" {
-		if file, err = cli.LoadModel(c.weights, c.normalize); err != nil {
-			return hub.Model{}, nil, err
-		}
-		cfg = file.Resolved()
-		if norm, _, err = file.InputNorm(); err != nil {
-			return hub.Model{}, nil, fmt.Errorf("%s: %w", c.weights, err)
-		}
-	} else {
-		spec, err := models.Lookup(c.model)
-		if err != nil {
+	if c.weights == "" {
+		if _, err := models.Lookup(c.model); err != nil {
 			return hub.Model{}, nil, fmt.Errorf("%w: %v", errUsage, err)
 		}
-		cfg = spec.Resolve(models.Config{})
-		if norm, err = models.ParseNorm(c.normalize, cfg.Input.C); err != nil {
-			return hub.Model{}, nil, fmt.Errorf("%w: --normalize: %v", errUsage, err)
-		}
-		file = &models.File{Model: c.model, Config: cfg}
 	}
-	ds, err := cli.LoadData(c.dataSpec, cfg.Input, norm, nil, c.seed)
+	s, err := cli.PrepareModel(cli.ModelFlags{Weights: c.weights, Model: c.model, Normalize: c.normalize,
+		TrainLast: c.trainLast, Data: c.dataSpec, Seed: c.seed, Say: "hub: "}, b, stderr)
 	if err != nil {
 		return hub.Model{}, nil, err
 	}
-	var net *solver.Net
-	if c.weights != "" {
-		f, err := cli.Retarget(file, ds.Labels, rng, stderr, "hub: ")
-		if err != nil {
-			return hub.Model{}, nil, fmt.Errorf("%s: %w", c.weights, err)
-		}
-		if net, err = f.Build(b); err != nil {
-			return hub.Model{}, nil, fmt.Errorf("%s: %w", c.weights, err)
-		}
-		if err := cli.TrainLast(net, c.trainLast); err != nil {
-			return hub.Model{}, nil, fmt.Errorf("%w: %v", errUsage, err)
-		}
-		file = f
-	} else {
-		file.Config.Classes = len(ds.Labels)
-		if net, err = models.Build(b, file.Model, file.Config); err != nil {
-			return hub.Model{}, nil, err
-		}
-		net.InitParams(rng)
-	}
-	meta := models.DefiningMeta(models.WithNorm(models.WithLabels(file.Meta, ds.Labels), norm))
-	return hub.Model{Name: file.Model, Config: file.Config, Meta: meta, Trainer: &solver.Trainer{Net: net}}, ds, nil
+	meta := models.DefiningMeta(models.WithNorm(models.WithLabels(s.File.Meta, s.Data.Labels), s.Norm))
+	return hub.Model{Name: s.File.Model, Config: s.File.Config, Meta: meta, Trainer: &solver.Trainer{Net: s.Net}}, s.Data, nil
 }
 
 // firstN is the first n samples of a data set.

@@ -47,7 +47,7 @@ func main() {
 	}
 }
 
-var errUsage = errors.New("usage")
+var errUsage = cli.ErrUsage
 
 type config struct {
 	hubAddr, session, dataSpec, shard, out, name, identity, psk, device string

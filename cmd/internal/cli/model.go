@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -147,4 +148,85 @@ func Retarget(f *models.File, labels []string, r *rand.Rand, w io.Writer, prefix
 			prefix, old, len(labels), strings.Join(labels, ", "))
 	}
 	return g, nil
+}
+
+// ErrUsage is wrapped by errors that come from a flag's value: the binaries
+// exit 2 on them (each binary's errUsage is this one, so PrepareModel's
+// refusals count as theirs).
+var ErrUsage = errors.New("usage")
+
+// ModelFlags are the flags that say which model a run trains and on what.
+type ModelFlags struct {
+	Weights   string // a weight file or .onnx to fine-tune; "" trains Model from scratch
+	Model     string // a built-in model, when Weights is ""
+	Normalize string // --normalize ("" keeps the file's or the model's default)
+	TrainLast string // --train-last, with Weights
+	Data      string // --data
+	Classes   []int  // --classes: the labels kept (nil: all)
+	Seed      uint64 // the run's seed: the initial weights and a replaced head draw from it
+	Say       string // what the lines told to stderr start with ("hub: ")
+}
+
+// Setup is the model a run trains and the data it trains on.
+type Setup struct {
+	// File names the model and holds its config, its head sized to the
+	// data's classes, and (fine-tuned) the file's meta: an imported graph.
+	File *models.File
+	// Net is built: a fine-tuned one holds the file's weights (a head that
+	// did not fit the classes replaced, and said so) and is frozen as
+	// TrainLast says; a new one is initialised from Seed.
+	Net  *solver.Net
+	Norm models.Norm
+	Data *Data
+}
+
+// PrepareModel makes the model of a training run, the rule `cotrain train`,
+// `cotrain finetune` and `hub` share: the data comes first, because its
+// classes size the model's head. A bad --normalize or --train-last wraps
+// ErrUsage; an unknown built-in model is models.Lookup's error.
+func PrepareModel(f ModelFlags, b gpu.Backend, stderr io.Writer) (*Setup, error) {
+	rng := rand.New(rand.NewPCG(f.Seed, 0x1217))
+	s := &Setup{}
+	var cfg models.Config
+	var err error
+	if f.Weights != "" {
+		if s.File, err = LoadModel(f.Weights, f.Normalize); err != nil {
+			return nil, err
+		}
+		cfg = s.File.Resolved()
+		if s.Norm, _, err = s.File.InputNorm(); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Weights, err)
+		}
+	} else {
+		spec, err := models.Lookup(f.Model)
+		if err != nil {
+			return nil, err
+		}
+		cfg = spec.Resolve(models.Config{})
+		if s.Norm, err = models.ParseNorm(f.Normalize, cfg.Input.C); err != nil {
+			return nil, fmt.Errorf("%w: --normalize: %v", ErrUsage, err)
+		}
+		s.File = &models.File{Model: f.Model, Config: cfg}
+	}
+	if s.Data, err = LoadData(f.Data, cfg.Input, s.Norm, f.Classes, f.Seed); err != nil {
+		return nil, err
+	}
+	if f.Weights == "" {
+		s.File.Config.Classes = len(s.Data.Labels)
+		if s.Net, err = models.Build(b, s.File.Model, s.File.Config); err != nil {
+			return nil, err
+		}
+		s.Net.InitParams(rng)
+		return s, nil
+	}
+	if s.File, err = Retarget(s.File, s.Data.Labels, rng, stderr, f.Say); err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Weights, err)
+	}
+	if s.Net, err = s.File.Build(b); err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Weights, err)
+	}
+	if err := TrainLast(s.Net, f.TrainLast); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	return s, nil
 }
