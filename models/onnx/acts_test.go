@@ -88,14 +88,7 @@ func TestImportActivations(t *testing.T) {
 					t.Errorf("a %s layer in %v", k, ks)
 				}
 			}
-			var buf bytes.Buffer
-			if err := Export(&buf, f); err != nil {
-				t.Fatal(err)
-			}
-			back, err := Import(&buf)
-			if err != nil {
-				t.Fatalf("import of the export: %v", err)
-			}
+			back := reimport(t, f)
 			if bk := kinds(t, back); !slices.Equal(bk, ks) {
 				t.Errorf("layers after export and import %v, want %v", bk, ks)
 			}
@@ -161,14 +154,7 @@ func TestSoftmaxAxes(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := forward(net, x)
-		var buf bytes.Buffer
-		if err := Export(&buf, f); err != nil {
-			t.Fatal(err)
-		}
-		back, err := Import(&buf)
-		if err != nil {
-			t.Fatalf("opset %d axis %v: import of the export: %v", tc.opset, tc.axis, err)
-		}
+		back := reimport(t, f)
 		net2, err := back.Build(gpu.NewCPU())
 		if err != nil {
 			t.Fatal(err)
@@ -209,14 +195,7 @@ func TestMobileBlocks(t *testing.T) {
 			t.Errorf("no %s layer in %v", k, ks)
 		}
 	}
-	var buf bytes.Buffer
-	if err := Export(&buf, f); err != nil {
-		t.Fatal(err)
-	}
-	back, err := Import(&buf)
-	if err != nil {
-		t.Fatalf("import of the export: %v", err)
-	}
+	back := reimport(t, f)
 	net2, err := back.Build(gpu.NewCPU())
 	if err != nil {
 		t.Fatal(err)

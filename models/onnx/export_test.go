@@ -64,14 +64,7 @@ func TestExportRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var buf bytes.Buffer
-			if err := Export(&buf, c.file); err != nil {
-				t.Fatal(err)
-			}
-			back, err := Import(&buf)
-			if err != nil {
-				t.Fatal(err)
-			}
+			back := reimport(t, c.file)
 			got, err := back.Build(gpu.NewCPU())
 			if err != nil {
 				t.Fatal(err)

@@ -69,6 +69,21 @@ func importFile(t testing.TB, path string) *models.File {
 	return f
 }
 
+// reimport exports f to ONNX and imports the result: the round trip every
+// export test makes.
+func reimport(t testing.TB, f *models.File) *models.File {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := Export(&buf, f); err != nil {
+		t.Fatalf("export: %v", err)
+	}
+	back, err := Import(&buf)
+	if err != nil {
+		t.Fatalf("import of the export: %v", err)
+	}
+	return back
+}
+
 // relErr is max|got-want| / max|want|: the error relative to the output's
 // scale, which an elementwise ratio would overstate for logits near zero.
 func relErr(got, want []float32) float64 {

@@ -124,14 +124,7 @@ func TestExportStructuralRoundTrip(t *testing.T) {
 		t.Run(fx.Name, func(t *testing.T) {
 			f := importFile(t, filepath.Join("testdata", "struct", fx.Name+".onnx"))
 			g := readGolden(t, fx.Name)
-			var buf bytes.Buffer
-			if err := Export(&buf, f); err != nil {
-				t.Fatal(err)
-			}
-			back, err := Import(&buf)
-			if err != nil {
-				t.Fatalf("re-import of the export: %v", err)
-			}
+			back := reimport(t, f)
 			var outs [2][]float32
 			for i, file := range []*models.File{f, back} {
 				net, err := file.Build(gpu.NewCPU())
