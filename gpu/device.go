@@ -52,6 +52,11 @@ type DeviceInfo struct {
 	// then does, so that float division and sqrt round as Go's do (the Adam
 	// step must match the CPU backend's bits; see kernels/elementwise.cl).
 	CorrectDivSqrt bool
+	// HostUnified is CL_DEVICE_HOST_UNIFIED_MEMORY: the device works in the
+	// host's memory (an integrated or phone GPU, a CPU device) rather than
+	// in memory of its own across a bus. Large transfers to and from a
+	// device without it go through pinned memory (OpenCLConfig.Staging).
+	HostUnified bool
 }
 
 // String is a one-line summary for logs.

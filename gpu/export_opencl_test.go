@@ -2,6 +2,8 @@
 
 package gpu
 
+import "cmp"
+
 // SetRedPartLen sets the part length of two-level reductions (redPartLen)
 // for the external benchmarks, and returns a function restoring it.
 func SetRedPartLen(n int) (restore func()) {
@@ -9,3 +11,17 @@ func SetRedPartLen(n int) (restore func()) {
 	redPartLen = n
 	return func() { redPartLen = old }
 }
+
+// SetStaging turns o's pinned staging on or off (opencl_stage.go) with the
+// given geometry in bytes (0: the default of each), for the external tests
+// and benchmarks, and returns a function restoring what o had.
+func SetStaging(o *OpenCL, on bool, min, chunk, slots int) (restore func()) {
+	c := o.ctx
+	st := &c.st
+	oldOn, oldMin, oldChunk, oldSlots := st.on, st.min, st.chunk, st.nsl
+	must(c.setupStaging(on, cmp.Or(min, defaultStageMin), cmp.Or(chunk, defaultStageChunk), cmp.Or(slots, defaultStageSlots), st.log))
+	return func() { must(c.setupStaging(oldOn, oldMin, oldChunk, oldSlots, st.log)) }
+}
+
+// Staged returns the bytes o moved through its pinned staging slots.
+func Staged(o *OpenCL) int64 { return o.ctx.st.staged }

@@ -103,6 +103,7 @@ func (d clDevice) info() DeviceInfo {
 		MaxWorkGroup: orZero(d.d.MaxWorkGroupSize), BaseAlign: orZero(d.d.MemBaseAddrAlign),
 		FP16: strings.Contains(ext, "cl_khr_fp16"), FP64: strings.Contains(ext, "cl_khr_fp64"),
 		CorrectDivSqrt: deviceSingleFPConfig(d.d)&clFPCorrectlyRoundedDivideSqrt != 0,
+		HostUnified:    orZero(d.d.HostUnifiedMemory),
 	}
 }
 
@@ -122,6 +123,8 @@ type clContext struct {
 	// up and down count the bytes written to and read from the device
 	// (OpenCL.Transferred).
 	up, down int64
+	// st stages large transfers through pinned memory (opencl_stage.go).
+	st stager
 }
 
 // KernelTime is the wall time of one kernel's launches, each waited for.
@@ -150,7 +153,7 @@ func (c *clContext) release() error {
 	if c.queue == nil {
 		return nil
 	}
-	err := clWrap("clFinish", c.queue.Finish())
+	err := errors.Join(clWrap("clFinish", c.queue.Finish()), c.releaseStage())
 	c.mem.freeAll()
 	c.queue.Release()
 	c.ctx.Release()
@@ -170,12 +173,17 @@ func done(op string, ev *cl.Event, err error) error {
 }
 
 // write and read are blocking, so the Go memory they touch needs no pinning
-// beyond the call. Offsets and sizes are in bytes.
+// beyond the call. Offsets and sizes are in bytes. Large transfers go
+// through the pinned slots when the context stages (opencl_stage.go); the
+// bytes are counted once either way.
 func (c *clContext) write(m *clMem, off int, src unsafe.Pointer, bytes int) error {
 	if m.freed {
 		return errFreed
 	}
 	c.up += int64(bytes)
+	if c.staging(bytes) {
+		return c.writeStaged(m, off, goBytes(src, bytes))
+	}
 	ev, err := c.queue.EnqueueWriteBuffer(m.mem, true, off, bytes, src, nil)
 	return done("clEnqueueWriteBuffer", ev, err)
 }
@@ -185,6 +193,9 @@ func (c *clContext) read(dst unsafe.Pointer, m *clMem, off, bytes int) error {
 		return errFreed
 	}
 	c.down += int64(bytes)
+	if c.staging(bytes) {
+		return c.readStaged(goBytes(dst, bytes), m, off)
+	}
 	ev, err := c.queue.EnqueueReadBuffer(m.mem, true, off, bytes, dst, nil)
 	return done("clEnqueueReadBuffer", ev, err)
 }

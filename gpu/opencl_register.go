@@ -47,17 +47,25 @@ type OpenCLConfig struct {
 	// and Download convert on the device through a float staging buffer,
 	// and split products keep float partial sums.
 	HalfStorage bool
-	Log         *slog.Logger
+	// Staging says whether Upload and Download move large buffers (1 MiB
+	// and more) through pinned host memory, in chunks whose copies overlap
+	// the bus transfers (opencl_stage.go): StagingAuto (or "") where the
+	// device has memory of its own, StagingOn, StagingOff. Where the driver
+	// refuses pinned memory, transfers go straight from Go memory.
+	Staging string
+	Log     *slog.Logger
 }
 
 // DefaultOpenCLConfig is the first suitable device of any type, the user's
 // cache folder (COTRAIN_OPENCL_CACHE overrides it; "off" disables it),
 // tuning on unless COTRAIN_OPENCL_TUNE=0, and the built-in GEMM candidates
 // unless COTRAIN_OPENCL_GEMM lists others (comma-separated names), with
-// COTRAIN_OPENCL_GEMM_OPTS appended to their build options.
+// COTRAIN_OPENCL_GEMM_OPTS appended to their build options, and staging
+// as COTRAIN_OPENCL_STAGING says (auto when unset; NewOpenCL refuses a value
+// that is not a mode).
 func DefaultOpenCLConfig() OpenCLConfig {
 	cfg := OpenCLConfig{Index: -1, CacheDir: defaultCacheDir(), Tune: os.Getenv("COTRAIN_OPENCL_TUNE") != "0",
-		GemmOptions: os.Getenv("COTRAIN_OPENCL_GEMM_OPTS")} // COTRAIN_OPENCL_RED_WG sets ReductionWG
+		GemmOptions: os.Getenv("COTRAIN_OPENCL_GEMM_OPTS"), Staging: os.Getenv("COTRAIN_OPENCL_STAGING")} // COTRAIN_OPENCL_RED_WG sets ReductionWG
 	if v, err := strconv.Atoi(os.Getenv("COTRAIN_OPENCL_RED_WG")); err == nil {
 		cfg.ReductionWG = v
 	}
@@ -144,10 +152,14 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, err := stagingOn(cfg.Staging, DeviceInfo{}); err != nil {
+		return nil, err
+	}
 	dev, info, err := pickDevice(cfg)
 	if err != nil {
 		return nil, err
 	}
+	staging, _ := stagingOn(cfg.Staging, info) // checked above
 	ctx, err := newContext(dev)
 	if err != nil {
 		return nil, fmt.Errorf("gpu: opencl: %s: %w", info.Name, err)
@@ -155,6 +167,7 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 	// Collect dropped buffers before the live ones pass half the device's
 	// memory (opencl_mem.go).
 	ctx.mem.budget = info.GlobalMem / 2
+	_ = ctx.setupStaging(staging, defaultStageMin, defaultStageChunk, defaultStageSlots, cfg.Log) // nothing to release yet
 	o := &OpenCL{ctx: ctx, info: info, log: cfg.Log, k: map[string]*clKernel{}, half: cfg.HalfStorage}
 	gemmOpts := cfg.GemmOptions
 	if o.half {
@@ -172,7 +185,7 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 	built := time.Since(start)
 	o.tuneGemm(cfg.CacheDir, cfg.Tune)
 	_, sel := o.GemmVariants()
-	cfg.Log.Debug("gpu: opencl: ready", "device", info.String(), "build", built, "gemm", sel, "reduction_wg", o.redWG, "fp16_storage", o.half)
+	cfg.Log.Debug("gpu: opencl: ready", "device", info.String(), "build", built, "gemm", sel, "reduction_wg", o.redWG, "fp16_storage", o.half, "staging", staging)
 	return o, nil
 }
 
