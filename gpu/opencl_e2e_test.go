@@ -238,6 +238,9 @@ func profileStep(b *testing.B, o *gpu.OpenCL, step func()) {
 // what the worker pushes), the hub's merged gradient goes up and the
 // optimizer steps on the device. Nothing else may cross: no activation, no
 // weight, no optimizer state; of the loss only its (hi, lo) float pair.
+// Subtest "staged" moves the batch and the gradients through pinned staging
+// (opencl_stage.go) in chunks smaller than they are: bytes crossing are
+// counted once, not once more for the copies into and out of the slots.
 func TestOpenCLStepTraffic(t *testing.T) {
 	o := openForE2E(t)
 	defer o.Close()
@@ -264,38 +267,94 @@ func TestOpenCLStepTraffic(t *testing.T) {
 		o.Upload(net.Grads, grad) // the merged gradient, as the hub sends it back
 		tr.Apply()
 	}
-	iteration(0) // the first allocates the input and label buffers
-	for it, first := range []int32{0, 3} {
-		up0, down0 := o.Transferred()
-		iteration(first)
-		up, down := o.Transferred()
-		wantUp := int64(4*len(x) + 4*len(grad))
-		if it == 1 { // new labels are uploaded; the same ones are not
-			wantUp += 4 * batch
-		}
-		wantDown := int64(4*len(grad) + 8)
-		if up-up0 != wantUp || down-down0 != wantDown {
-			t.Errorf("iteration %d: %d bytes up, %d down; want %d (batch, labels when new, merged gradient) and %d (gradient, loss)",
-				it, up-up0, down-down0, wantUp, wantDown)
-		}
+	for _, staged := range []bool{false, true} {
+		name := map[bool]string{false: "direct", true: "staged"}[staged]
+		t.Run(name, func(t *testing.T) {
+			// Staged: the batch (50 KB) and the gradient (246 KB) above the
+			// threshold, the labels and the loss below it.
+			defer gpu.SetStaging(o, staged, 4096, 3*4096+4, 2)()
+			iteration(0) // the first allocates the input and label buffers and puts labels 0..15 there
+			for it, first := range []int32{0, 3} {
+				up0, down0 := o.Transferred()
+				staged0 := gpu.Staged(o)
+				iteration(first)
+				up, down := o.Transferred()
+				wantUp := int64(4*len(x) + 4*len(grad))
+				if it == 1 { // new labels are uploaded; the same ones are not
+					wantUp += 4 * batch
+				}
+				wantDown := int64(4*len(grad) + 8)
+				if up-up0 != wantUp || down-down0 != wantDown {
+					t.Errorf("iteration %d: %d bytes up, %d down; want %d (batch, labels when new, merged gradient) and %d (gradient, loss)",
+						it, up-up0, down-down0, wantUp, wantDown)
+				}
+				var wantStaged int64
+				if staged {
+					wantStaged = int64(4*len(x) + 8*len(grad))
+				}
+				if got := gpu.Staged(o) - staged0; got != wantStaged {
+					t.Errorf("iteration %d: %d bytes through the pinned slots, want %d", it, got, wantStaged)
+				}
+			}
+		})
 	}
 }
 
-// BenchmarkOpenCLUpload times Upload of one AlexNet batch (32×3×224×224
-// floats) from Go memory.
-func BenchmarkOpenCLUpload(b *testing.B) {
-	o, err := gpu.NewOpenCL(gpu.DefaultOpenCLConfig())
+// transferSizes are the transfers the benchmarks time: one AlexNet batch
+// (32×3×224×224 floats, 19.3 MB: the step's upload) and AlexNet's gradient
+// (61.1 M floats, 244 MB: a worker downloads it and uploads the merged one
+// every iteration).
+var transferSizes = []struct {
+	name string
+	n    int
+}{{"batch", 32 * 3 * 224 * 224}, {"alexnet-grad", 61_100_000}}
+
+// transferModes are the ways the benchmarks move a buffer, side by side in
+// one run: straight from Go memory, and through pinned staging with the
+// default chunk and with others (0: the default).
+var transferModes = []struct {
+	name   string
+	staged bool
+	chunk  int
+}{{"direct", false, 0}, {"staged", true, 0}, {"staged-chunk=1MiB", true, 1 << 20}, {"staged-chunk=16MiB", true, 16 << 20}}
+
+// benchTransfer runs do (an Upload or Download of n floats) in every mode
+// of transferModes on one backend.
+func benchTransfer(b *testing.B, do func(o *gpu.OpenCL, buf gpu.Buffer, host []float32)) {
+	cfg := gpu.DefaultOpenCLConfig()
+	cfg.Tune = false
+	o, err := gpu.NewOpenCL(cfg)
 	if err != nil {
 		b.Skipf("no OpenCL device: %v", err)
 	}
 	defer o.Close()
-	x := make([]float32, 32*3*224*224)
-	buf := o.Alloc(len(x))
-	b.SetBytes(int64(4 * len(x)))
-	for i := 0; i < b.N; i++ {
-		o.Upload(buf, x)
+	for _, size := range transferSizes {
+		host := make([]float32, size.n)
+		for i := range host {
+			host[i] = float32(i)
+		}
+		buf := o.Alloc(size.n)
+		for _, m := range transferModes {
+			b.Run(size.name+"/"+m.name, func(b *testing.B) {
+				defer gpu.SetStaging(o, m.staged, 0, m.chunk, 0)()
+				do(o, buf, host) // maps the staging buffer
+				b.SetBytes(int64(4 * size.n))
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					do(o, buf, host)
+				}
+			})
+		}
 	}
-	if err := o.Finish(); err != nil {
-		b.Fatal(err)
-	}
+}
+
+// BenchmarkOpenCLUpload times Upload from Go memory, direct and staged
+// (the ratio of their MB/s is the staging's gain on this machine).
+func BenchmarkOpenCLUpload(b *testing.B) {
+	benchTransfer(b, func(o *gpu.OpenCL, buf gpu.Buffer, host []float32) { o.Upload(buf, host) })
+}
+
+// BenchmarkOpenCLDownload times Download into Go memory, direct and staged.
+func BenchmarkOpenCLDownload(b *testing.B) {
+	benchTransfer(b, func(o *gpu.OpenCL, buf gpu.Buffer, host []float32) { o.Download(host, buf) })
 }
