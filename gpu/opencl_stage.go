@@ -15,10 +15,9 @@ import (
 // Large transfers through pinned memory.
 //
 // A write from ordinary (pageable) Go memory cannot be a DMA: the driver
-// first copies it into pinned memory of its own, piece by piece, on one
-// thread, and sends each piece before copying the next. On a discrete GPU
-// that is far below the bus's speed (an AlexNet batch of 19.3 MB moved at
-// about 3 GB/s on the H100 machine, docs/opencl.md). A write whose source is
+// first copies it into pinned memory of its own. On a discrete GPU that is
+// far below the bus's speed (an AlexNet batch of 19.3 MB moved at 2.94 GB/s
+// on the H100 machine, BenchmarkOpenCLUpload, 2026-11-26). A write whose source is
 // pinned memory the driver knows is a DMA at the bus's speed; a buffer made
 // with CL_MEM_ALLOC_HOST_PTR and mapped is such memory on NVIDIA's OpenCL
 // (its best-practices guide recommends it for transfers).

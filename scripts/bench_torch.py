@@ -19,6 +19,14 @@ already on the GPU, synchronising before and after each timed loop; there
 the default set adds MobileNet v1 at width 1 on 3x224x224 and AlexNet on
 3x224x224, both at batch 32. --sgemm 1024,2048,4096 instead times
 torch.mm (cuBLAS, fp32, TF32 off) on n×n×n products and prints TFLOPS.
+
+--upload pageable (with --device cuda) copies the batch from host memory to
+the GPU at the start of every step, `x_cpu.to('cuda')` from an ordinary
+(pageable) tensor, as a plain training loop does and as cotrain's Upload
+does; --upload pinned copies it from page-locked memory with
+non_blocking=True instead. The labels stay on the GPU (cotrain's benchmark
+re-uses its label buffer too). The default, --upload none, keeps the batch
+on the GPU.
 """
 import argparse
 import time
@@ -102,17 +110,26 @@ def sync(device):
         torch.cuda.synchronize()
 
 
-def time_step(model, shape, classes, batch, seconds, device="cpu"):
+def time_step(model, shape, classes, batch, seconds, device="cpu", upload="none"):
+    """Seconds per training step. upload: "none" (the batch stays where the
+    step runs), "pageable" or "pinned" (copied there from host memory of
+    that kind at the start of every step)."""
     torch.manual_seed(0)
     model = model.to(device)
-    x = torch.randn(batch, *shape, device=device)
+    x_host = torch.randn(batch, *shape)
+    if upload == "pinned":
+        x_host = x_host.pin_memory()
+    x = x_host.to(device)
     y = (torch.arange(batch) % classes).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
 
     def step():
+        xs = x
+        if upload != "none":
+            xs = x_host.to(device, non_blocking=upload == "pinned")
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
+        loss = loss_fn(model(xs), y)
         loss.backward()
         opt.step()
 
@@ -160,7 +177,11 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated model names (default: all for the device)")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--sgemm", default="", help="comma-separated sizes: time cuBLAS SGEMM instead of steps")
+    ap.add_argument("--upload", default="none", choices=["none", "pageable", "pinned"],
+                    help="copy the batch from host memory of this kind to the GPU every step (--device cuda)")
     args = ap.parse_args()
+    if args.upload != "none" and args.device != "cuda":
+        ap.error("--upload: only with --device cuda (on the CPU the batch is already where the step runs)")
     if args.device == "cuda" or args.sgemm:
         if not torch.cuda.is_available():
             ap.error("--device cuda / --sgemm: torch sees no CUDA device")
@@ -178,12 +199,16 @@ def main():
             ap.error(f"--only: unknown model {m!r} (want one of {', '.join(MODELS)})")
     torch.set_num_threads(args.threads)
     where = torch.cuda.get_device_name() if args.device == "cuda" else f"{torch.get_num_threads()} thread(s)"
+    if args.device == "cuda":
+        where += ", " + {"none": "batch on the GPU",
+                         "pageable": "batch uploaded every step from pageable host memory",
+                         "pinned": "batch uploaded every step from pinned host memory, non_blocking"}[args.upload]
     print(f"# torch {torch.__version__}, {where}")
     for name, (make, shape, classes, batch, gpu_only) in MODELS.items():
         if (only and name not in only) or (not only and gpu_only and args.device == "cpu"):
             continue
         batch = args.batch or batch
-        dt = time_step(make(), shape, classes, batch, args.seconds, args.device)
+        dt = time_step(make(), shape, classes, batch, args.seconds, args.device, args.upload)
         print(f"{name}/b{batch}\t{dt*1e3:.2f} ms/step\t{batch/dt:.0f} img/s")
 
 
