@@ -92,7 +92,7 @@ type stager struct {
 	ptr  *cl.MappedMemObject
 	ev   []*cl.Event // per slot: the transfer still using it, or nil
 
-	th   sgemm.Thread // the copies' goroutines (the CPU backend's pool)
+	th   sgemm.Thread // leads the parallel copies (on sgemm's helper goroutines, shared with the CPU backend)
 	task copyTask
 	// staged counts the bytes moved through the slots (tests check the
 	// staged path ran).
