@@ -259,6 +259,32 @@ type Backend interface {
 	AdamStep(p, g, m, v Buffer, lr, beta1, beta2, eps, weightDecay float32, t int)
 }
 
+// ConvColumnKeeper is implemented by backends whose convolutions expand a
+// whole batch into one column matrix (OpenCL; not CPU, which expands one
+// sample at a time into a small scratch): the filter gradient can then read
+// the matrix the forward pass built instead of expanding x a second time.
+// The column matrix depends on x and the geometry only, not on the weights.
+//
+// Caller's duties (solver.Conv2D keeps to them):
+//  1. Ask ConvKeepColumns(g) once per layer and batch capacity; keep the
+//     buffer for that layer alone (two layers never share one, unlike the
+//     workspace). nil means no column matrix for g (depthwise, pointwise) or
+//     no room under the backend's budget: use ConvForward and
+//     ConvBackwardFilter as usual.
+//  2. ConvForwardKeep(g, y, x, w, bias, cols) is ConvForward, and leaves x's
+//     columns in cols. g.N may be smaller than the batch the buffer was
+//     asked for.
+//  3. ConvBackwardFilterCols(g, dw, dbias, dy, cols) is ConvBackwardFilter
+//     for the x and the g of the last ConvForwardKeep into cols, with the
+//     same bits. It reads no x, so it is correct only while x is what it was
+//     then and nothing else wrote cols: a caller that cannot tell runs
+//     ConvBackwardFilter.
+type ConvColumnKeeper interface {
+	ConvKeepColumns(g ConvGeom) Buffer
+	ConvForwardKeep(g ConvGeom, y, x, w, bias, cols Buffer)
+	ConvBackwardFilterCols(g ConvGeom, dw, dbias, dy, cols Buffer)
+}
+
 // ErrGeometry is returned when a layer geometry cannot be computed.
 var ErrGeometry = errors.New("gpu: invalid geometry")
 

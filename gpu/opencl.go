@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -52,6 +53,11 @@ type OpenCL struct {
 	loss    *clMem  // per-row losses of SoftmaxCrossEntropy, then their sum
 	labels  *clMem  // int32 labels, reused across calls
 	lastLb  []int32 // labels now in the labels buffer
+
+	// Column matrices kept from forward to backward (opencl_conv_keep.go):
+	// the bytes of those alive, and the most they may take.
+	keepBytes  atomic.Int64
+	keepBudget int64
 }
 
 var (

@@ -95,21 +95,59 @@ func (g *ConvGeom) dwArgs() []any {
 	return []any{g.N, g.C, g.K, g.H, g.W, g.R, g.S, g.StrideH, g.StrideW, g.PadH, g.PadW, g.OH, g.OW}
 }
 
-// im2col writes the column matrix of cnt samples of one group: over planes
-// (im2col_planes) when an output plane has at least 32 positions, else one
-// item per element.
-func (o *OpenCL) im2col(g *ConvGeom, rows, cnt, ohw int, col *clBuf, x *clMem, xoff int) {
-	args := append([]any{col.m, col.off, x, xoff}, g.colArgs(cnt)...)
+// im2colWinTaps is about how many elements one item of im2col_win copies:
+// a block of max(1, im2colWinTaps/S) filter rows (all R of a 3×3 or 5×5
+// filter, two rows of AlexNet's 11×11). More per item divides less often;
+// fewer gives more items (parallelism) to small batches. A variable only
+// so that BenchmarkOpenCLIm2col can compare block sizes in one run.
+var im2colWinTaps = 32
+
+// im2col writes the column matrix of cnt samples of one group at col[coloff:]:
+// over planes of output positions, a block of filter rows per item
+// (im2col_win), when an output plane has at least 32 positions, else one
+// item per element (im2col: a small plane would leave most of a work-group
+// idle).
+func (o *OpenCL) im2col(g *ConvGeom, rows, cnt, ohw int, col *clMem, coloff int, x *clMem, xoff int) {
+	args := append([]any{col, coloff, x, xoff}, g.colArgs(cnt)...)
 	if ohw >= 32 {
-		o.runPlanes("im2col_planes", ohw, rows, cnt, args...)
+		rb := min(g.R, max(1, im2colWinTaps/g.S))
+		nrb := (g.R + rb - 1) / rb
+		o.runPlanes("im2col_win", ohw, g.C/g.groups()*nrb, cnt, append(args, rb, nrb)...)
 		return
 	}
 	o.run1("im2col", rows*cnt*ohw, args...)
 }
 
+// col2im sets dx (cnt samples of one group, at dxoff) from the column matrix
+// at col[coloff:]: over planes (col2im_planes, _s1 for stride 1) when an
+// input plane has at least 32 positions, else one item per element.
+func (o *OpenCL) col2im(g *ConvGeom, cnt int, dx *clMem, dxoff int, col *clMem, coloff int) {
+	args := append([]any{dx, dxoff, col, coloff}, g.colArgs(cnt)...)
+	cg, hw := g.C/g.groups(), g.H*g.W
+	if hw < 32 {
+		o.run1("col2im", cnt*cg*hw, args...)
+		return
+	}
+	name := "col2im_planes"
+	if g.StrideH == 1 && g.StrideW == 1 {
+		name += "_s1"
+	}
+	o.runPlanes(name, hw, cg, cnt, args...)
+}
+
 // ConvForward implements Backend.
 func (o *OpenCL) ConvForward(g ConvGeom, y, x, w, bias, ws Buffer) {
 	xs, wsl, ys, bs, col, nb := o.convBufs("ConvForward", &g, x, w, y, bias, ws)
+	o.convForward(&g, ys, xs, wsl, col, nb, 0)
+	if bs != nil {
+		o.AddBias(y, bias, g.N, g.K, g.OH*g.OW)
+	}
+}
+
+// convForward runs the forward of a convolution without its bias: chunks
+// of nb samples, each group's column matrix at col.off + gi·gstride (0: the
+// groups take turns in one workspace; ConvForwardKeep keeps them all).
+func (o *OpenCL) convForward(g *ConvGeom, ys, xs, wsl, col *clBuf, nb, gstride int) {
 	if g.depthwise() {
 		args := append([]any{ys.m, ys.off, xs.m, xs.off, wsl.m, wsl.off}, g.dwArgs()...)
 		if sfx := g.dw3Kernel(); sfx != "" {
@@ -117,27 +155,24 @@ func (o *OpenCL) ConvForward(g ConvGeom, y, x, w, bias, ws Buffer) {
 		} else {
 			o.run1("dw_forward", ys.n, args...)
 		}
-	} else {
-		grp := g.groups()
-		cg, kg, rows, ohw := g.C/grp, g.K/grp, g.colRows(), g.OH*g.OW
-		for n0 := 0; n0 < g.N; n0 += nb {
-			cnt := min(nb, g.N-n0)
-			for gi := 0; gi < grp; gi++ {
-				var src mat
-				if g.pointwise() {
-					src = batchMat(xs, n0, cnt, gi*cg, g.C, ohw)
-				} else {
-					xoff := xs.off + (n0*g.C+gi*cg)*g.H*g.W
-					o.im2col(&g, rows, cnt, ohw, col, xs.m, xoff)
-					src = plainMat(col.m, col.off, cnt*ohw)
-				}
-				o.gemm(false, false, kg, cnt*ohw, rows, 1, plainMat(wsl.m, wsl.off+gi*kg*rows, rows), src,
-					0, batchMat(ys, n0, cnt, gi*kg, g.K, ohw))
-			}
-		}
+		return
 	}
-	if bs != nil {
-		o.AddBias(y, bias, g.N, g.K, g.OH*g.OW)
+	grp := g.groups()
+	cg, kg, rows, ohw := g.C/grp, g.K/grp, g.colRows(), g.OH*g.OW
+	for n0 := 0; n0 < g.N; n0 += nb {
+		cnt := min(nb, g.N-n0)
+		for gi := 0; gi < grp; gi++ {
+			var src mat
+			if g.pointwise() {
+				src = batchMat(xs, n0, cnt, gi*cg, g.C, ohw)
+			} else {
+				xoff := xs.off + (n0*g.C+gi*cg)*g.H*g.W
+				o.im2col(g, rows, cnt, ohw, col.m, col.off+gi*gstride, xs.m, xoff)
+				src = plainMat(col.m, col.off+gi*gstride, cnt*ohw)
+			}
+			o.gemm(false, false, kg, cnt*ohw, rows, 1, plainMat(wsl.m, wsl.off+gi*kg*rows, rows), src,
+				0, batchMat(ys, n0, cnt, gi*kg, g.K, ohw))
+		}
 	}
 }
 
@@ -168,8 +203,7 @@ func (o *OpenCL) ConvBackwardData(g ConvGeom, dx, dy, w, ws Buffer) {
 			wT := o.scratch(&o.convWT, rows*kg)
 			o.run1("transpose", rows*kg, wT, 0, wsl.m, wsl.off+gi*kg*rows, kg, rows)
 			o.gemm(false, false, rows, cnt*ohw, kg, 1, plainMat(wT, 0, kg), src, 0, plainMat(col.m, col.off, cnt*ohw))
-			dxoff := dxs.off + (n0*g.C+gi*cg)*g.H*g.W
-			o.run1("col2im", cnt*cg*g.H*g.W, append([]any{dxs.m, dxoff, col.m, col.off}, g.colArgs(cnt)...)...)
+			o.col2im(&g, cnt, dxs.m, dxs.off+(n0*g.C+gi*cg)*g.H*g.W, col.m, col.off)
 		}
 	}
 }
@@ -180,6 +214,13 @@ func (o *OpenCL) ConvBackwardFilter(g ConvGeom, dw, dbias, dy, x, ws Buffer) {
 	if dbs != nil {
 		o.BiasGrad(dbias, dy, g.N, g.K, g.OH*g.OW)
 	}
+	o.convFilter(&g, dws, dys, xs, col, nb, 0, true)
+}
+
+// convFilter sets dw from dy and the column matrices of x: expanded here
+// into col (chunks of nb samples) when expand is set, else already there,
+// each group's at col.off + gi·gstride (ConvBackwardFilterCols).
+func (o *OpenCL) convFilter(g *ConvGeom, dws, dys, xs, col *clBuf, nb, gstride int, expand bool) {
 	if g.depthwise() {
 		if l, p := redParts(g.N * g.OH * g.OW); p > 1 || (g.R == 3 && g.S == 3) {
 			part := o.scratch(&o.redPart, 2*dws.n*p) // acc_t: room for double
@@ -208,9 +249,11 @@ func (o *OpenCL) ConvBackwardFilter(g ConvGeom, dw, dbias, dy, x, ws Buffer) {
 			if g.pointwise() {
 				src = batchMat(xs, n0, cnt, gi*cg, g.C, ohw)
 			} else {
-				xoff := xs.off + (n0*g.C+gi*cg)*g.H*g.W
-				o.im2col(&g, rows, cnt, ohw, col, xs.m, xoff)
-				src = plainMat(col.m, col.off, cnt*ohw)
+				if expand {
+					xoff := xs.off + (n0*g.C+gi*cg)*g.H*g.W
+					o.im2col(g, rows, cnt, ohw, col.m, col.off+gi*gstride, xs.m, xoff)
+				}
+				src = plainMat(col.m, col.off+gi*gstride, cnt*ohw)
 			}
 			o.gemm(false, true, kg, rows, cnt*ohw, 1, batchMat(dys, n0, cnt, gi*kg, g.K, ohw), src,
 				beta, plainMat(dws.m, dws.off+gi*kg*rows, rows))
@@ -244,10 +287,27 @@ func (o *OpenCL) MaxPoolBackward(g PoolGeom, dx, dy, x Buffer) {
 	xs, dys := o.poolBufs("MaxPoolBackward", &g, x, dy)
 	dxs := o.buf(dx)
 	sameN("MaxPoolBackward", dxs, xs)
-	// Each window's first maximum once, then the gather (pool.cl).
+	// Each window's first maximum once, then the gather (pool.cl): over
+	// planes when a plane has at least 32 positions (one division per item
+	// instead of three; stride 2 has its own gather), else one item per
+	// element, so that small planes do not leave work-groups idle.
 	idx := o.scratch(&o.poolIdx, dys.n)
-	o.run1("maxpool_argmax", dys.n, append([]any{idx, xs.m, xs.off}, g.poolArgs()...)...)
-	o.run1("maxpool_backward_idx", dxs.n, append([]any{dxs.m, dxs.off, dys.m, dys.off, idx}, g.poolArgs()...)...)
+	nc := g.N * g.C
+	argArgs := append([]any{idx, xs.m, xs.off}, g.poolArgs()...)
+	if g.OH*g.OW >= 32 {
+		o.runPlanes("maxpool_argmax_planes", g.OH*g.OW, nc, 1, argArgs...)
+	} else {
+		o.run1("maxpool_argmax", dys.n, argArgs...)
+	}
+	bwdArgs := append([]any{dxs.m, dxs.off, dys.m, dys.off, idx}, g.poolArgs()...)
+	switch {
+	case g.H*g.W < 32:
+		o.run1("maxpool_backward_idx", dxs.n, bwdArgs...)
+	case g.StrideH == 2 && g.StrideW == 2:
+		o.runPlanes("maxpool_backward_idx_planes_s2", g.H*g.W, nc, 1, bwdArgs...)
+	default:
+		o.runPlanes("maxpool_backward_idx_planes", g.H*g.W, nc, 1, bwdArgs...)
+	}
 }
 
 // AvgPoolForward implements Backend.

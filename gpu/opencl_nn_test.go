@@ -78,7 +78,8 @@ func testOpenCLConvBatched(t *testing.T, o *OpenCL) {
 	for _, g := range []ConvGeom{
 		{N: 7, C: 3, H: 9, W: 7, K: 5, R: 3, S: 3, PadH: 1, PadW: 1},
 		{N: 7, C: 4, H: 6, W: 6, K: 6, R: 3, S: 3, Groups: 2, StrideH: 2, StrideW: 2, PadH: 1},
-		{N: 7, C: 8, H: 4, W: 4, K: 12, R: 1, S: 1}, // pointwise: no workspace
+		{N: 7, C: 4, H: 13, W: 11, K: 6, R: 3, S: 3, Groups: 2, StrideH: 2, StrideW: 2, PadH: 1}, // planes of 35: im2col_win
+		{N: 7, C: 8, H: 4, W: 4, K: 12, R: 1, S: 1},                                              // pointwise: no workspace
 	} {
 		if err := g.Setup(); err != nil {
 			t.Fatal(err)
@@ -135,6 +136,11 @@ var clPoolGeoms = []PoolGeom{
 	{N: 1, C: 2, H: 9, W: 9, KH: 4, KW: 4, StrideH: 1, StrideW: 3, PadH: 2, PadW: 2},                 // heavy overlap
 	{N: 2, C: 4, H: 7, W: 6, KH: 7, KW: 6},                                                           // global
 	{N: 1, C: 1, H: 6, W: 6, KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1, CeilMode: true}, // both
+	// planes of at least 32 positions: both passes over planes, the
+	// gather's stride-2 twin (AlexNet's 3×3/2) and its general one
+	{N: 2, C: 3, H: 17, W: 15, KH: 3, KW: 3, StrideH: 2, StrideW: 2},
+	{N: 1, C: 2, H: 16, W: 16, KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1, CeilMode: true},
+	{N: 1, C: 2, H: 13, W: 12, KH: 3, KW: 2, StrideH: 1, StrideW: 2, PadH: 1, PadW: 1, CeilMode: true},
 }
 
 func TestOpenCLPool(t *testing.T) { bothStorages(t, testOpenCLPool) }

@@ -90,7 +90,8 @@ var mainKernels = []string{
 	"copy_strided", "broadcast", "reduce_sum",
 	"act_param", "act_param_backward", "softmax_axis", "softmax_axis_backward",
 	"bn_stats_part", "bn_stats_final", "bn_backward_part", "bn_backward_final",
-	"im2col_planes", "bn_apply4", "bn_backward_dx4", "act4", "act_backward4", "transpose", "maxpool_argmax", "maxpool_backward_idx",
+	"im2col_planes", "im2col_win", "col2im_planes", "col2im_planes_s1", "bn_apply4", "bn_backward_dx4", "act4", "act_backward4", "transpose", "maxpool_argmax", "maxpool_backward_idx",
+	"maxpool_argmax_planes", "maxpool_backward_idx_planes", "maxpool_backward_idx_planes_s2",
 }
 
 // reductionKernels run in work-groups of redWG items.
@@ -169,6 +170,7 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 	ctx.mem.budget = info.GlobalMem / 2
 	_ = ctx.setupStaging(staging, defaultStageMin, defaultStageChunk, defaultStageSlots, cfg.Log) // nothing to release yet
 	o := &OpenCL{ctx: ctx, info: info, log: cfg.Log, k: map[string]*clKernel{}, half: cfg.HalfStorage}
+	o.keepBudget = info.GlobalMem / 8 // ConvKeepColumns
 	gemmOpts := cfg.GemmOptions
 	if o.half {
 		gemmOpts += " " + storeHalfOption

@@ -24,6 +24,13 @@ type Conv2D struct {
 	Cfg  ConvConfig
 	Geom gpu.ConvGeom // per-sample geometry, set by Setup; N is each call's batch
 	b    gpu.Backend  // for Workspace, which takes none
+
+	// Column matrices kept from a training Forward for the filter gradient,
+	// on a backend that offers them (gpu.ConvColumnKeeper); see Backward.
+	cols    gpu.Buffer // this layer's own, for batches up to colsCap; nil: none
+	colsCap int        // the batch cols was asked for (ConvKeepColumns)
+	colsOf  gpu.Buffer // the input whose columns cols holds; nil: none valid
+	colsN   int        // the batch of that Forward
 }
 
 // NewConv2D returns a convolution; the input channels and size come from Setup.
@@ -122,8 +129,16 @@ func (l *Conv2D) bias(bufs []gpu.Buffer) gpu.Buffer {
 	return bufs[1]
 }
 
-// Forward implements Layer. x: N×C×H×W, y: N×Out×OH×OW.
+// Forward implements Layer. x: N×C×H×W, y: N×Out×OH×OW. A training
+// forward on a backend that keeps column matrices leaves x's in the layer's
+// own buffer, once Backward has asked for one.
 func (l *Conv2D) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
+	l.colsOf = nil
+	if k, ok := p.B.(gpu.ConvColumnKeeper); ok && p.Train && l.cols != nil && p.N <= l.colsCap {
+		k.ConvForwardKeep(l.geom(p.N), out, in[0], l.P[0], l.bias(l.P), l.cols)
+		l.colsOf, l.colsN = in[0], p.N
+		return
+	}
 	p.B.ConvForward(l.geom(p.N), out, in[0], l.P[0], l.bias(l.P), p.WS)
 }
 
@@ -131,12 +146,32 @@ func (l *Conv2D) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 func (*Conv2D) BackwardReads(paramGrads bool) (in, out bool) { return paramGrads, false }
 
 // Backward implements Layer: dx from dy and W; dW and db from dy and x.
+//
+// The filter gradient reads x's column matrix kept by Forward when the
+// last Forward was a training one, of this batch size and on this very
+// input buffer: the Layer contract keeps in unchanged from Forward to
+// Backward, the matrix depends on x alone (not on the weights, which may
+// have moved), and the buffer is this layer's own (the shared workspace is
+// overwritten by every later layer). Otherwise it expands x again, and the
+// first such Backward with a batch larger than the buffer asks the backend
+// for one (within its memory budget; nil: no room, expand every time).
+// Frozen layers (paramGrads false) never ask.
 func (l *Conv2D) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.Buffer, _ gpu.Buffer, paramGrads bool) {
 	g := l.geom(p.N)
 	if din[0] != nil {
 		p.B.ConvBackwardData(g, din[0], dout, l.P[0], p.WS)
 	}
-	if paramGrads {
-		p.B.ConvBackwardFilter(g, l.G[0], l.bias(l.G), dout, in[0], p.WS)
+	if !paramGrads {
+		return
+	}
+	k, keeps := p.B.(gpu.ConvColumnKeeper)
+	if keeps && l.colsOf != nil && l.colsOf == in[0] && l.colsN == p.N {
+		k.ConvBackwardFilterCols(g, l.G[0], l.bias(l.G), dout, l.cols)
+		l.colsOf = nil // one Backward per Forward; drop the reference to x
+		return
+	}
+	p.B.ConvBackwardFilter(g, l.G[0], l.bias(l.G), dout, in[0], p.WS)
+	if keeps && p.N > l.colsCap {
+		l.cols, l.colsCap = k.ConvKeepColumns(g), p.N
 	}
 }

@@ -158,3 +158,43 @@ __kernel void maxpool_backward_idx(__global store_t* dx, int dxoff, __global con
 	}
 	ST(dx, dxoff + i, acc);
 }
+
+// maxpool_argmax_planes and maxpool_backward_idx_planes[_s2]: the two passes
+// over a 2-D grid (position in the plane, plane), one division per item for
+// its position where the 1-D kernels spent three on it; _s2 is for stride 2
+// in both directions (AlexNet's and ResNet's 3×3/2 pools), where oh_range's
+// divisions by the stride become shifts. The same windows, the same
+// comparisons and the same order of additions as the 1-D kernels: the same
+// bits.
+__kernel void maxpool_argmax_planes(__global int* idx, __global const store_t* x, int xoff, int NC, int H, int W, int KH,
+                                    int KW, int sh, int sw, int ph, int pw, int OH, int OW) {
+	int q = get_global_id(0), p = get_global_id(1);
+	if (q >= OH * OW) return;
+	int oh = q / OW, ow = q - oh * OW;
+	int hlo, hhi, wlo, whi;
+	window(oh, sh, ph, KH, H, &hlo, &hhi);
+	window(ow, sw, pw, KW, W, &wlo, &whi);
+	idx[p * OH * OW + q] = wargmax(x + xoff + p * H * W, W, hlo, hhi, wlo, whi);
+}
+
+#define MAXPOOL_BACKWARD_IDX_PLANES(SFX, SH, SW)                                                                        \
+	__kernel void maxpool_backward_idx_planes##SFX(__global store_t* dx, int dxoff, __global const store_t* dy, int dyoff, \
+	                                               __global const int* idx, int NC, int H, int W, int KH, int KW, int sh,  \
+	                                               int sw, int ph, int pw, int OH, int OW) {                              \
+		int q = get_global_id(0), p = get_global_id(1);                                                                \
+		if (q >= H * W) return;                                                                                        \
+		int ih = q / W, iw = q - ih * W;                                                                               \
+		int ohlo, ohhi, owlo, owhi;                                                                                    \
+		oh_range(ih, (SH), ph, KH, OH, &ohlo, &ohhi);                                                                  \
+		oh_range(iw, (SW), pw, KW, OW, &owlo, &owhi);                                                                  \
+		float acc = 0.0f;                                                                                              \
+		for (int oh = ohlo; oh <= ohhi; oh++) {                                                                        \
+			for (int ow = owlo; ow <= owhi; ow++) {                                                                    \
+				int o = (p * OH + oh) * OW + ow;                                                                       \
+				if (idx[o] == q) acc += LD(dy, dyoff + o);                                                             \
+			}                                                                                                          \
+		}                                                                                                              \
+		ST(dx, dxoff + p * H * W + q, acc);                                                                            \
+	}
+MAXPOOL_BACKWARD_IDX_PLANES(, sh, sw)
+MAXPOOL_BACKWARD_IDX_PLANES(_s2, 2, 2)

@@ -1,0 +1,97 @@
+//go:build opencl
+
+package gpu
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync/atomic"
+)
+
+// Column matrices kept from a training forward for the filter gradient
+// (ConvColumnKeeper).
+//
+// Without them a training step expands every convolution's input twice:
+// ConvForward writes x's column matrix into the workspace the network's
+// layers share, the next layer's forward overwrites it, and
+// ConvBackwardFilter expands x again. With a buffer of its own per layer
+// (ConvKeepColumns), the forward leaves the whole batch's matrix there, all
+// groups side by side (group gi's at gi·rows·N·OH·OW), and the filter
+// gradient reads it: one im2col launch per group and step fewer, the same
+// products on the same matrix, so the same bits.
+//
+// The buffers are charged against a budget of an eighth of the device's
+// memory (keepBudget), counted while they are alive; past it, or for a
+// matrix larger than a quarter of the device's memory (the smallest
+// largest-allocation OpenCL allows a device to report) or 2³¹−1 elements
+// (the kernels index in int), ConvKeepColumns answers nil and the layer
+// expands twice as before. A dropped buffer returns to the budget when the
+// collector frees it, so a batch size that grows may be refused once while
+// the old buffer is still counted.
+
+var _ ConvColumnKeeper = (*OpenCL)(nil)
+
+// convKeepLen is the length of the kept column matrices of g: every group
+// of the whole batch, or 0 when g has none (depthwise and pointwise
+// convolutions read x directly).
+func (g *ConvGeom) convKeepLen() int {
+	if g.depthwise() || g.pointwise() {
+		return 0
+	}
+	return g.groups() * g.colRows() * g.N * g.OH * g.OW
+}
+
+// ConvKeepColumns implements ConvColumnKeeper: a buffer for g's column
+// matrices, or nil when g has none or they do not fit the budget.
+func (o *OpenCL) ConvKeepColumns(g ConvGeom) Buffer {
+	n := g.convKeepLen()
+	bytes := int64(n) * int64(o.esize())
+	if n <= 0 || n > math.MaxInt32 || bytes > o.info.GlobalMem/4 || o.keepBytes.Load()+bytes > o.keepBudget {
+		return nil
+	}
+	b := o.Alloc(n).(*clBuf)
+	o.keepBytes.Add(bytes)
+	runtime.AddCleanup(b.m, func(k *atomic.Int64) { k.Add(-bytes) }, &o.keepBytes)
+	return b
+}
+
+// keepBufs checks the buffers of ConvForwardKeep and ConvBackwardFilterCols.
+func (o *OpenCL) keepBufs(op string, g *ConvGeom, cols Buffer) *clBuf {
+	c, have := o.buf(cols), 0
+	if c != nil {
+		have = c.n
+	}
+	if n := g.convKeepLen(); n == 0 || have < n {
+		panic(fmt.Sprintf("gpu: %s: %d elements of kept column matrices for %+v, want %d", op, have, *g, n))
+	}
+	return c
+}
+
+// ConvForwardKeep implements ConvColumnKeeper: ConvForward over the whole
+// batch at once, each group's column matrix left at its place in cols.
+func (o *OpenCL) ConvForwardKeep(g ConvGeom, y, x, w, bias, cols Buffer) {
+	c := o.keepBufs("ConvForwardKeep", &g, cols)
+	xs, wsl, ys, bs, col, _ := o.convBufs("ConvForwardKeep", &g, x, w, y, bias, c)
+	o.convForward(&g, ys, xs, wsl, col, g.N, g.colRows()*g.N*g.OH*g.OW)
+	if bs != nil {
+		o.AddBias(y, bias, g.N, g.K, g.OH*g.OW)
+	}
+}
+
+// ConvBackwardFilterCols implements ConvColumnKeeper: ConvBackwardFilter
+// with the column matrices ConvForwardKeep left in cols.
+func (o *OpenCL) ConvBackwardFilterCols(g ConvGeom, dw, dbias, dy, cols Buffer) {
+	c := o.keepBufs("ConvBackwardFilterCols", &g, cols)
+	dws, dys := o.buf(dw), o.buf(dy)
+	if dws.n != g.K*g.colRows() || dys.n != g.N*g.K*g.OH*g.OW {
+		panic(fmt.Sprintf("gpu: ConvBackwardFilterCols: buffers dw %d, dy %d do not fit %+v", dws.n, dys.n, g))
+	}
+	if dbias != nil {
+		if o.buf(dbias).n != g.K {
+			panic(fmt.Sprintf("gpu: ConvBackwardFilterCols: dbias of %d for %d channels", dbias.Len(), g.K))
+		}
+		o.BiasGrad(dbias, dy, g.N, g.K, g.OH*g.OW)
+	}
+	o.convFilter(&g, dws, dys, nil, c, g.N, g.colRows()*g.N*g.OH*g.OW, false)
+}

@@ -1,0 +1,121 @@
+//go:build opencl
+
+package solver_test
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/solver"
+)
+
+// noKeeper hides a backend's gpu.ConvColumnKeeper: its convolutions expand
+// x again for the filter gradient, as before column matrices were kept.
+type noKeeper struct{ gpu.Backend }
+
+// groupedNodes are convolutions with strides, padding and groups whose
+// output planes are large enough for im2col_win.
+func groupedNodes() []solver.Node {
+	return []solver.Node{
+		{Layer: solver.NewConv2D("g1", solver.ConvConfig{Out: 8, KH: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1})},
+		{Layer: solver.NewReLU("r1")},
+		{Layer: solver.NewConv2D("g2", solver.ConvConfig{Out: 8, KH: 3, KW: 5, PadH: 1, PadW: 2, Groups: 2})},
+		{Layer: solver.NewFlatten("flat")},
+		{Layer: solver.NewLinear("fc", 10)},
+	}
+}
+
+func openCLForSolverTest(t *testing.T) *gpu.OpenCL {
+	cfg := gpu.DefaultOpenCLConfig()
+	cfg.Tune = false
+	o, err := gpu.NewOpenCL(cfg)
+	if errors.Is(err, gpu.ErrNoOpenCL) || errors.Is(err, gpu.ErrNoDevice) {
+		t.Skipf("no OpenCL device: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// Keeping each convolution's column matrix from the training forward for
+// the filter gradient changes no bit of the gradients, weights, state or
+// logits (steps at batch 6 with evaluations at batch 8 in between, which
+// must not leave stale columns, then a gradient at batch 4, smaller than
+// the kept buffers), partly frozen or not; and a training step then expands
+// each convolution's input once, not twice.
+func TestConvKeptColumnsOnOpenCL(t *testing.T) {
+	o := openCLForSolverTest(t)
+	defer o.Close()
+	build := map[string]func(gpu.Backend) (*solver.Net, error){
+		"mobilenet-small": func(b gpu.Backend) (*solver.Net, error) {
+			return models.Build(b, "mobilenet-small", models.Config{Width: 0.25})
+		},
+		"residual": func(b gpu.Backend) (*solver.Net, error) {
+			return solver.NewNet(b, solver.Shape{C: 3, H: 8, W: 8}, residualNodes())
+		},
+		"grouped": func(b gpu.Backend) (*solver.Net, error) {
+			return solver.NewNet(b, solver.Shape{C: 4, H: 13, W: 11}, groupedNodes())
+		},
+	}
+	for _, model := range []string{"mobilenet-small", "residual", "grouped"} {
+		for _, last := range []int{-1, 2} { // -1: all layers learn
+			var runs [2][][]float32
+			for k, b := range []gpu.Backend{o, noKeeper{o}} {
+				n, err := build[model](b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if last > 0 {
+					n.FreezeAllButLast(last)
+				}
+				runs[k] = stepsFingerprint(t, n)
+			}
+			for k, what := range []string{"gradients", "weights", "state", "logits"} {
+				for i := range runs[1][k] {
+					if math.Float32bits(runs[0][k][i]) != math.Float32bits(runs[1][k][i]) {
+						t.Fatalf("%s (last %d): %s[%d] = %v with kept columns, %v without", model, last, what, i, runs[0][k][i], runs[1][k][i])
+					}
+				}
+			}
+		}
+	}
+	// im2col launches of a steady training step: one per convolution
+	// (residual: four 3×3 convolutions) with kept columns, two without.
+	for k, b := range []gpu.Backend{o, noKeeper{o}} {
+		n, err := build["residual"](b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(5, 6))
+		n.InitParams(r)
+		tr := solver.NewTrainer(n, solver.NewSGD(b, n.NumParams(), 0.9, 0, false), solver.Constant(0.01))
+		x := make([]float32, 4*n.In.Size())
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		labels := []int32{1, 2, 3, 4}
+		for s := 0; s < 3; s++ {
+			if s == 2 {
+				o.Profile(true)
+			}
+			if _, err := tr.Step(x, labels); err != nil {
+				t.Fatal(err)
+			}
+		}
+		im2col := 0
+		for _, kt := range o.Profile(false) {
+			if strings.HasPrefix(kt.Name, "im2col") {
+				im2col += kt.Launches
+			}
+		}
+		if want := 4 * (k + 1); im2col != want {
+			t.Errorf("kept columns %v: %d im2col launches in a training step, want %d", k == 0, im2col, want)
+		}
+	}
+}
