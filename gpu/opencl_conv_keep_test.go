@@ -11,8 +11,8 @@ import (
 )
 
 // clColGeoms are im2col and col2im's edge cases; N is the batch x holds.
-// Most planes have at least 32 positions, the size from which the kernels
-// run over planes (im2col_win, col2im_planes).
+// Most have at least 32 columns and a sample's group at least 32 elements,
+// the sizes from which im2col_win and col2im_planes run.
 var clColGeoms = []ConvGeom{
 	{N: 3, C: 3, H: 31, W: 29, K: 4, R: 11, S: 11, StrideH: 4, StrideW: 4, PadH: 2, PadW: 2}, // AlexNet conv1, small
 	{N: 2, C: 4, H: 13, W: 11, K: 4, R: 3, S: 5, StrideH: 2, StrideW: 1, PadH: 1, PadW: 2},   // rectangular, mixed strides
@@ -20,7 +20,8 @@ var clColGeoms = []ConvGeom{
 	{N: 2, C: 2, H: 10, W: 7, K: 2, R: 5, S: 2, StrideH: 1, StrideW: 3, PadH: 2, PadW: 1},    // odd widths, stride 3
 	{N: 2, C: 3, H: 12, W: 12, K: 3, R: 3, S: 3, StrideH: 2, StrideW: 2, PadH: 2, PadW: 2},   // padding wider than a step
 	{N: 3, C: 5, H: 9, W: 9, K: 6, R: 5, S: 5, PadH: 2, PadW: 2},                             // 5×5 same
-	{N: 2, C: 3, H: 6, W: 5, K: 4, R: 3, S: 3},                                               // small plane: one item per element
+	{N: 2, C: 3, H: 6, W: 5, K: 4, R: 3, S: 3},                                               // 24 columns: one item per element
+	{N: 4, C: 1, H: 6, W: 5, K: 4, R: 3, S: 3, PadW: 1},                                      // planes of 20: work-groups span samples
 	{N: 2, C: 4, H: 7, W: 33, K: 4, R: 7, S: 1, StrideH: 1, StrideW: 1, PadH: 3, Groups: 2},  // tall filter, groups
 }
 

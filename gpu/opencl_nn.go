@@ -103,36 +103,35 @@ func (g *ConvGeom) dwArgs() []any {
 var im2colWinTaps = 32
 
 // im2col writes the column matrix of cnt samples of one group at col[coloff:]:
-// over planes of output positions, a block of filter rows per item
-// (im2col_win), when an output plane has at least 32 positions, else one
-// item per element (im2col: a small plane would leave most of a work-group
-// idle).
+// a block of filter rows at one column per item (im2col_win), or one item
+// per element (im2col) when the matrix has fewer than 32 columns, too few
+// for a work-group.
 func (o *OpenCL) im2col(g *ConvGeom, rows, cnt, ohw int, col *clMem, coloff int, x *clMem, xoff int) {
 	args := append([]any{col, coloff, x, xoff}, g.colArgs(cnt)...)
-	if ohw >= 32 {
+	if cnt*ohw >= 32 {
 		rb := min(g.R, max(1, im2colWinTaps/g.S))
-		nrb := (g.R + rb - 1) / rb
-		o.runPlanes("im2col_win", ohw, g.C/g.groups()*nrb, cnt, append(args, rb, nrb)...)
+		o.runPlanes("im2col_win", cnt*ohw, g.C/g.groups(), (g.R+rb-1)/rb, append(args, rb)...)
 		return
 	}
 	o.run1("im2col", rows*cnt*ohw, args...)
 }
 
 // col2im sets dx (cnt samples of one group, at dxoff) from the column matrix
-// at col[coloff:]: over planes (col2im_planes, _s1 for stride 1) when an
-// input plane has at least 32 positions, else one item per element.
+// at col[coloff:]: over a sample's group per grid row (col2im_planes, _s1
+// for stride 1) when it has at least 32 elements, else one item per
+// element.
 func (o *OpenCL) col2im(g *ConvGeom, cnt int, dx *clMem, dxoff int, col *clMem, coloff int) {
 	args := append([]any{dx, dxoff, col, coloff}, g.colArgs(cnt)...)
-	cg, hw := g.C/g.groups(), g.H*g.W
-	if hw < 32 {
-		o.run1("col2im", cnt*cg*hw, args...)
+	per := g.C / g.groups() * g.H * g.W
+	if per < 32 {
+		o.run1("col2im", cnt*per, args...)
 		return
 	}
 	name := "col2im_planes"
 	if g.StrideH == 1 && g.StrideW == 1 {
 		name += "_s1"
 	}
-	o.runPlanes(name, hw, cg, cnt, args...)
+	o.runPlanes(name, per, cnt, 1, args...)
 }
 
 // ConvForward implements Backend.

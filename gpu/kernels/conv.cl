@@ -272,27 +272,27 @@ __kernel void transpose(__global store_t* dst, int doff, __global const store_t*
 	ST(dst, doff + c * rows + r, LD(src, soff + i));
 }
 
-// im2col_win: im2col over a 3-D grid (output position, block of filter
-// rows of one channel, sample). An item copies the taps of rb filter rows
-// (rows r0..r0+rb-1 of channel c, nrb blocks per channel) at one output
-// position, rb·S elements: it divides once for its position and once for its
-// block, then steps through the window with additions only, where
-// im2col_planes spent three divisions by run-time values on every element.
-// Consecutive items hold consecutive positions, so each of an item's stores
-// is, across the work-group, one contiguous run of col (coalesced). It
-// writes what im2col writes (a copy: the same bits).
+// im2col_win: im2col over a 3-D grid (column of the matrix, channel,
+// block of filter rows). An item copies the taps of rb filter rows (rows
+// blk·rb.. of channel c) at one output position of one sample, up to rb·S
+// elements: it divides twice for its sample and position, then steps
+// through the window with additions only, where im2col_planes spent three
+// divisions by run-time values on every element. Consecutive items hold
+// consecutive columns (sample after sample, so a work-group is not left
+// half idle by a small plane), so each of an item's stores is, across the
+// work-group, one contiguous run of col (coalesced). It writes what im2col
+// writes (a copy: the same bits).
 __kernel void im2col_win(__global store_t* col, int coloff, __global const store_t* x, int xoff, int nb, int xs, int Cg,
-                         int H, int W, int R, int S, int sh, int sw, int ph, int pw, int OH, int OW, int rb, int nrb) {
-	int p = get_global_id(0), j = get_global_id(1), n = get_global_id(2);
-	int ohw = OH * OW;
-	if (p >= ohw) return;
-	int c = j / nrb, r0 = (j - c * nrb) * rb, r1 = min(R, r0 + rb);
+                         int H, int W, int R, int S, int sh, int sw, int ph, int pw, int OH, int OW, int rb) {
+	int j = get_global_id(0), c = get_global_id(1), r0 = get_global_id(2) * rb;
+	int ohw = OH * OW, cols = nb * ohw;
+	if (j >= cols) return;
+	int n = j / ohw, p = j - n * ohw;
 	int oh = p / OW, ow = p - oh * OW;
 	int ih0 = oh * sh - ph, iw0 = ow * sw - pw;
-	int cols = nb * ohw;
-	int ci = coloff + (c * R + r0) * S * cols + n * ohw + p;
+	int ci = coloff + (c * R + r0) * S * cols + j;
 	int xc = xoff + n * xs + c * H * W;
-	for (int r = r0; r < r1; r++) {
+	for (int r = r0; r < min(R, r0 + rb); r++) {
 		int ih = ih0 + r;
 		bool rok = ih >= 0 && ih < H;
 		int xr = xc + ih * W;
@@ -305,17 +305,20 @@ __kernel void im2col_win(__global store_t* col, int coloff, __global const store
 	}
 }
 
-// col2im_planes and col2im_planes_s1: col2im over a 3-D grid (position in
-// the input plane, channel, sample), one division per item for its
-// position; _s1 is for stride 1 in both directions, where the stride's
-// divisions and remainders fold away. Each item adds the same column
-// entries in the same order as col2im (increasing r, then s): the same bits.
+// col2im_planes and col2im_planes_s1: col2im over a 2-D grid (element of
+// a sample's group, sample), two divisions per item for its channel and
+// position where col2im spent five; _s1 is for stride 1 in both
+// directions, where the stride's divisions and remainders fold away. Each
+// item adds the same column entries in the same order as col2im
+// (increasing r, then s): the same bits.
 #define COL2IM_PLANES(SFX, SH, SW)                                                                                      \
 	__kernel void col2im_planes##SFX(__global store_t* dx, int dxoff, __global const store_t* col, int coloff, int nb,   \
 	                                 int xs, int Cg, int H, int W, int R, int S, int sh, int sw, int ph, int pw, int OH,  \
 	                                 int OW) {                                                                            \
-		int q = get_global_id(0), c = get_global_id(1), n = get_global_id(2);                                          \
-		if (q >= H * W) return;                                                                                        \
+		int e = get_global_id(0), n = get_global_id(1);                                                                \
+		int hw = H * W;                                                                                                \
+		if (e >= Cg * hw) return;                                                                                      \
+		int c = e / hw, q = e - c * hw;                                                                                \
 		int ih = q / W, iw = q - ih * W;                                                                               \
 		int ohw = OH * OW, cols = nb * ohw;                                                                            \
 		__global const store_t* cn = col + coloff + n * ohw;                                                           \
@@ -328,7 +331,7 @@ __kernel void im2col_win(__global store_t* col, int coloff, __global const store
 			for (int s = s0, ow = (tw - s0) / (SW); s <= s1; s += (SW), ow--)                                          \
 				acc += LD(cn, ((c * R + r) * S + s) * cols + oh * OW + ow);                                            \
 		}                                                                                                              \
-		ST(dx, dxoff + n * xs + c * H * W + q, acc);                                                                   \
+		ST(dx, dxoff + n * xs + e, acc);                                                                               \
 	}
 COL2IM_PLANES(, sh, sw)
 COL2IM_PLANES(_s1, 1, 1)
