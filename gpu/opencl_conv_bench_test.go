@@ -3,9 +3,11 @@
 package gpu
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -21,6 +23,8 @@ import (
 // written (pooling). COTRAIN_BENCH_BATCH sets the batch (default 32, the
 // batch of issue 19's table); on PoCL (OpenCL on the CPU) a smaller one
 // keeps a run short, and its ratios say little about a GPU's.
+// COTRAIN_BENCH_IM2COL_TAPS=1,121 also times im2col_win with other block
+// sizes (im2colWinTaps).
 
 // alexConvs are AlexNet's five convolutions at batch 32.
 var alexConvs = []struct {
@@ -93,7 +97,29 @@ func BenchmarkOpenCLIm2col(b *testing.B) {
 		b.Run(c.name+"/new", func(b *testing.B) {
 			benchKernel(b, o, bytes, func() { o.im2col(&g, rows, g.N, ohw, col.m, col.off, x.m, x.off) })
 		})
+		for _, taps := range benchTaps(b) {
+			b.Run(fmt.Sprintf("%s/new-taps=%d", c.name, taps), func(b *testing.B) {
+				defer func(v int) { im2colWinTaps = v }(im2colWinTaps)
+				im2colWinTaps = taps
+				benchKernel(b, o, bytes, func() { o.im2col(&g, rows, g.N, ohw, col.m, col.off, x.m, x.off) })
+			})
+		}
 	}
+}
+
+// benchTaps is COTRAIN_BENCH_IM2COL_TAPS, a comma-separated list of
+// im2colWinTaps values that BenchmarkOpenCLIm2col times besides the default
+// (1: one filter row per item; 121: AlexNet conv1's whole window).
+func benchTaps(b *testing.B) []int {
+	var out []int
+	for _, f := range strings.FieldsFunc(os.Getenv("COTRAIN_BENCH_IM2COL_TAPS"), func(r rune) bool { return r == ',' }) {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			b.Fatalf("COTRAIN_BENCH_IM2COL_TAPS: %q is not a positive count", f)
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func BenchmarkOpenCLCol2im(b *testing.B) {

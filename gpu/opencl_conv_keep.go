@@ -43,17 +43,25 @@ func (g *ConvGeom) convKeepLen() int {
 }
 
 // ConvKeepColumns implements ConvColumnKeeper: a buffer for g's column
-// matrices, or nil when g has none or they do not fit the budget.
+// matrices, or nil when g has none, they do not fit the budget or the
+// device refuses the allocation.
 func (o *OpenCL) ConvKeepColumns(g ConvGeom) Buffer {
 	n := g.convKeepLen()
 	bytes := int64(n) * int64(o.esize())
 	if n <= 0 || n > math.MaxInt32 || bytes > o.info.GlobalMem/4 || o.keepBytes.Load()+bytes > o.keepBudget {
 		return nil
 	}
-	b := o.Alloc(n).(*clBuf)
+	// Not Alloc: a device that refuses the memory leaves the layer
+	// expanding twice, not panicking; and nothing reads the matrices before
+	// ConvForwardKeep writes them, so they are not zeroed.
+	m, err := o.ctx.allocSized(n, o.esize())
+	if err != nil {
+		o.log.Debug("gpu: opencl: no memory to keep column matrices", "elements", n, "err", err)
+		return nil
+	}
 	o.keepBytes.Add(bytes)
-	runtime.AddCleanup(b.m, func(k *atomic.Int64) { k.Add(-bytes) }, &o.keepBytes)
-	return b
+	runtime.AddCleanup(m, func(k *atomic.Int64) { k.Add(-bytes) }, &o.keepBytes)
+	return &clBuf{m: m, n: n, owner: o}
 }
 
 // keepBufs checks the buffers of ConvForwardKeep and ConvBackwardFilterCols.
