@@ -271,18 +271,19 @@ type Backend interface {
 //     workspace). nil means no column matrix for g (depthwise, pointwise) or
 //     no room under the backend's budget: use ConvForward and
 //     ConvBackwardFilter as usual.
-//  2. ConvForwardKeep(g, y, x, w, bias, cols) is ConvForward, and leaves x's
-//     columns in cols. g.N may be smaller than the batch the buffer was
-//     asked for.
-//  3. ConvBackwardFilterCols(g, dw, dbias, dy, cols) is ConvBackwardFilter
-//     for the x and the g of the last ConvForwardKeep into cols, with the
-//     same bits. It reads no x, so it is correct only while x is what it was
-//     then and nothing else wrote cols: a caller that cannot tell runs
-//     ConvBackwardFilter.
+//  2. ConvForwardKeep(g, y, x, w, bias, ws, cols) is ConvForward(g, y, x,
+//     w, bias, ws) with the same bits, and leaves x's columns in cols. g.N
+//     may be smaller than the batch the buffer was asked for.
+//  3. ConvBackwardFilterCols(g, dw, dbias, dy, ws, cols) is
+//     ConvBackwardFilter(g, dw, dbias, dy, x, ws) with the same bits, for the
+//     x and the g of the last ConvForwardKeep into cols. It reads no x, so it
+//     is correct only while x is what it was then and nothing else wrote
+//     cols: a caller that cannot tell runs ConvBackwardFilter. The
+//     workspace ws is still needed (its size sets how the batch is chunked).
 type ConvColumnKeeper interface {
 	ConvKeepColumns(g ConvGeom) Buffer
-	ConvForwardKeep(g ConvGeom, y, x, w, bias, cols Buffer)
-	ConvBackwardFilterCols(g ConvGeom, dw, dbias, dy, cols Buffer)
+	ConvForwardKeep(g ConvGeom, y, x, w, bias, ws, cols Buffer)
+	ConvBackwardFilterCols(g ConvGeom, dw, dbias, dy, ws, cols Buffer)
 }
 
 // ErrGeometry is returned when a layer geometry cannot be computed.

@@ -207,8 +207,8 @@ func BenchmarkOpenCLConvKeep(b *testing.B) {
 		}
 		b.Run(c.name+"/kept", func(b *testing.B) {
 			benchKernel(b, o, 0, func() {
-				o.ConvForwardKeep(g, y, x, w, nil, cols)
-				o.ConvBackwardFilterCols(g, dw, nil, y, cols)
+				o.ConvForwardKeep(g, y, x, w, nil, ws, cols)
+				o.ConvBackwardFilterCols(g, dw, nil, y, ws, cols)
 			})
 		})
 	}

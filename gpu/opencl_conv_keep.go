@@ -18,8 +18,10 @@ import (
 // ConvBackwardFilter expands x again. With a buffer of its own per layer
 // (ConvKeepColumns), the forward leaves the whole batch's matrix there, all
 // groups side by side (group gi's at gi·rows·N·OH·OW), and the filter
-// gradient reads it: one im2col launch per group and step fewer, the same
-// products on the same matrix, so the same bits.
+// gradient reads it: one im2col launch per group and step fewer. The
+// products run in the chunks the workspace gives, as without kept matrices
+// (a filter gradient summed over chunks rounds differently from one summed
+// at once): the same products on the same matrices, so the same bits.
 //
 // The buffers are charged against a budget of an eighth of the device's
 // memory (keepBudget), counted while they are alive; past it, or for a
@@ -76,30 +78,34 @@ func (o *OpenCL) keepBufs(op string, g *ConvGeom, cols Buffer) *clBuf {
 	return c
 }
 
-// ConvForwardKeep implements ConvColumnKeeper: ConvForward over the whole
-// batch at once, each group's column matrix left at its place in cols.
-func (o *OpenCL) ConvForwardKeep(g ConvGeom, y, x, w, bias, cols Buffer) {
+// ConvForwardKeep implements ConvColumnKeeper: ConvForward with every
+// group's column matrix of the whole batch left at its place in cols. The
+// products run in the chunks ws gives, as ConvForward's do.
+func (o *OpenCL) ConvForwardKeep(g ConvGeom, y, x, w, bias, ws, cols Buffer) {
 	c := o.keepBufs("ConvForwardKeep", &g, cols)
-	xs, wsl, ys, bs, col, _ := o.convBufs("ConvForwardKeep", &g, x, w, y, bias, c)
-	o.convForward(&g, ys, xs, wsl, col, g.N, g.colRows()*g.N*g.OH*g.OW)
+	xs, wsl, ys, bs, _, nb := o.convBufs("ConvForwardKeep", &g, x, w, y, bias, ws)
+	o.convForward(&g, ys, xs, wsl, c, nb, true)
 	if bs != nil {
 		o.AddBias(y, bias, g.N, g.K, g.OH*g.OW)
 	}
 }
 
 // ConvBackwardFilterCols implements ConvColumnKeeper: ConvBackwardFilter
-// with the column matrices ConvForwardKeep left in cols.
-func (o *OpenCL) ConvBackwardFilterCols(g ConvGeom, dw, dbias, dy, cols Buffer) {
+// with the column matrices ConvForwardKeep left in cols, in the chunks ws
+// gives, as ConvBackwardFilter's (a gradient summed over chunks rounds
+// differently from one summed at once).
+func (o *OpenCL) ConvBackwardFilterCols(g ConvGeom, dw, dbias, dy, ws, cols Buffer) {
 	c := o.keepBufs("ConvBackwardFilterCols", &g, cols)
 	dws, dys := o.buf(dw), o.buf(dy)
 	if dws.n != g.K*g.colRows() || dys.n != g.N*g.K*g.OH*g.OW {
 		panic(fmt.Sprintf("gpu: ConvBackwardFilterCols: buffers dw %d, dy %d do not fit %+v", dws.n, dys.n, g))
 	}
+	nb := o.chunk("ConvBackwardFilterCols", &g, o.buf(ws))
 	if dbias != nil {
 		if o.buf(dbias).n != g.K {
 			panic(fmt.Sprintf("gpu: ConvBackwardFilterCols: dbias of %d for %d channels", dbias.Len(), g.K))
 		}
 		o.BiasGrad(dbias, dy, g.N, g.K, g.OH*g.OW)
 	}
-	o.convFilter(&g, dws, dys, nil, c, g.N, g.colRows()*g.N*g.OH*g.OW, false)
+	o.convFilter(&g, dws, dys, nil, c, nb, true)
 }

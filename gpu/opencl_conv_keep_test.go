@@ -129,7 +129,8 @@ func requireSameBits(t *testing.T, what string, got, want []float32) {
 // TestOpenCLConvKeepColumns checks ConvColumnKeeper: a forward that keeps
 // its column matrices and the filter gradient that reads them give the bits
 // of ConvForward and ConvBackwardFilter (groups, strides, bias or none, a
-// batch smaller than the buffer was asked for), the filter gradient
+// batch smaller than the buffer was asked for, a workspace that holds the
+// whole batch or one sample at a time), the filter gradient
 // launches no im2col, and there are no kept matrices where there is no
 // column matrix or no room.
 func TestOpenCLConvKeepColumns(t *testing.T) { bothStorages(t, testOpenCLConvKeepColumns) }
@@ -159,8 +160,16 @@ func testOpenCLConvKeepColumns(t *testing.T, o *OpenCL) {
 		o.Upload(dy, forStorage(o, clRand(r, dy.Len())))
 		bias := o.Alloc(g.K)
 		o.Upload(bias, forStorage(o, clRand(r, g.K)))
-		ws := o.Alloc(o.ConvWorkspace(g))
-		for _, b := range []Buffer{bias, nil} {
+		per := g.colRows() * g.OH * g.OW
+		for _, tc := range []struct {
+			ws Buffer
+			b  Buffer
+		}{
+			{o.Alloc(o.ConvWorkspace(g)), bias}, // the whole batch at once
+			{o.Alloc(o.ConvWorkspace(g)), nil},
+			{o.Alloc(per + 1), bias}, // chunks of one sample
+		} {
+			ws, b := tc.ws, tc.b
 			var out [2][3][]float32 // y, dw, db; plain then kept
 			for k := range out {
 				y, dw, db := o.Alloc(dy.Len()), o.Alloc(w.Len()), o.Alloc(g.K)
@@ -175,10 +184,10 @@ func testOpenCLConvKeepColumns(t *testing.T, o *OpenCL) {
 					o.ConvForward(g, y, x, w, b, ws)
 					o.ConvBackwardFilter(g, dw, dbias, dy, x, ws)
 				} else {
-					o.ConvForwardKeep(g, y, x, w, b, cols)
-					o.Fill(ws, float32(math.NaN())) // the gradient must not need the workspace
+					o.ConvForwardKeep(g, y, x, w, b, ws, cols)
+					o.Fill(ws, float32(math.NaN())) // its size sets the chunks; its contents are not read
 					o.Profile(true)
-					o.ConvBackwardFilterCols(g, dw, dbias, dy, cols)
+					o.ConvBackwardFilterCols(g, dw, dbias, dy, ws, cols)
 					for _, kt := range o.Profile(false) {
 						if strings.HasPrefix(kt.Name, "im2col") {
 							t.Errorf("%+v: the filter gradient from kept columns launched %s", g, kt.Name)
@@ -191,7 +200,7 @@ func testOpenCLConvKeepColumns(t *testing.T, o *OpenCL) {
 				if i == 2 && b == nil {
 					continue
 				}
-				requireSameBits(t, fmt.Sprintf("%+v bias %v: %s", g, b != nil, what), out[1][i], out[0][i])
+				requireSameBits(t, fmt.Sprintf("%+v bias %v, %d samples per chunk: %s", g, b != nil, min(g.N, ws.Len()/per), what), out[1][i], out[0][i])
 			}
 		}
 	}

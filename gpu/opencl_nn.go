@@ -53,15 +53,21 @@ func (o *OpenCL) convBufs(op string, g *ConvGeom, x, w, y, bias, ws Buffer) (xs,
 	if xs.n != g.N*g.C*g.H*g.W || wsl.n != g.K*g.colRows() || ys.n != g.N*g.K*g.OH*g.OW || !okBias || g.OH <= 0 || g.OW <= 0 {
 		panic(fmt.Sprintf("gpu: %s: buffers x %d, w %d, y %d do not fit %+v", op, xs.n, wsl.n, ys.n, *g))
 	}
-	nb = g.N
-	if !g.depthwise() && !g.pointwise() {
-		per := g.colRows() * g.OH * g.OW
-		if col == nil || col.n < per {
-			panic(fmt.Sprintf("gpu: %s: workspace too small for %+v", op, *g))
-		}
-		nb = min(g.N, col.n/per)
+	return xs, wsl, ys, bs, col, o.chunk(op, g, col)
+}
+
+// chunk is how many samples one column matrix of the workspace ws holds: the
+// batch is expanded and multiplied in chunks of that many (the whole batch
+// for convolutions without a column matrix).
+func (o *OpenCL) chunk(op string, g *ConvGeom, ws *clBuf) int {
+	if g.depthwise() || g.pointwise() {
+		return g.N
 	}
-	return
+	per := g.colRows() * g.OH * g.OW
+	if ws == nil || ws.n < per {
+		panic(fmt.Sprintf("gpu: %s: workspace too small for %+v", op, *g))
+	}
+	return min(g.N, ws.n/per)
 }
 
 // batchMat is the segmented matrix of channels [ch, ch+rowsOf) of samples
@@ -137,16 +143,18 @@ func (o *OpenCL) col2im(g *ConvGeom, cnt int, dx *clMem, dxoff int, col *clMem, 
 // ConvForward implements Backend.
 func (o *OpenCL) ConvForward(g ConvGeom, y, x, w, bias, ws Buffer) {
 	xs, wsl, ys, bs, col, nb := o.convBufs("ConvForward", &g, x, w, y, bias, ws)
-	o.convForward(&g, ys, xs, wsl, col, nb, 0)
+	o.convForward(&g, ys, xs, wsl, col, nb, false)
 	if bs != nil {
 		o.AddBias(y, bias, g.N, g.K, g.OH*g.OW)
 	}
 }
 
-// convForward runs the forward of a convolution without its bias: chunks
-// of nb samples, each group's column matrix at col.off + gi·gstride (0: the
-// groups take turns in one workspace; ConvForwardKeep keeps them all).
-func (o *OpenCL) convForward(g *ConvGeom, ys, xs, wsl, col *clBuf, nb, gstride int) {
+// convForward runs the forward of a convolution without its bias in
+// chunks of nb samples. Unless kept, each chunk and group is expanded into
+// col in turn; kept (ConvForwardKeep), col receives every group's matrix of
+// the whole batch (group gi's at gi·rows·N·OH·OW) and each chunk's product
+// reads its columns there: the same products, so the same bits.
+func (o *OpenCL) convForward(g *ConvGeom, ys, xs, wsl, col *clBuf, nb int, kept bool) {
 	if g.depthwise() {
 		args := append([]any{ys.m, ys.off, xs.m, xs.off, wsl.m, wsl.off}, g.dwArgs()...)
 		if sfx := g.dw3Kernel(); sfx != "" {
@@ -158,16 +166,24 @@ func (o *OpenCL) convForward(g *ConvGeom, ys, xs, wsl, col *clBuf, nb, gstride i
 	}
 	grp := g.groups()
 	cg, kg, rows, ohw := g.C/grp, g.K/grp, g.colRows(), g.OH*g.OW
+	if kept {
+		for gi := 0; gi < grp; gi++ {
+			o.im2col(g, rows, g.N, ohw, col.m, col.off+gi*rows*g.N*ohw, xs.m, xs.off+gi*cg*g.H*g.W)
+		}
+	}
 	for n0 := 0; n0 < g.N; n0 += nb {
 		cnt := min(nb, g.N-n0)
 		for gi := 0; gi < grp; gi++ {
 			var src mat
-			if g.pointwise() {
+			switch {
+			case g.pointwise():
 				src = batchMat(xs, n0, cnt, gi*cg, g.C, ohw)
-			} else {
+			case kept:
+				src = plainMat(col.m, col.off+gi*rows*g.N*ohw+n0*ohw, g.N*ohw)
+			default:
 				xoff := xs.off + (n0*g.C+gi*cg)*g.H*g.W
-				o.im2col(g, rows, cnt, ohw, col.m, col.off+gi*gstride, xs.m, xoff)
-				src = plainMat(col.m, col.off+gi*gstride, cnt*ohw)
+				o.im2col(g, rows, cnt, ohw, col.m, col.off, xs.m, xoff)
+				src = plainMat(col.m, col.off, cnt*ohw)
 			}
 			o.gemm(false, false, kg, cnt*ohw, rows, 1, plainMat(wsl.m, wsl.off+gi*kg*rows, rows), src,
 				0, batchMat(ys, n0, cnt, gi*kg, g.K, ohw))
@@ -213,13 +229,14 @@ func (o *OpenCL) ConvBackwardFilter(g ConvGeom, dw, dbias, dy, x, ws Buffer) {
 	if dbs != nil {
 		o.BiasGrad(dbias, dy, g.N, g.K, g.OH*g.OW)
 	}
-	o.convFilter(&g, dws, dys, xs, col, nb, 0, true)
+	o.convFilter(&g, dws, dys, xs, col, nb, false)
 }
 
-// convFilter sets dw from dy and the column matrices of x: expanded here
-// into col (chunks of nb samples) when expand is set, else already there,
-// each group's at col.off + gi·gstride (ConvBackwardFilterCols).
-func (o *OpenCL) convFilter(g *ConvGeom, dws, dys, xs, col *clBuf, nb, gstride int, expand bool) {
+// convFilter sets dw from dy and the column matrices of x in chunks of nb
+// samples (the gradient accumulating over them): expanded here into col
+// chunk by chunk unless kept, else already in col as convForward kept them,
+// each chunk's product reading its columns there.
+func (o *OpenCL) convFilter(g *ConvGeom, dws, dys, xs, col *clBuf, nb int, kept bool) {
 	if g.depthwise() {
 		if l, p := redParts(g.N * g.OH * g.OW); p > 1 || (g.R == 3 && g.S == 3) {
 			part := o.scratch(&o.redPart, 2*dws.n*p) // acc_t: room for double
@@ -245,14 +262,15 @@ func (o *OpenCL) convFilter(g *ConvGeom, dws, dys, xs, col *clBuf, nb, gstride i
 		}
 		for gi := 0; gi < grp; gi++ {
 			var src mat // the column matrix (rows × cnt·ohw), read transposed
-			if g.pointwise() {
+			switch {
+			case g.pointwise():
 				src = batchMat(xs, n0, cnt, gi*cg, g.C, ohw)
-			} else {
-				if expand {
-					xoff := xs.off + (n0*g.C+gi*cg)*g.H*g.W
-					o.im2col(g, rows, cnt, ohw, col.m, col.off+gi*gstride, xs.m, xoff)
-				}
-				src = plainMat(col.m, col.off+gi*gstride, cnt*ohw)
+			case kept:
+				src = plainMat(col.m, col.off+gi*rows*g.N*ohw+n0*ohw, g.N*ohw)
+			default:
+				xoff := xs.off + (n0*g.C+gi*cg)*g.H*g.W
+				o.im2col(g, rows, cnt, ohw, col.m, col.off, xs.m, xoff)
+				src = plainMat(col.m, col.off, cnt*ohw)
 			}
 			o.gemm(false, true, kg, rows, cnt*ohw, 1, batchMat(dys, n0, cnt, gi*kg, g.K, ohw), src,
 				beta, plainMat(dws.m, dws.off+gi*kg*rows, rows))

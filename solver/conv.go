@@ -135,7 +135,7 @@ func (l *Conv2D) bias(bufs []gpu.Buffer) gpu.Buffer {
 func (l *Conv2D) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 	l.colsOf = nil
 	if k, ok := p.B.(gpu.ConvColumnKeeper); ok && p.Train && l.cols != nil && p.N <= l.colsCap {
-		k.ConvForwardKeep(l.geom(p.N), out, in[0], l.P[0], l.bias(l.P), l.cols)
+		k.ConvForwardKeep(l.geom(p.N), out, in[0], l.P[0], l.bias(l.P), p.WS, l.cols)
 		l.colsOf, l.colsN = in[0], p.N
 		return
 	}
@@ -166,7 +166,7 @@ func (l *Conv2D) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.B
 	}
 	k, keeps := p.B.(gpu.ConvColumnKeeper)
 	if keeps && l.colsOf != nil && l.colsOf == in[0] && l.colsN == p.N {
-		k.ConvBackwardFilterCols(g, l.G[0], l.bias(l.G), dout, l.cols)
+		k.ConvBackwardFilterCols(g, l.G[0], l.bias(l.G), dout, p.WS, l.cols)
 		l.colsOf = nil // one Backward per Forward; drop the reference to x
 		return
 	}
