@@ -99,13 +99,17 @@ func (l *Conv2D) Params() []ParamSpec {
 	return ps
 }
 
-// Bind implements Layer and keeps the backend for Workspace.
+// Bind implements Layer and keeps the backend for Workspace. Kept column
+// matrices belong to the backend that made them: a layer bound again drops
+// them.
 func (l *Conv2D) Bind(b gpu.Backend, params, grads, state []gpu.Buffer) {
 	l.b = b
+	l.cols, l.colsCap, l.colsOf = nil, 0, nil
 	l.Base.Bind(b, params, grads, state)
 }
 
-// Resize implements Layer: the convolution keeps no per-batch buffers.
+// Resize implements Layer: the convolution's only per-batch buffer, its
+// kept column matrices, is asked for by Backward when it first needs it.
 func (l *Conv2D) Resize(b gpu.Backend, _ int) { l.b = b }
 
 // Workspace implements Layer: the backend's scratch for n samples.
