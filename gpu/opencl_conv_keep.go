@@ -29,8 +29,9 @@ import (
 // largest-allocation OpenCL allows a device to report) or 2³¹−1 elements
 // (the kernels index in int), ConvKeepColumns answers nil and the layer
 // expands twice as before. A dropped buffer returns to the budget when the
-// collector frees it, so a batch size that grows may be refused once while
-// the old buffer is still counted.
+// collector frees it, so the larger buffer a growing batch asks for may be
+// refused while the old one is still counted (solver.Conv2D then keeps the
+// old one, for the batches it holds).
 
 var _ ConvColumnKeeper = (*OpenCL)(nil)
 

@@ -27,10 +27,11 @@ type Conv2D struct {
 
 	// Column matrices kept from a training Forward for the filter gradient,
 	// on a backend that offers them (gpu.ConvColumnKeeper); see Backward.
-	cols    gpu.Buffer // this layer's own, for batches up to colsCap; nil: none
-	colsCap int        // the batch cols was asked for (ConvKeepColumns)
-	colsOf  gpu.Buffer // the input whose columns cols holds; nil: none valid
-	colsN   int        // the batch of that Forward
+	cols      gpu.Buffer // this layer's own, for batches up to colsCap; nil: none
+	colsCap   int        // the batch cols was asked for (ConvKeepColumns)
+	colsAsked int        // the largest batch asked for, granted or not
+	colsOf    gpu.Buffer // the input whose columns cols holds; nil: none valid
+	colsN     int        // the batch of that Forward
 }
 
 // NewConv2D returns a convolution; the input channels and size come from Setup.
@@ -104,7 +105,7 @@ func (l *Conv2D) Params() []ParamSpec {
 // them.
 func (l *Conv2D) Bind(b gpu.Backend, params, grads, state []gpu.Buffer) {
 	l.b = b
-	l.cols, l.colsCap, l.colsOf = nil, 0, nil
+	l.cols, l.colsCap, l.colsAsked, l.colsOf = nil, 0, 0, nil
 	l.Base.Bind(b, params, grads, state)
 }
 
@@ -157,8 +158,9 @@ func (*Conv2D) BackwardReads(paramGrads bool) (in, out bool) { return paramGrads
 // Backward, the matrix depends on x alone (not on the weights, which may
 // have moved), and the buffer is this layer's own (the shared workspace is
 // overwritten by every later layer). Otherwise it expands x again, and the
-// first such Backward with a batch larger than the buffer asks the backend
-// for one (within its memory budget; nil: no room, expand every time).
+// first such Backward with a batch larger than any asked for before asks
+// the backend for a buffer (within its memory budget; nil: no room, and the
+// buffer for smaller batches, if any, stays).
 // Frozen layers (paramGrads false) never ask.
 func (l *Conv2D) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.Buffer, _ gpu.Buffer, paramGrads bool) {
 	g := l.geom(p.N)
@@ -175,7 +177,12 @@ func (l *Conv2D) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.B
 		return
 	}
 	p.B.ConvBackwardFilter(g, l.G[0], l.bias(l.G), dout, in[0], p.WS)
-	if keeps && p.N > l.colsCap {
-		l.cols, l.colsCap = k.ConvKeepColumns(g), p.N
+	if keeps && p.N > l.colsAsked {
+		// Asked once per larger batch: a refusal may have cost the backend a
+		// collection. Refused, the buffer for smaller batches stays.
+		l.colsAsked = p.N
+		if c := k.ConvKeepColumns(g); c != nil {
+			l.cols, l.colsCap = c, p.N
+		}
 	}
 }
