@@ -95,6 +95,20 @@ func StoresHalf(b Backend) bool {
 	return ok && h.HalfStorage()
 }
 
+// OverlapsUploads reports whether an Upload on b can run while kernels
+// enqueued before it still run (an OpenCL backend with a transfer queue),
+// provided none of them uses the uploaded buffer's allocation and a
+// Download returned after the last one that did. A caller that uploads a
+// batch every step hides the upload behind the previous step's work by
+// alternating two input allocations; on any other backend the second
+// allocation would be memory spent for nothing. Whatever it reports, an
+// Upload is never seen by kernels enqueued before it and always by those
+// enqueued after.
+func OverlapsUploads(b Backend) bool {
+	o, ok := b.(interface{ OverlapsUploads() bool })
+	return ok && o.OverlapsUploads()
+}
+
 // openCLDriver is set when the package is built with -tags opencl.
 var openCLDriver struct {
 	open func(req openCLRequest) (Backend, error)

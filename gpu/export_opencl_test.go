@@ -25,3 +25,7 @@ func SetStaging(o *OpenCL, on bool, min, chunk, slots int) (restore func()) {
 
 // Staged returns the bytes o moved through its pinned staging slots.
 func Staged(o *OpenCL) int64 { return o.ctx.st.staged }
+
+// TransferQueued returns the bytes o wrote through its transfer queue
+// (opencl_xfer.go).
+func TransferQueued(o *OpenCL) int64 { return o.ctx.xferUp }

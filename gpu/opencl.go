@@ -14,14 +14,17 @@ import (
 	"unsafe"
 )
 
-// OpenCL is the Backend on one OpenCL device: one context, one in-order
-// queue, every kernel built once at creation (from the disk cache when it
-// can). It is safe for use by one network at a time, like CPU.
+// OpenCL is the Backend on one OpenCL device: one context, an in-order
+// queue for kernels and a second one for uploads (opencl_xfer.go), every
+// kernel built once at creation (from the disk cache when it can). It is
+// safe for use by one network at a time, like CPU.
 //
 // Buffers live on the device; only Upload, Download and the loss value of
 // SoftmaxCrossEntropy cross to the host. Kernels are enqueued without
 // waiting, so a training step runs as one stream of launches; Download (a
-// blocking read) is where the host waits.
+// blocking read) is where the host waits. An Upload into an allocation that
+// no unfinished kernel uses runs beside the kernels (OverlapsUploads); one
+// into an allocation that queued kernels still use waits for them.
 //
 // A failing OpenCL call after creation (out of device memory in Alloc, a lost
 // device) panics with a *CLError: the Backend interface has no error returns,
@@ -45,14 +48,18 @@ type OpenCL struct {
 	gemmRates  map[int]map[string]float64 // the tuner's GFLOPS per timed size and variant
 	gemmKey    string                     // extra options and candidates, for the tuning file's name
 
-	coef    *clMem  // per-channel batch-norm coefficients (4 per channel)
-	splitWS *clMem  // partial sums of split-k products (opencl_gemm.go)
-	redPart *clMem  // partial results of two-level reductions (redParts)
-	convWT  *clMem  // a transposed filter matrix (ConvBackwardData)
-	poolIdx *clMem  // int offsets of max-pool windows' maxima (MaxPoolBackward)
-	loss    *clMem  // per-row losses of SoftmaxCrossEntropy, then their sum
-	labels  *clMem  // int32 labels, reused across calls
-	lastLb  []int32 // labels now in the labels buffer
+	coef    *clMem // per-channel batch-norm coefficients (4 per channel)
+	splitWS *clMem // partial sums of split-k products (opencl_gemm.go)
+	redPart *clMem // partial results of two-level reductions (redParts)
+	convWT  *clMem // a transposed filter matrix (ConvBackwardData)
+	poolIdx *clMem // int offsets of max-pool windows' maxima (MaxPoolBackward)
+	loss    *clMem // per-row losses of SoftmaxCrossEntropy, then their sum
+	// Two int32 label buffers, reused across calls, and the labels each
+	// holds: new labels go into the one the last step did not use, which
+	// the step's loss read has left idle, so their upload need not wait
+	// for the kernels still running (opencl_xfer.go).
+	labels [2]labelBuf
+	curLb  int // the buffer holding the labels of the last call
 
 	// Column matrices kept from forward to backward (opencl_conv_keep.go):
 	// the bytes of those alive, and the most they may take.
@@ -96,9 +103,9 @@ func (o *OpenCL) esize() int {
 // Name implements Backend: "opencl:N <device name>".
 func (o *OpenCL) Name() string { return fmt.Sprintf("opencl:%d %s", o.info.Index, o.info.Name) }
 
-// Close waits for the queue, then releases every buffer the backend
+// Close waits for the queues, then releases every buffer the backend
 // allocated (those still referenced included), the kernels, the programs,
-// the queue and the context. The backend and its buffers must not be used
+// the queues and the context. The backend and its buffers must not be used
 // afterwards: an operation on them panics with an error saying so. Owners
 // find Close through io.Closer (gpu.Backend has none: the CPU backend holds
 // nothing to release). A second Close does nothing.
@@ -121,7 +128,7 @@ func (o *OpenCL) Close() error {
 
 // Profile turns per-kernel timing on or off and returns what was timed
 // since the last call, longest first. While on, every launch waits for the
-// previous work and for itself, so a step runs slower, but each kernel's
+// previous work of both queues and for itself, so a step runs slower, but each kernel's
 // time is its own (plus a launch's latency). GEMMs are named by their
 // transpose case (gemm_nn...), the split-k sum gemm_sum.
 func (o *OpenCL) Profile(on bool) []KernelTime {
@@ -148,8 +155,17 @@ func (o *OpenCL) ProfileShapes(on bool) { o.ctx.profShapes = on }
 // device and are not counted.
 func (o *OpenCL) Transferred() (up, down int64) { return o.ctx.up, o.ctx.down }
 
-// Finish blocks until every enqueued kernel has run (for timing).
+// Finish blocks until every enqueued kernel and transfer has run (for timing).
 func (o *OpenCL) Finish() error { return o.ctx.finish() }
+
+// OverlapsUploads reports whether an Upload can run while kernels enqueued
+// before it still run: true unless the driver refused a second queue or
+// OpenCLConfig.OneQueue asked for one. It does so when none of those
+// kernels uses the uploaded buffer's allocation and a Download (or the loss
+// of SoftmaxCrossEntropy) returned after the last one that did; otherwise
+// the upload waits for them. A caller that alternates two input
+// allocations meets that (see gpu.OverlapsUploads).
+func (o *OpenCL) OverlapsUploads() bool { return o.ctx.xfer != nil }
 
 // buf unwraps a buffer of this backend; nil stays nil. A foreign buffer is our bug.
 func (o *OpenCL) buf(b Buffer) *clBuf {
@@ -402,21 +418,35 @@ func (o *OpenCL) SoftmaxBackward(dx, dy, y Buffer, outer, c, inner int) {
 	o.run1("softmax_axis_backward", outer*inner, dxs.m, dxs.off, dys.m, dys.off, ys.m, ys.off, outer, c, inner)
 }
 
-// putLabels uploads labels into the reused int buffer unless it holds them
-// already (the backward pass normally follows the forward pass with the same
-// labels, so a step uploads them once). Labels out of range are the caller's
-// bug, checked here because a kernel would read out of bounds.
+// labelBuf is a device buffer of int32 labels and the labels it holds.
+type labelBuf struct {
+	m    *clMem
+	vals []int32
+}
+
+// putLabels returns a device buffer holding labels: the one that holds them
+// already if either does (the backward pass normally follows the forward
+// pass with the same labels, so a step uploads them once), else the other
+// buffer than last time's, with labels uploaded into it. Labels out of range
+// are the caller's bug, checked here because a kernel would read out of
+// bounds.
 func (o *OpenCL) putLabels(labels []int32, classes int) *clMem {
 	for _, l := range labels {
 		if l < 0 || int(l) >= classes {
 			panic(fmt.Sprintf("gpu: label %d out of [0, %d)", l, classes))
 		}
 	}
-	m := o.scratch(&o.labels, len(labels))
-	if m != o.labels || len(o.lastLb) != len(labels) || !equalInt32(o.lastLb, labels) {
-		must(o.ctx.write(m, 0, unsafe.Pointer(&labels[0]), 4*len(labels)))
-		o.lastLb = append(o.lastLb[:0], labels...)
+	for _, i := range []int{o.curLb, 1 - o.curLb} {
+		if lb := &o.labels[i]; lb.m != nil && len(lb.vals) == len(labels) && equalInt32(lb.vals, labels) {
+			o.curLb = i
+			return lb.m
+		}
 	}
+	o.curLb = 1 - o.curLb
+	lb := &o.labels[o.curLb]
+	m := o.scratch(&lb.m, len(labels))
+	must(o.ctx.write(m, 0, unsafe.Pointer(&labels[0]), 4*len(labels)))
+	lb.vals = append(lb.vals[:0], labels...)
 	return m
 }
 

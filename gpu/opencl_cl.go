@@ -107,14 +107,24 @@ func (d clDevice) info() DeviceInfo {
 	}
 }
 
-// clContext owns a context and its one in-order queue on one device, and
+// clContext owns a context and its in-order queues on one device, and
 // tracks the allocations made in it (opencl_mem.go).
 type clContext struct {
-	dev      clDevice
-	ctx      *cl.Context
-	queue    *cl.CommandQueue
-	launches int // kernels enqueued so far (tests count a layer's launches)
-	mem      memTracker
+	dev   clDevice
+	ctx   *cl.Context
+	queue *cl.CommandQueue // the compute queue: kernels, copies, reads, writes that must follow kernels
+	// xfer, when not nil, is the transfer queue: writes to buffers that no
+	// unfinished command of queue uses go there, so that they overlap the
+	// kernels (opencl_xfer.go). nil: everything goes on queue.
+	xfer *cl.CommandQueue
+	// seq numbers the commands of queue that name buffers (each clMem's use
+	// is the last one naming it); syncEv is an event of queue, flushed, that
+	// follows every such command up to doneSeq (opencl_xfer.go).
+	seq, doneSeq uint64
+	syncEv       *cl.Event
+	xferUp       int64 // bytes written through xfer (tests check the overlapping path ran)
+	launches     int   // kernels enqueued so far (tests count a layer's launches)
+	mem          memTracker
 	// prof, when not nil, times every launch by waiting for it (slow: for
 	// finding where a step's time goes, see OpenCL.Profile).
 	prof map[string]*KernelTime
@@ -144,17 +154,40 @@ func newContext(d clDevice) (*clContext, error) {
 		ctx.Release()
 		return nil, clWrap("clCreateCommandQueue", err)
 	}
-	return &clContext{dev: d, ctx: ctx, queue: q}, nil
+	c := &clContext{dev: d, ctx: ctx, queue: q}
+	// The transfer queue is an optimisation: a driver that refuses a second
+	// queue gets every command on the first, as before it existed.
+	if x, err := ctx.CreateCommandQueue(d.d, 0); err == nil {
+		c.xfer = x
+	}
+	return c, nil
 }
 
-// release waits for the queue, frees every allocation still alive, then the
-// queue and the context. A second call does nothing.
+// oneQueue gives up the transfer queue (OpenCLConfig.OneQueue): every
+// command goes on the compute queue from now on.
+func (c *clContext) oneQueue() error {
+	if c.xfer == nil {
+		return nil
+	}
+	err := clWrap("clFinish", c.xfer.Finish())
+	c.xfer.Release()
+	c.xfer = nil
+	return err
+}
+
+// release waits for the queues, frees every allocation still alive, then
+// the queues and the context. A second call does nothing.
 func (c *clContext) release() error {
 	if c.queue == nil {
 		return nil
 	}
-	err := errors.Join(clWrap("clFinish", c.queue.Finish()), c.releaseStage())
+	err := errors.Join(c.finish(), c.releaseStage())
 	c.mem.freeAll()
+	if c.syncEv != nil {
+		c.syncEv.Release()
+		c.syncEv = nil
+	}
+	err = errors.Join(err, c.oneQueue())
 	c.queue.Release()
 	c.ctx.Release()
 	c.queue, c.ctx = nil, nil
@@ -162,9 +195,9 @@ func (c *clContext) release() error {
 }
 
 // done releases the event the cl package creates for every enqueued command
-// (it cannot be asked not to): nothing waits on events, since the queue is in
-// order, so holding them until their finalizers run would only pile up
-// driver objects between garbage collections.
+// (it cannot be asked not to) when nothing will wait on it: holding events
+// until their finalizers run would only pile up driver objects between
+// garbage collections. (Writes and reads keep theirs: opencl_xfer.go.)
 func done(op string, ev *cl.Event, err error) error {
 	if ev != nil {
 		ev.Release()
@@ -172,47 +205,56 @@ func done(op string, ev *cl.Event, err error) error {
 	return clWrap(op, err)
 }
 
-// write and read are blocking, so the Go memory they touch needs no pinning
-// beyond the call. Offsets and sizes are in bytes. Large transfers go
-// through the pinned slots when the context stages (opencl_stage.go); the
-// bytes are counted once either way.
-func (c *clContext) write(m *clMem, off int, src unsafe.Pointer, bytes int) error {
-	if m.freed {
-		return errFreed
-	}
-	c.up += int64(bytes)
-	if c.staging(bytes) {
-		return c.writeStaged(m, off, goBytes(src, bytes))
-	}
-	ev, err := c.queue.EnqueueWriteBuffer(m.mem, true, off, bytes, src, nil)
-	return done("clEnqueueWriteBuffer", ev, err)
-}
-
+// read is blocking, so the Go memory it fills needs no pinning beyond the
+// call; so is write (opencl_xfer.go). Offsets and sizes are in bytes. Large
+// transfers go through the pinned slots when the context stages
+// (opencl_stage.go); the bytes are counted once either way. A read is a
+// point where the host knows every command of the compute queue before it
+// is done: its event becomes syncEv.
 func (c *clContext) read(dst unsafe.Pointer, m *clMem, off, bytes int) error {
 	if m.freed {
 		return errFreed
 	}
 	c.down += int64(bytes)
+	seq := c.use(m)
+	var ev *cl.Event
+	var err error
 	if c.staging(bytes) {
-		return c.readStaged(goBytes(dst, bytes), m, off)
+		ev, err = c.readStaged(goBytes(dst, bytes), m, off)
+	} else {
+		ev, err = c.queue.EnqueueReadBuffer(m.mem, true, off, bytes, dst, nil)
+		err = clWrap("clEnqueueReadBuffer", err)
 	}
-	ev, err := c.queue.EnqueueReadBuffer(m.mem, true, off, bytes, dst, nil)
-	return done("clEnqueueReadBuffer", ev, err)
+	if err != nil {
+		if ev != nil {
+			ev.Release()
+		}
+		return err
+	}
+	c.synced(ev, seq)
+	return nil
 }
 
 func (c *clContext) copy(dst *clMem, doff int, src *clMem, soff, bytes int) error {
 	if dst.freed || src.freed {
 		return errFreed
 	}
+	c.use(dst)
+	c.use(src)
 	ev, err := c.queue.EnqueueCopyBuffer(src.mem, dst.mem, soff, doff, bytes, nil)
 	return done("clEnqueueCopyBuffer", ev, err)
 }
 
+// finish waits for both queues.
 func (c *clContext) finish() error {
 	if c.queue == nil {
 		return errClosed
 	}
-	return clWrap("clFinish", c.queue.Finish())
+	err := clWrap("clFinish", c.queue.Finish())
+	if c.xfer != nil {
+		err = errors.Join(err, clWrap("clFinish", c.xfer.Finish()))
+	}
+	return err
 }
 
 // clProgram is a built program.
@@ -327,6 +369,7 @@ func (c *clContext) launch(k *clKernel, global, loc []int, args ...any) error {
 	if c.queue == nil || k == nil { // Close released the kernels
 		return errClosed
 	}
+	c.seq++ // the launch's number: every buffer argument is used by it (opencl_xfer.go)
 	if len(k.vals) < len(args) {
 		k.vals = make([]uint32, len(args))
 		k.set = make([]uint8, len(args))
@@ -339,6 +382,7 @@ func (c *clContext) launch(k *clKernel, global, loc []int, args ...any) error {
 			if v.freed {
 				return fmt.Errorf("gpu: opencl: kernel %s argument %d: %w", k.name, i, errFreed)
 			}
+			v.use = c.seq
 			if k.set[i] == argBuf && k.bufs[i] == v {
 				continue
 			}

@@ -267,20 +267,28 @@ func TestOpenCLStepTraffic(t *testing.T) {
 		o.Upload(net.Grads, grad) // the merged gradient, as the hub sends it back
 		tr.Apply()
 	}
-	for _, staged := range []bool{false, true} {
+	for base, staged := range []bool{false, true} {
 		name := map[bool]string{false: "direct", true: "staged"}[staged]
 		t.Run(name, func(t *testing.T) {
 			// Staged: the batch (50 KB) and the gradient (246 KB) above the
 			// threshold, the labels and the loss below it.
 			defer gpu.SetStaging(o, staged, 4096, 3*4096+4, 2)()
-			iteration(0) // the first allocates the input and label buffers and puts labels 0..15 there
-			for it, first := range []int32{0, 3} {
+			// The first allocates the input and label buffers and puts
+			// labels base.. there (base: none the other subtest used).
+			b := int32(base)
+			iteration(b)
+			// New labels are uploaded; the same ones as last time, or as
+			// the time before (the backend keeps two label buffers), are not.
+			for it, c := range []struct {
+				first  int32
+				labels bool
+			}{{b, false}, {b + 3, true}, {b, false}, {b + 6, true}} {
 				up0, down0 := o.Transferred()
 				staged0 := gpu.Staged(o)
-				iteration(first)
+				iteration(c.first)
 				up, down := o.Transferred()
 				wantUp := int64(4*len(x) + 4*len(grad))
-				if it == 1 { // new labels are uploaded; the same ones are not
+				if c.labels {
 					wantUp += 4 * batch
 				}
 				wantDown := int64(4*len(grad) + 8)
@@ -311,12 +319,12 @@ var transferSizes = []struct {
 
 // transferModes are the ways the benchmarks move a buffer, side by side in
 // one run: straight from Go memory, and through pinned staging with the
-// default chunk and with others (0: the default).
+// default chunk (16 MiB) and with others (0: the default).
 var transferModes = []struct {
 	name   string
 	staged bool
 	chunk  int
-}{{"direct", false, 0}, {"staged", true, 0}, {"staged-chunk=1MiB", true, 1 << 20}, {"staged-chunk=16MiB", true, 16 << 20}}
+}{{"direct", false, 0}, {"staged", true, 0}, {"staged-chunk=1MiB", true, 1 << 20}, {"staged-chunk=4MiB", true, 4 << 20}}
 
 // benchTransfer runs do (an Upload or Download of n floats) in every mode
 // of transferModes on one backend.

@@ -44,7 +44,8 @@ var errClosed = errors.New("gpu: opencl: backend used after Close")
 type clMem struct {
 	mem   *cl.MemObject
 	n     int
-	freed bool // released by Close
+	freed bool   // released by Close
+	use   uint64 // the last command of the compute queue naming it (clContext.seq; opencl_xfer.go)
 }
 
 // memTracker counts and remembers a context's live allocations.

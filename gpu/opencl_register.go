@@ -53,7 +53,11 @@ type OpenCLConfig struct {
 	// device has memory of its own, StagingOn, StagingOff. Where the driver
 	// refuses pinned memory, transfers go straight from Go memory.
 	Staging string
-	Log     *slog.Logger
+	// OneQueue puts uploads on the kernels' queue, as before the transfer
+	// queue existed (opencl_xfer.go): for measuring what the second queue
+	// gains, and for a driver that mishandles two queues.
+	OneQueue bool
+	Log      *slog.Logger
 }
 
 // DefaultOpenCLConfig is the first suitable device of any type, the user's
@@ -62,10 +66,11 @@ type OpenCLConfig struct {
 // unless COTRAIN_OPENCL_GEMM lists others (comma-separated names), with
 // COTRAIN_OPENCL_GEMM_OPTS appended to their build options, and staging
 // as COTRAIN_OPENCL_STAGING says (auto when unset; NewOpenCL refuses a value
-// that is not a mode).
+// that is not a mode), and one queue if COTRAIN_OPENCL_ONE_QUEUE=1.
 func DefaultOpenCLConfig() OpenCLConfig {
 	cfg := OpenCLConfig{Index: -1, CacheDir: defaultCacheDir(), Tune: os.Getenv("COTRAIN_OPENCL_TUNE") != "0",
-		GemmOptions: os.Getenv("COTRAIN_OPENCL_GEMM_OPTS"), Staging: os.Getenv("COTRAIN_OPENCL_STAGING")} // COTRAIN_OPENCL_RED_WG sets ReductionWG
+		GemmOptions: os.Getenv("COTRAIN_OPENCL_GEMM_OPTS"), Staging: os.Getenv("COTRAIN_OPENCL_STAGING"),
+		OneQueue: os.Getenv("COTRAIN_OPENCL_ONE_QUEUE") == "1"} // COTRAIN_OPENCL_RED_WG sets ReductionWG
 	if v, err := strconv.Atoi(os.Getenv("COTRAIN_OPENCL_RED_WG")); err == nil {
 		cfg.ReductionWG = v
 	}
@@ -169,6 +174,9 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 	// memory (opencl_mem.go).
 	ctx.mem.budget = info.GlobalMem / 2
 	_ = ctx.setupStaging(staging, defaultStageMin, defaultStageChunk, defaultStageSlots, cfg.Log) // nothing to release yet
+	if cfg.OneQueue {
+		_ = ctx.oneQueue() // nothing enqueued yet
+	}
 	o := &OpenCL{ctx: ctx, info: info, log: cfg.Log, k: map[string]*clKernel{}, half: cfg.HalfStorage}
 	o.keepBudget = info.GlobalMem / 8 // ConvKeepColumns
 	gemmOpts := cfg.GemmOptions
@@ -187,7 +195,7 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 	built := time.Since(start)
 	o.tuneGemm(cfg.CacheDir, cfg.Tune)
 	_, sel := o.GemmVariants()
-	cfg.Log.Debug("gpu: opencl: ready", "device", info.String(), "build", built, "gemm", sel, "reduction_wg", o.redWG, "fp16_storage", o.half, "staging", staging)
+	cfg.Log.Debug("gpu: opencl: ready", "device", info.String(), "build", built, "gemm", sel, "reduction_wg", o.redWG, "fp16_storage", o.half, "staging", staging, "transfer_queue", ctx.xfer != nil)
 	return o, nil
 }
 

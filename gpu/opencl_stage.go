@@ -15,8 +15,8 @@ import (
 // Large transfers through pinned memory.
 //
 // A write from ordinary (pageable) Go memory cannot be a DMA: the driver
-// first copies it into pinned memory of its own. On a discrete GPU that is
-// far below the bus's speed (an AlexNet batch of 19.3 MB moved at 2.94 GB/s
+// first copies it into pinned memory of its own. On a discrete GPU that can
+// be far below the bus's speed (AlexNet's gradient, 244 MB, moved at 9 GB/s
 // on the H100 machine, BenchmarkOpenCLUpload, 2026-11-26). A write whose source is
 // pinned memory the driver knows is a DMA at the bus's speed; a buffer made
 // with CL_MEM_ALLOC_HOST_PTR and mapped is such memory on NVIDIA's OpenCL
@@ -52,13 +52,16 @@ const (
 // the modes.
 var ErrStaging = errors.New("gpu: opencl: bad staging mode")
 
-// Default staging geometry: transfers of 1 MiB or more are staged, in 4 MiB
-// chunks through 4 slots (16 MiB of pinned memory per backend). Two slots
+// Default staging geometry: transfers of 1 MiB or more are staged, in 16 MiB
+// chunks through 4 slots (64 MiB of pinned memory per backend). Two slots
 // would already overlap one chunk's copy with another's DMA; four leave
-// slack for a copy that a busy core delays.
+// slack for a copy that a busy core delays. On the H100 machine 16 MiB
+// chunks moved AlexNet's gradient (244 MB) at 30.6 GB/s up and 33–35 GB/s
+// down, 4 MiB chunks at 15 and 20 GB/s, direct transfers at 9 and 13.7
+// (BenchmarkOpenCLUpload/Download, docs/opencl.md).
 const (
 	defaultStageMin   = 1 << 20
-	defaultStageChunk = 4 << 20
+	defaultStageChunk = 16 << 20
 	defaultStageSlots = 4
 	// stagePart is the smallest piece of a chunk one goroutine copies:
 	// below it, handing the piece to a helper costs about what it saves.
@@ -175,16 +178,24 @@ func (c *clContext) releaseStage() error {
 // slot returns slot i's bytes.
 func (st *stager) slot(i int) []byte { return st.host[i*st.chunk : (i+1)*st.chunk] }
 
-// waitSlot waits for the transfer using slot i, if any, and forgets it.
-func (c *clContext) waitSlot(i int) error {
+// takeSlot waits for the transfer using slot i, if any, forgets it and
+// returns its event (nil if none), which the caller releases.
+func (c *clContext) takeSlot(i int) (*cl.Event, error) {
 	ev := c.st.ev[i]
 	if ev == nil {
-		return nil
+		return nil, nil
 	}
 	c.st.ev[i] = nil
-	err := cl.WaitForEvents([]*cl.Event{ev})
-	ev.Release()
-	return clWrap("clWaitForEvents", err)
+	return ev, clWrap("clWaitForEvents", cl.WaitForEvents([]*cl.Event{ev}))
+}
+
+// waitSlot waits for the transfer using slot i, if any, and forgets it.
+func (c *clContext) waitSlot(i int) error {
+	ev, err := c.takeSlot(i)
+	if ev != nil {
+		ev.Release()
+	}
+	return err
 }
 
 // waitSlots waits for every slot.
@@ -199,32 +210,58 @@ func (c *clContext) waitSlots() error {
 // abandon ends a staged transfer that failed half-way: nothing may still
 // read or fill a slot when the call returns.
 func (c *clContext) abandon(err error) error {
-	return errors.Join(err, c.waitSlots(), clWrap("clFinish", c.queue.Finish()))
+	return errors.Join(err, c.waitSlots(), c.finish())
 }
 
-// writeStaged writes src to m at byte offset off through the slots.
-func (c *clContext) writeStaged(m *clMem, off int, src []byte) error {
+// writeStaged writes src to m at byte offset off through the slots, on q
+// (either queue of the context: opencl_xfer.go), the first chunk waiting for
+// the events of wait (nil: none). It returns the event of the last chunk's
+// write, complete, which the caller releases: every chunk before it was
+// written before it (q is in order).
+func (c *clContext) writeStaged(q *cl.CommandQueue, m *clMem, off int, src []byte, wait []*cl.Event) (*cl.Event, error) {
 	st := &c.st
+	last := 0
 	for i, pos := 0, 0; pos < len(src); i, pos = i+1, pos+st.chunk {
 		s := i % st.nsl
 		if err := c.waitSlot(s); err != nil {
-			return c.abandon(err)
+			return nil, c.abandon(err)
 		}
 		n := min(st.chunk, len(src)-pos)
 		dst := st.slot(s)[:n]
 		st.copyPar(dst, src[pos:pos+n])
-		ev, err := c.queue.EnqueueWriteBuffer(m.mem, false, off+pos, n, unsafe.Pointer(&dst[0]), nil)
+		ev, err := q.EnqueueWriteBuffer(m.mem, false, off+pos, n, unsafe.Pointer(&dst[0]), wait)
 		if err != nil {
-			return c.abandon(done("clEnqueueWriteBuffer", ev, err))
+			return nil, c.abandon(done("clEnqueueWriteBuffer", ev, err))
 		}
-		st.ev[s] = ev
+		wait = nil // the later chunks follow the first on q
+		st.ev[s], last = ev, s
 	}
 	st.staged += int64(len(src))
-	return c.waitSlots()
+	return c.takeLast(last)
 }
 
-// readStaged reads len(dst) bytes of m at byte offset off through the slots.
-func (c *clContext) readStaged(dst []byte, m *clMem, off int) error {
+// takeLast waits for every slot, and returns slot last's event (see takeSlot).
+func (c *clContext) takeLast(last int) (*cl.Event, error) {
+	var err error
+	for i := range c.st.ev {
+		if i != last {
+			err = errors.Join(err, c.waitSlot(i))
+		}
+	}
+	ev, lerr := c.takeSlot(last)
+	if err = errors.Join(err, lerr); err != nil {
+		if ev != nil {
+			ev.Release()
+		}
+		return nil, err
+	}
+	return ev, nil
+}
+
+// readStaged reads len(dst) bytes of m at byte offset off through the
+// slots, on the compute queue. It returns the event of the last chunk's
+// read, complete, which the caller releases.
+func (c *clContext) readStaged(dst []byte, m *clMem, off int) (*cl.Event, error) {
 	st := &c.st
 	chunks := (len(dst) + st.chunk - 1) / st.chunk
 	span := func(i int) (int, int) { return i * st.chunk, min(st.chunk, len(dst)-i*st.chunk) }
@@ -240,24 +277,34 @@ func (c *clContext) readStaged(dst []byte, m *clMem, off int) error {
 	}
 	for i := range min(st.nsl, chunks) {
 		if err := enqueue(i); err != nil {
-			return c.abandon(err)
+			return nil, c.abandon(err)
 		}
 	}
+	var last *cl.Event
 	for i := range chunks {
 		s := i % st.nsl
-		if err := c.waitSlot(s); err != nil {
-			return c.abandon(err)
+		ev, err := c.takeSlot(s)
+		if i == chunks-1 {
+			last = ev
+		} else if ev != nil {
+			ev.Release()
+		}
+		if err != nil {
+			if last != nil {
+				last.Release()
+			}
+			return nil, c.abandon(err)
 		}
 		pos, n := span(i)
 		st.copyPar(dst[pos:pos+n], st.slot(s)[:n])
 		if next := i + st.nsl; next < chunks {
 			if err := enqueue(next); err != nil {
-				return c.abandon(err)
+				return nil, c.abandon(err)
 			}
 		}
 	}
 	st.staged += int64(len(dst))
-	return nil
+	return last, nil
 }
 
 // copyPar copies src to dst (same length) on up to GOMAXPROCS goroutines, in

@@ -17,7 +17,9 @@
 # device (cotrain with COTRAIN_BENCH_RESIDENT=1), and both uploaded every
 # step (PyTorch's x.to('cuda') from pageable memory, and from pinned memory
 # with non_blocking=True: bench_torch.py --upload); the second also shows
-# cotrain's step with its pinned staging off (COTRAIN_OPENCL_STAGING=off).
+# cotrain's step with its pinned staging off (COTRAIN_OPENCL_STAGING=off)
+# and with its upload on the kernels' queue instead of the transfer queue,
+# where it cannot overlap the previous step (COTRAIN_OPENCL_ONE_QUEUE=1).
 #
 #   bash scripts/bench_gpu.sh [rounds, default 2] [steps per measurement, default 30]
 #   PROFILE=1 bash scripts/bench_gpu.sh     # then per-kernel times of the two large steps
@@ -50,9 +52,9 @@ large_re='(mobilenet-a1-224|alexnet)' # the same, for -test.bench
 large_names=mobilenet-a1-224,alexnet      # and for bench_torch.py --only
 sizes="1024 2048 4096"
 # cl_ms, pt_ms: the first table. clres_ms: cotrain with the batch resident;
-# cldir_ms: cotrain staging off; ptpage_ms, ptpin_ms: PyTorch uploading
-# from pageable and from pinned memory.
-declare -A cl_ms pt_ms cl_tf cb_tf clres_ms cldir_ms ptpage_ms ptpin_ms
+# cldir_ms: cotrain staging off; cl1q_ms: cotrain with one queue;
+# ptpage_ms, ptpin_ms: PyTorch uploading from pageable and from pinned memory.
+declare -A cl_ms pt_ms cl_tf cb_tf clres_ms cldir_ms cl1q_ms ptpage_ms ptpin_ms
 lower() { awk -v a="${1:-0}" -v b="$2" 'BEGIN { print (a == 0 || b < a) ? b : a }'; }
 higher() { awk -v a="${1:-0}" -v b="$2" 'BEGIN { print (b > a) ? b : a }'; }
 fail() {
@@ -96,12 +98,14 @@ for ((r = 0; r < rounds; r++)); do
 		pt_ms[$m]=$(lower "${pt_ms[$m]:-0}" "$p")
 	done
 
-	# The large steps again: cotrain with the batch resident and with
-	# staging off, PyTorch uploading its batch.
+	# The large steps again: cotrain with the batch resident, with staging
+	# off and with one queue, PyTorch uploading its batch.
 	res=$(COTRAIN_BENCH_RESIDENT=1 "$bin" -test.run '^$' -test.bench "OpenCLTrainStep/opencl/$large_re/" -test.benchtime "${steps}x")
 	echo "$res" >&2
 	dir=$(COTRAIN_OPENCL_STAGING=off "$bin" -test.run '^$' -test.bench "OpenCLTrainStep/opencl/$large_re/" -test.benchtime "${steps}x")
 	echo "$dir" >&2
+	oneq=$(COTRAIN_OPENCL_ONE_QUEUE=1 "$bin" -test.run '^$' -test.bench "OpenCLTrainStep/opencl/$large_re/" -test.benchtime "${steps}x")
+	echo "$oneq" >&2
 	page=$("$py" scripts/bench_torch.py --device cuda --seconds 2 --upload pageable --only "$large_names")
 	echo "$page" >&2
 	pin=$("$py" scripts/bench_torch.py --device cuda --seconds 2 --upload pinned --only "$large_names")
@@ -113,6 +117,9 @@ for ((r = 0; r < rounds; r++)); do
 		g=$(cl_step "$dir" "$m")
 		[ -n "$g" ] || fail "no OpenCL figure for $m with staging off"
 		cldir_ms[$m]=$(lower "${cldir_ms[$m]:-0}" "$g")
+		g=$(cl_step "$oneq" "$m")
+		[ -n "$g" ] || fail "no OpenCL figure for $m with one queue"
+		cl1q_ms[$m]=$(lower "${cl1q_ms[$m]:-0}" "$g")
 		p=$(pt_step "$page" "$m")
 		[ -n "$p" ] || fail "no PyTorch figure for $m uploading from pageable memory"
 		ptpage_ms[$m]=$(lower "${ptpage_ms[$m]:-0}" "$p")
@@ -136,11 +143,11 @@ printf '%-24s %12s %12s %8s\n' step cotrain_ms torch_ms ratio
 for m in $large_list; do
 	printf '%-24s %12s %12s %8s\n' "$m" "${clres_ms[$m]}" "${pt_ms[$m]}" "$(ratio "${clres_ms[$m]}" "${pt_ms[$m]}")"
 done
-echo "# batch uploaded every step: cotrain as in the first table (and with COTRAIN_OPENCL_STAGING=off), PyTorch x.to('cuda') from pageable memory (and from pinned, non_blocking)"
-printf '%-24s %12s %12s %8s %14s %8s %14s\n' step cotrain_ms torch_ms ratio torch_pinned_ms ratio cotrain_unstaged
+echo "# batch uploaded every step: cotrain as in the first table (and with COTRAIN_OPENCL_STAGING=off, and with COTRAIN_OPENCL_ONE_QUEUE=1), PyTorch x.to('cuda') from pageable memory (and from pinned, non_blocking)"
+printf '%-24s %12s %12s %8s %14s %8s %14s %14s\n' step cotrain_ms torch_ms ratio torch_pinned_ms ratio cotrain_unstaged cotrain_1queue
 for m in $large_list; do
-	printf '%-24s %12s %12s %8s %14s %8s %14s\n' "$m" "${cl_ms[$m]}" "${ptpage_ms[$m]}" "$(ratio "${cl_ms[$m]}" "${ptpage_ms[$m]}")" \
-		"${ptpin_ms[$m]}" "$(ratio "${cl_ms[$m]}" "${ptpin_ms[$m]}")" "${cldir_ms[$m]}"
+	printf '%-24s %12s %12s %8s %14s %8s %14s %14s\n' "$m" "${cl_ms[$m]}" "${ptpage_ms[$m]}" "$(ratio "${cl_ms[$m]}" "${ptpage_ms[$m]}")" \
+		"${ptpin_ms[$m]}" "$(ratio "${cl_ms[$m]}" "${ptpin_ms[$m]}")" "${cldir_ms[$m]}" "${cl1q_ms[$m]}"
 done
 
 if [ "${PROFILE:-0}" = 1 ]; then

@@ -27,10 +27,18 @@ type Trainer struct {
 	Sched Schedule
 	Iter  int // optimizer steps taken; the schedule's input
 
-	x    gpu.Buffer // uploaded batch, capacity capN samples
-	capN int
-	xv   gpu.Buffer
-	xvN  int
+	// The uploaded batch: views of xvN[i] samples of allocations of capN
+	// samples. On a backend whose uploads overlap the kernels
+	// (gpu.OverlapsUploads), successive uploads alternate between two
+	// allocations: the upload for a step writes the one the step before
+	// last read, whose kernels the last step's loss read has seen finish,
+	// so it runs while the last step's backward pass is still on the
+	// device. Elsewhere only x[0] is used.
+	x    [2]gpu.Buffer
+	capN [2]int
+	xv   [2]gpu.Buffer
+	xvN  [2]int
+	curX int // the slot of the last upload
 
 	ranges []Range // Net's trainable ranges, refilled by every Apply without allocating
 }
@@ -46,17 +54,22 @@ func (t *Trainer) upload(x []float32, n int) gpu.Buffer {
 	if len(x) != n*size {
 		panic(fmt.Sprintf("solver: batch of %d values for %d samples of %v", len(x), n, t.Net.In))
 	}
-	if n > t.capN {
-		t.capN = n
-		t.x = t.Net.B.Alloc(n * size)
-		t.xvN = 0
+	i := 0
+	if gpu.OverlapsUploads(t.Net.B) {
+		i = 1 - t.curX
 	}
-	if n != t.xvN {
-		t.xvN = n
-		t.xv = t.Net.B.View(t.x, 0, n*size)
+	t.curX = i
+	if n > t.capN[i] {
+		t.capN[i] = n
+		t.x[i] = t.Net.B.Alloc(n * size)
+		t.xvN[i] = 0
 	}
-	t.Net.B.Upload(t.xv, x)
-	return t.xv
+	if n != t.xvN[i] {
+		t.xvN[i] = n
+		t.xv[i] = t.Net.B.View(t.x[i], 0, n*size)
+	}
+	t.Net.B.Upload(t.xv[i], x)
+	return t.xv[i]
 }
 
 // Gradient runs forward and backward on one batch in training mode and
