@@ -23,8 +23,9 @@ import (
 // SoftmaxCrossEntropy cross to the host. Kernels are enqueued without
 // waiting, so a training step runs as one stream of launches; Download (a
 // blocking read) is where the host waits. An Upload into an allocation that
-// no unfinished kernel uses runs beside the kernels (OverlapsUploads); one
-// into an allocation that queued kernels still use waits for them.
+// no kernel has used since the last Download runs beside the kernels still
+// queued (OverlapsUploads); one into an allocation used since waits for
+// them, as with one queue.
 //
 // A failing OpenCL call after creation (out of device memory in Alloc, a lost
 // device) panics with a *CLError: the Backend interface has no error returns,
