@@ -48,6 +48,13 @@ type OpenCL struct {
 	gemmBySize []gemmSizeChoice           // the tuner's winner per timed size, by size
 	gemmRates  map[int]map[string]float64 // the tuner's GFLOPS per timed size and variant
 	gemmKey    string                     // extra options and candidates, for the tuning file's name
+	// Per-shape tuning (opencl_gemm.go, gemmFor): the measured winner per
+	// product shape, whether new shapes are timed, and the tuning as saved
+	// (shapes included) and where.
+	gemmByShape   map[gemmShape]int
+	gemmShapeTune bool
+	gemmTuned     gemmTuning
+	gemmTunePath  string
 
 	coef    *clMem // per-channel batch-norm coefficients (4 per channel)
 	splitWS *clMem // partial sums of split-k products (opencl_gemm.go)

@@ -215,7 +215,116 @@ func (o *OpenCL) gemm(ta, tb bool, m, n, k int, alpha float32, a, b mat, beta fl
 	if k == 0 { // C = beta*C; A and B hold no memory and are not read
 		a.m, b.m = c.m, c.m
 	}
-	o.gemmRun(o.gemms[o.pickGemm(m, n, k)], ta, tb, m, n, k, alpha, a, b, beta, c)
+	o.gemmRun(o.gemms[o.gemmFor(ta, tb, m, n, k, a, b, beta, c)], ta, tb, m, n, k, alpha, a, b, beta, c)
+}
+
+// Per-shape tuning. The square sizes the tuner times say little about the
+// products networks run: on the H100, AlexNet's filter gradients (192×1600
+// with k = 23,328, a few blocks of C cut into k-ranges) ran at 25 TFLOPS with
+// the variant pickGemm's rule chose and at 34 with the 64×64 one; fully
+// connected layers at batch 32 differ as much. So, as cuDNN's benchmark
+// mode does, the first product of each shape (sizes, transposes and how the
+// operands load: plain or segmented, float4 or not) big enough to time
+// (gemmShapeMinFlops) runs once with every variant, and the fastest serves
+// that shape from then on. The variants sum in the same order (gemm.cl), so
+// the choice changes speed only, never the bits. Timing writes C with beta
+// 0, so a product with beta ≠ 0, or whose C shares memory with A or B, is
+// not timed (pickGemm's rule serves it). The winners join the tuning file,
+// so a later process on the same device times nothing.
+
+// gemmShape identifies a product for per-shape tuning.
+type gemmShape struct {
+	ta, tb           bool
+	m, n, k          int
+	avec, bvec, cvec int
+	aseg, bseg, cseg bool
+}
+
+func (s gemmShape) String() string {
+	return fmt.Sprintf("%dx%dx%d/t%d%d/v%d%d%d/s%d%d%d", s.m, s.n, s.k, b2i(s.ta), b2i(s.tb), s.avec, s.bvec, s.cvec,
+		b2i(s.aseg), b2i(s.bseg), b2i(s.cseg))
+}
+
+// gemmShapeMinFlops is the least work (2·m·n·k) a product needs for its
+// shape to be timed: below it launches, not the tiling, set the pace.
+const gemmShapeMinFlops = 1e8
+
+// gemmFor returns the index of the variant for a product: the shape's
+// measured winner, timing the shape first when it is new and may be timed,
+// else pickGemm's rule.
+func (o *OpenCL) gemmFor(ta, tb bool, m, n, k int, a, b mat, beta float32, c mat) int {
+	aLen, bLen := k, n
+	if ta {
+		aLen = m
+	}
+	if tb {
+		bLen = k
+	}
+	key := gemmShape{ta: ta, tb: tb, m: m, n: n, k: k, avec: a.vec(aLen), bvec: b.vec(bLen), cvec: c.vec(n),
+		aseg: a.segl > 0, bseg: b.segl > 0, cseg: c.segl > 0}
+	if i, ok := o.gemmByShape[key]; ok {
+		return i
+	}
+	if !o.gemmShapeTune || 2*float64(m)*float64(n)*float64(k) < gemmShapeMinFlops || beta != 0 || c.m == a.m || c.m == b.m {
+		return o.pickGemm(m, n, k)
+	}
+	best, times, err := o.timeShape(ta, tb, m, n, k, a, b, c)
+	if err != nil {
+		o.log.Debug("gpu: opencl: gemm shape not timed", "shape", key.String(), "err", err)
+		o.gemmShapeTune = false // the device is in trouble; the launch that follows reports it
+		return o.pickGemm(m, n, k)
+	}
+	if o.gemmByShape == nil {
+		o.gemmByShape = map[gemmShape]int{}
+	}
+	o.gemmByShape[key] = best
+	o.log.Debug("gpu: opencl: gemm shape timed", "shape", key.String(), "best", o.gemms[best].Name, "times", times)
+	if o.gemmTuned.Shapes == nil {
+		o.gemmTuned.Shapes = map[string]string{}
+	}
+	o.gemmTuned.Shapes[key.String()] = o.gemms[best].Name
+	o.saveTuning()
+	return best
+}
+
+// timeShape runs the product with every variant (once to warm up, then
+// repeated to fill about 1 ms; the faster timing counts) and returns the
+// fastest, ties to the smaller tile.
+func (o *OpenCL) timeShape(ta, tb bool, m, n, k int, a, b, c mat) (int, map[string]time.Duration, error) {
+	if err := o.ctx.finish(); err != nil { // what was queued before is not timed
+		return 0, nil, err
+	}
+	times := map[string]time.Duration{}
+	best := -1
+	for i, v := range o.gemms {
+		run := func(reps int) (time.Duration, error) {
+			t0 := time.Now()
+			for r := 0; r < reps; r++ {
+				o.gemmRun(v, ta, tb, m, n, k, 1, a, b, 0, c)
+			}
+			err := o.ctx.finish()
+			return time.Since(t0) / time.Duration(reps), err
+		}
+		if _, err := run(1); err != nil {
+			return 0, nil, err
+		}
+		t, err := run(1)
+		if err != nil {
+			return 0, nil, err
+		}
+		if t < time.Millisecond {
+			again, err := run(min(20, int(time.Millisecond/max(t, time.Microsecond))+1))
+			if err != nil {
+				return 0, nil, err
+			}
+			t = min(t, again)
+		}
+		times[v.Name] = t
+		if best < 0 || t < times[o.gemms[best].Name] {
+			best = i
+		}
+	}
+	return best, times, nil
 }
 
 // gemmSplits returns into how many k-ranges of kc (a multiple of 32) an
@@ -383,6 +492,9 @@ type gemmTuning struct {
 	Best map[int]string `json:"best"`
 	// GFLOPS per size and variant, as measured.
 	GFLOPS map[int]map[string]float64 `json:"gflops"`
+	// Shapes names the fastest variant per product shape (gemmShape's
+	// String), as timed by gemmFor.
+	Shapes map[string]string `json:"shapes,omitempty"`
 }
 
 // gemmSizeChoice is one tuned size and the index of its winner in gemms.
@@ -400,9 +512,12 @@ func (o *OpenCL) tuningPath(dir string) string {
 // size. Timing stays within about 2 s.
 func (o *OpenCL) tuneGemm(dir string, tune bool) {
 	o.gemmSel, o.gemmBySize, o.gemmRates = len(o.gemms)-1, nil, nil
+	o.gemmByShape, o.gemmTuned, o.gemmTunePath = nil, gemmTuning{}, ""
+	o.gemmShapeTune = tune && len(o.gemms) > 1
 	path := ""
 	if dir != "" {
 		path = o.tuningPath(dir)
+		o.gemmTunePath = path
 		if data, err := os.ReadFile(path); err == nil {
 			var t gemmTuning
 			if json.Unmarshal(data, &t) == nil && o.applyTuning(t) {
@@ -420,12 +535,7 @@ func (o *OpenCL) tuneGemm(dir string, tune bool) {
 	}
 	o.applyTuning(t)
 	o.log.Debug("gpu: opencl: gemm tuned", "best", t.Best, "gflops", t.GFLOPS)
-	if path != "" {
-		data, _ := json.MarshalIndent(t, "", "  ")
-		if err := writeAtomic(path, data); err != nil {
-			o.log.Debug("gpu: opencl: gemm tuning not saved", "err", err)
-		}
-	}
+	o.saveTuning()
 }
 
 // applyTuning installs t's per-size winners (those that were built); the
@@ -443,7 +553,30 @@ func (o *OpenCL) applyTuning(t gemmTuning) bool {
 	slices.SortFunc(by, func(a, b gemmSizeChoice) int { return a.size - b.size })
 	o.gemmBySize, o.gemmSel = by, by[len(by)-1].index
 	o.gemmRates = t.GFLOPS
+	o.gemmTuned, o.gemmByShape = t, map[gemmShape]int{}
+	for key, name := range t.Shapes {
+		var s gemmShape
+		var ta, tb, as, bs, cs int
+		_, err := fmt.Sscanf(key, "%dx%dx%d/t%1d%1d/v%1d%1d%1d/s%1d%1d%1d", &s.m, &s.n, &s.k, &ta, &tb, &s.avec, &s.bvec, &s.cvec,
+			&as, &bs, &cs)
+		s.ta, s.tb, s.aseg, s.bseg, s.cseg = ta == 1, tb == 1, as == 1, bs == 1, cs == 1
+		if i := o.gemmIndex(name); err == nil && i >= 0 && s.String() == key { // else not a shape this version writes
+			o.gemmByShape[s] = i
+		}
+	}
 	return true
+}
+
+// saveTuning writes the tuning, shapes included, to the cache folder (when
+// there is one); a failure only costs timing again next time.
+func (o *OpenCL) saveTuning() {
+	if o.gemmTunePath == "" || len(o.gemmTuned.Best) == 0 {
+		return
+	}
+	data, _ := json.MarshalIndent(o.gemmTuned, "", "  ")
+	if err := writeAtomic(o.gemmTunePath, data); err != nil {
+		o.log.Debug("gpu: opencl: gemm tuning not saved", "err", err)
+	}
 }
 
 func (o *OpenCL) gemmIndex(name string) int {

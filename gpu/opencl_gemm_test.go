@@ -3,6 +3,7 @@
 package gpu
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -78,6 +79,78 @@ func testOpenCLGemmVariantsAgree(t *testing.T, o *OpenCL) {
 				}
 			}
 		}
+	}
+}
+
+// TestOpenCLGemmShapeTuning checks per-shape tuning (gemmFor): a new shape
+// big enough is timed once with every variant, its winner serves it, gives
+// the bits of any variant and joins the tuning file, which a later open
+// reads without timing; products with beta ≠ 0, small ones, and any with
+// tuning off are not timed.
+func TestOpenCLGemmShapeTuning(t *testing.T) {
+	o := openCLForTest(t)
+	if len(o.gemms) < 2 {
+		t.Skip("one variant built")
+	}
+	prev := struct {
+		sel    int
+		by     []gemmSizeChoice
+		rates  map[int]map[string]float64
+		shapes map[gemmShape]int
+		tune   bool
+		tuned  gemmTuning
+		path   string
+	}{o.gemmSel, o.gemmBySize, o.gemmRates, o.gemmByShape, o.gemmShapeTune, o.gemmTuned, o.gemmTunePath}
+	defer func() {
+		o.gemmSel, o.gemmBySize, o.gemmRates, o.gemmByShape = prev.sel, prev.by, prev.rates, prev.shapes
+		o.gemmShapeTune, o.gemmTuned, o.gemmTunePath = prev.tune, prev.tuned, prev.path
+	}()
+	dir := t.TempDir()
+	path := o.tuningPath(dir)
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(`{"best": {"256": %q}}`, o.gemms[0].Name)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o.tuneGemm(dir, true) // the sizes from the file, shapes timed from now on
+	r := rand.New(rand.NewPCG(19, 20))
+	const m, n, k = 512, 516, 508 // 2.7e8 flops
+	a, b := o.Alloc(m*k), o.Alloc(k*n)
+	o.Upload(a, forStorage(o, clRand(r, m*k)))
+	o.Upload(b, forStorage(o, clRand(r, k*n)))
+	c := o.Alloc(m * n)
+	o.Gemm(false, false, m, n, k, 1, a, b, 0, c)
+	if len(o.gemmByShape) != 1 {
+		t.Fatalf("after one product of a new shape: %d shapes timed, want 1", len(o.gemmByShape))
+	}
+	got := download(o, c)
+	as, bs, cs := o.buf(a), o.buf(b), o.buf(c)
+	for _, v := range o.gemms {
+		o.gemmRun(v, false, false, m, n, k, 1, plainMat(as.m, as.off, k), plainMat(bs.m, bs.off, n), 0, plainMat(cs.m, cs.off, n))
+		if !slices.Equal(download(o, c), got) {
+			t.Fatalf("variant %s gives other bits than the timed choice", v.Name)
+		}
+	}
+	o.Gemm(false, false, m, n, k, 1, a, b, 1, c)    // the same shape: known
+	o.Gemm(true, false, m, n, k, 1, a, b, 0.5, c)   // a new shape, but beta ≠ 0: not timed
+	o.Gemm(false, false, 64, 64, 64, 1, a, b, 0, c) // small: not timed
+	if len(o.gemmByShape) != 1 {
+		t.Errorf("%d shapes timed, want 1: %v", len(o.gemmByShape), o.gemmByShape)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved gemmTuning
+	if err := json.Unmarshal(data, &saved); err != nil || len(saved.Shapes) != 1 {
+		t.Fatalf("tuning file %s: %v, shapes %v", data, err, saved.Shapes)
+	}
+	// A later open reads the shape and, tuning off, times nothing new.
+	o.tuneGemm(dir, false)
+	if len(o.gemmByShape) != 1 {
+		t.Fatalf("from the file: %d shapes, want 1", len(o.gemmByShape))
+	}
+	o.Gemm(true, false, m, n, k, 1, a, b, 0, c)
+	if len(o.gemmByShape) != 1 {
+		t.Errorf("tuning off: a new shape was timed")
 	}
 }
 
