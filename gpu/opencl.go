@@ -60,6 +60,8 @@ type OpenCL struct {
 	splitWS *clMem // partial sums of split-k products (opencl_gemm.go)
 	redPart *clMem // partial results of two-level reductions (redParts)
 	convWT  *clMem // a transposed filter matrix (ConvBackwardData)
+	rowsA   *clMem // batch tensors made plain matrices (plainRows), for operand A
+	rowsB   *clMem // and for operand B
 	poolIdx *clMem // int offsets of max-pool windows' maxima (MaxPoolBackward)
 	loss    *clMem // per-row losses of SoftmaxCrossEntropy, then their sum
 	// Two int32 label buffers, reused across calls, and the labels each

@@ -80,6 +80,28 @@ func batchMat(b *clBuf, n0, cnt, ch, chans, hw int) mat {
 	return m
 }
 
+// plainRows is batchMat as a plain matrix: when the channels' planes of
+// hw positions are not whole float4 groups (hw%4 ≠ 0: AlexNet's 55², 27²
+// and 13² planes, MobileNet's 7²) and the matrix spans several samples,
+// every load of the segmented matrix is 4 scalar loads, each with the
+// segment's division; copying the rows×(cnt·hw) matrix into scratch s once
+// (a plain copy: the product's bits do not change) lets the GEMM read it as
+// float4 groups without divisions. Only for operands a GEMM reads.
+func (o *OpenCL) plainRows(s **clMem, b *clBuf, n0, cnt, ch, rows, chans, hw int) mat {
+	if !copyPlainRows || cnt == 1 || hw%4 == 0 {
+		return batchMat(b, n0, cnt, ch, chans, hw)
+	}
+	dst := o.scratch(s, rows*cnt*hw)
+	dims := [MaxRank]int{1, 1, 1, rows, cnt, hw}
+	o.runRows("copy_strided", dims, dimArgs([]any{dst, 0, b.m, b.off + (n0*chans+ch)*hw, 0}, dims,
+		[MaxRank]int{0, 0, 0, cnt * hw, hw, 1}, [MaxRank]int{0, 0, 0, hw, chans * hw, 1})...)
+	return plainMat(dst, 0, cnt*hw)
+}
+
+// copyPlainRows switches plainRows' copy; a variable only so that tests can
+// compare both ways in one run.
+var copyPlainRows = true
+
 // colArgs are the arguments of im2col and col2im after the two buffers:
 // samples, sample stride and geometry.
 func (g *ConvGeom) colArgs(cnt int) []any {
@@ -177,7 +199,7 @@ func (o *OpenCL) convForward(g *ConvGeom, ys, xs, wsl, col *clBuf, nb int, kept 
 			var src mat
 			switch {
 			case g.pointwise():
-				src = batchMat(xs, n0, cnt, gi*cg, g.C, ohw)
+				src = o.plainRows(&o.rowsB, xs, n0, cnt, gi*cg, cg, g.C, ohw)
 			case kept:
 				src = plainMat(col.m, col.off+gi*rows*g.N*ohw+n0*ohw, g.N*ohw)
 			default:
@@ -209,7 +231,7 @@ func (o *OpenCL) ConvBackwardData(g ConvGeom, dx, dy, w, ws Buffer) {
 		cnt := min(nb, g.N-n0)
 		for gi := 0; gi < grp; gi++ {
 			wt := plainMat(wsl.m, wsl.off+gi*kg*rows, rows) // W_g (kg×rows), read transposed
-			src := batchMat(dys, n0, cnt, gi*kg, g.K, ohw)
+			src := o.plainRows(&o.rowsB, dys, n0, cnt, gi*kg, kg, g.K, ohw)
 			if g.pointwise() {
 				o.gemm(true, false, rows, cnt*ohw, kg, 1, wt, src, 0, batchMat(dxs, n0, cnt, gi*cg, g.C, ohw))
 				continue
@@ -264,7 +286,7 @@ func (o *OpenCL) convFilter(g *ConvGeom, dws, dys, xs, col *clBuf, nb int, kept 
 			var src mat // the column matrix (rows × cnt·ohw), read transposed
 			switch {
 			case g.pointwise():
-				src = batchMat(xs, n0, cnt, gi*cg, g.C, ohw)
+				src = o.plainRows(&o.rowsB, xs, n0, cnt, gi*cg, cg, g.C, ohw)
 			case kept:
 				src = plainMat(col.m, col.off+gi*rows*g.N*ohw+n0*ohw, g.N*ohw)
 			default:
@@ -272,7 +294,7 @@ func (o *OpenCL) convFilter(g *ConvGeom, dws, dys, xs, col *clBuf, nb int, kept 
 				o.im2col(g, rows, cnt, ohw, col.m, col.off, xs.m, xoff)
 				src = plainMat(col.m, col.off, cnt*ohw)
 			}
-			o.gemm(false, true, kg, rows, cnt*ohw, 1, batchMat(dys, n0, cnt, gi*kg, g.K, ohw), src,
+			o.gemm(false, true, kg, rows, cnt*ohw, 1, o.plainRows(&o.rowsA, dys, n0, cnt, gi*kg, kg, g.K, ohw), src,
 				beta, plainMat(dws.m, dws.off+gi*kg*rows, rows))
 		}
 	}

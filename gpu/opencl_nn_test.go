@@ -491,3 +491,53 @@ func TestOpenCLConvBackwardDataTransposedBits(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenCLConvPlainRows checks that convolutions over planes that are not
+// whole float4 groups, whose GEMMs read batch tensors copied into plain
+// matrices (plainRows), give the bits of reading them segmented, in whole
+// batches and in chunks, pointwise, grouped and im2col; and that the copies
+// run.
+func TestOpenCLConvPlainRows(t *testing.T) { bothStorages(t, testOpenCLConvPlainRows) }
+
+func testOpenCLConvPlainRows(t *testing.T, o *OpenCL) {
+	defer func(c bool) { copyPlainRows = c }(copyPlainRows)
+	r := rand.New(rand.NewPCG(27, 28))
+	for _, g := range []ConvGeom{
+		{N: 5, C: 6, H: 7, W: 7, K: 8, R: 1, S: 1},                       // pointwise on 7×7
+		{N: 5, C: 3, H: 13, W: 13, K: 10, R: 3, S: 3, PadH: 1, PadW: 1}, // AlexNet's 13×13
+		{N: 4, C: 4, H: 5, W: 5, K: 6, R: 3, S: 3, Groups: 2, PadH: 1, PadW: 1},
+	} {
+		if err := g.Setup(); err != nil {
+			t.Fatal(err)
+		}
+		x, w, bias := o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.K*g.colRows()), o.Alloc(g.K)
+		dy := o.Alloc(g.N * g.K * g.OH * g.OW)
+		for _, b := range []Buffer{x, w, bias, dy} {
+			o.Upload(b, forStorage(o, clRand(r, b.Len())))
+		}
+		per := g.colRows() * g.OH * g.OW
+		for _, nb := range []int{2, g.N} {
+			ws := o.Alloc(nb*per + 1)
+			var got [2][][]float32
+			var launches [2]int
+			for i, plain := range []bool{false, true} {
+				copyPlainRows = plain
+				y, dx, dw, db := o.Alloc(dy.Len()), o.Alloc(x.Len()), o.Alloc(w.Len()), o.Alloc(g.K)
+				before := o.ctx.launches
+				o.ConvForward(g, y, x, w, bias, ws)
+				o.ConvBackwardData(g, dx, dy, w, ws)
+				o.ConvBackwardFilter(g, dw, db, dy, x, ws)
+				launches[i] = o.ctx.launches - before
+				got[i] = [][]float32{download(o, y), download(o, dx), download(o, dw), download(o, db)}
+			}
+			for j, name := range []string{"y", "dx", "dw", "dbias"} {
+				if !slices.Equal(got[0][j], got[1][j]) {
+					t.Errorf("%+v, %d per chunk: %s differs when the GEMMs read plain copies", g, nb, name)
+				}
+			}
+			if launches[1] <= launches[0] {
+				t.Errorf("%+v, %d per chunk: %d launches with copies, %d without: no copy ran", g, nb, launches[1], launches[0])
+			}
+		}
+	}
+}
