@@ -268,9 +268,9 @@ type Backend interface {
 // Caller's duties (solver.Conv2D keeps to them):
 //  1. Ask ConvKeepColumns(g) once per layer and batch capacity; keep the
 //     buffer for that layer alone (two layers never share one, unlike the
-//     workspace). nil means no column matrix for g (depthwise, pointwise) or
-//     no room under the backend's budget: use ConvForward and
-//     ConvBackwardFilter as usual.
+//     workspace). nil means no column matrix for g (depthwise, pointwise),
+//     a forward that builds none (OpenCL's Winograd path), or no room under
+//     the backend's budget: use ConvForward and ConvBackwardFilter as usual.
 //  2. ConvForwardKeep(g, y, x, w, bias, ws, cols) is ConvForward(g, y, x,
 //     w, bias, ws) with the same bits, and leaves x's columns in cols. g.N
 //     may be smaller than the batch the buffer was asked for.

@@ -62,6 +62,7 @@ type OpenCL struct {
 	convWT  *clMem // a transposed filter matrix (ConvBackwardData)
 	rowsA   *clMem // batch tensors made plain matrices (plainRows), for operand A
 	rowsB   *clMem // and for operand B
+	winoU   *clMem // Winograd-transformed filters (opencl_winograd.go)
 	poolIdx *clMem // int offsets of max-pool windows' maxima (MaxPoolBackward)
 	loss    *clMem // per-row losses of SoftmaxCrossEntropy, then their sum
 	// Two int32 label buffers, reused across calls, and the labels each
@@ -70,6 +71,11 @@ type OpenCL struct {
 	// for the kernels still running (opencl_xfer.go).
 	labels [2]labelBuf
 	curLb  int // the buffer holding the labels of the last call
+
+	// wino is the Winograd mode (OpenCLConfig.Winograd, checked); winoSeen
+	// the geometries whose choice was logged.
+	wino     string
+	winoSeen map[ConvGeom]bool
 
 	// Column matrices kept from forward to backward (opencl_conv_keep.go):
 	// the bytes of those alive, and the most they may take.

@@ -46,9 +46,14 @@ func (g *ConvGeom) convKeepLen() int {
 }
 
 // ConvKeepColumns implements ConvColumnKeeper: a buffer for g's column
-// matrices, or nil when g has none, they do not fit the budget or the
-// device refuses the allocation.
+// matrices, or nil when g has none, its forward runs Winograd (which
+// builds none: keeping them would not save the filter gradient's im2col,
+// only cost the memory), they do not fit the budget or the device refuses
+// the allocation.
 func (o *OpenCL) ConvKeepColumns(g ConvGeom) Buffer {
+	if o.winograd(&g) {
+		return nil
+	}
 	n := g.convKeepLen()
 	bytes := int64(n) * int64(o.esize())
 	if n <= 0 || n > math.MaxInt32 || bytes > o.info.GlobalMem/4 || o.keepBytes.Load()+bytes > o.keepBudget {
@@ -81,10 +86,18 @@ func (o *OpenCL) keepBufs(op string, g *ConvGeom, cols Buffer) *clBuf {
 
 // ConvForwardKeep implements ConvColumnKeeper: ConvForward with every
 // group's column matrix of the whole batch left at its place in cols. The
-// products run in the chunks ws gives, as ConvForward's do.
+// products run in the chunks ws gives, as ConvForward's do. A convolution
+// that runs Winograd (whose cols were granted before its mode changed)
+// expands x into cols for the filter gradient and runs Winograd, as
+// ConvForward does.
 func (o *OpenCL) ConvForwardKeep(g ConvGeom, y, x, w, bias, ws, cols Buffer) {
 	c := o.keepBufs("ConvForwardKeep", &g, cols)
-	xs, wsl, ys, bs, _, nb := o.convBufs("ConvForwardKeep", &g, x, w, y, bias, ws)
+	xs, wsl, ys, bs, col, nb := o.convBufs("ConvForwardKeep", &g, x, w, y, bias, ws)
+	if o.winograd(&g) {
+		o.im2col(&g, g.colRows(), g.N, g.OH*g.OW, c.m, c.off, xs.m, xs.off) // one group
+		o.winoForward(&g, ys, xs, wsl, bs, col)
+		return
+	}
 	o.convForward(&g, ys, xs, wsl, c, nb, true)
 	if bs != nil {
 		o.AddBias(y, bias, g.N, g.K, g.OH*g.OW)

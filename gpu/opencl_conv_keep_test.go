@@ -136,6 +136,7 @@ func requireSameBits(t *testing.T, what string, got, want []float32) {
 func TestOpenCLConvKeepColumns(t *testing.T) { bothStorages(t, testOpenCLConvKeepColumns) }
 
 func testOpenCLConvKeepColumns(t *testing.T, o *OpenCL) {
+	setWinograd(t, o, WinogradOff) // the im2col path (TestOpenCLWinogradKeptColumns: Winograd's)
 	r := rand.New(rand.NewPCG(45, 46))
 	for _, g := range append(clColGeoms, clConvGeoms...) {
 		if err := g.Setup(); err != nil {

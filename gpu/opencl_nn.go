@@ -23,7 +23,8 @@ import "fmt"
 // convWorkspaceCap; then the batch is cut into chunks of nb samples (the
 // filter gradient accumulating over chunks with beta 1). Pointwise
 // convolutions use x itself as the column matrix; depthwise ones run direct
-// kernels.
+// kernels; 3×3 stride-1 ones may run the forward and the data gradient by
+// Winograd (opencl_winograd.go).
 
 // convWorkspaceCap is the largest column matrix (elements) ConvWorkspace asks
 // for: an eighth of the device's memory, at most 64 Mi elements (256 MiB).
@@ -36,13 +37,18 @@ func (o *OpenCL) convWorkspaceCap() int {
 }
 
 // ConvWorkspace implements Backend: the column matrix of as many samples as
-// fit under convWorkspaceCap, at least one.
+// fit under convWorkspaceCap, at least one; for a convolution that runs
+// Winograd (opencl_winograd.go), room for its transformed tiles too.
 func (o *OpenCL) ConvWorkspace(g ConvGeom) int {
 	if g.depthwise() || g.pointwise() {
 		return 0
 	}
 	per := g.colRows() * g.OH * g.OW
-	return per * max(1, min(g.N, o.convWorkspaceCap()/per))
+	n := per * max(1, min(g.N, o.convWorkspaceCap()/per))
+	if o.winograd(&g) {
+		n = max(n, o.winoWorkspace(&g))
+	}
+	return n
 }
 
 // convBufs unwraps and checks the convolution's buffers (bias may be nil)
@@ -165,6 +171,10 @@ func (o *OpenCL) col2im(g *ConvGeom, cnt int, dx *clMem, dxoff int, col *clMem, 
 // ConvForward implements Backend.
 func (o *OpenCL) ConvForward(g ConvGeom, y, x, w, bias, ws Buffer) {
 	xs, wsl, ys, bs, col, nb := o.convBufs("ConvForward", &g, x, w, y, bias, ws)
+	if o.winograd(&g) {
+		o.winoForward(&g, ys, xs, wsl, bs, col)
+		return
+	}
 	o.convForward(&g, ys, xs, wsl, col, nb, false)
 	if bs != nil {
 		o.AddBias(y, bias, g.N, g.K, g.OH*g.OW)
@@ -216,6 +226,10 @@ func (o *OpenCL) convForward(g *ConvGeom, ys, xs, wsl, col *clBuf, nb int, kept 
 // ConvBackwardData implements Backend.
 func (o *OpenCL) ConvBackwardData(g ConvGeom, dx, dy, w, ws Buffer) {
 	dxs, wsl, dys, _, col, nb := o.convBufs("ConvBackwardData", &g, dx, w, dy, nil, ws)
+	if o.winograd(&g) {
+		o.winoBackwardData(&g, dxs, dys, wsl, col)
+		return
+	}
 	if g.depthwise() {
 		args := append([]any{dxs.m, dxs.off, dys.m, dys.off, wsl.m, wsl.off}, g.dwArgs()...)
 		if sfx := g.dw3Kernel(); sfx != "" {

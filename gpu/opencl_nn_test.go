@@ -73,6 +73,7 @@ func testOpenCLConv(t *testing.T, o *OpenCL) {
 func TestOpenCLConvBatched(t *testing.T) { bothStorages(t, testOpenCLConvBatched) }
 
 func testOpenCLConvBatched(t *testing.T, o *OpenCL) {
+	setWinograd(t, o, WinogradOff) // the im2col path (TestOpenCLWinograd chunks Winograd's)
 	cpu := NewCPU()
 	r := rand.New(rand.NewPCG(25, 26))
 	for _, g := range []ConvGeom{
@@ -459,6 +460,7 @@ func testOpenCLVec4Bits(t *testing.T, o *OpenCL) {
 // in k.
 func TestOpenCLConvBackwardDataTransposedBits(t *testing.T) {
 	o := openCLForTest(t)
+	setWinograd(t, o, WinogradOff) // the im2col path
 	r := rand.New(rand.NewPCG(37, 38))
 	for _, g := range []ConvGeom{
 		{N: 2, C: 6, H: 7, W: 9, K: 4, R: 3, S: 3, Groups: 2, PadH: 1, PadW: 1},

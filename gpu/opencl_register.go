@@ -57,6 +57,12 @@ type OpenCLConfig struct {
 	// queue existed (opencl_xfer.go): for measuring what the second queue
 	// gains, and for a driver that mishandles two queues.
 	OneQueue bool
+	// Winograd says where 3×3 stride-1 ungrouped convolutions run their
+	// forward and data gradient by Winograd F(2×2, 3×3)
+	// (opencl_winograd.go): WinogradAuto (or "") where enough channels and
+	// large enough planes make it win, WinogradOn everywhere it applies,
+	// WinogradOff nowhere. Never with HalfStorage.
+	Winograd string
 	Log      *slog.Logger
 }
 
@@ -64,13 +70,15 @@ type OpenCLConfig struct {
 // cache folder (COTRAIN_OPENCL_CACHE overrides it; "off" disables it),
 // tuning on unless COTRAIN_OPENCL_TUNE=0, and the built-in GEMM candidates
 // unless COTRAIN_OPENCL_GEMM lists others (comma-separated names), with
-// COTRAIN_OPENCL_GEMM_OPTS appended to their build options, and staging
-// as COTRAIN_OPENCL_STAGING says (auto when unset; NewOpenCL refuses a value
-// that is not a mode), and one queue if COTRAIN_OPENCL_ONE_QUEUE=1.
+// COTRAIN_OPENCL_GEMM_OPTS appended to their build options, staging as
+// COTRAIN_OPENCL_STAGING says (auto when unset; NewOpenCL refuses a value
+// that is not a mode), one queue if COTRAIN_OPENCL_ONE_QUEUE=1, and
+// Winograd as COTRAIN_OPENCL_WINOGRAD says (0, 1 or auto; auto when unset;
+// NewOpenCL refuses another value).
 func DefaultOpenCLConfig() OpenCLConfig {
 	cfg := OpenCLConfig{Index: -1, CacheDir: defaultCacheDir(), Tune: os.Getenv("COTRAIN_OPENCL_TUNE") != "0",
 		GemmOptions: os.Getenv("COTRAIN_OPENCL_GEMM_OPTS"), Staging: os.Getenv("COTRAIN_OPENCL_STAGING"),
-		OneQueue: os.Getenv("COTRAIN_OPENCL_ONE_QUEUE") == "1"} // COTRAIN_OPENCL_RED_WG sets ReductionWG
+		OneQueue: os.Getenv("COTRAIN_OPENCL_ONE_QUEUE") == "1", Winograd: os.Getenv("COTRAIN_OPENCL_WINOGRAD")} // COTRAIN_OPENCL_RED_WG sets ReductionWG
 	if v, err := strconv.Atoi(os.Getenv("COTRAIN_OPENCL_RED_WG")); err == nil {
 		cfg.ReductionWG = v
 	}
@@ -97,6 +105,7 @@ var mainKernels = []string{
 	"bn_stats_part", "bn_stats_final", "bn_backward_part", "bn_backward_final",
 	"im2col_planes", "im2col_win", "col2im_planes", "col2im_planes_s1", "bn_apply4", "bn_backward_dx4", "act4", "act_backward4", "transpose", "maxpool_argmax", "maxpool_backward_idx",
 	"maxpool_argmax_planes", "maxpool_backward_idx_planes", "maxpool_backward_idx_planes_s2",
+	"wino_filter", "wino_input", "wino_output",
 }
 
 // reductionKernels run in work-groups of redWG items.
@@ -161,6 +170,10 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 	if _, err := stagingOn(cfg.Staging, DeviceInfo{}); err != nil {
 		return nil, err
 	}
+	wino, err := winogradMode(cfg.Winograd)
+	if err != nil {
+		return nil, err
+	}
 	dev, info, err := pickDevice(cfg)
 	if err != nil {
 		return nil, err
@@ -177,7 +190,7 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 	if cfg.OneQueue {
 		_ = ctx.oneQueue() // nothing enqueued yet
 	}
-	o := &OpenCL{ctx: ctx, info: info, log: cfg.Log, k: map[string]*clKernel{}, half: cfg.HalfStorage}
+	o := &OpenCL{ctx: ctx, info: info, log: cfg.Log, k: map[string]*clKernel{}, half: cfg.HalfStorage, wino: wino}
 	o.keepBudget = info.GlobalMem / 8 // ConvKeepColumns
 	gemmOpts := cfg.GemmOptions
 	if o.half {
@@ -195,7 +208,7 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 	built := time.Since(start)
 	o.tuneGemm(cfg.CacheDir, cfg.Tune)
 	_, sel := o.GemmVariants()
-	cfg.Log.Debug("gpu: opencl: ready", "device", info.String(), "build", built, "gemm", sel, "reduction_wg", o.redWG, "fp16_storage", o.half, "staging", staging, "transfer_queue", ctx.xfer != nil)
+	cfg.Log.Debug("gpu: opencl: ready", "device", info.String(), "build", built, "gemm", sel, "reduction_wg", o.redWG, "fp16_storage", o.half, "staging", staging, "transfer_queue", ctx.xfer != nil, "winograd", wino)
 	return o, nil
 }
 
@@ -203,7 +216,7 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 // (maxWG, or 256 when 0, then halving down to 16) that the device and every
 // reduction kernel accept.
 func (o *OpenCL) buildMain(dir string, maxWG int) error {
-	src := kernelSource("elementwise.cl", "conv.cl", "pool.cl", "norm.cl", "tensor.cl", "activation.cl")
+	src := kernelSource("elementwise.cl", "conv.cl", "pool.cl", "norm.cl", "tensor.cl", "activation.cl", "winograd.cl")
 	if maxWG <= 0 {
 		maxWG = 256
 	}

@@ -159,7 +159,8 @@ func (*Conv2D) BackwardReads(paramGrads bool) (in, out bool) { return paramGrads
 // have moved), and the buffer is this layer's own (the shared workspace is
 // overwritten by every later layer). Otherwise it expands x again, and the
 // first such Backward with a batch larger than any asked for before asks
-// the backend for a buffer (within its memory budget; nil: no room, and the
+// the backend for a buffer (within its memory budget; nil: no room, or a
+// forward that builds no column matrix, such as OpenCL's Winograd, and the
 // buffer for smaller batches, if any, stays).
 // Frozen layers (paramGrads false) never ask.
 func (l *Conv2D) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.Buffer, _ gpu.Buffer, paramGrads bool) {

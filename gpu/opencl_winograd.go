@@ -1,0 +1,201 @@
+//go:build opencl
+
+package gpu
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Winograd F(2×2, 3×3) for 3×3 stride-1 convolutions (kernels/winograd.cl).
+//
+// The forward and the data gradient of a 3×3, stride-1, ungrouped
+// convolution are both a stride-1 correlation with 3×3 filters:
+//
+//	forward:        y  = corr(x, w) + bias     padded by PadH, PadW
+//	backward data:  dx = corr(dy, w')          padded by 2−PadH, 2−PadW,
+//	                w'[c][k] = w[k][c] rotated by 180°
+//
+// Each runs as an input transform (wino_input: the overlapping 4×4 tiles
+// of the input, V = Bᵀ d B), 16 GEMMs on the backend's tuned kernels (one
+// per element of a transformed tile: M_ξ = U_ξ · V_ξ), and an output
+// transform (wino_output: Y = Aᵀ M A, plus the bias). The filters are
+// transformed on every call (wino_filter: U = G g Gᵀ, K·C items): the
+// weights change every step, and the transform costs a few percent of one
+// product. Per 2×2 output tile the products do 16 multiplications per
+// channel pair where im2col's GEMM does 36: 2.25 times fewer, less the
+// tiles that hang over the plane's edge (1.94 times on 13×13 planes).
+//
+// V and M live in the workspace, in chunks of as many samples as it holds
+// (ConvWorkspace sizes it for both this path and the filter gradient's
+// column matrix); U in a scratch buffer of the backend. The filter
+// gradient keeps im2col and GEMM. Every value is computed by one item or
+// one GEMM in a fixed order, so the results are deterministic; they differ
+// from im2col's in the last bits (the transforms round), within the
+// backend's tolerance of the CPU's (docs/opencl.md).
+
+// Winograd modes (OpenCLConfig.Winograd, COTRAIN_OPENCL_WINOGRAD).
+const (
+	WinogradAuto = "auto" // where winoAuto says it wins
+	WinogradOn   = "1"    // every 3×3 stride-1 ungrouped convolution (tests, measurements)
+	WinogradOff  = "0"    // never
+)
+
+// ErrWinograd is returned for an OpenCLConfig.Winograd value that is none
+// of the modes.
+var ErrWinograd = errors.New("gpu: opencl: bad Winograd mode")
+
+// winogradMode checks a mode; "" is WinogradAuto.
+func winogradMode(mode string) (string, error) {
+	switch mode {
+	case "", WinogradAuto:
+		return WinogradAuto, nil
+	case WinogradOn, WinogradOff:
+		return mode, nil
+	}
+	return "", fmt.Errorf("%w %q: want %s, %s or %s", ErrWinograd, mode, WinogradOff, WinogradOn, WinogradAuto)
+}
+
+// winoMinChannels is the fewest input and output channels for which the
+// auto mode uses Winograd: each of the 16 products is only as deep as the
+// input channels (the data gradient's, the output channels), where
+// im2col's is 9 times deeper, and shallow products run far below the
+// GEMM's peak. A variable only so that benchmarks can move it.
+var winoMinChannels = 64
+
+// winoMaxWork is the largest share of im2col's multiplications that the
+// auto mode accepts from the 2×2 tiles: 16 per tile against 9 per output,
+// so 0.44 where 2 divides the plane and more where tiles hang over its
+// edge (0.52 on 13×13, 0.79 on 3×3, 1.78 on 1×1).
+const winoMaxWork = 0.6
+
+// winoEligible reports whether g is a convolution the Winograd kernels
+// compute: 3×3 filters, stride 1, one group (ConvGeom has no dilation).
+func (g *ConvGeom) winoEligible() bool {
+	return g.R == 3 && g.S == 3 && g.StrideH == 1 && g.StrideW == 1 && g.groups() == 1
+}
+
+// winoTiles is the number of 2×2 tiles covering an h×w plane.
+func winoTiles(h, w int) int { return ((h + 1) / 2) * ((w + 1) / 2) }
+
+// winoChoice says whether g runs Winograd on o, and why.
+func (o *OpenCL) winoChoice(g *ConvGeom) (bool, string) {
+	switch {
+	case !g.winoEligible():
+		return false, "not a 3x3 stride-1 ungrouped convolution"
+	case o.half:
+		// Half storage would round V, M and U to half between the
+		// transforms: kept off rather than checked for accuracy.
+		return false, "half storage"
+	case o.wino == WinogradOff:
+		return false, "off (COTRAIN_OPENCL_WINOGRAD=0)"
+	case o.wino == WinogradOn:
+		return true, "forced (COTRAIN_OPENCL_WINOGRAD=1)"
+	case min(g.C, g.K) < winoMinChannels:
+		return false, fmt.Sprintf("auto: fewer than %d channels", winoMinChannels)
+	}
+	if work := float64(16*winoTiles(g.OH, g.OW)) / float64(9*g.OH*g.OW); work > winoMaxWork {
+		return false, fmt.Sprintf("auto: the tiles do %.2f of im2col's multiplications (more than %.2f)", work, winoMaxWork)
+	}
+	return true, "auto"
+}
+
+// winograd reports whether g's forward and data gradient run Winograd,
+// logging the choice at debug level once per geometry (batch aside).
+func (o *OpenCL) winograd(g *ConvGeom) bool {
+	use, why := o.winoChoice(g)
+	key := *g
+	key.N = 0
+	if !o.winoSeen[key] {
+		if o.winoSeen == nil {
+			o.winoSeen = map[ConvGeom]bool{}
+		}
+		o.winoSeen[key] = true
+		o.log.Debug("gpu: opencl: convolution path", "geom", fmt.Sprintf("%+v", key), "winograd", use, "why", why)
+	}
+	return use
+}
+
+// winoCols is the tile count P of cnt samples rounded up to a multiple of
+// 4 (Pld in winograd.cl), so that the GEMMs move float4s.
+func winoCols(cnt, tiles int) int { return (cnt*tiles + 3) &^ 3 }
+
+// winoWorkspace is the workspace of g's Winograd passes: V and M of as
+// many samples as fit under convWorkspaceCap, at least one, for the larger
+// of the two passes' tile counts (the data gradient tiles the input plane).
+func (o *OpenCL) winoWorkspace(g *ConvGeom) int {
+	tiles := max(winoTiles(g.OH, g.OW), winoTiles(g.H, g.W))
+	per := 16 * (g.C + g.K) * tiles
+	nb := max(1, min(g.N, o.convWorkspaceCap()/per))
+	return 16*(g.C+g.K)*winoCols(nb, tiles) + 3 // 3: room to align a view's offset to 4
+}
+
+// winoBatch is how many samples of a pass with chans input and output
+// channels and tiles tiles per sample the workspace ws holds (at most n):
+// V and M of each are 16·chans·tiles elements, a chunk's columns rounded
+// up to 4, from ws's offset rounded up to 4.
+func winoBatch(ws *clBuf, chans, tiles, n int) int {
+	room := ws.n - ((ws.off+3)&^3 - ws.off)
+	return min(n, (room/(16*chans)&^3)/tiles)
+}
+
+// winoFilters sets o.winoU to the transforms of w's K·C filters (flip:
+// rotated, channels swapped, for the data gradient) and returns it.
+func (o *OpenCL) winoFilters(g *ConvGeom, w *clBuf, flip bool) *clMem {
+	u := o.scratch(&o.winoU, 16*g.K*g.C)
+	o.run1("wino_filter", g.K*g.C, u, w.m, w.off, g.K, g.C, b2i(flip))
+	return u
+}
+
+// winoPlane is one side of a Winograd pass: n samples of ch channels of
+// h×w planes at buf.
+type winoPlane struct {
+	buf         *clBuf
+	ch, h, w, n int
+}
+
+// winoRun sets out to the stride-1 correlation of in with the filters
+// whose transforms are in u (out.ch × in.ch per element), in padded by ph,
+// pw, plus bias when not nil, in chunks of as many samples as ws holds.
+func (o *OpenCL) winoRun(op string, out, in winoPlane, u *clMem, ph, pw int, bias, ws *clBuf) {
+	th, tw := (out.h+1)/2, (out.w+1)/2
+	tiles := th * tw
+	perCol := 16 * (in.ch + out.ch)
+	base := (ws.off + 3) &^ 3 // float4-aligned, like every offset below
+	nb := winoBatch(ws, in.ch+out.ch, tiles, in.n)
+	if nb < 1 {
+		panic(fmt.Sprintf("gpu: %s: workspace of %d too small for Winograd tiles of one sample (%d)", op, ws.n, perCol*winoCols(1, tiles)))
+	}
+	bm, boff, hasBias := ws.m, 0, 0
+	if bias != nil {
+		bm, boff, hasBias = bias.m, bias.off, 1
+	}
+	ins, outs := in.ch*in.h*in.w, out.ch*out.h*out.w
+	for n0 := 0; n0 < in.n; n0 += nb {
+		cnt := min(nb, in.n-n0)
+		p, pld := cnt*tiles, winoCols(cnt, tiles)
+		v, m := base, base+16*in.ch*pld
+		o.runPlanes("wino_input", pld, in.ch, 1, ws.m, v, in.buf.m, in.buf.off+n0*ins, ins, in.ch, in.h, in.w, ph, pw, th, tw, p, pld)
+		for xi := 0; xi < 16; xi++ {
+			o.gemm(false, false, out.ch, pld, in.ch, 1, plainMat(u, xi*out.ch*in.ch, in.ch),
+				plainMat(ws.m, v+xi*in.ch*pld, pld), 0, plainMat(ws.m, m+xi*out.ch*pld, pld))
+		}
+		o.runPlanes("wino_output", p, out.ch, 1, out.buf.m, out.buf.off+n0*outs, outs, ws.m, m, bm, boff, hasBias,
+			out.ch, out.h, out.w, th, tw, p, pld)
+	}
+}
+
+// winoForward sets y = conv(x, w) + bias (bias may be nil) by Winograd.
+func (o *OpenCL) winoForward(g *ConvGeom, ys, xs, wsl, bs, ws *clBuf) {
+	u := o.winoFilters(g, wsl, false)
+	o.winoRun("ConvForward", winoPlane{ys, g.K, g.OH, g.OW, g.N}, winoPlane{xs, g.C, g.H, g.W, g.N}, u, g.PadH, g.PadW, bs, ws)
+}
+
+// winoBackwardData sets dx from dy and w by Winograd: the correlation of
+// dy, padded by 2−PadH and 2−PadW (a negative padding crops), with the
+// rotated filters.
+func (o *OpenCL) winoBackwardData(g *ConvGeom, dxs, dys, wsl, ws *clBuf) {
+	u := o.winoFilters(g, wsl, true)
+	o.winoRun("ConvBackwardData", winoPlane{dxs, g.C, g.H, g.W, g.N}, winoPlane{dys, g.K, g.OH, g.OW, g.N}, u,
+		g.R-1-g.PadH, g.S-1-g.PadW, nil, ws)
+}
