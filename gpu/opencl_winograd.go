@@ -19,7 +19,13 @@ import (
 // Each runs as an input transform (wino_input: the overlapping 4×4 tiles
 // of the input, V = Bᵀ d B), 16 GEMMs on the backend's tuned kernels (one
 // per element of a transformed tile: M_ξ = U_ξ · V_ξ), and an output
-// transform (wino_output: Y = Aᵀ M A, plus the bias). The filters are
+// transform (wino_output: Y = Aᵀ M A, plus the bias). The 16 products
+// run as one launch (winoBatched): the GEMM kernel's split-k layers
+// (gemm.cl) are exactly a batch of products whose A and B are the blocks
+// of one wide A and one tall B and whose C lie one after another, which
+// is how winograd.cl lays U, V and M out; one launch has 16 times the
+// work-groups of each product, which a large GPU needs at these sizes
+// (AlexNet's conv3 at batch 32: 384×1568×192 per product). The filters are
 // transformed on every call (wino_filter: U = G g Gᵀ, K·C items): the
 // weights change every step, and the transform costs a few percent of one
 // product. Per 2×2 output tile the products do 16 multiplications per
@@ -116,34 +122,57 @@ func (o *OpenCL) winograd(g *ConvGeom) bool {
 	return use
 }
 
+// winoBatched runs the 16 products of a chunk as one launch of the GEMM's
+// split-k layers; false: as 16 products (o.gemm), each choosing its own
+// variant and split. The two give the same bits where the 16 products are
+// not split in k (gemmSplits: fewer than 512 input channels, or many
+// blocks of C). A variable only so that BenchmarkOpenCLWinograd can
+// compare them in one run.
+var winoBatched = true
+
+// round4 rounds n up to a multiple of 4.
+func round4(n int) int { return (n + 3) &^ 3 }
+
 // winoCols is the tile count P of cnt samples rounded up to a multiple of
 // 4 (Pld in winograd.cl), so that the GEMMs move float4s.
-func winoCols(cnt, tiles int) int { return (cnt*tiles + 3) &^ 3 }
+func winoCols(cnt, tiles int) int { return round4(cnt * tiles) }
+
+// winoChans is the channel count a pass's V and M take per column: the
+// input channels rounded up to 4 (Ipad in winograd.cl), and the output
+// channels.
+func winoChans(in, out int) int { return round4(in) + out }
 
 // winoWorkspace is the workspace of g's Winograd passes: V and M of as
 // many samples as fit under convWorkspaceCap, at least one, for the larger
-// of the two passes' tile counts (the data gradient tiles the input plane).
+// of the two passes' tile counts (the data gradient tiles the input plane)
+// and channel counts.
 func (o *OpenCL) winoWorkspace(g *ConvGeom) int {
 	tiles := max(winoTiles(g.OH, g.OW), winoTiles(g.H, g.W))
-	per := 16 * (g.C + g.K) * tiles
+	chans := max(winoChans(g.C, g.K), winoChans(g.K, g.C))
+	per := 16 * chans * tiles
 	nb := max(1, min(g.N, o.convWorkspaceCap()/per))
-	return 16*(g.C+g.K)*winoCols(nb, tiles) + 3 // 3: room to align a view's offset to 4
+	return 16*chans*winoCols(nb, tiles) + 3 // 3: room to align a view's offset to 4
 }
 
-// winoBatch is how many samples of a pass with chans input and output
-// channels and tiles tiles per sample the workspace ws holds (at most n):
-// V and M of each are 16·chans·tiles elements, a chunk's columns rounded
-// up to 4, from ws's offset rounded up to 4.
+// winoBatch is how many samples of a pass with chans channels per column
+// (winoChans) and tiles tiles per sample the workspace ws holds (at most
+// n): V and M of each are 16·chans·tiles elements, a chunk's columns
+// rounded up to 4, from ws's offset rounded up to 4.
 func winoBatch(ws *clBuf, chans, tiles, n int) int {
 	room := ws.n - ((ws.off+3)&^3 - ws.off)
 	return min(n, (room/(16*chans)&^3)/tiles)
 }
 
 // winoFilters sets o.winoU to the transforms of w's K·C filters (flip:
-// rotated, channels swapped, for the data gradient) and returns it.
+// rotated, channels swapped, for the data gradient) and returns it: out
+// × 16·round4(in) (winograd.cl).
 func (o *OpenCL) winoFilters(g *ConvGeom, w *clBuf, flip bool) *clMem {
-	u := o.scratch(&o.winoU, 16*g.K*g.C)
-	o.run1("wino_filter", g.K*g.C, u, w.m, w.off, g.K, g.C, b2i(flip))
+	out, in := g.K, g.C
+	if flip {
+		out, in = in, out
+	}
+	u := o.scratch(&o.winoU, 16*out*round4(in))
+	o.run1("wino_filter", out*round4(in), u, w.m, w.off, g.K, g.C, b2i(flip), round4(in))
 	return u
 }
 
@@ -155,16 +184,16 @@ type winoPlane struct {
 }
 
 // winoRun sets out to the stride-1 correlation of in with the filters
-// whose transforms are in u (out.ch × in.ch per element), in padded by ph,
-// pw, plus bias when not nil, in chunks of as many samples as ws holds.
+// whose transforms are in u (winoFilters), in padded by ph, pw, plus bias
+// when not nil, in chunks of as many samples as ws holds.
 func (o *OpenCL) winoRun(op string, out, in winoPlane, u *clMem, ph, pw int, bias, ws *clBuf) {
 	th, tw := (out.h+1)/2, (out.w+1)/2
-	tiles := th * tw
-	perCol := 16 * (in.ch + out.ch)
+	tiles, ipad := th*tw, round4(in.ch)
 	base := (ws.off + 3) &^ 3 // float4-aligned, like every offset below
-	nb := winoBatch(ws, in.ch+out.ch, tiles, in.n)
+	nb := winoBatch(ws, winoChans(in.ch, out.ch), tiles, in.n)
 	if nb < 1 {
-		panic(fmt.Sprintf("gpu: %s: workspace of %d too small for Winograd tiles of one sample (%d)", op, ws.n, perCol*winoCols(1, tiles)))
+		panic(fmt.Sprintf("gpu: %s: workspace of %d too small for Winograd tiles of one sample (%d)", op, ws.n,
+			16*winoChans(in.ch, out.ch)*winoCols(1, tiles)))
 	}
 	bm, boff, hasBias := ws.m, 0, 0
 	if bias != nil {
@@ -174,11 +203,20 @@ func (o *OpenCL) winoRun(op string, out, in winoPlane, u *clMem, ph, pw int, bia
 	for n0 := 0; n0 < in.n; n0 += nb {
 		cnt := min(nb, in.n-n0)
 		p, pld := cnt*tiles, winoCols(cnt, tiles)
-		v, m := base, base+16*in.ch*pld
-		o.runPlanes("wino_input", pld, in.ch, 1, ws.m, v, in.buf.m, in.buf.off+n0*ins, ins, in.ch, in.h, in.w, ph, pw, th, tw, p, pld)
-		for xi := 0; xi < 16; xi++ {
-			o.gemm(false, false, out.ch, pld, in.ch, 1, plainMat(u, xi*out.ch*in.ch, in.ch),
-				plainMat(ws.m, v+xi*in.ch*pld, pld), 0, plainMat(ws.m, m+xi*out.ch*pld, pld))
+		v, m := base, base+16*ipad*pld
+		o.runPlanes("wino_input", pld, ipad, 1, ws.m, v, in.buf.m, in.buf.off+n0*ins, ins, in.ch, ipad, in.h, in.w,
+			ph, pw, th, tw, p, pld)
+		if winoBatched {
+			// Layer ξ of the split-k launch: k in [ξ·ipad, (ξ+1)·ipad), C
+			// at m + ξ·out.ch·pld (gemmWith's cpart, m·n).
+			v16 := o.gemms[o.pickGemm(out.ch, 16*pld, ipad)]
+			o.gemmWith(v16, false, false, out.ch, pld, 16*ipad, 1, plainMat(u, 0, 16*ipad), plainMat(ws.m, v, pld),
+				0, plainMat(ws.m, m, pld), ipad, 16, ws.m)
+		} else {
+			for xi := 0; xi < 16; xi++ {
+				o.gemm(false, false, out.ch, pld, ipad, 1, plainMat(u, xi*ipad, 16*ipad),
+					plainMat(ws.m, v+xi*ipad*pld, pld), 0, plainMat(ws.m, m+xi*out.ch*pld, pld))
+			}
 		}
 		o.runPlanes("wino_output", p, out.ch, 1, out.buf.m, out.buf.off+n0*outs, outs, ws.m, m, bm, boff, hasBias,
 			out.ch, out.h, out.w, th, tw, p, pld)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -130,5 +132,78 @@ func TestOpenCLWinogradTraining(t *testing.T) {
 		if wino != c.wino || im2col != c.im2col {
 			t.Errorf("mode %s: a training step launched %d Winograd and %d im2col kernels, want %d and %d", c.mode, wino, im2col, c.wino, c.im2col)
 		}
+	}
+}
+
+// BenchmarkOpenCLWinogradStep times AlexNet's training step (224×224,
+// batch 32, the batch resident on the device, SGD with momentum) with
+// Winograd off and in the auto mode (conv3–conv5 by Winograd) in one run,
+// each on a backend of its own opened as cotrain opens one:
+//
+//	go test -c -tags opencl -o .dev/gpu.test ./gpu
+//	.dev/gpu.test -test.run '^$' -test.bench OpenCLWinogradStep -test.benchtime 20x
+//
+// COTRAIN_BENCH_BATCH sets another batch (on PoCL a step at 32 takes
+// seconds); COTRAIN_OPENCL_PROFILE=shapes also prints each mode's
+// kernels, split by global size, over 5 steps.
+func BenchmarkOpenCLWinogradStep(b *testing.B) {
+	batch := 32
+	if v := os.Getenv("COTRAIN_BENCH_BATCH"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			b.Fatalf("COTRAIN_BENCH_BATCH=%q: want a positive batch", v)
+		}
+		batch = n
+	}
+	for _, mode := range []string{gpu.WinogradOff, gpu.WinogradAuto} {
+		b.Run("alexnet/winograd="+mode, func(b *testing.B) {
+			cfg := gpu.DefaultOpenCLConfig()
+			cfg.Winograd = mode
+			o, err := gpu.NewOpenCL(cfg)
+			if err != nil {
+				b.Skipf("no OpenCL device: %v", err)
+			}
+			defer o.Close()
+			net, err := models.Build(o, "alexnet", models.Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			net.InitParams(rand.New(rand.NewPCG(1, 2)))
+			tr := solver.NewTrainer(net, solver.NewSGD(o, net.NumParams(), 0.9, 0, false), solver.Constant(0.01))
+			r := rand.New(rand.NewPCG(5, 6))
+			x := make([]float32, batch*net.In.Size())
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+			}
+			labels := make([]int32, batch)
+			for i := range labels {
+				labels[i] = int32(i % net.Out.Size())
+			}
+			xb := o.Alloc(len(x))
+			o.Upload(xb, x)
+			step := func() {
+				logits := tr.Net.Forward(xb, batch, true)
+				tr.Loss.Forward(o, logits, labels)
+				tr.Net.Backward(tr.Loss.Backward(o))
+				tr.Apply()
+			}
+			step()
+			if err := o.Finish(); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				step()
+			}
+			if err := o.Finish(); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "img/s")
+			if p := os.Getenv("COTRAIN_OPENCL_PROFILE"); p != "" {
+				o.ProfileShapes(p == "shapes")
+				b.StopTimer()
+				profileStep(b, o, step)
+			}
+		})
 	}
 }

@@ -58,10 +58,10 @@ func winoLaunches(o *OpenCL) map[string]int {
 	return n
 }
 
-// winoChunks is how many chunks a Winograd pass over planes of h×w
-// outputs runs in with workspace ws.
-func winoChunks(t *testing.T, o *OpenCL, g *ConvGeom, ws Buffer, h, w int) int {
-	nb := winoBatch(o.buf(ws), g.C+g.K, winoTiles(h, w), g.N)
+// winoChunks is how many chunks a Winograd pass from in to out channels
+// over planes of h×w outputs runs in with workspace ws.
+func winoChunks(t *testing.T, o *OpenCL, g *ConvGeom, ws Buffer, in, out, h, w int) int {
+	nb := winoBatch(o.buf(ws), winoChans(in, out), winoTiles(h, w), g.N)
 	if nb < 1 {
 		t.Fatalf("workspace of %d holds no sample", ws.Len())
 	}
@@ -71,7 +71,9 @@ func winoChunks(t *testing.T, o *OpenCL, g *ConvGeom, ws Buffer, h, w int) int {
 // TestOpenCLWinograd: with Winograd forced on, the forward (with and
 // without bias) and the data gradient of 3×3 stride-1 convolutions match
 // the CPU backend within the backend's tolerance, run the Winograd
-// kernels and neither im2col nor col2im, and give the same bits twice;
+// kernels and neither im2col nor col2im, and give the same bits twice,
+// and again with the 16 products launched one by one (winoBatched false;
+// none of these is split in k);
 // the filter gradient (im2col and GEMM) still matches; and with the
 // workspace of one sample, the batch runs in chunks and still matches.
 func TestOpenCLWinograd(t *testing.T) {
@@ -98,7 +100,7 @@ func TestOpenCLWinograd(t *testing.T) {
 			one := g
 			one.N = 1
 			for _, ws := range []Buffer{o.Alloc(o.ConvWorkspace(g)), o.Alloc(o.ConvWorkspace(one))} {
-				chunks := winoChunks(t, o, &g, ws, g.OH, g.OW)
+				chunks := winoChunks(t, o, &g, ws, g.C, g.K, g.OH, g.OW)
 				for _, withBias := range []bool{false, true} {
 					bc, bo := Buffer(nil), Buffer(nil)
 					if withBias {
@@ -116,8 +118,12 @@ func TestOpenCLWinograd(t *testing.T) {
 				first := download(o, y.cl)
 				o.ConvForward(g, y.cl, x.cl, w.cl, bias.cl, ws)
 				requireSameBits(t, "forward, second run", download(o, y.cl), first)
+				winoBatched = false
+				o.ConvForward(g, y.cl, x.cl, w.cl, bias.cl, ws)
+				winoBatched = true
+				requireSameBits(t, "forward, 16 products", download(o, y.cl), first)
 
-				chunks = winoChunks(t, o, &g, ws, g.H, g.W)
+				chunks = winoChunks(t, o, &g, ws, g.K, g.C, g.H, g.W)
 				cpu.ConvBackwardData(g, dx.cpu, dy.cpu, w.cpu, wsC)
 				o.Profile(true)
 				o.ConvBackwardData(g, dx.cl, dy.cl, w.cl, ws)
@@ -129,6 +135,10 @@ func TestOpenCLWinograd(t *testing.T) {
 				first = download(o, dx.cl)
 				o.ConvBackwardData(g, dx.cl, dy.cl, w.cl, ws)
 				requireSameBits(t, "backward data, second run", download(o, dx.cl), first)
+				winoBatched = false
+				o.ConvBackwardData(g, dx.cl, dy.cl, w.cl, ws)
+				winoBatched = true
+				requireSameBits(t, "backward data, 16 products", download(o, dx.cl), first)
 
 				cpu.ConvBackwardFilter(g, dw.cpu, bias.cpu, dy.cpu, x.cpu, wsC)
 				o.ConvBackwardFilter(g, dw.cl, bias.cl, dy.cl, x.cl, ws)
@@ -276,8 +286,9 @@ func TestOpenCLWinogradMode(t *testing.T) {
 
 // BenchmarkOpenCLWinograd times AlexNet's three 3×3 convolutions (batch
 // 32, 13×13 planes; COTRAIN_BENCH_BATCH sets another) forward (no bias) and
-// backward data, by im2col and GEMM ("im2col") and by Winograd
-// ("winograd"), in one run:
+// backward data, by im2col and GEMM ("im2col"), by Winograd with its 16
+// products in one launch ("winograd", the default) and in 16
+// ("winograd-16"), in one run:
 //
 //	go test -c -tags opencl -o .dev/gpu.test ./gpu
 //	.dev/gpu.test -test.run '^$' -test.bench OpenCLWinograd -test.benchtime 50x
@@ -308,14 +319,19 @@ func BenchmarkOpenCLWinograd(b *testing.B) {
 		// The multiplications of im2col's products per second, whichever
 		// path ran: a rate comparable with the GEMM's.
 		flops := 2 * float64(g.N*g.K*g.OH*g.OW*g.colRows())
-		for _, m := range []struct{ name, mode string }{{"im2col", WinogradOff}, {"winograd", WinogradOn}} {
+		for _, m := range []struct {
+			name, mode string
+			batched    bool
+		}{{"im2col", WinogradOff, true}, {"winograd", WinogradOn, true}, {"winograd-16", WinogradOn, false}} {
 			b.Run(c.name+"/forward/"+m.name, func(b *testing.B) {
-				o.wino = m.mode
+				o.wino, winoBatched = m.mode, m.batched
+				defer func() { winoBatched = true }()
 				benchKernel(b, o, 0, func() { o.ConvForward(g, y, x, w, nil, ws) })
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "im2col-TFLOPS")
 			})
 			b.Run(c.name+"/backward-data/"+m.name, func(b *testing.B) {
-				o.wino = m.mode
+				o.wino, winoBatched = m.mode, m.batched
+				defer func() { winoBatched = true }()
 				benchKernel(b, o, 0, func() { o.ConvBackwardData(g, dx, y, w, ws) })
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "im2col-TFLOPS")
 			})

@@ -15,28 +15,39 @@
 //
 // Layouts (all row-major, ξ = 4·row + column of the transformed tile):
 //
-//	U: [16][O][I]   wino_filter, O output and I input channels
-//	V: [16][I][Pld] wino_input, column p = tile (sample, tile row, tile column)
-//	M: [16][O][Pld] the products, read by wino_output
+//	U: [O][16][Ipad]   wino_filter, O output and I input channels
+//	V: [16][Ipad][Pld] wino_input, column p = tile (sample, tile row, tile column)
+//	M: [16][O][Pld]    the products, read by wino_output
 //
-// Pld is the tile count P of a chunk rounded up to a multiple of 4 (so
-// that the GEMM can move float4s); wino_input writes zeros in the extra
-// columns and wino_output ignores them. Every value is computed by one
-// item in a fixed order: the same bits on every run.
+// so that U is also one O × 16·Ipad matrix whose ξ-th block of Ipad
+// columns is U_ξ, and V one 16·Ipad × Pld matrix whose ξ-th block of rows
+// is V_ξ: the GEMM's k-ranges (split k) then compute all 16 products in
+// one launch. Ipad is I rounded up to a multiple of 4 and Pld the tile
+// count P of a chunk rounded up to a multiple of 4 (so that the GEMM can
+// move float4s and no group of 4 along k straddles two products);
+// wino_filter and wino_input write zeros in the extra channels and
+// columns, and wino_output ignores the extra columns. Every value is
+// computed by one item in a fixed order: the same bits on every run.
 
-// wino_filter sets U = G g Gᵀ for every (o, i) pair of filters. Forward
-// (flip 0): g = w[o][i], O = K, I = C. Backward data (flip 1): the
-// filters rotated by 180° with the channels swapped, g = rot180(w[i][o]),
-// O = C, I = K; w is K×C×3×3 either way (nw = K, nc = C).
-__kernel void wino_filter(__global store_t* u, __global const store_t* w, int woff, int nw, int nc, int flip) {
+// wino_filter sets U = G g Gᵀ for every (o, i) pair of filters, one item
+// per (o, i < Ipad), zeros for i ≥ I. Forward (flip 0): g = w[o][i],
+// O = K, I = C. Backward data (flip 1): the filters rotated by 180° with
+// the channels swapped, g = rot180(w[i][o]), O = C, I = K; w is K×C×3×3
+// either way (nw = K, nc = C).
+__kernel void wino_filter(__global store_t* u, __global const store_t* w, int woff, int nw, int nc, int flip, int Ipad) {
+	int O = flip ? nc : nw, I = flip ? nw : nc;
 	int e = get_global_id(0);
-	if (e >= nw * nc) return;
-	int k = e / nc, c = e % nc; // w's filter (k, c)
-	__global const store_t* f = w + woff + e * 9;
+	if (e >= O * Ipad) return;
+	int o = e / Ipad, i = e % Ipad;
+	__global store_t* uo = u + o * 16 * Ipad + i;
+	if (i >= I) {
+		for (int j = 0; j < 16; j++) ST(uo, j * Ipad, 0.0f);
+		return;
+	}
+	int k = flip ? i : o, c = flip ? o : i; // w's filter (k, c)
+	__global const store_t* f = w + woff + (k * nc + c) * 9;
 	float g[9];
 	for (int j = 0; j < 9; j++) g[j] = LD(f, flip ? 8 - j : j);
-	int O = flip ? nc : nw, I = flip ? nw : nc;
-	int o = flip ? c : k, i = flip ? k : c;
 	// t = G g (4×3), row by row; then U = t Gᵀ (4×4), column by column.
 	float t[12];
 	for (int s = 0; s < 3; s++) {
@@ -46,26 +57,26 @@ __kernel void wino_filter(__global store_t* u, __global const store_t* w, int wo
 		t[6 + s] = 0.5f * ((a - b) + d);
 		t[9 + s] = d;
 	}
-	int stride = O * I, at = o * I + i;
 	for (int r = 0; r < 4; r++) {
 		float a = t[3 * r], b = t[3 * r + 1], d = t[3 * r + 2];
-		ST(u, (4 * r + 0) * stride + at, a);
-		ST(u, (4 * r + 1) * stride + at, 0.5f * ((a + b) + d));
-		ST(u, (4 * r + 2) * stride + at, 0.5f * ((a - b) + d));
-		ST(u, (4 * r + 3) * stride + at, d);
+		ST(uo, (4 * r + 0) * Ipad, a);
+		ST(uo, (4 * r + 1) * Ipad, 0.5f * ((a + b) + d));
+		ST(uo, (4 * r + 2) * Ipad, 0.5f * ((a - b) + d));
+		ST(uo, (4 * r + 3) * Ipad, d);
 	}
 }
 
 // wino_input sets V = Bᵀ d B for tile column p (dimension 0, up to Pld)
-// and input channel c (dimension 1) of nb samples of x (I×H×W each, xs
-// apart): the 4×4 tile at rows 2·th − ph.., columns 2·tw − pw.., zero
-// outside the plane (the padding, any tile row or column past the end).
-__kernel void wino_input(__global store_t* v, int voff, __global const store_t* x, int xoff, int xs, int I, int H, int W,
-                         int ph, int pw, int TH, int TW, int P, int Pld) {
+// and input channel c (dimension 1, up to Ipad) of the samples of x
+// (I×H×W each, xs apart): the 4×4 tile at rows 2·th − ph.., columns
+// 2·tw − pw.., zero outside the plane (the padding, any tile row or
+// column past the end); zeros for p ≥ P or c ≥ I.
+__kernel void wino_input(__global store_t* v, int voff, __global const store_t* x, int xoff, int xs, int I, int Ipad, int H,
+                         int W, int ph, int pw, int TH, int TW, int P, int Pld) {
 	int p = get_global_id(0), c = get_global_id(1);
 	if (p >= Pld) return;
-	int stride = I * Pld, at = voff + c * Pld + p;
-	if (p >= P) {
+	int stride = Ipad * Pld, at = voff + c * Pld + p;
+	if (p >= P || c >= I) {
 		for (int j = 0; j < 16; j++) ST(v, j * stride + at, 0.0f);
 		return;
 	}
