@@ -502,6 +502,7 @@ func TestOpenCLConvBackwardDataTransposedBits(t *testing.T) {
 func TestOpenCLConvPlainRows(t *testing.T) { bothStorages(t, testOpenCLConvPlainRows) }
 
 func testOpenCLConvPlainRows(t *testing.T, o *OpenCL) {
+	setWinograd(t, o, WinogradOff) // the im2col path
 	defer func(c bool) { copyPlainRows = c }(copyPlainRows)
 	r := rand.New(rand.NewPCG(27, 28))
 	for _, g := range []ConvGeom{
