@@ -76,6 +76,9 @@ type OpenCL struct {
 	// the geometries whose choice was logged.
 	wino     string
 	winoSeen map[ConvGeom]bool
+	// winoByShape is the GEMM variant (index in gemms) of each batched
+	// Winograd launch's shape (winoGemm).
+	winoByShape map[winoShape]int
 
 	// Column matrices kept from forward to backward (opencl_conv_keep.go):
 	// the bytes of those alive, and the most they may take.

@@ -5,6 +5,7 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Winograd F(2×2, 3×3) for 3×3 stride-1 convolutions (kernels/winograd.cl).
@@ -209,9 +210,11 @@ func (o *OpenCL) winoRun(op string, out, in winoPlane, u *clMem, ph, pw int, bia
 		if winoBatched {
 			// Layer ξ of the split-k launch: k in [ξ·ipad, (ξ+1)·ipad), C
 			// at m + ξ·out.ch·pld (gemmWith's cpart, m·n).
-			v16 := o.gemms[o.pickGemm(out.ch, 16*pld, ipad)]
-			o.gemmWith(v16, false, false, out.ch, pld, 16*ipad, 1, plainMat(u, 0, 16*ipad), plainMat(ws.m, v, pld),
-				0, plainMat(ws.m, m, pld), ipad, 16, ws.m)
+			launch := func(g *gemmVariant) {
+				o.gemmWith(g, false, false, out.ch, pld, 16*ipad, 1, plainMat(u, 0, 16*ipad), plainMat(ws.m, v, pld),
+					0, plainMat(ws.m, m, pld), ipad, 16, ws.m)
+			}
+			launch(o.winoGemm(out.ch, pld, ipad, launch))
 		} else {
 			for xi := 0; xi < 16; xi++ {
 				o.gemm(false, false, out.ch, pld, ipad, 1, plainMat(u, xi*ipad, 16*ipad),
@@ -236,4 +239,77 @@ func (o *OpenCL) winoBackwardData(g *ConvGeom, dxs, dys, wsl, ws *clBuf) {
 	u := o.winoFilters(g, wsl, true)
 	o.winoRun("ConvBackwardData", winoPlane{dxs, g.C, g.H, g.W, g.N}, winoPlane{dys, g.K, g.OH, g.OW, g.N}, u,
 		g.R-1-g.PadH, g.S-1-g.PadW, nil, ws)
+}
+
+// winoShape is a batched launch of 16 m×n×k products (winoGemm).
+type winoShape struct{ m, n, k int }
+
+// winoGemm returns the GEMM variant for the batched launch of 16 m×n×k
+// products that launch runs: as the GEMM's per-shape tuning does for a
+// single product (opencl_gemm.go, gemmFor), the first launch of each
+// shape large enough is timed with every variant and the fastest serves
+// the shape from then on (in this process: the tuning file holds single
+// products only); else, and while the backend does not tune, the variant
+// pickGemm gives a product of 16 times the columns (as many blocks of C).
+// Every variant sums in the same order, so the choice changes no bit.
+func (o *OpenCL) winoGemm(m, n, k int, launch func(*gemmVariant)) *gemmVariant {
+	key := winoShape{m, n, k}
+	if i, ok := o.winoByShape[key]; ok {
+		return o.gemms[i]
+	}
+	i := o.pickGemm(m, 16*n, k)
+	if o.gemmShapeTune && 32*float64(m)*float64(n)*float64(k) >= gemmShapeMinFlops {
+		best, times, err := o.timeWino(launch)
+		if err != nil {
+			o.log.Debug("gpu: opencl: winograd products not timed", "shape", fmt.Sprintf("16x%dx%dx%d", m, n, k), "err", err)
+			return o.gemms[i] // the device is in trouble; the launch that follows reports it
+		}
+		i = best
+		o.log.Debug("gpu: opencl: winograd products timed", "shape", fmt.Sprintf("16x%dx%dx%d", m, n, k), "best", o.gemms[i].Name, "times", times)
+	}
+	if o.winoByShape == nil {
+		o.winoByShape = map[winoShape]int{}
+	}
+	o.winoByShape[key] = i
+	return o.gemms[i]
+}
+
+// timeWino runs launch with every variant (once to warm up, then repeated
+// to fill about 1 ms; the faster timing counts) and returns the fastest,
+// ties to the smaller tile, as timeShape does for single products.
+func (o *OpenCL) timeWino(launch func(*gemmVariant)) (int, map[string]time.Duration, error) {
+	if err := o.ctx.finish(); err != nil { // what was queued before is not timed
+		return 0, nil, err
+	}
+	times := map[string]time.Duration{}
+	best := -1
+	for i, v := range o.gemms {
+		run := func(reps int) (time.Duration, error) {
+			t0 := time.Now()
+			for r := 0; r < reps; r++ {
+				launch(v)
+			}
+			err := o.ctx.finish()
+			return time.Since(t0) / time.Duration(reps), err
+		}
+		if _, err := run(1); err != nil {
+			return 0, nil, err
+		}
+		t, err := run(1)
+		if err != nil {
+			return 0, nil, err
+		}
+		if t < time.Millisecond {
+			again, err := run(min(20, int(time.Millisecond/max(t, time.Microsecond))+1))
+			if err != nil {
+				return 0, nil, err
+			}
+			t = min(t, again)
+		}
+		times[v.Name] = t
+		if best < 0 || t < times[o.gemms[best].Name] {
+			best = i
+		}
+	}
+	return best, times, nil
 }

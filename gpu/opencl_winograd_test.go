@@ -368,3 +368,47 @@ func TestOpenCLWinogradAlexNetShapes(t *testing.T) {
 		dx.check(t, o, c.name+" backward data")
 	}
 }
+
+// TestOpenCLWinogradTimedVariant: with per-shape timing on, the first
+// batched launch of a large enough shape times every GEMM variant and
+// keeps the fastest for the shape; the results keep their bits.
+func TestOpenCLWinogradTimedVariant(t *testing.T) {
+	o := openCLForTest(t)
+	setWinograd(t, o, WinogradOn)
+	defer func(tune bool, by map[winoShape]int) { o.gemmShapeTune, o.winoByShape = tune, by }(o.gemmShapeTune, o.winoByShape)
+	r := rand.New(rand.NewPCG(49, 50))
+	g := ConvGeom{N: 8, C: 96, H: 14, W: 14, K: 96, R: 3, S: 3, PadH: 1, PadW: 1} // 16 products of 96×392×96: 1.2e8 flops
+	if err := g.Setup(); err != nil {
+		t.Fatal(err)
+	}
+	x, w := o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.K*g.colRows())
+	y := o.Alloc(g.N * g.K * g.OH * g.OW)
+	o.Upload(x, clRand(r, x.Len()))
+	o.Upload(w, clRand(r, w.Len()))
+	ws := o.Alloc(o.ConvWorkspace(g))
+	o.gemmShapeTune, o.winoByShape = false, nil
+	o.ConvForward(g, y, x, w, nil, ws)
+	want := download(o, y)
+	key := winoShape{g.K, winoCols(g.N, winoTiles(g.OH, g.OW)), round4(g.C)}
+	if i, ok := o.winoByShape[key]; !ok || i != o.pickGemm(key.m, 16*key.n, key.k) {
+		t.Fatalf("untimed: variants by shape %v, want %v → pickGemm's", o.winoByShape, key)
+	}
+	o.gemmShapeTune, o.winoByShape = true, nil
+	o.Fill(y, 0)
+	before := o.ctx.launches
+	o.ConvForward(g, y, x, w, nil, ws)
+	launches := o.ctx.launches - before
+	requireSameBits(t, "forward with the timed variant", download(o, y), want)
+	if _, ok := o.winoByShape[key]; !ok || len(o.gemms) < 2 {
+		t.Fatalf("timed: variants by shape %v, want %v (of %d variants)", o.winoByShape, key, len(o.gemms))
+	}
+	// 4 kernels, and each variant at least twice (warm-up and timed).
+	if launches < 4+2*len(o.gemms) {
+		t.Errorf("timed forward: %d launches, want at least %d", launches, 4+2*len(o.gemms))
+	}
+	before = o.ctx.launches
+	o.ConvForward(g, y, x, w, nil, ws)
+	if launches = o.ctx.launches - before; launches != 4 {
+		t.Errorf("forward after timing: %d launches, want 4", launches)
+	}
+}
