@@ -98,9 +98,7 @@ func (o *OpenCL) plainRows(s **clMem, b *clBuf, n0, cnt, ch, rows, chans, hw int
 		return batchMat(b, n0, cnt, ch, chans, hw)
 	}
 	dst := o.scratch(s, rows*cnt*hw)
-	dims := [MaxRank]int{1, 1, 1, rows, cnt, hw}
-	o.runRows("copy_strided", dims, dimArgs([]any{dst, 0, b.m, b.off + (n0*chans+ch)*hw, 0}, dims,
-		[MaxRank]int{0, 0, 0, cnt * hw, hw, 1}, [MaxRank]int{0, 0, 0, hw, chans * hw, 1})...)
+	o.runPlanes("rows_plain", cnt*hw, rows, 1, dst, b.m, b.off+(n0*chans+ch)*hw, cnt, chans, hw)
 	return plainMat(dst, 0, cnt*hw)
 }
 

@@ -506,7 +506,7 @@ func testOpenCLConvPlainRows(t *testing.T, o *OpenCL) {
 	defer func(c bool) { copyPlainRows = c }(copyPlainRows)
 	r := rand.New(rand.NewPCG(27, 28))
 	for _, g := range []ConvGeom{
-		{N: 5, C: 6, H: 7, W: 7, K: 8, R: 1, S: 1},                       // pointwise on 7×7
+		{N: 5, C: 6, H: 7, W: 7, K: 8, R: 1, S: 1},                      // pointwise on 7×7
 		{N: 5, C: 3, H: 13, W: 13, K: 10, R: 3, S: 3, PadH: 1, PadW: 1}, // AlexNet's 13×13
 		{N: 4, C: 4, H: 5, W: 5, K: 6, R: 3, S: 3, Groups: 2, PadH: 1, PadW: 1},
 	} {

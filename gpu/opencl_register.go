@@ -103,7 +103,7 @@ var mainKernels = []string{
 	"copy_strided", "broadcast", "reduce_sum",
 	"act_param", "act_param_backward", "softmax_axis", "softmax_axis_backward",
 	"bn_stats_part", "bn_stats_final", "bn_backward_part", "bn_backward_final",
-	"im2col_planes", "im2col_win", "col2im_planes", "col2im_planes_s1", "bn_apply4", "bn_backward_dx4", "act4", "act_backward4", "transpose", "maxpool_argmax", "maxpool_backward_idx",
+	"im2col_planes", "im2col_win", "rows_plain", "col2im_planes", "col2im_planes_s1", "bn_apply4", "bn_backward_dx4", "act4", "act_backward4", "transpose", "maxpool_argmax", "maxpool_backward_idx",
 	"maxpool_argmax_planes", "maxpool_backward_idx_planes", "maxpool_backward_idx_planes_s2",
 	"wino_filter", "wino_input", "wino_output",
 }

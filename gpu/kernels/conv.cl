@@ -335,3 +335,14 @@ __kernel void im2col_win(__global store_t* col, int coloff, __global const store
 	}
 COL2IM_PLANES(, sh, sw)
 COL2IM_PLANES(_s1, 1, 1)
+
+// rows_plain: dst (rows × cnt·hw, plain, from doff) = channels [0, rows) of
+// cnt samples of a tensor at soff whose samples hold chans planes of hw
+// positions (gpu/opencl_nn.go plainRows). Item (i, c) copies column i of
+// row c: consecutive items read and write consecutive addresses.
+__kernel void rows_plain(__global store_t* dst, __global const store_t* src, int soff, int cnt, int chans, int hw) {
+	int i = get_global_id(0), c = get_global_id(1);
+	if (i >= cnt * hw) return;
+	int n = i / hw, p = i - n * hw;
+	ST(dst, c * cnt * hw + i, LD(src, soff + (n * chans + c) * hw + p));
+}
