@@ -287,11 +287,17 @@ func (o *OpenCL) gemmFor(ta, tb bool, m, n, k int, a, b mat, beta float32, c mat
 	return best
 }
 
-// timeShape runs the product with every variant (once to warm up, then
-// repeated to fill about 1 ms; the faster timing counts) and returns the
-// fastest, ties to the smaller tile.
+// timeShape times the product with every variant (timeVariants).
 func (o *OpenCL) timeShape(ta, tb bool, m, n, k int, a, b, c mat) (int, map[string]time.Duration, error) {
-	if err := o.ctx.finish(); err != nil { // what was queued before is not timed
+	return o.timeVariants(func(v *gemmVariant) { o.gemmRun(v, ta, tb, m, n, k, 1, a, b, 0, c) })
+}
+
+// timeVariants runs launch with every variant (once to warm up, then
+// repeated to fill about 1 ms; the faster timing counts) and returns the
+// fastest, ties to the smaller tile, with every variant's time. What was
+// queued before is waited for first and not timed.
+func (o *OpenCL) timeVariants(launch func(*gemmVariant)) (int, map[string]time.Duration, error) {
+	if err := o.ctx.finish(); err != nil {
 		return 0, nil, err
 	}
 	times := map[string]time.Duration{}
@@ -300,7 +306,7 @@ func (o *OpenCL) timeShape(ta, tb bool, m, n, k int, a, b, c mat) (int, map[stri
 		run := func(reps int) (time.Duration, error) {
 			t0 := time.Now()
 			for r := 0; r < reps; r++ {
-				o.gemmRun(v, ta, tb, m, n, k, 1, a, b, 0, c)
+				launch(v)
 			}
 			err := o.ctx.finish()
 			return time.Since(t0) / time.Duration(reps), err

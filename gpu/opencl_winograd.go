@@ -5,7 +5,6 @@ package gpu
 import (
 	"errors"
 	"fmt"
-	"time"
 )
 
 // Winograd F(2×2, 3×3) for 3×3 stride-1 convolutions (kernels/winograd.cl).
@@ -259,7 +258,7 @@ func (o *OpenCL) winoGemm(m, n, k int, launch func(*gemmVariant)) *gemmVariant {
 	}
 	i := o.pickGemm(m, 16*n, k)
 	if o.gemmShapeTune && 32*float64(m)*float64(n)*float64(k) >= gemmShapeMinFlops {
-		best, times, err := o.timeWino(launch)
+		best, times, err := o.timeVariants(launch)
 		if err != nil {
 			o.log.Debug("gpu: opencl: winograd products not timed", "shape", fmt.Sprintf("16x%dx%dx%d", m, n, k), "err", err)
 			return o.gemms[i] // the device is in trouble; the launch that follows reports it
@@ -272,44 +271,4 @@ func (o *OpenCL) winoGemm(m, n, k int, launch func(*gemmVariant)) *gemmVariant {
 	}
 	o.winoByShape[key] = i
 	return o.gemms[i]
-}
-
-// timeWino runs launch with every variant (once to warm up, then repeated
-// to fill about 1 ms; the faster timing counts) and returns the fastest,
-// ties to the smaller tile, as timeShape does for single products.
-func (o *OpenCL) timeWino(launch func(*gemmVariant)) (int, map[string]time.Duration, error) {
-	if err := o.ctx.finish(); err != nil { // what was queued before is not timed
-		return 0, nil, err
-	}
-	times := map[string]time.Duration{}
-	best := -1
-	for i, v := range o.gemms {
-		run := func(reps int) (time.Duration, error) {
-			t0 := time.Now()
-			for r := 0; r < reps; r++ {
-				launch(v)
-			}
-			err := o.ctx.finish()
-			return time.Since(t0) / time.Duration(reps), err
-		}
-		if _, err := run(1); err != nil {
-			return 0, nil, err
-		}
-		t, err := run(1)
-		if err != nil {
-			return 0, nil, err
-		}
-		if t < time.Millisecond {
-			again, err := run(min(20, int(time.Millisecond/max(t, time.Microsecond))+1))
-			if err != nil {
-				return 0, nil, err
-			}
-			t = min(t, again)
-		}
-		times[v.Name] = t
-		if best < 0 || t < times[o.gemms[best].Name] {
-			best = i
-		}
-	}
-	return best, times, nil
 }
