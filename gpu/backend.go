@@ -170,6 +170,14 @@ type Backend interface {
 	Scale(x Buffer, alpha float32)
 	// Mul sets dst = a * b elementwise.
 	Mul(dst, a, b Buffer)
+	// DropoutMask sets every element of mask to 0 with probability p and to
+	// float32(1/(1-p)) otherwise (0 <= p < 1), decided for element i (counted
+	// from the start of the view) by a counter-based generator of (seed, i)
+	// alone: word i%4 of Philox4x32-10 of the counter (i/4, 0, 0, 0) under the
+	// key (seed's low 32 bits, its high 32 bits) is below uint32(p·2³²)
+	// (gpu/dropout.go). Every backend makes the same mask from the same seed,
+	// with no host memory and no transfer.
+	DropoutMask(mask Buffer, seed uint64, p float32)
 
 	// Gemm computes C = alpha*op(A)*op(B) + beta*C for row-major, contiguous
 	// matrices: op(A) is m×k, op(B) is k×n, C is m×n; op transposes when the

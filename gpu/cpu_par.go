@@ -40,6 +40,7 @@ const (
 	opStrided   // CopyStrided (cpu_tensor.go)
 	opBroadcast // Broadcast
 	opReduce    // ReduceSum
+	opDropoutMask
 )
 
 // cpuJob is one parallel kernel call: the operands the kernel needs (each op
@@ -60,6 +61,9 @@ type cpuJob struct {
 	per        [6][]float32 // batch norm's per-channel buffers, in the kernel's order
 	cpu        *CPU         // packed filters and partial sums of the conv kernels
 	ten        tensorJob    // the structural kernels' operands (rows are the items)
+	seed       uint64       // DropoutMask's seed, threshold and kept value (y is the mask)
+	thr        uint32
+	keep       float32
 }
 
 // span returns the items [lo, hi) of part i: n cut into parts nearly equal
@@ -102,6 +106,8 @@ func (j *cpuJob) Run(th *sgemm.Thread, i int) {
 		softmaxBackward(j.dx, j.dy, j.y, j.batch, j.hw, lo, hi)
 	case opStrided, opBroadcast, opReduce:
 		j.ten.run(j.op, lo, hi)
+	case opDropoutMask:
+		dropoutMask(j.y, j.seed, j.thr, j.keep, lo, hi)
 	case opSumPartials:
 		j.cpu.sumPartials(j.w, j.batch, lo, hi)
 	case opDepthwiseFilter:

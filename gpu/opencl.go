@@ -371,6 +371,14 @@ func (o *OpenCL) Mul(dst, a, b Buffer) {
 	o.run1("mul", d.n, d.m, d.off, as.m, as.off, bs.m, bs.off, d.n)
 }
 
+// DropoutMask implements Backend: one work-item per four elements, the
+// four words of one Philox block (kernels/dropout.cl).
+func (o *OpenCL) DropoutMask(mask Buffer, seed uint64, p float32) {
+	m := o.buf(mask)
+	thr, keep := dropoutParams(p)
+	o.run1("dropout_mask", (m.n+3)/4, m.m, m.off, m.n, uint32(seed), uint32(seed>>32), thr, keep)
+}
+
 // AddBias implements Backend.
 func (o *OpenCL) AddBias(x, bias Buffer, n, c, hw int) {
 	xs, bs := o.buf(x), o.buf(bias)

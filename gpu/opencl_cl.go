@@ -390,6 +390,8 @@ func (c *clContext) launch(k *clKernel, global, loc []int, args ...any) error {
 			k.set[i], k.bufs[i] = argBuf, v
 		case int:
 			err = k.setScalar(i, uint32(int32(v)))
+		case uint32:
+			err = k.setScalar(i, v)
 		case float32:
 			err = k.setScalar(i, math.Float32bits(v))
 		case local:

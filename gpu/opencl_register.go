@@ -105,7 +105,7 @@ var mainKernels = []string{
 	"bn_stats_part", "bn_stats_final", "bn_backward_part", "bn_backward_final",
 	"im2col_planes", "im2col_win", "rows_plain", "col2im_planes", "col2im_planes_s1", "bn_apply4", "bn_backward_dx4", "act4", "act_backward4", "transpose", "maxpool_argmax", "maxpool_backward_idx",
 	"maxpool_argmax_planes", "maxpool_backward_idx_planes", "maxpool_backward_idx_planes_s2",
-	"wino_filter", "wino_input", "wino_output",
+	"wino_filter", "wino_input", "wino_output", "dropout_mask",
 }
 
 // reductionKernels run in work-groups of redWG items.
@@ -216,7 +216,7 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 // (maxWG, or 256 when 0, then halving down to 16) that the device and every
 // reduction kernel accept.
 func (o *OpenCL) buildMain(dir string, maxWG int) error {
-	src := kernelSource("elementwise.cl", "conv.cl", "pool.cl", "norm.cl", "tensor.cl", "activation.cl", "winograd.cl")
+	src := kernelSource("elementwise.cl", "conv.cl", "pool.cl", "norm.cl", "tensor.cl", "activation.cl", "winograd.cl", "dropout.cl")
 	if maxWG <= 0 {
 		maxWG = 256
 	}
