@@ -240,72 +240,82 @@ func profileStep(b *testing.B, o *gpu.OpenCL, step func()) {
 // forward and backward run on the device, the gradient comes down (it is
 // what the worker pushes), the hub's merged gradient goes up and the
 // optimizer steps on the device. Nothing else may cross: no activation, no
-// weight, no optimizer state; of the loss only its (hi, lo) float pair.
+// weight, no optimizer state, no dropout mask (alexnet-small has two
+// dropout layers: the device makes their masks from a seed); of the loss
+// only its (hi, lo) float pair.
 // Subtest "staged" moves the batch and the gradients through pinned staging
 // (opencl_stage.go) in chunks smaller than they are: bytes crossing are
 // counted once, not once more for the copies into and out of the slots.
 func TestOpenCLStepTraffic(t *testing.T) {
 	o := openForE2E(t)
 	defer o.Close()
-	net, err := models.Build(o, "lenet5", models.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	net.InitParams(rand.New(rand.NewPCG(1, 2)))
-	tr := solver.NewTrainer(net, solver.NewSGD(o, net.NumParams(), 0.9, 0, false), solver.Constant(0.01))
-	const batch = 16
-	r := rand.New(rand.NewPCG(3, 4))
-	x := make([]float32, batch*net.In.Size())
-	grad := make([]float32, net.NumParams())
-	labels := make([]int32, batch)
-	iteration := func(first int32) {
-		for i := range x {
-			x[i] = float32(r.NormFloat64())
-		}
-		for i := range labels {
-			labels[i] = (first + int32(i)) % 10
-		}
-		tr.Gradient(x, labels)
-		o.Download(grad, net.Grads)
-		o.Upload(net.Grads, grad) // the merged gradient, as the hub sends it back
-		tr.Apply()
-	}
-	for base, staged := range []bool{false, true} {
-		name := map[bool]string{false: "direct", true: "staged"}[staged]
-		t.Run(name, func(t *testing.T) {
-			// Staged: the batch (50 KB) and the gradient (246 KB) above the
-			// threshold, the labels and the loss below it.
-			defer gpu.SetStaging(o, staged, 4096, 3*4096+4, 2)()
-			// The first allocates the input and label buffers and puts
-			// labels base.. there (base: none the other subtest used).
-			b := int32(base)
-			iteration(b)
-			// New labels are uploaded; the same ones as last time, or as
-			// the time before (the backend keeps two label buffers), are not.
-			for it, c := range []struct {
-				first  int32
-				labels bool
-			}{{b, false}, {b + 3, true}, {b, false}, {b + 6, true}} {
-				up0, down0 := o.Transferred()
-				staged0 := gpu.Staged(o)
-				iteration(c.first)
-				up, down := o.Transferred()
-				wantUp := int64(4*len(x) + 4*len(grad))
-				if c.labels {
-					wantUp += 4 * batch
+	for m, model := range []string{"lenet5", "alexnet-small"} {
+		t.Run(model, func(t *testing.T) {
+			net, err := models.Build(o, model, models.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			net.InitParams(rand.New(rand.NewPCG(1, 2)))
+			net.SetRand(rand.New(rand.NewPCG(7, 8)))
+			tr := solver.NewTrainer(net, solver.NewSGD(o, net.NumParams(), 0.9, 0, false), solver.Constant(0.01))
+			const batch = 16
+			r := rand.New(rand.NewPCG(3, 4))
+			x := make([]float32, batch*net.In.Size())
+			grad := make([]float32, net.NumParams())
+			labels := make([]int32, batch)
+			iteration := func(first int32) {
+				for i := range x {
+					x[i] = float32(r.NormFloat64())
 				}
-				wantDown := int64(4*len(grad) + 8)
-				if up-up0 != wantUp || down-down0 != wantDown {
-					t.Errorf("iteration %d: %d bytes up, %d down; want %d (batch, labels when new, merged gradient) and %d (gradient, loss)",
-						it, up-up0, down-down0, wantUp, wantDown)
+				for i := range labels {
+					labels[i] = (first + int32(i)) % 10
 				}
-				var wantStaged int64
-				if staged {
-					wantStaged = int64(4*len(x) + 8*len(grad))
-				}
-				if got := gpu.Staged(o) - staged0; got != wantStaged {
-					t.Errorf("iteration %d: %d bytes through the pinned slots, want %d", it, got, wantStaged)
-				}
+				tr.Gradient(x, labels)
+				o.Download(grad, net.Grads)
+				o.Upload(net.Grads, grad) // the merged gradient, as the hub sends it back
+				tr.Apply()
+			}
+			for s, staged := range []bool{false, true} {
+				name := map[bool]string{false: "direct", true: "staged"}[staged]
+				t.Run(name, func(t *testing.T) {
+					// Staged: the batch (50 KB for lenet5, 197 KB for
+					// alexnet-small) and the gradient (246 KB, 4.4 MB) above
+					// the threshold, the labels and the loss below it.
+					defer gpu.SetStaging(o, staged, 4096, 3*4096+4, 2)()
+					// The first allocates the input and label buffers and
+					// puts labels base.. there (base: none an earlier
+					// subtest used).
+					b := int32(2*m + s)
+					iteration(b)
+					// New labels are uploaded; the same ones as last time, or
+					// as the time before (the backend keeps two label
+					// buffers), are not.
+					for it, c := range []struct {
+						first  int32
+						labels bool
+					}{{b, false}, {b + 3, true}, {b, false}, {b + 6, true}} {
+						up0, down0 := o.Transferred()
+						staged0 := gpu.Staged(o)
+						iteration(c.first)
+						up, down := o.Transferred()
+						wantUp := int64(4*len(x) + 4*len(grad))
+						if c.labels {
+							wantUp += 4 * batch
+						}
+						wantDown := int64(4*len(grad) + 8)
+						if up-up0 != wantUp || down-down0 != wantDown {
+							t.Errorf("iteration %d: %d bytes up, %d down; want %d (batch, labels when new, merged gradient) and %d (gradient, loss)",
+								it, up-up0, down-down0, wantUp, wantDown)
+						}
+						var wantStaged int64
+						if staged {
+							wantStaged = int64(4*len(x) + 8*len(grad))
+						}
+						if got := gpu.Staged(o) - staged0; got != wantStaged {
+							t.Errorf("iteration %d: %d bytes through the pinned slots, want %d", it, got, wantStaged)
+						}
+					}
+				})
 			}
 		})
 	}

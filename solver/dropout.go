@@ -2,7 +2,6 @@ package solver
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/cotrain/cotrain/gpu"
 )
@@ -11,20 +10,21 @@ import (
 // survivors by 1/(1-P) (inverted dropout, as PyTorch's nn.Dropout), so eval
 // mode is the identity and needs no rescaling.
 //
-// The mask is drawn on the host from Pass.Rand, one fresh mask per training
-// Forward, and uploaded; y = x*mask and dx = dy*mask. A seeded generator
-// therefore gives the same masks on every backend. With P == 0 the layer is an
-// exact copy and draws nothing from the generator.
+// Each training Forward draws one uint64 seed from Pass.Rand and has the
+// backend make the mask from it on the device (gpu.Backend.DropoutMask: a
+// counter-based generator of the seed and the element's index), so no mask
+// crosses the host boundary; y = x*mask and dx = dy*mask. A seeded
+// generator therefore gives the same masks on every backend. With P == 0 the
+// layer is an exact copy and draws nothing from the generator.
 type Dropout struct {
 	Base
 	P    float32
 	size int // elements per sample
 
-	// Per-batch buffers, allocated in Resize for up to capN samples: the
-	// mask on the device and its host staging copy. view is the mask for
-	// the current batch size viewN, rebuilt only when that size changes.
+	// The mask on the device, allocated in Resize for up to capN samples.
+	// view is the mask for the current batch size viewN, rebuilt only when
+	// that size changes.
 	mask   gpu.Buffer
-	host   []float32
 	capN   int
 	view   gpu.Buffer
 	viewN  int
@@ -55,14 +55,13 @@ func (l *Dropout) Setup(in []Shape) (Shape, error) {
 	return s, nil
 }
 
-// Resize implements Layer: the mask buffers for n samples.
+// Resize implements Layer: the mask for n samples.
 func (l *Dropout) Resize(b gpu.Backend, n int) {
 	if n <= l.capN || l.P == 0 {
 		return
 	}
 	l.capN = n
 	l.mask = b.Alloc(n * l.size)
-	l.host = make([]float32, n*l.size)
 	l.viewN = 0
 }
 
@@ -83,26 +82,7 @@ func (l *Dropout) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 		l.viewN = p.N
 		l.view = p.B.View(l.mask, 0, p.N*l.size)
 	}
-	// Each 64-bit draw decides two elements: an element is dropped when its
-	// 32-bit half is below P·2³², which happens with probability P (to 2⁻³²).
-	host := l.host[:p.N*l.size]
-	thr := uint32(math.Ldexp(float64(l.P), 32)) // P < 1, so this fits
-	keep := float32(1 / (1 - float64(l.P)))
-	pick := func(u uint32) float32 {
-		if u < thr {
-			return 0
-		}
-		return keep
-	}
-	i := 0
-	for ; i+2 <= len(host); i += 2 {
-		bits := p.Rand.Uint64()
-		host[i], host[i+1] = pick(uint32(bits)), pick(uint32(bits>>32))
-	}
-	if i < len(host) {
-		host[i] = pick(uint32(p.Rand.Uint64()))
-	}
-	p.B.Upload(l.view, host)
+	p.B.DropoutMask(l.view, p.Rand.Uint64(), l.P)
 	p.B.Mul(out, in[0], l.view)
 }
 

@@ -70,8 +70,8 @@ func TestDropoutTraining(t *testing.T) {
 			t.Errorf("p=%v: %d of %v dropped, %.1f standard deviations from the expected %v", p, dropped, total, d/sd, total*float64(p))
 		}
 
-		// Neighbours are independent: both of a pair (2i, 2i+1), which share
-		// one 64-bit draw, are dropped with probability p².
+		// Neighbours are independent: both of a pair (2i, 2i+1), two words
+		// of one Philox block, are dropped with probability p².
 		both, pairs := 0, len(y)/2
 		for i := 0; i+1 < len(y); i += 2 {
 			if y[i] == 0 && y[i+1] == 0 {
