@@ -2,7 +2,9 @@ package gpu_test
 
 import (
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"strconv"
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
@@ -59,8 +61,14 @@ func TestCPUStepSameBitsAtAnyThreadCount(t *testing.T) {
 // newStep builds model on a CPU backend with fixed weights and a random
 // batch of MNIST-shaped samples.
 func newStep(t testing.TB, model string, batch int) (*solver.Trainer, []float32, []int32) {
-	be := gpu.NewCPU()
-	net, err := models.Build(be, model, models.Config{})
+	return stepTrainer(t, gpu.NewCPU(), model, models.Config{}, batch)
+}
+
+// stepTrainer builds model on be with fixed weights, an SGD-momentum
+// trainer, and a random batch of batch samples whose labels cycle over the
+// classes: the training step the step benchmarks time.
+func stepTrainer(t testing.TB, be gpu.Backend, model string, cfg models.Config, batch int) (*solver.Trainer, []float32, []int32) {
+	net, err := models.Build(be, model, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +81,34 @@ func newStep(t testing.TB, model string, batch int) (*solver.Trainer, []float32,
 	}
 	labels := make([]int32, batch)
 	for i := range labels {
-		labels[i] = int32(i % 10)
+		labels[i] = int32(i % net.Out.Size())
 	}
 	return tr, x, labels
+}
+
+// residentStep uploads x once and returns a training step on it (forward,
+// loss, backward, optimizer) that uploads nothing: the batch resident on
+// the device, as PyTorch's benchmark keeps it.
+func residentStep(be gpu.Backend, tr *solver.Trainer, x []float32, labels []int32) func() {
+	xb := be.Alloc(len(x))
+	be.Upload(xb, x)
+	return func() {
+		logits := tr.Net.Forward(xb, len(labels), true)
+		tr.Loss.Forward(be, logits, labels)
+		tr.Net.Backward(tr.Loss.Backward(be))
+		tr.Apply()
+	}
+}
+
+// benchBatch is the batch COTRAIN_BENCH_BATCH sets, else def.
+func benchBatch(b *testing.B, def int) int {
+	v := os.Getenv("COTRAIN_BENCH_BATCH")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		b.Fatalf("COTRAIN_BENCH_BATCH=%q: want a positive batch", v)
+	}
+	return n
 }

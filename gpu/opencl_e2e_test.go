@@ -76,6 +76,20 @@ func lenetRun(t *testing.T, b gpu.Backend, model, opt string, steps int) ([]floa
 	return losses, params
 }
 
+// paramDiff counts the parameters of got further than 1e-4 from want
+// (relative, with a floor of 1e-3), and gives the worst relative and
+// absolute differences.
+func paramDiff(want, got []float32) (bad int, worst, worstAbs float64) {
+	for i := range want {
+		d := math.Abs(float64(got[i]-want[i])) / (math.Abs(float64(want[i])) + 1e-3)
+		worst, worstAbs = max(worst, d), max(worstAbs, math.Abs(float64(got[i]-want[i])))
+		if d > 1e-4 {
+			bad++
+		}
+	}
+	return bad, worst, worstAbs
+}
+
 func TestOpenCLLeNetTraining(t *testing.T) {
 	o := openForE2E(t)
 	defer o.Close()
@@ -95,15 +109,7 @@ func TestOpenCLLeNetTraining(t *testing.T) {
 			// lr per step whatever the gradient's size; there, 1e-4 cannot
 			// hold. For Adam all but 1 in 10,000 parameters must be within 1e-4
 			// and none may differ by more than 0.1·lr·steps.
-			var worst, worstAbs float64
-			bad := 0
-			for i := range want {
-				d := math.Abs(float64(got[i]-want[i])) / (math.Abs(float64(want[i])) + 1e-3)
-				worst, worstAbs = max(worst, d), max(worstAbs, math.Abs(float64(got[i]-want[i])))
-				if d > 1e-4 {
-					bad++
-				}
-			}
+			bad, worst, worstAbs := paramDiff(want, got)
 			switch {
 			case c.opt != "adam" && bad > 0:
 				t.Errorf("%d parameters differ by more than 1e-4: worst relative difference %.3g", bad, worst)
@@ -164,21 +170,7 @@ func BenchmarkOpenCLTrainStep(b *testing.B) {
 				continue
 			}
 			b.Run(be.name+"/"+c.name, func(b *testing.B) {
-				net, err := models.Build(be.b, c.model, c.cfg)
-				if err != nil {
-					b.Fatal(err)
-				}
-				net.InitParams(rand.New(rand.NewPCG(1, 2)))
-				tr := solver.NewTrainer(net, solver.NewSGD(be.b, net.NumParams(), 0.9, 0, false), solver.Constant(0.01))
-				r := rand.New(rand.NewPCG(5, 6))
-				x := make([]float32, c.batch*net.In.Size())
-				for i := range x {
-					x[i] = float32(r.NormFloat64())
-				}
-				labels := make([]int32, c.batch)
-				for i := range labels {
-					labels[i] = int32(i % net.Out.Size())
-				}
+				tr, x, labels := stepTrainer(b, be.b, c.model, c.cfg, c.batch)
 				// Two steps before timing: where uploads overlap, the
 				// Trainer allocates its second input buffer in the second.
 				tr.Step(x, labels)
@@ -189,14 +181,7 @@ func BenchmarkOpenCLTrainStep(b *testing.B) {
 					}
 				}
 				if os.Getenv("COTRAIN_BENCH_RESIDENT") == "1" {
-					xb := be.b.Alloc(len(x))
-					be.b.Upload(xb, x)
-					step = func() {
-						logits := tr.Net.Forward(xb, c.batch, true)
-						tr.Loss.Forward(be.b, logits, labels)
-						tr.Net.Backward(tr.Loss.Backward(be.b))
-						tr.Apply()
-					}
+					step = residentStep(be.b, tr, x, labels)
 				}
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {

@@ -3,14 +3,10 @@
 package gpu_test
 
 import (
-	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/models"
-	"github.com/cotrain/cotrain/solver"
 )
 
 // hideKeeper hides a backend's gpu.ConvColumnKeeper: its convolutions
@@ -28,14 +24,7 @@ type hideKeeper struct{ gpu.Backend }
 // COTRAIN_BENCH_BATCH sets the batch (default 32; on PoCL a batch of 2
 // keeps AlexNet's step to seconds).
 func BenchmarkOpenCLKeepColumnsStep(b *testing.B) {
-	batch := 32
-	if v := os.Getenv("COTRAIN_BENCH_BATCH"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			b.Fatalf("COTRAIN_BENCH_BATCH=%q: want a positive batch", v)
-		}
-		batch = n
-	}
+	batch := benchBatch(b, 32)
 	o, err := gpu.NewOpenCL(gpu.DefaultOpenCLConfig())
 	if err != nil {
 		b.Skipf("no OpenCL device: %v", err)
@@ -48,29 +37,8 @@ func BenchmarkOpenCLKeepColumnsStep(b *testing.B) {
 				if mode == "twice" {
 					be = hideKeeper{o}
 				}
-				net, err := models.Build(be, model, models.Config{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				net.InitParams(rand.New(rand.NewPCG(1, 2)))
-				tr := solver.NewTrainer(net, solver.NewSGD(be, net.NumParams(), 0.9, 0, false), solver.Constant(0.01))
-				r := rand.New(rand.NewPCG(5, 6))
-				x := make([]float32, batch*net.In.Size())
-				for i := range x {
-					x[i] = float32(r.NormFloat64())
-				}
-				labels := make([]int32, batch)
-				for i := range labels {
-					labels[i] = int32(i % net.Out.Size())
-				}
-				xb := be.Alloc(len(x))
-				be.Upload(xb, x)
-				step := func() {
-					logits := tr.Net.Forward(xb, batch, true)
-					tr.Loss.Forward(be, logits, labels)
-					tr.Net.Backward(tr.Loss.Backward(be))
-					tr.Apply()
-				}
+				tr, x, labels := stepTrainer(b, be, model, models.Config{}, batch)
+				step := residentStep(be, tr, x, labels)
 				step() // the first Backward asks for the kept matrices
 				step()
 				if err := o.Finish(); err != nil {

@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -87,15 +86,7 @@ func TestOpenCLWinogradTraining(t *testing.T) {
 	// differ by more than 1e-4, by up to 2.7e-6 (PoCL), while im2col on
 	// OpenCL stays within 1.4e-6 relative of the CPU. So: all but 1 in 1,000 parameters within
 	// 1e-4 (relative, floor 1e-3), none by more than 1e-5.
-	var worst, worstAbs float64
-	bad := 0
-	for i := range want {
-		d := math.Abs(float64(got[i]-want[i])) / (math.Abs(float64(want[i])) + 1e-3)
-		worst, worstAbs = max(worst, d), max(worstAbs, math.Abs(float64(got[i]-want[i])))
-		if d > 1e-4 {
-			bad++
-		}
-	}
+	bad, worst, worstAbs := paramDiff(want, got)
 	if bad > len(want)/1000 || worstAbs > 1e-5 {
 		t.Errorf("%d parameters differ by more than 1e-4, worst by %.3g", bad, worstAbs)
 	}
@@ -147,14 +138,7 @@ func TestOpenCLWinogradTraining(t *testing.T) {
 // seconds); COTRAIN_OPENCL_PROFILE=shapes also prints each mode's
 // kernels, split by global size, over 5 steps.
 func BenchmarkOpenCLWinogradStep(b *testing.B) {
-	batch := 32
-	if v := os.Getenv("COTRAIN_BENCH_BATCH"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			b.Fatalf("COTRAIN_BENCH_BATCH=%q: want a positive batch", v)
-		}
-		batch = n
-	}
+	batch := benchBatch(b, 32)
 	for _, mode := range []string{gpu.WinogradOff, gpu.WinogradAuto} {
 		b.Run("alexnet/winograd="+mode, func(b *testing.B) {
 			cfg := gpu.DefaultOpenCLConfig()
@@ -164,29 +148,8 @@ func BenchmarkOpenCLWinogradStep(b *testing.B) {
 				b.Skipf("no OpenCL device: %v", err)
 			}
 			defer o.Close()
-			net, err := models.Build(o, "alexnet", models.Config{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			net.InitParams(rand.New(rand.NewPCG(1, 2)))
-			tr := solver.NewTrainer(net, solver.NewSGD(o, net.NumParams(), 0.9, 0, false), solver.Constant(0.01))
-			r := rand.New(rand.NewPCG(5, 6))
-			x := make([]float32, batch*net.In.Size())
-			for i := range x {
-				x[i] = float32(r.NormFloat64())
-			}
-			labels := make([]int32, batch)
-			for i := range labels {
-				labels[i] = int32(i % net.Out.Size())
-			}
-			xb := o.Alloc(len(x))
-			o.Upload(xb, x)
-			step := func() {
-				logits := tr.Net.Forward(xb, batch, true)
-				tr.Loss.Forward(o, logits, labels)
-				tr.Net.Backward(tr.Loss.Backward(o))
-				tr.Apply()
-			}
+			tr, x, labels := stepTrainer(b, o, "alexnet", models.Config{}, batch)
+			step := residentStep(o, tr, x, labels)
 			step()
 			if err := o.Finish(); err != nil {
 				b.Fatal(err)
