@@ -102,6 +102,23 @@ func (o *OpenCL) plainRows(s **clMem, b *clBuf, n0, cnt, ch, rows, chans, hw int
 	return plainMat(dst, 0, cnt*hw)
 }
 
+// chunkCols is the column matrix (rows × cnt·OH·OW) of samples [n0,
+// n0+cnt) and group gi, as the forward and the filter gradient read it: x
+// itself for a pointwise convolution, the kept matrix's columns, or im2col
+// into the workspace col.
+func (o *OpenCL) chunkCols(g *ConvGeom, xs, col *clBuf, kept bool, n0, cnt, gi int) mat {
+	cg, rows, ohw := g.C/g.groups(), g.colRows(), g.OH*g.OW
+	switch {
+	case g.pointwise():
+		return o.plainRows(&o.rowsB, xs, n0, cnt, gi*cg, cg, g.C, ohw)
+	case kept:
+		return plainMat(col.m, col.off+gi*rows*g.N*ohw+n0*ohw, g.N*ohw)
+	default:
+		o.im2col(g, rows, cnt, ohw, col.m, col.off, xs.m, xs.off+(n0*g.C+gi*cg)*g.H*g.W)
+		return plainMat(col.m, col.off, cnt*ohw)
+	}
+}
+
 // copyPlainRows switches plainRows' copy; a variable only so that tests can
 // compare both ways in one run.
 var copyPlainRows = true
@@ -204,17 +221,7 @@ func (o *OpenCL) convForward(g *ConvGeom, ys, xs, wsl, col *clBuf, nb int, kept 
 	for n0 := 0; n0 < g.N; n0 += nb {
 		cnt := min(nb, g.N-n0)
 		for gi := 0; gi < grp; gi++ {
-			var src mat
-			switch {
-			case g.pointwise():
-				src = o.plainRows(&o.rowsB, xs, n0, cnt, gi*cg, cg, g.C, ohw)
-			case kept:
-				src = plainMat(col.m, col.off+gi*rows*g.N*ohw+n0*ohw, g.N*ohw)
-			default:
-				xoff := xs.off + (n0*g.C+gi*cg)*g.H*g.W
-				o.im2col(g, rows, cnt, ohw, col.m, col.off, xs.m, xoff)
-				src = plainMat(col.m, col.off, cnt*ohw)
-			}
+			src := o.chunkCols(g, xs, col, kept, n0, cnt, gi)
 			o.gemm(false, false, kg, cnt*ohw, rows, 1, plainMat(wsl.m, wsl.off+gi*kg*rows, rows), src,
 				0, batchMat(ys, n0, cnt, gi*kg, g.K, ohw))
 		}
@@ -287,7 +294,7 @@ func (o *OpenCL) convFilter(g *ConvGeom, dws, dys, xs, col *clBuf, nb int, kept 
 		return
 	}
 	grp := g.groups()
-	cg, kg, rows, ohw := g.C/grp, g.K/grp, g.colRows(), g.OH*g.OW
+	kg, rows, ohw := g.K/grp, g.colRows(), g.OH*g.OW
 	for n0 := 0; n0 < g.N; n0 += nb {
 		cnt := min(nb, g.N-n0)
 		beta := float32(1)
@@ -295,17 +302,7 @@ func (o *OpenCL) convFilter(g *ConvGeom, dws, dys, xs, col *clBuf, nb int, kept 
 			beta = 0
 		}
 		for gi := 0; gi < grp; gi++ {
-			var src mat // the column matrix (rows × cnt·ohw), read transposed
-			switch {
-			case g.pointwise():
-				src = o.plainRows(&o.rowsB, xs, n0, cnt, gi*cg, cg, g.C, ohw)
-			case kept:
-				src = plainMat(col.m, col.off+gi*rows*g.N*ohw+n0*ohw, g.N*ohw)
-			default:
-				xoff := xs.off + (n0*g.C+gi*cg)*g.H*g.W
-				o.im2col(g, rows, cnt, ohw, col.m, col.off, xs.m, xoff)
-				src = plainMat(col.m, col.off, cnt*ohw)
-			}
+			src := o.chunkCols(g, xs, col, kept, n0, cnt, gi) // read transposed
 			o.gemm(false, true, kg, rows, cnt*ohw, 1, o.plainRows(&o.rowsA, dys, n0, cnt, gi*kg, kg, g.K, ohw), src,
 				beta, plainMat(dws.m, dws.off+gi*kg*rows, rows))
 		}
