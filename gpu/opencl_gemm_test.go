@@ -132,6 +132,20 @@ func TestOpenCLGemmShapeTuning(t *testing.T) {
 	o.Gemm(false, false, m, n, k, 1, a, b, 1, c)    // the same shape: known
 	o.Gemm(true, false, m, n, k, 1, a, b, 0.5, c)   // a new shape, but beta ≠ 0: not timed
 	o.Gemm(false, false, 64, 64, 64, 1, a, b, 0, c) // small: not timed
+	// A new shape, beta 0 and large, but C shares an allocation with A and
+	// with B (views side by side): not timed either; the product is right.
+	const n2 = n + 4
+	ab := o.Alloc(m*k + k*n2 + m*n2)
+	a2, b2, c2 := o.View(ab, 0, m*k), o.View(ab, m*k, k*n2), o.View(ab, m*k+k*n2, m*n2)
+	o.Copy(a2, a)
+	o.Upload(b2, forStorage(o, clRand(r, k*n2)))
+	o.Gemm(false, false, m, n2, k, 1, a2, b2, 0, c2)
+	want2 := o.Alloc(m * n2)
+	o.gemmRun(o.gemms[0], false, false, m, n2, k, 1, plainMat(as.m, as.off, k), plainMat(o.buf(b2).m, o.buf(b2).off, n2), 0,
+		plainMat(o.buf(want2).m, 0, n2))
+	if !slices.Equal(download(o, c2), download(o, want2)) {
+		t.Error("product whose C shares an allocation with A and B: wrong result")
+	}
 	if len(o.gemmByShape) != 1 {
 		t.Errorf("%d shapes timed, want 1: %v", len(o.gemmByShape), o.gemmByShape)
 	}
@@ -151,6 +165,67 @@ func TestOpenCLGemmShapeTuning(t *testing.T) {
 	o.Gemm(true, false, m, n, k, 1, a, b, 0, c)
 	if len(o.gemmByShape) != 1 {
 		t.Errorf("tuning off: a new shape was timed")
+	}
+}
+
+// TestOpenCLGemmTuningFileShapes: the tuning file's shapes come from disk,
+// which an older version or a hand may have written: entries whose key is
+// not one this version writes (another layout, a transpose flag of 2,
+// trailing text, no key at all) or whose variant was not built are
+// skipped, the rest serve their shapes, and a "shapes" that is not a map
+// makes the whole file ignored rather than half applied.
+func TestOpenCLGemmTuningFileShapes(t *testing.T) {
+	o := openCLForTest(t)
+	if len(o.gemms) < 2 {
+		t.Skip("one variant built")
+	}
+	defer func(sel int, by []gemmSizeChoice, rates map[int]map[string]float64, shapes map[gemmShape]int, tune bool, tuned gemmTuning, path string) {
+		o.gemmSel, o.gemmBySize, o.gemmRates, o.gemmByShape = sel, by, rates, shapes
+		o.gemmShapeTune, o.gemmTuned, o.gemmTunePath = tune, tuned, path
+	}(o.gemmSel, o.gemmBySize, o.gemmRates, o.gemmByShape, o.gemmShapeTune, o.gemmTuned, o.gemmTunePath)
+	dir := t.TempDir()
+	path := o.tuningPath(dir)
+	good := gemmShape{m: 512, n: 516, k: 508, avec: 1, bvec: 1, cvec: 1}
+	v0, v1 := o.gemms[0].Name, o.gemms[1].Name
+	shapes := map[string]string{
+		good.String():                  v1,
+		"512x516x508/t00/v111":         v0, // an older layout
+		"512x516x508/t20/v111/s000":    v0,
+		"512x516x508/t00/v111/s000x":   v0,
+		"512x516x508/t00/v111/s0001":   v0,
+		"":                             v0,
+		"garbage":                      v0,
+		"64x64x64/t00/v111/s000":       "nope/1x1/k1", // not built
+		"1x2x3/t11/v000/s111":          v0,
+		"99999999999999999999x1x1/t00": v0,
+	}
+	data, err := json.Marshal(map[string]any{"best": map[string]string{"256": v0}, "shapes": shapes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o.tuneGemm(dir, false)
+	want := map[gemmShape]int{good: 1, {ta: true, tb: true, m: 1, n: 2, k: 3, aseg: true, bseg: true, cseg: true}: 0}
+	if len(o.gemmByShape) != len(want) {
+		t.Fatalf("shapes from the file: %v, want %v", o.gemmByShape, want)
+	}
+	for s, i := range want {
+		if got, ok := o.gemmByShape[s]; !ok || got != i {
+			t.Errorf("shape %v: variant %d (present %v), want %d", s, got, ok, i)
+		}
+	}
+	if i := o.gemmFor(false, false, 512, 516, 508, plainMat(nil, 0, 508), plainMat(nil, 0, 516), 0, plainMat(nil, 0, 516)); i != 1 {
+		t.Errorf("gemmFor of the saved shape: variant %d, want 1 (the file's)", i)
+	}
+	// "shapes" of the wrong type: the file is not used at all.
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(`{"best": {"256": %q}, "shapes": 5}`, v0)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o.tuneGemm(dir, false)
+	if len(o.gemmByShape) != 0 || len(o.gemmBySize) != 0 {
+		t.Errorf("a file whose shapes is not a map: sizes %v, shapes %v applied", o.gemmBySize, o.gemmByShape)
 	}
 }
 
