@@ -21,7 +21,8 @@ func setWinograd(t testing.TB, o *OpenCL, mode string) {
 
 // winoGeoms are 3×3 stride-1 convolutions on odd and even planes (1×1 to
 // 14×14), padded by 0, 1 and 2 (the data gradient's padding is then 2, 1
-// and 0) and unevenly, at batches 1 and 3, with channel counts that are
+// and 0), unevenly, and by more than the filter's reach (3 and 4: the data
+// gradient's padding is negative, the tiles crop dy), at batches 1 and 3, with channel counts that are
 // not multiples of 4, and one with enough channels for the products to
 // sum long.
 var winoGeoms = []ConvGeom{
@@ -38,6 +39,7 @@ var winoGeoms = []ConvGeom{
 	{N: 2, C: 4, H: 6, W: 5, K: 4, R: 3, S: 3, PadH: 2, PadW: 0}, // backward padded by 0 and 2
 	{N: 2, C: 3, H: 5, W: 6, K: 5, R: 3, S: 3, PadH: 0, PadW: 1},
 	{N: 2, C: 131, H: 13, W: 13, K: 70, R: 3, S: 3, PadH: 1, PadW: 1},
+	{N: 2, C: 5, H: 4, W: 5, K: 6, R: 3, S: 3, PadH: 3, PadW: 4}, // backward padded by −1 and −2: cropped
 }
 
 // winoLaunches returns how many times each Winograd kernel ran since the
