@@ -46,8 +46,12 @@ import (
 //     goes on the compute queue) runs after the data has landed.
 //
 // Writes stay blocking for the host, staged or not (the caller may reuse its
-// slice on return), so at most one transfer is in flight and the transfer
-// queue needs no rule of its own. The case this is for is a caller that
+// slice on return). A blocking write promises no more than that: the driver
+// may have copied the slice and still have the transfer queued (PoCL's has
+// always landed; a staged write waits for its chunks), so several writes may
+// be pending on the transfer queue. It is in order, and every compute
+// command enqueued after a write follows it (rule 2), so the transfer queue
+// needs no rule of its own. The case this is for is a caller that
 // alternates two input buffers (solver.Trainer when OverlapsUploads): the
 // upload for step i+1 writes the buffer step i-1 read, and step i's loss
 // read passed after all of step i-1, so the upload runs while step i's
