@@ -32,18 +32,28 @@ const (
 	philoxW1 = 0xBB67AE85
 )
 
-// philox4x32 returns Philox4x32-10 of counter c under key (k0, k1).
-// kernels/dropout.cl's philox4x32 is the same integer math, step by step.
-func philox4x32(c [4]uint32, k0, k1 uint32) [4]uint32 {
+// philoxKeys returns the round keys of Philox4x32-10 for key (k0, k1):
+// round r uses (k0 + r·W0, k1 + r·W1), wrapping. They depend on the key
+// alone, so the CPU computes them once per mask instead of once per block
+// (kernels/dropout.cl bumps the key in every work-item's rounds: the same
+// words).
+func philoxKeys(k0, k1 uint32) (ks [20]uint32) {
+	for r := 0; r < 10; r++ {
+		ks[2*r], ks[2*r+1] = k0, k1
+		k0 += philoxW0
+		k1 += philoxW1
+	}
+	return ks
+}
+
+// philox4x32 returns Philox4x32-10 of counter c under the round keys ks
+// (philoxKeys). kernels/dropout.cl's philox4x32 is the same integer math.
+func philox4x32(c [4]uint32, ks *[20]uint32) [4]uint32 {
 	c0, c1, c2, c3 := c[0], c[1], c[2], c[3]
 	for r := 0; r < 10; r++ {
-		if r > 0 {
-			k0 += philoxW0
-			k1 += philoxW1
-		}
 		hi0, lo0 := bits.Mul32(philoxM0, c0)
 		hi1, lo1 := bits.Mul32(philoxM1, c2)
-		c0, c1, c2, c3 = hi1^c1^k0, lo1, hi0^c3^k1, lo0
+		c0, c1, c2, c3 = hi1^c1^ks[2*r], lo1, hi0^c3^ks[2*r+1], lo0
 	}
 	return [4]uint32{c0, c1, c2, c3}
 }
@@ -73,9 +83,9 @@ func (c *CPU) DropoutMask(mask Buffer, seed uint64, p float32) {
 
 // dropoutMask sets the elements of Philox blocks [lo, hi) of m.
 func dropoutMask(m []float32, seed uint64, thr uint32, keep float32, lo, hi int) {
-	k0, k1 := uint32(seed), uint32(seed>>32)
+	ks := philoxKeys(uint32(seed), uint32(seed>>32))
 	for b := lo; b < hi; b++ {
-		w := philox4x32([4]uint32{uint32(b), 0, 0, 0}, k0, k1)
+		w := philox4x32([4]uint32{uint32(b), 0, 0, 0}, &ks)
 		i := 4 * b
 		if i+4 > len(m) { // the last block of a length that is not a multiple of 4
 			for q := range len(m) - i {

@@ -22,7 +22,7 @@ func TestPhiloxKnownAnswers(t *testing.T) {
 		{[4]uint32{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, 0xa4093822, 0x299f31d0,
 			[4]uint32{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
 	} {
-		if got := philox4x32(tc.c, tc.k0, tc.k1); got != tc.want {
+		if got := philox4x32(tc.c, new(philoxKeys(tc.k0, tc.k1))); got != tc.want {
 			t.Errorf("philox4x32(%08x, %08x %08x) = %08x, want %08x", tc.c, tc.k0, tc.k1, got, tc.want)
 		}
 	}
