@@ -172,7 +172,9 @@ func (l *Conv2D) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.B
 		return
 	}
 	k, keeps := p.B.(gpu.ConvColumnKeeper)
-	if keeps && l.colsOf != nil && l.colsOf == in[0] && l.colsN == p.N {
+	// sameBuffer, not ==: a keeper's Buffers may be of a type == panics on
+	// (host slices), and the interface does not rule that out.
+	if keeps && l.colsOf != nil && sameBuffer(l.colsOf, in[0]) && l.colsN == p.N {
 		k.ConvBackwardFilterCols(g, l.G[0], l.bias(l.G), dout, p.WS, l.cols)
 		l.colsOf = nil // one Backward per Forward; drop the reference to x
 		return
