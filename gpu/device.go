@@ -109,18 +109,6 @@ func OverlapsUploads(b Backend) bool {
 	return ok && o.OverlapsUploads()
 }
 
-// LossDeferrer is a Backend that can leave a loss on the device and read
-// it later (OpenCL): StartSoftmaxCrossEntropy enqueues what
-// SoftmaxCrossEntropy does (probs filled for a backward enqueued after it)
-// and ReadSoftmaxCrossEntropy waits for the device and returns that sum. A
-// training step then enqueues its backward pass before it waits, once, at
-// the end, instead of stopping the device between forward and backward.
-// Each Start is read once, before the next Start or SoftmaxCrossEntropy.
-type LossDeferrer interface {
-	StartSoftmaxCrossEntropy(probs, logits Buffer, labels []int32, n, classes int)
-	ReadSoftmaxCrossEntropy() float64
-}
-
 // openCLDriver is set when the package is built with -tags opencl.
 var openCLDriver struct {
 	open func(req openCLRequest) (Backend, error)

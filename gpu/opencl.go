@@ -60,7 +60,6 @@ type OpenCL struct {
 	splitWS *clMem // partial sums of split-k products (opencl_gemm.go)
 	redPart *clMem // partial results of two-level reductions (redParts)
 	convWT  *clMem // a transposed filter matrix (ConvBackwardData)
-	lossN   int    // samples of the last StartSoftmaxCrossEntropy (its sum is in loss)
 	rowsA   *clMem // batch tensors made plain matrices (plainRows), for operand A
 	rowsB   *clMem // and for operand B
 	winoU   *clMem // Winograd-transformed filters (opencl_winograd.go)
@@ -490,20 +489,12 @@ func equalInt32(a, b []int32) bool {
 // SoftmaxCrossEntropy implements Backend: row losses are reduced on the
 // device and one (hi, lo) float pair is read back.
 func (o *OpenCL) SoftmaxCrossEntropy(probs, logits Buffer, labels []int32, n, classes int) float64 {
-	o.StartSoftmaxCrossEntropy(probs, logits, labels, n, classes)
-	return o.ReadSoftmaxCrossEntropy()
-}
-
-// StartSoftmaxCrossEntropy implements gpu.LossDeferrer: the sum stays in
-// the loss scratch, which nothing else writes, until the read.
-func (o *OpenCL) StartSoftmaxCrossEntropy(probs, logits Buffer, labels []int32, n, classes int) {
 	ps, ls := o.buf(probs), o.buf(logits)
 	if ps.n != n*classes || ls.n != n*classes || len(labels) != n {
 		panic("gpu: SoftmaxCrossEntropy: shape mismatch")
 	}
-	o.lossN = n
 	if n == 0 {
-		return
+		return 0
 	}
 	lb := o.putLabels(labels, classes)
 	loss := o.scratch(&o.loss, 2*n+2)
@@ -511,16 +502,8 @@ func (o *OpenCL) StartSoftmaxCrossEntropy(probs, logits Buffer, labels []int32, 
 	// The sum lands after the row pairs: elements 2n and 2n+1 (float
 	// whatever the storage: the loss buffer is the backend's own).
 	o.runGroups("sum_pairs", 1, loss, 2*n, loss, n)
-}
-
-// ReadSoftmaxCrossEntropy implements gpu.LossDeferrer.
-func (o *OpenCL) ReadSoftmaxCrossEntropy() float64 {
-	n := o.lossN
-	if n == 0 {
-		return 0
-	}
 	var out [2]float32
-	must(o.ctx.read(unsafe.Pointer(&out[0]), o.loss, 4*2*n, 8))
+	must(o.ctx.read(unsafe.Pointer(&out[0]), loss, 4*2*n, 8))
 	return float64(out[0]) + float64(out[1])
 }
 

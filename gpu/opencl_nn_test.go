@@ -544,36 +544,3 @@ func testOpenCLConvPlainRows(t *testing.T, o *OpenCL) {
 		}
 	}
 }
-
-// TestOpenCLLossDeferred checks gpu.LossDeferrer on OpenCL: the loss is
-// computed on the device and read only by ReadSoftmaxCrossEntropy (no
-// bytes come down before), after kernels enqueued in between, with the bits
-// of SoftmaxCrossEntropy; the probabilities are there for the backward.
-func TestOpenCLLossDeferred(t *testing.T) {
-	o := openCLForTest(t)
-	var _ LossDeferrer = o
-	const n, classes = 7, 5
-	r := rand.New(rand.NewPCG(29, 30))
-	logits := o.Alloc(n * classes)
-	o.Upload(logits, clRand(r, n*classes))
-	labels := []int32{0, 4, 2, 2, 1, 3, 0}
-	probs, probs2 := o.Alloc(n*classes), o.Alloc(n*classes)
-	want := o.SoftmaxCrossEntropy(probs, logits, labels, n, classes)
-	_, down := o.Transferred()
-	o.StartSoftmaxCrossEntropy(probs2, logits, labels, n, classes)
-	if _, d := o.Transferred(); d != down {
-		t.Fatalf("%d bytes came down before the loss was read", d-down)
-	}
-	other := o.Alloc(1000)
-	o.Fill(other, 3) // enqueued between the loss and its read
-	got := o.ReadSoftmaxCrossEntropy()
-	if _, d := o.Transferred(); d != down+8 {
-		t.Errorf("reading the loss brought %d bytes down, want 8", d-down)
-	}
-	if math.Float64bits(got) != math.Float64bits(want) {
-		t.Errorf("loss %v read later, %v at once", got, want)
-	}
-	if !slices.Equal(download(o, probs2), download(o, probs)) {
-		t.Error("probabilities differ")
-	}
-}

@@ -2,7 +2,6 @@ package solver
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/cotrain/cotrain/gpu"
 )
@@ -16,7 +15,6 @@ type SoftmaxCrossEntropy struct {
 	capN, n int
 	pv, dv  gpu.Buffer // views for the current batch size
 	labels  []int32
-	sum     float64 // the last Start's sum where the backend computed it at once
 }
 
 // NewSoftmaxCrossEntropy returns the loss for the given number of classes.
@@ -39,36 +37,13 @@ func (l *SoftmaxCrossEntropy) reserve(b gpu.Backend, n int) {
 // Forward returns the mean loss of logits (n×Classes) against labels and
 // keeps the probabilities for Backward and Probs.
 func (l *SoftmaxCrossEntropy) Forward(b gpu.Backend, logits gpu.Buffer, labels []int32) float64 {
-	l.Start(b, logits, labels)
-	return l.Read(b)
-}
-
-// Start is Forward without the result: on a backend that can leave the
-// loss on the device (gpu.LossDeferrer) it is only enqueued, and Read waits
-// for it, so a training step enqueues its backward pass before it waits.
-// Read once after each Start.
-func (l *SoftmaxCrossEntropy) Start(b gpu.Backend, logits gpu.Buffer, labels []int32) {
 	n := len(labels)
 	if logits.Len() != n*l.Classes {
 		panic(fmt.Sprintf("solver: loss: %d logits for %d labels of %d classes", logits.Len(), n, l.Classes))
 	}
 	l.reserve(b, n)
 	l.labels = labels
-	if d, ok := b.(gpu.LossDeferrer); ok {
-		d.StartSoftmaxCrossEntropy(l.pv, logits, labels, n, l.Classes)
-		l.sum = math.NaN() // read from the device
-		return
-	}
-	l.sum = b.SoftmaxCrossEntropy(l.pv, logits, labels, n, l.Classes)
-}
-
-// Read returns the mean loss of the last Start.
-func (l *SoftmaxCrossEntropy) Read(b gpu.Backend) float64 {
-	sum := l.sum
-	if d, ok := b.(gpu.LossDeferrer); ok {
-		sum = d.ReadSoftmaxCrossEntropy()
-	}
-	return sum / float64(len(l.labels))
+	return b.SoftmaxCrossEntropy(l.pv, logits, labels, n, l.Classes) / float64(n)
 }
 
 // Backward returns the gradient of the mean loss with respect to the logits

@@ -82,11 +82,9 @@ func (t *Trainer) Gradient(x []float32, labels []int32) float64 {
 	}
 	xb := t.upload(x, len(labels))
 	logits := t.Net.Forward(xb, len(labels), true)
-	// The loss is read after the backward pass is enqueued: the device
-	// runs forward and backward without waiting for the host in between.
-	t.Loss.Start(t.Net.B, logits, labels)
+	loss := t.Loss.Forward(t.Net.B, logits, labels)
 	t.Net.Backward(t.Loss.Backward(t.Net.B))
-	return t.Loss.Read(t.Net.B)
+	return loss
 }
 
 // LR is the learning rate of the next Apply.
