@@ -342,7 +342,7 @@ func benchTransfer(b *testing.B, do func(o *gpu.OpenCL, buf gpu.Buffer, host []f
 		buf := o.Alloc(size.n)
 		for _, m := range transferModes {
 			b.Run(size.name+"/"+m.name, func(b *testing.B) {
-				defer gpu.SetStaging(o, m.staged, 0, m.chunk, 0)()
+				defer gpu.SetStaging(o, m.staged, 1<<20, m.chunk, 0)() // a batch too, below the default threshold
 				do(o, buf, host) // maps the staging buffer
 				b.SetBytes(int64(4 * size.n))
 				b.ResetTimer()

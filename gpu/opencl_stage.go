@@ -52,15 +52,18 @@ const (
 // the modes.
 var ErrStaging = errors.New("gpu: opencl: bad staging mode")
 
-// Default staging geometry: transfers of 1 MiB or more are staged, in 16 MiB
-// chunks through 4 slots (64 MiB of pinned memory per backend). Two slots
-// would already overlap one chunk's copy with another's DMA; four leave
-// slack for a copy that a busy core delays. On the H100 machine 16 MiB
-// chunks moved AlexNet's gradient (244 MB) at 30.6 GB/s up and 33–35 GB/s
-// down, 4 MiB chunks at 15 and 20 GB/s, direct transfers at 9 and 13.7
-// (BenchmarkOpenCLUpload/Download, docs/opencl.md).
+// Default staging geometry: transfers of 32 MiB or more are staged, in 16
+// MiB chunks through 4 slots (64 MiB of pinned memory per backend). Two
+// slots would already overlap one chunk's copy with another's DMA; four
+// leave slack for a copy that a busy core delays. On the H100 machine 16
+// MiB chunks moved AlexNet's gradient (244 MB) at 30.6 GB/s up and 33–35
+// GB/s down, 4 MiB chunks at 15 and 20 GB/s, direct transfers at 9 and
+// 13.7 (BenchmarkOpenCLUpload/Download, docs/opencl.md); a batch of 19.3 MB
+// moved as fast direct as staged, and staging it made AlexNet's training
+// step 0.25–0.4 ms slower (5.51 / 5.38 ms against 5.11 / 5.15 with
+// COTRAIN_OPENCL_STAGING=off, bench_gpu.sh), so the threshold sits between.
 const (
-	defaultStageMin   = 1 << 20
+	defaultStageMin   = 32 << 20
 	defaultStageChunk = 16 << 20
 	defaultStageSlots = 4
 	// stagePart is the smallest piece of a chunk one goroutine copies:
