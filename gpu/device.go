@@ -109,6 +109,12 @@ func OverlapsUploads(b Backend) bool {
 	return ok && o.OverlapsUploads()
 }
 
+// ErrOpenCLConfig is wrapped by the errors of an OpenCL configuration that
+// names something it cannot mean (a staging or Winograd mode, a
+// COTRAIN_OPENCL_* variable's value): a user's mistake, which Open reports
+// even for "auto" instead of falling back to the CPU.
+var ErrOpenCLConfig = errors.New("gpu: opencl: bad configuration")
+
 // openCLDriver is set when the package is built with -tags opencl.
 var openCLDriver struct {
 	open func(req openCLRequest) (Backend, error)
@@ -156,6 +162,9 @@ func OpenWith(spec string, opts OpenOptions) (Backend, error) {
 			return cpu("built without OpenCL support (rebuild with -tags opencl)"), nil
 		}
 		b, err := openCLDriver.open(openCLRequest{Index: -1, GPUOnly: true, Half: opts.HalfStorage, Log: log})
+		if errors.Is(err, ErrOpenCLConfig) {
+			return nil, err
+		}
 		if err != nil {
 			return cpu(err.Error()), nil
 		}

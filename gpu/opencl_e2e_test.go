@@ -342,7 +342,8 @@ func benchTransfer(b *testing.B, do func(o *gpu.OpenCL, buf gpu.Buffer, host []f
 		buf := o.Alloc(size.n)
 		for _, m := range transferModes {
 			b.Run(size.name+"/"+m.name, func(b *testing.B) {
-				defer gpu.SetStaging(o, m.staged, 1<<20, m.chunk, 0)() // a batch too, below the default threshold
+				// A threshold of 1 MiB: the batch is staged too.
+				defer gpu.SetStaging(o, m.staged, 1<<20, m.chunk, 0)()
 				do(o, buf, host) // maps the staging buffer
 				b.SetBytes(int64(4 * size.n))
 				b.ResetTimer()

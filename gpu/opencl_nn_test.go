@@ -534,7 +534,7 @@ func testOpenCLConvPlainRows(t *testing.T, o *OpenCL) {
 				got[i] = [][]float32{download(o, y), download(o, dx), download(o, dw), download(o, db)}
 			}
 			for j, name := range []string{"y", "dx", "dw", "dbias"} {
-				if !slices.Equal(got[0][j], got[1][j]) {
+				if !sameBits(got[0][j], got[1][j]) {
 					t.Errorf("%+v, %d per chunk: %s differs when the GEMMs read plain copies", g, nb, name)
 				}
 			}

@@ -47,7 +47,7 @@ type OpenCLConfig struct {
 	// and Download convert on the device through a float staging buffer,
 	// and split products keep float partial sums.
 	HalfStorage bool
-	// Staging says whether Upload and Download move large buffers (1 MiB
+	// Staging says whether Upload and Download move large buffers (32 MiB
 	// and more) through pinned host memory, in chunks whose copies overlap
 	// the bus transfers (opencl_stage.go): StagingAuto (or "") where the
 	// device has memory of its own, StagingOn, StagingOff. Where the driver
@@ -64,11 +64,35 @@ type OpenCLConfig struct {
 	// WinogradOff nowhere. Never with HalfStorage.
 	Winograd string
 	Log      *slog.Logger
+
+	// envErr names the COTRAIN_OPENCL_* variables DefaultOpenCLConfig read
+	// whose values those variables do not take; NewOpenCL returns it.
+	envErr error
+}
+
+// ErrEnv is returned by NewOpenCL, for a configuration from
+// DefaultOpenCLConfig, when a COTRAIN_OPENCL_* variable holds a value it
+// does not take (COTRAIN_OPENCL_TUNE=false would otherwise have meant
+// tuning on).
+var ErrEnv = fmt.Errorf("%w: environment variable", ErrOpenCLConfig)
+
+// envFlag reads a 0/1 variable: def when unset.
+func envFlag(name string, def bool) (bool, error) {
+	switch v := os.Getenv(name); v {
+	case "":
+		return def, nil
+	case "0":
+		return false, nil
+	case "1":
+		return true, nil
+	default:
+		return def, fmt.Errorf("%w: %s=%q: want 0 or 1", ErrEnv, name, v)
+	}
 }
 
 // DefaultOpenCLConfig is the first suitable device of any type, the user's
 // cache folder (COTRAIN_OPENCL_CACHE overrides it; "off" disables it),
-// tuning on unless COTRAIN_OPENCL_TUNE=0, and the built-in GEMM candidates
+// tuning on unless COTRAIN_OPENCL_TUNE=0 (1 or unset: on), and the built-in GEMM candidates
 // unless COTRAIN_OPENCL_GEMM lists others (comma-separated names), with
 // COTRAIN_OPENCL_GEMM_OPTS appended to their build options, staging as
 // COTRAIN_OPENCL_STAGING says (auto when unset; NewOpenCL refuses a value
@@ -76,12 +100,19 @@ type OpenCLConfig struct {
 // Winograd as COTRAIN_OPENCL_WINOGRAD says (0, 1 or auto; auto when unset;
 // NewOpenCL refuses another value).
 func DefaultOpenCLConfig() OpenCLConfig {
-	cfg := OpenCLConfig{Index: -1, CacheDir: defaultCacheDir(), Tune: os.Getenv("COTRAIN_OPENCL_TUNE") != "0",
-		GemmOptions: os.Getenv("COTRAIN_OPENCL_GEMM_OPTS"), Staging: os.Getenv("COTRAIN_OPENCL_STAGING"),
-		OneQueue: os.Getenv("COTRAIN_OPENCL_ONE_QUEUE") == "1", Winograd: os.Getenv("COTRAIN_OPENCL_WINOGRAD")} // COTRAIN_OPENCL_RED_WG sets ReductionWG
-	if v, err := strconv.Atoi(os.Getenv("COTRAIN_OPENCL_RED_WG")); err == nil {
-		cfg.ReductionWG = v
+	cfg := OpenCLConfig{Index: -1, CacheDir: defaultCacheDir(), GemmOptions: os.Getenv("COTRAIN_OPENCL_GEMM_OPTS"),
+		Staging: os.Getenv("COTRAIN_OPENCL_STAGING"), Winograd: os.Getenv("COTRAIN_OPENCL_WINOGRAD")}
+	var errTune, errQueue, errWG error
+	cfg.Tune, errTune = envFlag("COTRAIN_OPENCL_TUNE", true)
+	cfg.OneQueue, errQueue = envFlag("COTRAIN_OPENCL_ONE_QUEUE", false)
+	if v := os.Getenv("COTRAIN_OPENCL_RED_WG"); v != "" { // sets ReductionWG
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			errWG = fmt.Errorf("%w: COTRAIN_OPENCL_RED_WG=%q: want a positive work-group size", ErrEnv, v)
+		}
+		cfg.ReductionWG = n
 	}
+	cfg.envErr = errors.Join(errTune, errQueue, errWG)
 	if v := os.Getenv("COTRAIN_OPENCL_GEMM"); v != "" {
 		cfg.GemmVariants = strings.Split(v, ",")
 	}
@@ -162,6 +193,9 @@ func pickDevice(cfg OpenCLConfig) (clDevice, DeviceInfo, error) {
 func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.envErr != nil {
+		return nil, cfg.envErr
 	}
 	cands, err := gemmCandidateList(cfg.GemmVariants)
 	if err != nil {

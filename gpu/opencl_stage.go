@@ -50,7 +50,7 @@ const (
 
 // ErrStaging is returned for an OpenCLConfig.Staging value that is none of
 // the modes.
-var ErrStaging = errors.New("gpu: opencl: bad staging mode")
+var ErrStaging = fmt.Errorf("%w: staging mode", ErrOpenCLConfig)
 
 // Default staging geometry: transfers of 32 MiB or more are staged, in 16
 // MiB chunks through 4 slots (64 MiB of pinned memory per backend). Two

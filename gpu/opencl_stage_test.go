@@ -244,3 +244,32 @@ func TestOpenCLStagingMode(t *testing.T) {
 
 // bptr is the address of b's first byte.
 func bptr(b []byte) unsafe.Pointer { return unsafe.Pointer(&b[0]) }
+
+// TestOpenCLEnvValues checks that a COTRAIN_OPENCL_* variable holding a
+// value it does not take is refused with an error naming it, also by
+// Open("auto"), which would otherwise fall back to the CPU; and that the
+// values it takes are taken.
+func TestOpenCLEnvValues(t *testing.T) {
+	for _, c := range []struct{ name, value string }{
+		{"COTRAIN_OPENCL_TUNE", "false"}, {"COTRAIN_OPENCL_ONE_QUEUE", "yes"}, {"COTRAIN_OPENCL_RED_WG", "abc"},
+		{"COTRAIN_OPENCL_RED_WG", "-8"}, {"COTRAIN_OPENCL_STAGING", "maybe"}, {"COTRAIN_OPENCL_WINOGRAD", "2"},
+	} {
+		t.Run(c.name+"="+c.value, func(t *testing.T) {
+			t.Setenv(c.name, c.value)
+			_, err := NewOpenCL(DefaultOpenCLConfig())
+			if !errors.Is(err, ErrOpenCLConfig) || !strings.Contains(err.Error(), strconv.Quote(c.value)) {
+				t.Fatalf("NewOpenCL: %v, want an ErrOpenCLConfig naming %q", err, c.value)
+			}
+			if b, err := Open("auto", nil); b != nil || !errors.Is(err, ErrOpenCLConfig) {
+				t.Errorf("Open(auto): %v, %v: want the configuration error, not a fallback", b, err)
+			}
+		})
+	}
+	t.Setenv("COTRAIN_OPENCL_TUNE", "0")
+	t.Setenv("COTRAIN_OPENCL_ONE_QUEUE", "1")
+	t.Setenv("COTRAIN_OPENCL_RED_WG", "64")
+	cfg := DefaultOpenCLConfig()
+	if cfg.envErr != nil || cfg.Tune || !cfg.OneQueue || cfg.ReductionWG != 64 {
+		t.Errorf("valid values: %+v, %v", cfg, cfg.envErr)
+	}
+}

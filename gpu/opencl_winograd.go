@@ -3,7 +3,6 @@
 package gpu
 
 import (
-	"errors"
 	"fmt"
 )
 
@@ -49,7 +48,7 @@ const (
 
 // ErrWinograd is returned for an OpenCLConfig.Winograd value that is none
 // of the modes.
-var ErrWinograd = errors.New("gpu: opencl: bad Winograd mode")
+var ErrWinograd = fmt.Errorf("%w: Winograd mode", ErrOpenCLConfig)
 
 // winogradMode checks a mode; "" is WinogradAuto.
 func winogradMode(mode string) (string, error) {
