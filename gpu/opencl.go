@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -132,6 +133,10 @@ func (o *OpenCL) Close() error {
 	if o.ctx.queue == nil {
 		return nil
 	}
+	// Both queues drain before the kernels and programs their commands use
+	// are released: OpenCL lets a driver keep released objects alive for
+	// queued commands, and waiting first does not rely on it.
+	finished := o.ctx.finish()
 	for _, k := range o.k {
 		k.release()
 	}
@@ -142,7 +147,7 @@ func (o *OpenCL) Close() error {
 		p.release()
 	}
 	o.k, o.gemms, o.progs = nil, nil, nil
-	return o.ctx.release()
+	return errors.Join(finished, o.ctx.release())
 }
 
 // Profile turns per-kernel timing on or off and returns what was timed
