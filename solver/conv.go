@@ -27,11 +27,12 @@ type Conv2D struct {
 
 	// Column matrices kept from a training Forward for the filter gradient,
 	// on a backend that offers them (gpu.ConvColumnKeeper); see Backward.
-	cols      gpu.Buffer // this layer's own, for batches up to colsCap; nil: none
-	colsCap   int        // the batch cols was asked for (ConvKeepColumns)
-	colsAsked int        // the largest batch asked for, granted or not
-	colsOf    gpu.Buffer // the input whose columns cols holds; nil: none valid
-	colsN     int        // the batch of that Forward
+	cols       gpu.Buffer // this layer's own, for batches up to colsCap; nil: none
+	colsCap    int        // the batch cols was asked for (ConvKeepColumns)
+	colsAsked  int        // the largest batch asked for, granted or not
+	colsOf     gpu.Buffer // the input whose columns cols holds; nil: none valid
+	colsN      int        // the batch of that Forward
+	colsUnread int        // training Forwards in a row whose kept columns no Backward read
 }
 
 // NewConv2D returns a convolution; the input channels and size come from Setup.
@@ -138,6 +139,16 @@ func (l *Conv2D) bias(bufs []gpu.Buffer) gpu.Buffer {
 // forward on a backend that keeps column matrices leaves x's in the layer's
 // own buffer, once Backward has asked for one.
 func (l *Conv2D) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
+	if l.colsOf != nil {
+		// The last training Forward's columns went unread: no Backward
+		// with filter gradients followed. Twice in a row means the layer
+		// is frozen (frozen layers below every trainable one get no
+		// Backward at all): the buffer goes, and the layer asks again if
+		// it learns again.
+		if l.colsUnread++; l.colsUnread >= 2 {
+			l.cols, l.colsCap, l.colsAsked, l.colsUnread = nil, 0, 0, 0
+		}
+	}
 	l.colsOf = nil
 	if k, ok := p.B.(gpu.ConvColumnKeeper); ok && p.Train && l.cols != nil && p.N <= l.colsCap {
 		k.ConvForwardKeep(l.geom(p.N), out, in[0], l.P[0], l.bias(l.P), p.WS, l.cols)
@@ -162,13 +173,19 @@ func (*Conv2D) BackwardReads(paramGrads bool) (in, out bool) { return paramGrads
 // the backend for a buffer (within its memory budget; nil: no room, or a
 // forward that builds no column matrix, such as OpenCL's Winograd, and the
 // buffer for smaller batches, if any, stays).
-// Frozen layers (paramGrads false) never ask.
+// Frozen layers (paramGrads false) never ask, and drop a buffer they had;
+// so does a layer whose kept columns two training Forwards in a row left
+// unread (see Forward).
 func (l *Conv2D) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.Buffer, _ gpu.Buffer, paramGrads bool) {
 	g := l.geom(p.N)
 	if din[0] != nil {
 		p.B.ConvBackwardData(g, din[0], dout, l.P[0], p.WS)
 	}
 	if !paramGrads {
+		// Frozen: no filter gradient reads the columns, so the buffer goes
+		// (and Forward stops writing it); unfrozen later, the layer asks
+		// again.
+		l.cols, l.colsCap, l.colsAsked, l.colsOf, l.colsUnread = nil, 0, 0, nil, 0
 		return
 	}
 	k, keeps := p.B.(gpu.ConvColumnKeeper)
@@ -176,7 +193,7 @@ func (l *Conv2D) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.B
 	// (host slices), and the interface does not rule that out.
 	if keeps && l.colsOf != nil && sameBuffer(l.colsOf, in[0]) && l.colsN == p.N {
 		k.ConvBackwardFilterCols(g, l.G[0], l.bias(l.G), dout, p.WS, l.cols)
-		l.colsOf = nil // one Backward per Forward; drop the reference to x
+		l.colsOf, l.colsUnread = nil, 0 // one Backward per Forward; drop the reference to x
 		return
 	}
 	p.B.ConvBackwardFilter(g, l.G[0], l.bias(l.G), dout, in[0], p.WS)

@@ -151,3 +151,52 @@ func TestConvKeptColumnsRule(t *testing.T) {
 		}
 	}
 }
+
+// TestConvFrozenDropsKeptColumns checks that a convolution frozen after its
+// column buffer was granted (below every trainable layer, so it gets no
+// Backward at all) stops writing kept columns after two training Forwards
+// that no Backward read, drops the buffer, and asks again once it learns
+// again.
+func TestConvFrozenDropsKeptColumns(t *testing.T) {
+	k := &copyKeeper{CPU: gpu.NewCPU(), grant: 1 << 30}
+	net, err := models.Build(k, "lenet5", models.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	net.InitParams(r)
+	tr := solver.NewTrainer(net, solver.NewSGD(k, net.NumParams(), 0.9, 0, false), solver.Constant(0.01))
+	x := make([]float32, 6*net.In.Size())
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	labels := []int32{1, 2, 3, 4, 5, 6}
+	step := func() (fwd, bwd, asks int) {
+		f0, b0, a0 := k.fwd, k.bwd, len(k.asks)
+		if _, err := tr.Step(x, labels); err != nil {
+			t.Fatal(err)
+		}
+		return k.fwd - f0, k.bwd - b0, len(k.asks) - a0
+	}
+	const convs = 2
+	step()
+	if f, b, _ := step(); f != convs || b != convs {
+		t.Fatalf("learning: %d kept forwards, %d kept backwards, want %d", f, b, convs)
+	}
+	net.FreezeAllButLast(3) // lenet5's three fully connected layers learn, its convolutions do not
+	for i := 0; i < 2; i++ {
+		if f, b, _ := step(); f != convs || b != 0 {
+			t.Fatalf("frozen step %d: %d kept forwards (the buffer is still there), %d kept backwards, want %d and 0", i, f, b, convs)
+		}
+	}
+	if f, b, a := step(); f != 0 || b != 0 || a != 0 {
+		t.Errorf("frozen: %d kept forwards, %d kept backwards, %d requests, want none", f, b, a)
+	}
+	net.FreezeAllButLast(100)
+	if f, b, a := step(); f != 0 || b != 0 || a != convs {
+		t.Errorf("learning again: %d kept forwards, %d kept backwards, %d requests, want 0, 0 and %d", f, b, a, convs)
+	}
+	if f, b, _ := step(); f != convs || b != convs {
+		t.Errorf("learning again, next step: %d kept forwards, %d kept backwards, want %d", f, b, convs)
+	}
+}
