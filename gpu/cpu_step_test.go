@@ -2,9 +2,7 @@ package gpu_test
 
 import (
 	"math/rand/v2"
-	"os"
 	"runtime"
-	"strconv"
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
@@ -98,17 +96,4 @@ func residentStep(be gpu.Backend, tr *solver.Trainer, x []float32, labels []int3
 		tr.Net.Backward(tr.Loss.Backward(be))
 		tr.Apply()
 	}
-}
-
-// benchBatch is the batch COTRAIN_BENCH_BATCH sets, else def.
-func benchBatch(b *testing.B, def int) int {
-	v := os.Getenv("COTRAIN_BENCH_BATCH")
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		b.Fatalf("COTRAIN_BENCH_BATCH=%q: want a positive batch", v)
-	}
-	return n
 }

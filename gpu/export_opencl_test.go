@@ -2,7 +2,10 @@
 
 package gpu
 
-import "cmp"
+import (
+	"cmp"
+	"testing"
+)
 
 // SetRedPartLen sets the part length of two-level reductions (redPartLen)
 // for the external benchmarks, and returns a function restoring it.
@@ -29,3 +32,7 @@ func Staged(o *OpenCL) int64 { return o.ctx.st.staged }
 // TransferQueued returns the bytes o wrote through its transfer queue
 // (opencl_xfer.go).
 func TransferQueued(o *OpenCL) int64 { return o.ctx.xferUp }
+
+// BenchBatch is benchBatch (COTRAIN_BENCH_BATCH, else 32) for the external
+// step benchmarks.
+func BenchBatch(b *testing.B) int { return benchBatch(b) }

@@ -24,7 +24,7 @@ type hideKeeper struct{ gpu.Backend }
 // COTRAIN_BENCH_BATCH sets the batch (default 32; on PoCL a batch of 2
 // keeps AlexNet's step to seconds).
 func BenchmarkOpenCLKeepColumnsStep(b *testing.B) {
-	batch := benchBatch(b, 32)
+	batch := gpu.BenchBatch(b)
 	o, err := gpu.NewOpenCL(gpu.DefaultOpenCLConfig())
 	if err != nil {
 		b.Skipf("no OpenCL device: %v", err)

@@ -138,7 +138,7 @@ func TestOpenCLWinogradTraining(t *testing.T) {
 // seconds); COTRAIN_OPENCL_PROFILE=shapes also prints each mode's
 // kernels, split by global size, over 5 steps.
 func BenchmarkOpenCLWinogradStep(b *testing.B) {
-	batch := benchBatch(b, 32)
+	batch := gpu.BenchBatch(b)
 	for _, mode := range []string{gpu.WinogradOff, gpu.WinogradAuto} {
 		b.Run("alexnet/winograd="+mode, func(b *testing.B) {
 			cfg := gpu.DefaultOpenCLConfig()
