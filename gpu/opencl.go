@@ -73,6 +73,9 @@ type OpenCL struct {
 	labels [2]labelBuf
 	curLb  int // the buffer holding the labels of the last call
 
+	// noFuse runs the ActFuser methods unfused (OpenCLConfig.NoFuse).
+	noFuse bool
+
 	// wino is the Winograd mode (OpenCLConfig.Winograd, checked); winoSeen
 	// the geometries whose choice was logged.
 	wino     string

@@ -91,17 +91,21 @@ func (o *OpenCL) keepBufs(op string, g *ConvGeom, cols Buffer) *clBuf {
 // expands x into cols for the filter gradient and runs Winograd, as
 // ConvForward does.
 func (o *OpenCL) ConvForwardKeep(g ConvGeom, y, x, w, bias, ws, cols Buffer) {
+	o.convForwardKeepAct(g, y, x, w, bias, ws, cols, 0)
+}
+
+// convForwardKeepAct is ConvForwardKeep with an activation fused as
+// convForwardAct fuses it (act 0: none).
+func (o *OpenCL) convForwardKeepAct(g ConvGeom, y, x, w, bias, ws, cols Buffer, act int) {
 	c := o.keepBufs("ConvForwardKeep", &g, cols)
 	xs, wsl, ys, bs, col, nb := o.convBufs("ConvForwardKeep", &g, x, w, y, bias, ws)
 	if o.winograd(&g) {
 		o.im2col(&g, g.colRows(), g.N, g.OH*g.OW, c.m, c.off, xs.m, xs.off) // one group
-		o.winoForward(&g, ys, xs, wsl, bs, col)
+		o.winoForward(&g, ys, xs, wsl, bs, col, act)
 		return
 	}
 	o.convForward(&g, ys, xs, wsl, c, nb, true)
-	if bs != nil {
-		o.AddBias(y, bias, g.N, g.K, g.OH*g.OW)
-	}
+	o.biasAct(ys, bs, g.N, g.K, g.OH*g.OW, act)
 }
 
 // ConvBackwardFilterCols implements ConvColumnKeeper: ConvBackwardFilter

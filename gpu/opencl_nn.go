@@ -185,15 +185,20 @@ func (o *OpenCL) col2im(g *ConvGeom, cnt int, dx *clMem, dxoff int, col *clMem, 
 
 // ConvForward implements Backend.
 func (o *OpenCL) ConvForward(g ConvGeom, y, x, w, bias, ws Buffer) {
+	o.convForwardAct(g, y, x, w, bias, ws, 0)
+}
+
+// convForwardAct is ConvForward, then the ReLU (act 1) or ReLU6 (act 2)
+// fused into the kernel that adds the bias (opencl_fuse.go); act 0 is
+// ConvForward itself.
+func (o *OpenCL) convForwardAct(g ConvGeom, y, x, w, bias, ws Buffer, act int) {
 	xs, wsl, ys, bs, col, nb := o.convBufs("ConvForward", &g, x, w, y, bias, ws)
 	if o.winograd(&g) {
-		o.winoForward(&g, ys, xs, wsl, bs, col)
+		o.winoForward(&g, ys, xs, wsl, bs, col, act)
 		return
 	}
 	o.convForward(&g, ys, xs, wsl, col, nb, false)
-	if bs != nil {
-		o.AddBias(y, bias, g.N, g.K, g.OH*g.OW)
-	}
+	o.biasAct(ys, bs, g.N, g.K, g.OH*g.OW, act)
 }
 
 // convForward runs the forward of a convolution without its bias in

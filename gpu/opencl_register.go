@@ -57,6 +57,10 @@ type OpenCLConfig struct {
 	// queue existed (opencl_xfer.go): for measuring what the second queue
 	// gains, and for a driver that mishandles two queues.
 	OneQueue bool
+	// NoFuse runs the ActFuser methods (opencl_fuse.go) as the separate
+	// kernels they stand for (Unfused): the same bits, more launches and
+	// passes over memory. For measuring what fusing gains.
+	NoFuse bool
 	// Winograd says where 3×3 stride-1 ungrouped convolutions run their
 	// forward and data gradient by Winograd F(2×2, 3×3)
 	// (opencl_winograd.go): WinogradAuto (or "") where enough channels and
@@ -96,15 +100,18 @@ func envFlag(name string, def bool) (bool, error) {
 // unless COTRAIN_OPENCL_GEMM lists others (comma-separated names), with
 // COTRAIN_OPENCL_GEMM_OPTS appended to their build options, staging as
 // COTRAIN_OPENCL_STAGING says (auto when unset; NewOpenCL refuses a value
-// that is not a mode), one queue if COTRAIN_OPENCL_ONE_QUEUE=1, and
+// that is not a mode), one queue if COTRAIN_OPENCL_ONE_QUEUE=1,
 // Winograd as COTRAIN_OPENCL_WINOGRAD says (0, 1 or auto; auto when unset;
-// NewOpenCL refuses another value).
+// NewOpenCL refuses another value), and bias and activation fused
+// (NoFuse) unless COTRAIN_OPENCL_FUSE=0 (1 or unset: fused).
 func DefaultOpenCLConfig() OpenCLConfig {
 	cfg := OpenCLConfig{Index: -1, CacheDir: defaultCacheDir(), GemmOptions: os.Getenv("COTRAIN_OPENCL_GEMM_OPTS"),
 		Staging: os.Getenv("COTRAIN_OPENCL_STAGING"), Winograd: os.Getenv("COTRAIN_OPENCL_WINOGRAD")}
-	var errTune, errQueue, errWG error
+	var errTune, errQueue, errWG, errFuse error
 	cfg.Tune, errTune = envFlag("COTRAIN_OPENCL_TUNE", true)
 	cfg.OneQueue, errQueue = envFlag("COTRAIN_OPENCL_ONE_QUEUE", false)
+	fuse, errFuse := envFlag("COTRAIN_OPENCL_FUSE", true)
+	cfg.NoFuse = !fuse
 	if v := os.Getenv("COTRAIN_OPENCL_RED_WG"); v != "" { // sets ReductionWG
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
@@ -112,7 +119,7 @@ func DefaultOpenCLConfig() OpenCLConfig {
 		}
 		cfg.ReductionWG = n
 	}
-	cfg.envErr = errors.Join(errTune, errQueue, errWG)
+	cfg.envErr = errors.Join(errTune, errQueue, errWG, errFuse)
 	if v := os.Getenv("COTRAIN_OPENCL_GEMM"); v != "" {
 		cfg.GemmVariants = strings.Split(v, ",")
 	}
@@ -136,11 +143,11 @@ var mainKernels = []string{
 	"bn_stats_part", "bn_stats_final", "bn_backward_part", "bn_backward_final",
 	"im2col_planes", "im2col_win", "rows_plain", "col2im_planes", "col2im_planes_s1", "bn_apply4", "bn_backward_dx4", "act4", "act_backward4", "transpose", "maxpool_argmax", "maxpool_backward_idx",
 	"maxpool_argmax_planes", "maxpool_backward_idx_planes", "maxpool_backward_idx_planes_s2",
-	"wino_filter", "wino_input", "wino_output", "dropout_mask",
+	"wino_filter", "wino_input", "wino_output", "dropout_mask", "bias_act", "act_bias_grad",
 }
 
 // reductionKernels run in work-groups of redWG items.
-var reductionKernels = []string{"bias_grad", "sum_pairs", "dw_backward_filter", "bn_stats", "bn_backward_reduce",
+var reductionKernels = []string{"bias_grad", "act_bias_grad", "sum_pairs", "dw_backward_filter", "bn_stats", "bn_backward_reduce",
 	"dw_backward_filter_part", "dw_backward_filter3_part", "bn_stats_part", "bn_backward_part", "softmax_xent"}
 
 func listDeviceInfo() ([]DeviceInfo, error) {
@@ -224,7 +231,8 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 	if cfg.OneQueue {
 		_ = ctx.oneQueue() // nothing enqueued yet
 	}
-	o := &OpenCL{ctx: ctx, info: info, log: cfg.Log, k: map[string]*clKernel{}, half: cfg.HalfStorage, wino: wino}
+	o := &OpenCL{ctx: ctx, info: info, log: cfg.Log, k: map[string]*clKernel{}, half: cfg.HalfStorage, wino: wino,
+		noFuse: cfg.NoFuse}
 	o.keepBudget = info.GlobalMem / 8 // ConvKeepColumns
 	gemmOpts := cfg.GemmOptions
 	if o.half {
@@ -242,7 +250,7 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 	built := time.Since(start)
 	o.tuneGemm(cfg.CacheDir, cfg.Tune)
 	_, sel := o.GemmVariants()
-	cfg.Log.Debug("gpu: opencl: ready", "device", info.String(), "build", built, "gemm", sel, "reduction_wg", o.redWG, "fp16_storage", o.half, "staging", staging, "transfer_queue", ctx.xfer != nil, "winograd", wino)
+	cfg.Log.Debug("gpu: opencl: ready", "device", info.String(), "build", built, "gemm", sel, "reduction_wg", o.redWG, "fp16_storage", o.half, "staging", staging, "transfer_queue", ctx.xfer != nil, "winograd", wino, "fuse", !cfg.NoFuse)
 	return o, nil
 }
 

@@ -184,8 +184,9 @@ type winoPlane struct {
 
 // winoRun sets out to the stride-1 correlation of in with the filters
 // whose transforms are in u (winoFilters), in padded by ph, pw, plus bias
-// when not nil, in chunks of as many samples as ws holds.
-func (o *OpenCL) winoRun(op string, out, in winoPlane, u *clMem, ph, pw int, bias, ws *clBuf) {
+// when not nil, then ReLU (act 1) or ReLU6 (act 2) when act is not 0, in
+// chunks of as many samples as ws holds.
+func (o *OpenCL) winoRun(op string, out, in winoPlane, u *clMem, ph, pw int, bias, ws *clBuf, act int) {
 	th, tw := (out.h+1)/2, (out.w+1)/2
 	tiles, ipad := th*tw, round4(in.ch)
 	base := (ws.off + 3) &^ 3 // float4-aligned, like every offset below
@@ -219,15 +220,16 @@ func (o *OpenCL) winoRun(op string, out, in winoPlane, u *clMem, ph, pw int, bia
 					plainMat(ws.m, v+xi*ipad*pld, pld), 0, plainMat(ws.m, m+xi*out.ch*pld, pld))
 			}
 		}
-		o.runPlanes("wino_output", p, out.ch, 1, out.buf.m, out.buf.off+n0*outs, outs, ws.m, m, bm, boff, hasBias,
+		o.runPlanes("wino_output", p, out.ch, 1, out.buf.m, out.buf.off+n0*outs, outs, ws.m, m, bm, boff, hasBias, act,
 			out.ch, out.h, out.w, th, tw, p, pld)
 	}
 }
 
-// winoForward sets y = conv(x, w) + bias (bias may be nil) by Winograd.
-func (o *OpenCL) winoForward(g *ConvGeom, ys, xs, wsl, bs, ws *clBuf) {
+// winoForward sets y = conv(x, w) + bias (bias may be nil) by Winograd,
+// then the activation act (0: none; 1 ReLU, 2 ReLU6) in the same kernel.
+func (o *OpenCL) winoForward(g *ConvGeom, ys, xs, wsl, bs, ws *clBuf, act int) {
 	u := o.winoFilters(g, wsl, false)
-	o.winoRun("ConvForward", winoPlane{ys, g.K, g.OH, g.OW, g.N}, winoPlane{xs, g.C, g.H, g.W, g.N}, u, g.PadH, g.PadW, bs, ws)
+	o.winoRun("ConvForward", winoPlane{ys, g.K, g.OH, g.OW, g.N}, winoPlane{xs, g.C, g.H, g.W, g.N}, u, g.PadH, g.PadW, bs, ws, act)
 }
 
 // winoBackwardData sets dx from dy and w by Winograd: the correlation of
@@ -236,7 +238,7 @@ func (o *OpenCL) winoForward(g *ConvGeom, ys, xs, wsl, bs, ws *clBuf) {
 func (o *OpenCL) winoBackwardData(g *ConvGeom, dxs, dys, wsl, ws *clBuf) {
 	u := o.winoFilters(g, wsl, true)
 	o.winoRun("ConvBackwardData", winoPlane{dxs, g.C, g.H, g.W, g.N}, winoPlane{dys, g.K, g.OH, g.OW, g.N}, u,
-		g.R-1-g.PadH, g.S-1-g.PadW, nil, ws)
+		g.R-1-g.PadH, g.S-1-g.PadW, nil, ws, 0)
 }
 
 // winoShape is a batched launch of 16 m×n×k products (winoGemm).

@@ -33,6 +33,10 @@ type Conv2D struct {
 	colsOf     gpu.Buffer // the input whose columns cols holds; nil: none valid
 	colsN      int        // the batch of that Forward
 	colsUnread int        // training Forwards in a row whose kept columns no Backward read
+
+	// biasDone: the fused activation's Backward computed the bias
+	// gradient of this pass (fuse.go); the next Backward skips it.
+	biasDone bool
 }
 
 // NewConv2D returns a convolution; the input channels and size come from Setup.
@@ -106,7 +110,7 @@ func (l *Conv2D) Params() []ParamSpec {
 // them.
 func (l *Conv2D) Bind(b gpu.Backend, params, grads, state []gpu.Buffer) {
 	l.b = b
-	l.cols, l.colsCap, l.colsAsked, l.colsOf = nil, 0, 0, nil
+	l.cols, l.colsCap, l.colsAsked, l.colsOf, l.biasDone = nil, 0, 0, nil, false
 	l.Base.Bind(b, params, grads, state)
 }
 
@@ -139,6 +143,25 @@ func (l *Conv2D) bias(bufs []gpu.Buffer) gpu.Buffer {
 // forward on a backend that keeps column matrices leaves x's in the layer's
 // own buffer, once Backward has asked for one.
 func (l *Conv2D) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
+	l.forward(p, out, in, nil, gpu.Act{})
+}
+
+// forwardAct implements biasActLayer: Forward, then a applied in place by
+// f in the same kernels.
+func (l *Conv2D) forwardAct(p *Pass, out gpu.Buffer, in []gpu.Buffer, f gpu.ActFuser, a gpu.Act) {
+	l.forward(p, out, in, f, a)
+}
+
+// biasOut implements biasActLayer: K channels of OH·OW positions.
+func (l *Conv2D) biasOut() (gpu.Buffer, int, int) {
+	return l.bias(l.G), l.Geom.K, l.Geom.OH * l.Geom.OW
+}
+
+// biasGradDone implements biasActLayer.
+func (l *Conv2D) biasGradDone() { l.biasDone = true }
+
+// forward is Forward, with the activation a applied by f when f is not nil.
+func (l *Conv2D) forward(p *Pass, out gpu.Buffer, in []gpu.Buffer, f gpu.ActFuser, a gpu.Act) {
 	if l.colsOf != nil {
 		// The last training Forward's columns went unread: no Backward
 		// with filter gradients followed. Twice in a row means the layer
@@ -151,8 +174,16 @@ func (l *Conv2D) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 	}
 	l.colsOf = nil
 	if k, ok := p.B.(gpu.ConvColumnKeeper); ok && p.Train && l.cols != nil && p.N <= l.colsCap {
-		k.ConvForwardKeep(l.geom(p.N), out, in[0], l.P[0], l.bias(l.P), p.WS, l.cols)
+		if f != nil {
+			f.ConvForwardAct(a, l.geom(p.N), out, in[0], l.P[0], l.bias(l.P), p.WS, l.cols)
+		} else {
+			k.ConvForwardKeep(l.geom(p.N), out, in[0], l.P[0], l.bias(l.P), p.WS, l.cols)
+		}
 		l.colsOf, l.colsN = in[0], p.N
+		return
+	}
+	if f != nil {
+		f.ConvForwardAct(a, l.geom(p.N), out, in[0], l.P[0], l.bias(l.P), p.WS, nil)
 		return
 	}
 	p.B.ConvForward(l.geom(p.N), out, in[0], l.P[0], l.bias(l.P), p.WS)
@@ -175,9 +206,14 @@ func (*Conv2D) BackwardReads(paramGrads bool) (in, out bool) { return paramGrads
 // buffer for smaller batches, if any, stays).
 // Frozen layers (paramGrads false) never ask, and drop a buffer they had;
 // so does a layer whose kept columns two training Forwards in a row left
-// unread (see Forward).
+// unread (see Forward). A bias gradient that a fused activation computed
+// (fuse.go) is not computed again.
 func (l *Conv2D) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.Buffer, _ gpu.Buffer, paramGrads bool) {
 	g := l.geom(p.N)
+	db := l.bias(l.G)
+	if l.biasDone {
+		db, l.biasDone = nil, false
+	}
 	if din[0] != nil {
 		p.B.ConvBackwardData(g, din[0], dout, l.P[0], p.WS)
 	}
@@ -192,11 +228,11 @@ func (l *Conv2D) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.B
 	// sameBuffer, not ==: a keeper's Buffers may be of a type == panics on
 	// (host slices), and the interface does not rule that out.
 	if keeps && l.colsOf != nil && sameBuffer(l.colsOf, in[0]) && l.colsN == p.N {
-		k.ConvBackwardFilterCols(g, l.G[0], l.bias(l.G), dout, p.WS, l.cols)
+		k.ConvBackwardFilterCols(g, l.G[0], db, dout, p.WS, l.cols)
 		l.colsOf, l.colsUnread = nil, 0 // one Backward per Forward; drop the reference to x
 		return
 	}
-	p.B.ConvBackwardFilter(g, l.G[0], l.bias(l.G), dout, in[0], p.WS)
+	p.B.ConvBackwardFilter(g, l.G[0], db, dout, in[0], p.WS)
 	if keeps && p.N > l.colsAsked {
 		// Asked once per larger batch: a refusal may have cost the backend a
 		// collection. Refused, the buffer for smaller batches stays.

@@ -56,6 +56,10 @@ type node struct {
 	oslot, dslot    int
 	sslot           []int
 	eslot           int
+	// Fusing (fuse.go): actOf is the activation node this producer applies
+	// in its own kernels, fusedTo the producer that applies this
+	// activation node; -1 for none.
+	actOf, fusedTo int
 	// Views for the current batch size, rebuilt when it changes, so that a
 	// steady-state step allocates nothing: out, dout and scratch are the
 	// training step's, eout the inference Forward's.
@@ -98,6 +102,10 @@ type Net struct {
 	// noShare gives every tensor its own buffer (tests: the reference
 	// layout the shared plans must match bit for bit).
 	noShare bool
+	// noFuse runs every activation in its own passes (SetFusing); fuser
+	// is B's fused kernels, or its unfused calls (gpu.Fuser).
+	noFuse bool
+	fuser  gpu.ActFuser
 
 	// OnGradsDone, when set, is called by Backward, on Backward's
 	// goroutine, after each layer whose parameters learn has run, last
@@ -118,7 +126,7 @@ func NewNet(b gpu.Backend, in Shape, nodes []Node) (*Net, error) {
 	if in.Size() <= 0 {
 		return nil, fmt.Errorf("solver: input shape %v", in)
 	}
-	n := &Net{B: b, In: in, rand: rand.New(rand.NewPCG(1, 2))}
+	n := &Net{B: b, In: in, rand: rand.New(rand.NewPCG(1, 2)), fuser: gpu.Fuser(b)}
 	names := map[string]bool{}
 	var nParams, nState int
 	for i, nd := range nodes {
@@ -190,6 +198,7 @@ func NewNet(b gpu.Backend, in Shape, nodes []Node) (*Net, error) {
 		nd.dins = make([]gpu.Buffer, len(nd.inputs))
 		nd.scratch = make([]gpu.Buffer, len(nd.inputs))
 	}
+	n.planFusion()
 	n.planInference()
 	n.updateActive()
 	n.InitState()

@@ -168,7 +168,7 @@ func (n *Net) Forward(x gpu.Buffer, batch int, train bool) gpu.Buffer {
 		if !train {
 			out = nd.eout
 		}
-		nd.layer.Forward(&n.pass, out, nd.ins)
+		n.forwardNode(nd, out)
 	}
 	if !train {
 		return n.nodes[len(n.nodes)-1].eout
@@ -219,7 +219,9 @@ func (n *Net) Backward(dout gpu.Buffer) {
 				nd.ins[k] = nil // the next Forward sets them again
 			}
 		}
-		nd.layer.Backward(&n.pass, nd.dins, nd.dout, nd.ins, out, nd.trains())
+		if !n.backwardFused(nd, out) {
+			nd.layer.Backward(&n.pass, nd.dins, nd.dout, nd.ins, out, nd.trains())
+		}
 		for k, j := range nd.inputs {
 			if nd.dins[k] != nil && !nd.direct[k] {
 				n.B.Axpy(1, nd.dins[k], n.nodes[j].dout)

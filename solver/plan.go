@@ -165,10 +165,14 @@ func (n *Net) planTrain() {
 			grad[j] = add(bwd(i), bwd(i), size) // until j's step, set there
 		}
 	}
+	n.mergeFused(ts)
 	slot, size := sharing(ts, !n.noShare)
 	for i := range n.nodes {
 		nd := &n.nodes[i]
 		nd.oslot = slot[i]
+		if nd.fusedTo >= 0 {
+			nd.oslot = slot[nd.fusedTo] // one tensor with its producer's output (fuse.go)
+		}
 		if written[i] {
 			nd.dslot = slot[grad[i]]
 		}
@@ -196,9 +200,13 @@ func (n *Net) planInference() {
 		}
 	}
 	ts[last].to = last + 1 // returned to the caller
+	n.mergeFused(ts)
 	slot, size := sharing(ts, !n.noShare)
 	for i := range n.nodes {
 		n.nodes[i].eslot = slot[i]
+		if j := n.nodes[i].fusedTo; j >= 0 {
+			n.nodes[i].eslot = slot[j] // one tensor with its producer's output (fuse.go)
+		}
 	}
 	n.evalSize = size
 }

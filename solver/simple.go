@@ -12,6 +12,10 @@ type Linear struct {
 	Base
 	In, Out int
 	NoBias  bool
+
+	// biasDone: the fused activation's Backward computed the bias
+	// gradient of this pass (fuse.go); the next Backward skips it.
+	biasDone bool
 }
 
 // NewLinear returns a linear layer with out units; the input size comes from Setup.
@@ -50,17 +54,41 @@ func (l *Linear) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 	}
 }
 
+// forwardAct implements biasActLayer: the product, then the bias and a
+// in one pass of f.
+func (l *Linear) forwardAct(p *Pass, out gpu.Buffer, in []gpu.Buffer, f gpu.ActFuser, a gpu.Act) {
+	p.B.Gemm(false, true, p.N, l.Out, l.In, 1, in[0], l.P[0], 0, out)
+	var bias gpu.Buffer
+	if !l.NoBias {
+		bias = l.P[1]
+	}
+	f.BiasAct(a, out, bias, p.N, l.Out, 1)
+}
+
+// biasOut implements biasActLayer: Out channels of one position.
+func (l *Linear) biasOut() (gpu.Buffer, int, int) {
+	if l.NoBias {
+		return nil, l.Out, 1
+	}
+	return l.G[1], l.Out, 1
+}
+
+// biasGradDone implements biasActLayer.
+func (l *Linear) biasGradDone() { l.biasDone = true }
+
 // BackwardReads implements BackwardReader: x only for dW.
 func (*Linear) BackwardReads(paramGrads bool) (in, out bool) { return paramGrads, false }
 
 // Backward implements Layer. dx = dy·W; dW = dyᵀ·x; db = Σ dy.
 func (l *Linear) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.Buffer, _ gpu.Buffer, paramGrads bool) {
+	biasDone := l.biasDone
+	l.biasDone = false
 	if din[0] != nil {
 		p.B.Gemm(false, false, p.N, l.In, l.Out, 1, dout, l.P[0], 0, din[0])
 	}
 	if paramGrads {
 		p.B.Gemm(true, false, l.Out, l.In, p.N, 1, dout, in[0], 0, l.G[0])
-		if !l.NoBias {
+		if !l.NoBias && !biasDone {
 			p.B.BiasGrad(l.G[1], dout, p.N, l.Out, 1)
 		}
 	}

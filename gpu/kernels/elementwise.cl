@@ -43,6 +43,52 @@ __kernel void add_bias(__global store_t* x, int xoff, __global const store_t* b,
 	if (i < total) ST(x, xoff + i, LD(x, xoff + i) + LD(b, boff + (i / hw) % c));
 }
 
+// act_relu applies ReLU (kind 1) or ReLU6 (kind 2) as act does, NaN
+// passing through; kind 0 returns v. The fused kernels (bias_act,
+// wino_output) apply it before their one store: clipping at 0 and 6, both
+// representable, commutes with rounding to store_t, so the bits are those
+// of a store, then act.
+inline float act_relu(float v, int kind) {
+	if (kind == 0) return v;
+	float r = v > 0 ? v : 0;
+	if (kind == 2 && r > 6) r = 6;
+	if (v != v) r = v;
+	return r;
+}
+
+// bias_act: x = act_relu(x + b[(i/hw)%c]) in place (add_bias then act in
+// one pass); hasBias 0 adds no bias. x is n×c×hw; total = n*c*hw.
+__kernel void bias_act(int kind, __global store_t* x, int xoff, __global const store_t* b, int boff, int hasBias, int c,
+                       int hw, int total) {
+	int i = get_global_id(0);
+	if (i >= total) return;
+	float v = LD(x, xoff + i);
+	if (hasBias) v = v + LD(b, boff + (i / hw) % c);
+	ST(x, xoff + i, act_relu(v, kind));
+}
+
+// act_bias_grad: act_backward from the output y (kind 1 ReLU, 2 ReLU6),
+// dx = dy where y passes, and bias_grad of that dx in one pass: one
+// work-group per channel, each dx summed as bias_grad sums it (in the same
+// order, the value stored: dy's as loaded, or 0), so db has its bits.
+__kernel void act_bias_grad(int kind, __global store_t* dx, int dxoff, __global store_t* db, int dboff,
+                            __global const store_t* dy, int dyoff, __global const store_t* y, int yoff, int n, int c,
+                            int hw) {
+	__local acc_t sa[RED_WG], sb[RED_WG];
+	int ch = get_group_id(0), l = get_local_id(0);
+	acc_t s = 0, unused = 0;
+	for (int j = l; j < n * hw; j += RED_WG) {
+		int i = ((j / hw) * c + ch) * hw + j % hw;
+		float v = LD(y, yoff + i);
+		bool pass = v > 0 && (kind != 2 || v < 6);
+		float r = pass ? LD(dy, dyoff + i) : 0.0f;
+		ST(dx, dxoff + i, r);
+		s += r;
+	}
+	wg_sum2(sa, sb, &s, &unused);
+	if (l == 0) ST(db, dboff + ch, s);
+}
+
 // bias_grad: one work-group per channel; the CPU sums each (n, c) row in
 // float and adds the rows, this sums all of them in acc_t.
 __kernel void bias_grad(__global store_t* db, int dboff, __global const store_t* dy, int dyoff, int n, int c, int hw) {

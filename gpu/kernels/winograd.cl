@@ -112,10 +112,10 @@ __kernel void wino_input(__global store_t* v, int voff, __global const store_t* 
 
 // wino_output sets the 2×2 output tile p (dimension 0) of output channel
 // o (dimension 1) of nb samples of y (O×OH×OW each, ys apart) to
-// Aᵀ M A, plus bias[o] when hasBias; the tile's positions past the plane
-// are not written.
+// Aᵀ M A, plus bias[o] when hasBias, then act_relu of kind act (0: none);
+// the tile's positions past the plane are not written.
 __kernel void wino_output(__global store_t* y, int yoff, int ys, __global const store_t* m, int moff,
-                          __global const store_t* bias, int boff, int hasBias, int O, int OH, int OW, int TH, int TW, int P,
+                          __global const store_t* bias, int boff, int hasBias, int act, int O, int OH, int OW, int TH, int TW, int P,
                           int Pld) {
 	int p = get_global_id(0), o = get_global_id(1);
 	if (p >= P) return;
@@ -133,7 +133,7 @@ __kernel void wino_output(__global store_t* y, int yoff, int ys, __global const 
 	__global store_t* yc = y + yoff + n * ys + o * OH * OW;
 	for (int r = 0; r < 2 && h0 + r < OH; r++) {
 		float a = q[4 * r], b = q[4 * r + 1], e = q[4 * r + 2], f = q[4 * r + 3];
-		ST(yc, (h0 + r) * OW + w0, ((a + b) + e) + bv);
-		if (w0 + 1 < OW) ST(yc, (h0 + r) * OW + w0 + 1, ((b - e) - f) + bv);
+		ST(yc, (h0 + r) * OW + w0, act_relu(((a + b) + e) + bv, act));
+		if (w0 + 1 < OW) ST(yc, (h0 + r) * OW + w0 + 1, act_relu(((b - e) - f) + bv, act));
 	}
 }

@@ -1,0 +1,76 @@
+//go:build opencl
+
+package gpu
+
+import "fmt"
+
+// The ActFuser methods on OpenCL (fuse.go): the activation applied by the
+// kernel that adds the bias (bias_act after a GEMM or a depthwise kernel;
+// wino_output for Winograd, which adds the bias already), and the
+// activation's gradient and the bias gradient in one reduction
+// (act_bias_grad). With OpenCLConfig.NoFuse they run as Unfused.
+
+var _ ActFuser = (*OpenCL)(nil)
+
+// ConvForwardAct implements ActFuser.
+func (o *OpenCL) ConvForwardAct(a Act, g ConvGeom, y, x, w, bias, ws, cols Buffer) {
+	mustFuse("ConvForwardAct", a)
+	switch {
+	case o.noFuse:
+		Unfused(o).ConvForwardAct(a, g, y, x, w, bias, ws, cols)
+	case cols != nil:
+		o.convForwardKeepAct(g, y, x, w, bias, ws, cols, int(a.Kind))
+	default:
+		o.convForwardAct(g, y, x, w, bias, ws, int(a.Kind))
+	}
+}
+
+// BiasAct implements ActFuser.
+func (o *OpenCL) BiasAct(a Act, x, bias Buffer, n, c, hw int) {
+	mustFuse("BiasAct", a)
+	if o.noFuse {
+		Unfused(o).BiasAct(a, x, bias, n, c, hw)
+		return
+	}
+	xs, bs := o.buf(x), o.buf(bias)
+	if xs.n != n*c*hw || (bs != nil && bs.n != c) {
+		panic(fmt.Sprintf("gpu: BiasAct: %d elements for %d×%d×%d", xs.n, n, c, hw))
+	}
+	o.biasAct(xs, bs, n, c, hw, int(a.Kind))
+}
+
+// biasAct adds bias bs (nil: none) to x (n×c×hw), then applies the
+// activation act (1 ReLU, 2 ReLU6) in the same pass; act 0 is AddBias
+// alone (nothing without a bias).
+func (o *OpenCL) biasAct(xs, bs *clBuf, n, c, hw, act int) {
+	if act == 0 {
+		if bs != nil {
+			o.run1("add_bias", xs.n, xs.m, xs.off, bs.m, bs.off, c, hw, xs.n)
+		}
+		return
+	}
+	bm, boff, hasBias := xs.m, 0, 0
+	if bs != nil {
+		bm, boff, hasBias = bs.m, bs.off, 1
+	}
+	o.run1("bias_act", xs.n, act, xs.m, xs.off, bm, boff, hasBias, c, hw, xs.n)
+}
+
+// ActivateBackwardBias implements ActFuser: one work-group per channel
+// (as BiasGrad), which writes the channel's dx as it sums it.
+func (o *OpenCL) ActivateBackwardBias(a Act, dx, dbias, dy, y Buffer, n, c, hw int) {
+	mustFuse("ActivateBackwardBias", a)
+	if o.noFuse {
+		Unfused(o).ActivateBackwardBias(a, dx, dbias, dy, y, n, c, hw)
+		return
+	}
+	dxs, dbs, dys, ys := o.buf(dx), o.buf(dbias), o.buf(dy), o.buf(y)
+	if dxs.n != n*c*hw || dys.n != dxs.n || ys.n != dxs.n || dbs.n != c {
+		panic(fmt.Sprintf("gpu: ActivateBackwardBias: dx %d, dy %d, y %d, dbias %d for %d×%d×%d", dxs.n, dys.n, ys.n, dbs.n, n, c, hw))
+	}
+	if dxs.n == 0 {
+		o.Fill(dbias, 0)
+		return
+	}
+	o.runGroups("act_bias_grad", c, int(a.Kind), dxs.m, dxs.off, dbs.m, dbs.off, dys.m, dys.off, ys.m, ys.off, n, c, hw)
+}

@@ -1,0 +1,270 @@
+//go:build opencl
+
+package gpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// fuseGeoms are convolutions of each forward path: im2col and GEMM on
+// planes that are not whole float4 groups (AlexNet's first layer, scaled
+// down), one whose column matrices are kept, Winograd, depthwise,
+// pointwise, and one without bias.
+var fuseGeoms = []struct {
+	g            ConvGeom
+	wino, noBias bool
+	keep         bool
+}{
+	{g: ConvGeom{N: 3, C: 3, H: 23, W: 23, K: 8, R: 11, S: 11, StrideH: 4, StrideW: 4, PadH: 2, PadW: 2}},
+	{g: ConvGeom{N: 3, C: 6, H: 9, W: 9, K: 10, R: 5, S: 5, PadH: 2, PadW: 2}, keep: true},
+	{g: ConvGeom{N: 3, C: 7, H: 13, W: 13, K: 9, R: 3, S: 3, PadH: 1, PadW: 1}, wino: true},
+	{g: ConvGeom{N: 2, C: 6, H: 8, W: 8, K: 6, R: 3, S: 3, PadH: 1, PadW: 1, Groups: 6}},
+	{g: ConvGeom{N: 2, C: 8, H: 5, W: 5, K: 12, R: 1, S: 1}},
+	{g: ConvGeom{N: 3, C: 5, H: 9, W: 7, K: 6, R: 3, S: 3, StrideH: 2, StrideW: 2, PadH: 1}, noBias: true},
+	{g: ConvGeom{N: 3, C: 7, H: 13, W: 13, K: 9, R: 3, S: 3, PadH: 1, PadW: 1}, wino: true, noBias: true},
+}
+
+// sameBitsCL fails unless got and want are equal bit for bit.
+func sameBitsCL(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("%s[%d] = %v fused, %v unfused", what, i, got[i], want[i])
+		}
+	}
+}
+
+// TestOpenCLActFuser: the fused kernels give the bits of the unfused
+// sequence (gpu.Unfused) on the same device, in float and half storage,
+// with one launch fewer in each direction (none fewer forward without a
+// bias on the GEMM path, where the activation replaces the bias pass), and
+// match the CPU; ReLU6's outputs reach both bounds. With NoFuse the
+// methods launch what Unfused does.
+func TestOpenCLActFuser(t *testing.T) { bothStorages(t, testOpenCLActFuser) }
+
+func testOpenCLActFuser(t *testing.T, o *OpenCL) {
+	cpu := NewCPU()
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, c := range fuseGeoms {
+		g := c.g
+		if err := g.Setup(); err != nil {
+			t.Fatal(err)
+		}
+		mode := WinogradOff
+		if c.wino {
+			mode = WinogradOn
+		}
+		setWinograd(t, o, mode)
+		wino := o.winograd(&g)
+		if c.wino && !wino && !o.half {
+			t.Fatalf("%+v: Winograd on, but the convolution does not run it", g)
+		}
+		for _, a := range []Act{ReLU, ReLU6} {
+			t.Run(fmt.Sprintf("%v/%+v/nobias=%v", a, g, c.noBias), func(t *testing.T) {
+				x := newTwin(o, scaled(clRand(r, g.N*g.C*g.H*g.W), 4))
+				w := newTwin(o, scaled(clRand(r, g.K*g.colRows()), 2))
+				var biasCL, biasCPU Buffer
+				if !c.noBias {
+					b := newTwin(o, clRand(r, g.K))
+					biasCL, biasCPU = b.cl, b.cpu
+				}
+				ny := g.N * g.K * g.OH * g.OW
+				ws := o.Alloc(max(o.ConvWorkspace(g), 1))
+				var cols Buffer
+				if c.keep {
+					if cols = o.ConvKeepColumns(g); cols == nil {
+						t.Fatal("no kept columns granted")
+					}
+				}
+				yf, yu := o.Alloc(ny), o.Alloc(ny)
+				before := o.ctx.launches
+				o.ConvForwardAct(a, g, yf, x.cl, w.cl, biasCL, ws, cols)
+				fused := o.ctx.launches - before
+				before = o.ctx.launches
+				Unfused(o).ConvForwardAct(a, g, yu, x.cl, w.cl, biasCL, ws, cols)
+				unfused := o.ctx.launches - before
+				got, want := download(o, yf), download(o, yu)
+				sameBitsCL(t, "y", got, want)
+				fewer := 1
+				if c.noBias && !wino {
+					fewer = 0
+				}
+				if fused != unfused-fewer {
+					t.Errorf("forward: %d launches fused, %d unfused: want %d fewer", fused, unfused, fewer)
+				}
+				yc := Host(make([]float32, ny))
+				cpu.ConvForward(g, yc, x.cpu, w.cpu, biasCPU, cpu.Alloc(cpu.ConvWorkspace(g)))
+				cpu.Activate(a, yc, yc)
+				assertCloseFor(t, o, "y against the CPU", got, yc)
+				var neg, mid, top int
+				for _, v := range got {
+					switch {
+					case v == 0:
+						neg++
+					case a == ReLU6 && v == 6:
+						top++
+					default:
+						mid++
+					}
+				}
+				if neg == 0 || mid == 0 || (a == ReLU6 && top == 0) {
+					t.Errorf("outputs: %d at 0, %d between, %d at 6: the test data misses a bound", neg, mid, top)
+				}
+
+				fwdUnfused := unfused
+
+				// Backward, from the fused output.
+				dy := newTwin(o, clRand(r, ny))
+				dxf, dxu, dbf, dbu := o.Alloc(ny), o.Alloc(ny), o.Alloc(g.K), o.Alloc(g.K)
+				before = o.ctx.launches
+				o.ActivateBackwardBias(a, dxf, dbf, dy.cl, yf, g.N, g.K, g.OH*g.OW)
+				fused = o.ctx.launches - before
+				before = o.ctx.launches
+				Unfused(o).ActivateBackwardBias(a, dxu, dbu, dy.cl, yf, g.N, g.K, g.OH*g.OW)
+				unfused = o.ctx.launches - before
+				sameBitsCL(t, "dx", download(o, dxf), download(o, dxu))
+				gotDB := download(o, dbf)
+				sameBitsCL(t, "dbias", gotDB, download(o, dbu))
+				if fused != 1 || unfused != 2 {
+					t.Errorf("backward: %d launches fused, %d unfused: want 1 and 2", fused, unfused)
+				}
+				dxc, dbc := Host(make([]float32, ny)), Host(make([]float32, g.K))
+				cpu.ActivateBackward(a, dxc, dy.cpu, Host(got))
+				cpu.BiasGrad(dbc, dxc, g.N, g.K, g.OH*g.OW)
+				assertCloseFor(t, o, "dx against the CPU", download(o, dxf), dxc)
+				assertCloseFor(t, o, "dbias against the CPU", gotDB, dbc)
+
+				// NoFuse: what Unfused launches.
+				o.noFuse = true
+				defer func() { o.noFuse = false }()
+				before = o.ctx.launches
+				o.ConvForwardAct(a, g, yf, x.cl, w.cl, biasCL, ws, cols)
+				o.ActivateBackwardBias(a, dxf, dbf, dy.cl, yf, g.N, g.K, g.OH*g.OW)
+				if n := o.ctx.launches - before; n != fwdUnfused+unfused {
+					t.Errorf("NoFuse: %d launches, want the unfused %d", n, fwdUnfused+unfused)
+				}
+				sameBitsCL(t, "y, NoFuse", download(o, yf), want)
+			})
+		}
+	}
+}
+
+// TestOpenCLBiasAct: BiasAct (a linear layer's bias and ReLU, one
+// position per channel, and a convolution's planes) gives the bits of
+// AddBias then Activate in one launch, with and without a bias, and
+// matches the CPU.
+func TestOpenCLBiasAct(t *testing.T) { bothStorages(t, testOpenCLBiasAct) }
+
+func testOpenCLBiasAct(t *testing.T, o *OpenCL) {
+	cpu := NewCPU()
+	r := rand.New(rand.NewPCG(43, 44))
+	for _, s := range []struct{ n, c, hw int }{{5, 33, 1}, {3, 4, 13}, {1, 7, 1}} {
+		for _, a := range []Act{ReLU, ReLU6} {
+			for _, withBias := range []bool{true, false} {
+				data := scaled(clRand(r, s.n*s.c*s.hw), 8)
+				x := newTwin(o, data)
+				xu := newTwin(o, data)
+				var bcl, bcpu Buffer
+				if withBias {
+					b := newTwin(o, clRand(r, s.c))
+					bcl, bcpu = b.cl, b.cpu
+				}
+				before := o.ctx.launches
+				o.BiasAct(a, x.cl, bcl, s.n, s.c, s.hw)
+				if n := o.ctx.launches - before; n != 1 {
+					t.Errorf("%v %+v bias %v: %d launches, want 1", a, s, withBias, n)
+				}
+				Unfused(o).BiasAct(a, xu.cl, bcl, s.n, s.c, s.hw)
+				sameBitsCL(t, fmt.Sprintf("%v %+v bias %v", a, s, withBias), download(o, x.cl), download(o, xu.cl))
+				Unfused(cpu).BiasAct(a, x.cpu, bcpu, s.n, s.c, s.hw)
+				x.check(t, o, fmt.Sprintf("%v %+v bias %v against the CPU", a, s, withBias))
+			}
+		}
+	}
+}
+
+// TestOpenCLFusedKinks: the fused kernels give the unfused bits at -0, 0,
+// NaN, ReLU6's bounds and values that round onto them, forward (BiasAct,
+// with and without a bias) and backward (ActivateBackwardBias on outputs
+// holding those values).
+func TestOpenCLFusedKinks(t *testing.T) { bothStorages(t, testOpenCLFusedKinks) }
+
+func testOpenCLFusedKinks(t *testing.T, o *OpenCL) {
+	r := rand.New(rand.NewPCG(45, 46))
+	special := []float32{float32(math.Copysign(0, -1)), 0, 6, -6, float32(math.NaN()), 5.999, 6.001, 5.9999995, 1e-30,
+		-1e-30, 1e-8, -1e-8, 3, -3, 7, 100}
+	const n = 3
+	c := len(special)
+	vals := make([]float32, 0, n*c)
+	for range n {
+		vals = append(vals, special...)
+	}
+	bias := o.Alloc(c)
+	o.Upload(bias, scaled(clRand(r, c), 1e-3))
+	for _, a := range []Act{ReLU, ReLU6} {
+		for _, b := range []Buffer{nil, bias} {
+			x, xu := o.Alloc(len(vals)), o.Alloc(len(vals))
+			o.Upload(x, vals)
+			o.Upload(xu, vals)
+			o.BiasAct(a, x, b, n, c, 1)
+			Unfused(o).BiasAct(a, xu, b, n, c, 1)
+			sameBitsCL(t, fmt.Sprintf("%v, bias %v", a, b != nil), download(o, x), download(o, xu))
+		}
+		y, dy := o.Alloc(len(vals)), o.Alloc(len(vals))
+		o.Upload(y, vals)
+		o.Upload(dy, clRand(r, len(vals)))
+		dxf, dxu, dbf, dbu := o.Alloc(len(vals)), o.Alloc(len(vals)), o.Alloc(c), o.Alloc(c)
+		o.ActivateBackwardBias(a, dxf, dbf, dy, y, n, c, 1)
+		Unfused(o).ActivateBackwardBias(a, dxu, dbu, dy, y, n, c, 1)
+		sameBitsCL(t, fmt.Sprintf("%v dx", a), download(o, dxf), download(o, dxu))
+		sameBitsCL(t, fmt.Sprintf("%v dbias", a), download(o, dbf), download(o, dbu))
+	}
+}
+
+// BenchmarkOpenCLConvReLU times a convolution with bias and ReLU, forward
+// and the activation's and bias's gradients, fused and unfused in one run,
+// at AlexNet's first two layers' shapes (batch COTRAIN_BENCH_BATCH, 32 by
+// default): the ratio of the two is what fusing gains there.
+func BenchmarkOpenCLConvReLU(b *testing.B) {
+	o := openCLForTest(b)
+	batch := benchBatch(b)
+	for _, g := range []ConvGeom{
+		{N: batch, C: 3, H: 224, W: 224, K: 64, R: 11, S: 11, StrideH: 4, StrideW: 4, PadH: 2, PadW: 2},
+		{N: batch, C: 64, H: 27, W: 27, K: 192, R: 5, S: 5, PadH: 2, PadW: 2},
+		{N: batch, C: 192, H: 13, W: 13, K: 384, R: 3, S: 3, PadH: 1, PadW: 1},
+	} {
+		if err := g.Setup(); err != nil {
+			b.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(1, 2))
+		x, w, bias := o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.K*g.colRows()), o.Alloc(g.K)
+		o.Upload(x, clRand(r, x.Len()))
+		o.Upload(w, clRand(r, w.Len()))
+		o.Upload(bias, clRand(r, bias.Len()))
+		ny := g.N * g.K * g.OH * g.OW
+		y, dy, dx, db := o.Alloc(ny), o.Alloc(ny), o.Alloc(ny), o.Alloc(g.K)
+		o.Upload(dy, clRand(r, ny))
+		ws := o.Alloc(max(o.ConvWorkspace(g), 1))
+		for _, f := range []struct {
+			name string
+			f    ActFuser
+		}{{"fused", o}, {"unfused", Unfused(o)}} {
+			b.Run(fmt.Sprintf("%dx%d/%s", g.R, g.S, f.name), func(b *testing.B) {
+				step := func() {
+					f.f.ConvForwardAct(ReLU, g, y, x, w, bias, ws, nil)
+					f.f.ActivateBackwardBias(ReLU, dx, db, dy, y, g.N, g.K, g.OH*g.OW)
+				}
+				step()
+				o.Download(make([]float32, g.K), db)
+				b.ResetTimer()
+				for range b.N {
+					step()
+				}
+				o.Download(make([]float32, g.K), db)
+			})
+		}
+	}
+}
