@@ -396,7 +396,12 @@ func (o *OpenCL) AddBias(x, bias Buffer, n, c, hw int) {
 	o.run1("add_bias", xs.n, xs.m, xs.off, bs.m, bs.off, c, hw, xs.n)
 }
 
-// BiasGrad implements Backend.
+// BiasGrad implements Backend: one work-group per channel; where a channel
+// has more than 2·redPartLen elements (AlexNet's first two convolutions),
+// parts of redPartLen that separate work-groups sum, added in order by a
+// second kernel (norm.cl's bias_grad_part): one work-group per channel left
+// most of a large GPU idle; where it has biasColsMax or fewer (a linear
+// layer's batch), one item per channel (bias_grad_cols).
 func (o *OpenCL) BiasGrad(dbias, dy Buffer, n, c, hw int) {
 	db, ds := o.buf(dbias), o.buf(dy)
 	if ds.n != n*c*hw || db.n != c {
@@ -406,8 +411,24 @@ func (o *OpenCL) BiasGrad(dbias, dy Buffer, n, c, hw int) {
 		o.Fill(dbias, 0)
 		return
 	}
+	if n*hw <= biasColsMax {
+		o.run1("bias_grad_cols", c, db.m, db.off, ds.m, ds.off, n, c, hw)
+		return
+	}
+	if l, p := redParts(n * hw); p > 1 {
+		part := o.scratch(&o.redPart, 2*c*p) // acc_t: room for double
+		o.runGroups("bias_grad_part", c*p, part, ds.m, ds.off, n, c, hw, l, p)
+		o.run1("dw_backward_filter_final", c, db.m, db.off, part, c, p)
+		return
+	}
 	o.runGroups("bias_grad", c, db.m, db.off, ds.m, ds.off, n, c, hw)
 }
+
+// biasColsMax is the most elements per channel that BiasGrad and
+// ActivateBackwardBias sum with one item per channel. A variable only so
+// that tests can take each path on small shapes; changing it changes the
+// bits of bias gradients.
+var biasColsMax = 64
 
 // Activate implements Backend. ReLU and ReLU6 run elementwise.cl's act,
 // the other kinds activation.cl's act_param.

@@ -41,7 +41,9 @@ func (o *OpenCL) BiasAct(a Act, x, bias Buffer, n, c, hw int) {
 
 // biasAct adds bias bs (nil: none) to x (n×c×hw), then applies the
 // activation act (1 ReLU, 2 ReLU6) in the same pass; act 0 is AddBias
-// alone (nothing without a bias).
+// alone (nothing without a bias). Planes of 32 positions or more run as a
+// grid of planes (no division per element); smaller ones (a linear
+// layer's single position) one item per element.
 func (o *OpenCL) biasAct(xs, bs *clBuf, n, c, hw, act int) {
 	if act == 0 {
 		if bs != nil {
@@ -53,11 +55,16 @@ func (o *OpenCL) biasAct(xs, bs *clBuf, n, c, hw, act int) {
 	if bs != nil {
 		bm, boff, hasBias = bs.m, bs.off, 1
 	}
+	if hw >= 32 {
+		o.runPlanes("bias_act_planes", hw, n*c, 1, act, xs.m, xs.off, bm, boff, hasBias, c, hw)
+		return
+	}
 	o.run1("bias_act", xs.n, act, xs.m, xs.off, bm, boff, hasBias, c, hw, xs.n)
 }
 
-// ActivateBackwardBias implements ActFuser: one work-group per channel
-// (as BiasGrad), which writes the channel's dx as it sums it.
+// ActivateBackwardBias implements ActFuser: one work-group per channel or
+// per part of one, or one item per channel, as BiasGrad, each writing the
+// dx it sums.
 func (o *OpenCL) ActivateBackwardBias(a Act, dx, dbias, dy, y Buffer, n, c, hw int) {
 	mustFuse("ActivateBackwardBias", a)
 	if o.noFuse {
@@ -70,6 +77,16 @@ func (o *OpenCL) ActivateBackwardBias(a Act, dx, dbias, dy, y Buffer, n, c, hw i
 	}
 	if dxs.n == 0 {
 		o.Fill(dbias, 0)
+		return
+	}
+	if n*hw <= biasColsMax { // one item per channel, as BiasGrad
+		o.run1("act_bias_grad_cols", c, int(a.Kind), dxs.m, dxs.off, dbs.m, dbs.off, dys.m, dys.off, ys.m, ys.off, n, c, hw)
+		return
+	}
+	if l, p := redParts(n * hw); p > 1 { // in parts, as BiasGrad
+		part := o.scratch(&o.redPart, 2*c*p) // acc_t: room for double
+		o.runGroups("act_bias_grad_part", c*p, int(a.Kind), dxs.m, dxs.off, part, dys.m, dys.off, ys.m, ys.off, n, c, hw, l, p)
+		o.run1("dw_backward_filter_final", c, dbs.m, dbs.off, part, c, p)
 		return
 	}
 	o.runGroups("act_bias_grad", c, int(a.Kind), dxs.m, dxs.off, dbs.m, dbs.off, dys.m, dys.off, ys.m, ys.off, n, c, hw)

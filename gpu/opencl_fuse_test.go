@@ -39,7 +39,8 @@ func sameBitsCL(t *testing.T, what string, got, want []float32) {
 
 // TestOpenCLActFuser: the fused kernels give the bits of the unfused
 // sequence (gpu.Unfused) on the same device, in float and half storage,
-// with one launch fewer in each direction (none fewer forward without a
+// with bias gradients in one part per channel and in several, and with one
+// launch fewer in each direction (none fewer forward without a
 // bias on the GEMM path, where the activation replaces the bias pass), and
 // match the CPU; ReLU6's outputs reach both bounds. With NoFuse the
 // methods launch what Unfused does.
@@ -62,8 +63,22 @@ func testOpenCLActFuser(t *testing.T, o *OpenCL) {
 		if c.wino && !wino && !o.half {
 			t.Fatalf("%+v: Winograd on, but the convolution does not run it", g)
 		}
-		for _, a := range []Act{ReLU, ReLU6} {
-			t.Run(fmt.Sprintf("%v/%+v/nobias=%v", a, g, c.noBias), func(t *testing.T) {
+		for i, a := range []Act{ReLU, ReLU6, ReLU, ReLU6, ReLU, ReLU6} {
+			// The bias gradients (BiasGrad's three paths): one item per
+			// channel, as a linear layer's; one work-group per channel;
+			// parts of 16 elements, as a large layer's are split in parts
+			// of redPartLen.
+			path := []string{"items", "groups", "parts"}[i/2]
+			t.Run(fmt.Sprintf("%v/%+v/nobias=%v/%s", a, g, c.noBias, path), func(t *testing.T) {
+				defer func(part, cols int) { redPartLen, biasColsMax = part, cols }(redPartLen, biasColsMax)
+				switch path {
+				case "items":
+					biasColsMax = 1 << 30
+				case "groups":
+					biasColsMax = 0
+				default:
+					biasColsMax, redPartLen = 0, 16
+				}
 				x := newTwin(o, scaled(clRand(r, g.N*g.C*g.H*g.W), 4))
 				w := newTwin(o, scaled(clRand(r, g.K*g.colRows()), 2))
 				var biasCL, biasCPU Buffer
@@ -128,8 +143,14 @@ func testOpenCLActFuser(t *testing.T, o *OpenCL) {
 				sameBitsCL(t, "dx", download(o, dxf), download(o, dxu))
 				gotDB := download(o, dbf)
 				sameBitsCL(t, "dbias", gotDB, download(o, dbu))
-				if fused != 1 || unfused != 2 {
-					t.Errorf("backward: %d launches fused, %d unfused: want 1 and 2", fused, unfused)
+				wantF := 1 // per channel, or parts and their sum
+				if _, p := redParts(g.N * g.OH * g.OW); p > 1 {
+					wantF = 2
+				} else if path == "parts" {
+					t.Fatalf("%d elements per channel: not split in parts of %d", g.N*g.OH*g.OW, redPartLen)
+				}
+				if fused != wantF || unfused != wantF+1 {
+					t.Errorf("backward: %d launches fused, %d unfused: want %d and %d", fused, unfused, wantF, wantF+1)
 				}
 				dxc, dbc := Host(make([]float32, ny)), Host(make([]float32, g.K))
 				cpu.ActivateBackward(a, dxc, dy.cpu, Host(got))
@@ -216,11 +237,17 @@ func testOpenCLFusedKinks(t *testing.T, o *OpenCL) {
 		y, dy := o.Alloc(len(vals)), o.Alloc(len(vals))
 		o.Upload(y, vals)
 		o.Upload(dy, clRand(r, len(vals)))
-		dxf, dxu, dbf, dbu := o.Alloc(len(vals)), o.Alloc(len(vals)), o.Alloc(c), o.Alloc(c)
-		o.ActivateBackwardBias(a, dxf, dbf, dy, y, n, c, 1)
-		Unfused(o).ActivateBackwardBias(a, dxu, dbu, dy, y, n, c, 1)
-		sameBitsCL(t, fmt.Sprintf("%v dx", a), download(o, dxf), download(o, dxu))
-		sameBitsCL(t, fmt.Sprintf("%v dbias", a), download(o, dbf), download(o, dbu))
+		// BiasGrad's three paths: items, work-groups, parts of one element.
+		for _, p := range [][2]int{{biasColsMax, redPartLen}, {0, redPartLen}, {0, 1}} {
+			oldCols, oldPart := biasColsMax, redPartLen
+			biasColsMax, redPartLen = p[0], p[1]
+			dxf, dxu, dbf, dbu := o.Alloc(len(vals)), o.Alloc(len(vals)), o.Alloc(c), o.Alloc(c)
+			o.ActivateBackwardBias(a, dxf, dbf, dy, y, n, c, 1)
+			Unfused(o).ActivateBackwardBias(a, dxu, dbu, dy, y, n, c, 1)
+			biasColsMax, redPartLen = oldCols, oldPart
+			sameBitsCL(t, fmt.Sprintf("%v dx %v", a, p), download(o, dxf), download(o, dxu))
+			sameBitsCL(t, fmt.Sprintf("%v dbias %v", a, p), download(o, dbf), download(o, dbu))
+		}
 	}
 }
 
@@ -265,6 +292,54 @@ func BenchmarkOpenCLConvReLU(b *testing.B) {
 				}
 				o.Download(make([]float32, g.K), db)
 			})
+		}
+	}
+}
+
+// BenchmarkOpenCLBiasActPasses times the passes fusing replaces, without
+// the convolution: the bias and ReLU forward (BiasAct against AddBias then
+// Activate) and backward (ActivateBackwardBias against ActivateBackward
+// then BiasGrad), fused and unfused side by side in one run, on the
+// outputs of AlexNet's first two convolutions and first linear layer
+// (batch COTRAIN_BENCH_BATCH, 32 by default).
+func BenchmarkOpenCLBiasActPasses(b *testing.B) {
+	o := openCLForTest(b)
+	batch := benchBatch(b)
+	for _, s := range []struct {
+		name  string
+		c, hw int
+	}{{"conv1", 64, 55 * 55}, {"conv2", 192, 27 * 27}, {"fc6", 4096, 1}} {
+		r := rand.New(rand.NewPCG(1, 2))
+		n := batch * s.c * s.hw
+		x, y, dy, dx, bias, db := o.Alloc(n), o.Alloc(n), o.Alloc(n), o.Alloc(n), o.Alloc(s.c), o.Alloc(s.c)
+		o.Upload(x, clRand(r, n))
+		o.Upload(y, clRand(r, n))
+		o.Upload(dy, clRand(r, n))
+		o.Upload(bias, clRand(r, s.c))
+		for _, f := range []struct {
+			name string
+			f    ActFuser
+		}{{"fused", o}, {"unfused", Unfused(o)}} {
+			for _, dir := range []string{"forward", "backward"} {
+				b.Run(s.name+"/"+dir+"/"+f.name, func(b *testing.B) {
+					pass := func() { f.f.BiasAct(ReLU, x, bias, batch, s.c, s.hw) }
+					if dir == "backward" {
+						pass = func() { f.f.ActivateBackwardBias(ReLU, dx, db, dy, y, batch, s.c, s.hw) }
+					}
+					pass()
+					if err := o.Finish(); err != nil {
+						b.Fatal(err)
+					}
+					b.ResetTimer()
+					for range b.N {
+						pass()
+					}
+					if err := o.Finish(); err != nil {
+						b.Fatal(err)
+					}
+					b.SetBytes(int64(4 * n))
+				})
+			}
 		}
 	}
 }

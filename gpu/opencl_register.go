@@ -143,11 +143,12 @@ var mainKernels = []string{
 	"bn_stats_part", "bn_stats_final", "bn_backward_part", "bn_backward_final",
 	"im2col_planes", "im2col_win", "rows_plain", "col2im_planes", "col2im_planes_s1", "bn_apply4", "bn_backward_dx4", "act4", "act_backward4", "transpose", "maxpool_argmax", "maxpool_backward_idx",
 	"maxpool_argmax_planes", "maxpool_backward_idx_planes", "maxpool_backward_idx_planes_s2",
-	"wino_filter", "wino_input", "wino_output", "dropout_mask", "bias_act", "act_bias_grad",
+	"wino_filter", "wino_input", "wino_output", "dropout_mask", "bias_act", "bias_act_planes", "act_bias_grad", "bias_grad_part",
+	"act_bias_grad_part", "bias_grad_cols", "act_bias_grad_cols",
 }
 
 // reductionKernels run in work-groups of redWG items.
-var reductionKernels = []string{"bias_grad", "act_bias_grad", "sum_pairs", "dw_backward_filter", "bn_stats", "bn_backward_reduce",
+var reductionKernels = []string{"bias_grad", "act_bias_grad", "bias_grad_part", "act_bias_grad_part", "sum_pairs", "dw_backward_filter", "bn_stats", "bn_backward_reduce",
 	"dw_backward_filter_part", "dw_backward_filter3_part", "bn_stats_part", "bn_backward_part", "softmax_xent"}
 
 func listDeviceInfo() ([]DeviceInfo, error) {

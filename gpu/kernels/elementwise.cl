@@ -67,10 +67,24 @@ __kernel void bias_act(int kind, __global store_t* x, int xoff, __global const s
 	ST(x, xoff + i, act_relu(v, kind));
 }
 
+// bias_act_planes: bias_act over a grid of hw positions (dimension 0) by
+// n·c planes (dimension 1), without a division per element.
+__kernel void bias_act_planes(int kind, __global store_t* x, int xoff, __global const store_t* b, int boff, int hasBias,
+                              int c, int hw) {
+	int p = get_global_id(0), plane = get_global_id(1);
+	if (p >= hw) return;
+	int i = xoff + plane * hw + p;
+	float v = LD(x, i);
+	if (hasBias) v = v + LD(b, boff + plane % c);
+	ST(x, i, act_relu(v, kind));
+}
+
 // act_bias_grad: act_backward from the output y (kind 1 ReLU, 2 ReLU6),
 // dx = dy where y passes, and bias_grad of that dx in one pass: one
 // work-group per channel, each dx summed as bias_grad sums it (in the same
-// order, the value stored: dy's as loaded, or 0), so db has its bits.
+// order, the value stored: dy's as loaded, or 0), so db has its bits. dy
+// is loaded whether or not it passes: a select, not a conditional load,
+// which kept PoCL from vectorising the loop (5× slower there).
 __kernel void act_bias_grad(int kind, __global store_t* dx, int dxoff, __global store_t* db, int dboff,
                             __global const store_t* dy, int dyoff, __global const store_t* y, int yoff, int n, int c,
                             int hw) {
@@ -79,9 +93,9 @@ __kernel void act_bias_grad(int kind, __global store_t* dx, int dxoff, __global 
 	acc_t s = 0, unused = 0;
 	for (int j = l; j < n * hw; j += RED_WG) {
 		int i = ((j / hw) * c + ch) * hw + j % hw;
-		float v = LD(y, yoff + i);
+		float v = LD(y, yoff + i), d = LD(dy, dyoff + i);
 		bool pass = v > 0 && (kind != 2 || v < 6);
-		float r = pass ? LD(dy, dyoff + i) : 0.0f;
+		float r = pass ? d : 0.0f;
 		ST(dx, dxoff + i, r);
 		s += r;
 	}
@@ -279,4 +293,35 @@ __kernel void adam_step(__global store_t* p, int poff, __global const store_t* g
 	denom = denom + eps;
 	float num = step * mi;
 	ST(p, poff + i, pi - num / denom);
+}
+
+// bias_grad_cols and act_bias_grad_cols: bias_grad and act_bias_grad with
+// one item per channel, summing the channel's few elements (a linear
+// layer's batch: BiasGrad's biasColsMax) in order; a work-group per
+// channel spent most of its time in its reduction tree there.
+__kernel void bias_grad_cols(__global store_t* db, int dboff, __global const store_t* dy, int dyoff, int n, int c, int hw) {
+	int ch = get_global_id(0);
+	if (ch >= c) return;
+	acc_t s = 0;
+	for (int b = 0; b < n; b++)
+		for (int p = 0; p < hw; p++) s += LD(dy, dyoff + (b * c + ch) * hw + p);
+	ST(db, dboff + ch, s);
+}
+
+__kernel void act_bias_grad_cols(int kind, __global store_t* dx, int dxoff, __global store_t* db, int dboff,
+                                 __global const store_t* dy, int dyoff, __global const store_t* y, int yoff, int n, int c,
+                                 int hw) {
+	int ch = get_global_id(0);
+	if (ch >= c) return;
+	acc_t s = 0;
+	for (int b = 0; b < n; b++)
+		for (int p = 0; p < hw; p++) {
+			int i = (b * c + ch) * hw + p;
+			float v = LD(y, yoff + i), d = LD(dy, dyoff + i);
+			bool pass = v > 0 && (kind != 2 || v < 6);
+			float r = pass ? d : 0.0f;
+			ST(dx, dxoff + i, r);
+			s += r;
+		}
+	ST(db, dboff + ch, s);
 }

@@ -247,3 +247,39 @@ __kernel void bn_backward_dx4(__global store_t* dx, int dxoff, __global const st
 	float4 d = LDV4(dy, dyoff + i), v = LDV4(x, xoff + i);
 	STV4(dx, dxoff + i, coef[4 * c + 1] * d - coef[4 * c + 2] - coef[4 * c + 3] * (v - coef[4 * c]));
 }
+
+// bias_grad_part: part p of channel c's bias gradient (group c·P + p): the
+// sum of dy over the channel's elements [p·L, (p+1)·L), sample-major, in
+// the order bias_grad's items take them (the same bits as bias_grad for one
+// part). dw_backward_filter_final (conv.cl) adds each channel's P parts in
+// order. act_bias_grad_part is act_bias_grad's part the same way. BiasGrad
+// and ActivateBackwardBias split alike (redParts), so the fused gradient
+// keeps the unfused bits.
+__kernel void bias_grad_part(__global acc_t* part, __global const store_t* dy, int dyoff, int N, int C, int HW, int L, int P) {
+	__local acc_t sa[RED_WG], sb[RED_WG];
+	int g = get_group_id(0), l = get_local_id(0);
+	int c = g / P, p = g % P;
+	int j0 = p * L, j1 = min(N * HW, j0 + L);
+	acc_t s = 0, unused = 0;
+	PART_WALK(o) s += LD(dy, dyoff + o);
+	wg_sum2(sa, sb, &s, &unused);
+	if (l == 0) part[g] = s;
+}
+
+__kernel void act_bias_grad_part(int kind, __global store_t* dx, int dxoff, __global acc_t* part, __global const store_t* dy,
+                                 int dyoff, __global const store_t* y, int yoff, int N, int C, int HW, int L, int P) {
+	__local acc_t sa[RED_WG], sb[RED_WG];
+	int g = get_group_id(0), l = get_local_id(0);
+	int c = g / P, p = g % P;
+	int j0 = p * L, j1 = min(N * HW, j0 + L);
+	acc_t s = 0, unused = 0;
+	PART_WALK(o) {
+		float v = LD(y, yoff + o), d = LD(dy, dyoff + o);
+		bool pass = v > 0 && (kind != 2 || v < 6);
+		float r = pass ? d : 0.0f;
+		ST(dx, dxoff + o, r);
+		s += r;
+	}
+	wg_sum2(sa, sb, &s, &unused);
+	if (l == 0) part[g] = s;
+}

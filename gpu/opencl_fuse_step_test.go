@@ -1,0 +1,50 @@
+//go:build opencl
+
+package gpu_test
+
+import (
+	"testing"
+
+	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/models"
+)
+
+// BenchmarkOpenCLFuseStep times AlexNet's training step (the batch
+// resident on the device, as COTRAIN_BENCH_RESIDENT=1 in
+// BenchmarkOpenCLTrainStep) with its ReLUs fused into the convolutions and
+// linear layers before them ("fused", solver.Net's default) and run as
+// passes of their own ("unfused", Net.SetFusing(false): the step before
+// fusing existed), on one backend in one run, alternating:
+//
+//	.dev/gpu.test -test.run '^$' -test.bench 'OpenCLFuseStep' -test.benchtime 30x -test.count 3
+//
+// COTRAIN_BENCH_BATCH sets the batch (default 32; on PoCL a batch of 2
+// keeps the step to seconds).
+func BenchmarkOpenCLFuseStep(b *testing.B) {
+	batch := gpu.BenchBatch(b)
+	o, err := gpu.NewOpenCL(gpu.DefaultOpenCLConfig())
+	if err != nil {
+		b.Skipf("no OpenCL device: %v", err)
+	}
+	defer o.Close()
+	for _, mode := range []string{"fused", "unfused"} {
+		b.Run("alexnet/"+mode, func(b *testing.B) {
+			tr, x, labels := stepTrainer(b, o, "alexnet", models.Config{}, batch)
+			tr.Net.SetFusing(mode == "fused")
+			step := residentStep(o, tr, x, labels)
+			step() // the first Backward asks for the kept matrices
+			step()
+			if err := o.Finish(); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				step()
+			}
+			if err := o.Finish(); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "img/s")
+		})
+	}
+}
