@@ -196,3 +196,31 @@ func TestFusingReplacesCalls(t *testing.T) {
 		t.Errorf("fused buffers %+v, unfused %+v: want smaller training buffers, no larger inference ones", use[0], use[1])
 	}
 }
+
+// The model zoo's ReLUs after convolutions and linear layers are fused:
+// all seven of AlexNet's, LeNet-5's four; MobileNet's ReLU6s follow batch
+// norms and are not.
+func TestModelsFuse(t *testing.T) {
+	for _, c := range []struct {
+		model string
+		cfg   models.Config
+		fused int
+		act   int // activations left
+	}{
+		{"alexnet", models.Config{}, 7, 0},
+		{"alexnet-small", models.Config{}, 7, 0},
+		{"lenet5", models.Config{}, 4, 0},
+		{"lenet-caffe", models.Config{}, 1, 0},
+		{"mobilenet-v1", models.Config{Width: 0.25}, 0, 27},
+	} {
+		b := &countingBackend{CPU: gpu.NewCPU()}
+		n, err := models.Build(b, c.model, c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Forward(b.Alloc(n.In.Size()), 1, false)
+		if b.fused != c.fused || b.act != c.act {
+			t.Errorf("%s: a forward pass made %d fused calls and %d activations, want %d and %d", c.model, b.fused, b.act, c.fused, c.act)
+		}
+	}
+}
