@@ -585,3 +585,54 @@ func TestRedParts(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenCLGemmOrderAgrees checks that the order of the register block's
+// products (gemm.cl's GEMM_ZIGZAG, on by default) changes no bits: a
+// backend built with -D GEMM_ZIGZAG=0 gives every product of gemmShapes,
+// in every transpose case, exactly as the default one does.
+func TestOpenCLGemmOrderAgrees(t *testing.T) {
+	def := openCLForTest(t) // skips without a device
+	cfg := DefaultOpenCLConfig()
+	cfg.CacheDir, cfg.Tune = t.TempDir(), false
+	cfg.Index = def.info.Index
+	cfg.GemmVariants = []string{"32x32/4x4/k16", "128x128/8x8/k16"}
+	cfg.GemmOptions = "-D GEMM_ZIGZAG=0"
+	rows, err := NewOpenCL(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, s := range gemmShapes {
+		if s.k == 0 {
+			continue // nothing to order
+		}
+		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+			a, b := clRand(r, s.m*s.k), clRand(r, s.k*s.n)
+			var want []float32
+			for _, o := range []*OpenCL{def, rows} {
+				lda, ldb := s.k, s.n
+				if tr[0] {
+					lda = s.m
+				}
+				if tr[1] {
+					ldb = s.k
+				}
+				ab, bb := o.Alloc(len(a)), o.Alloc(len(b))
+				o.Upload(ab, a)
+				o.Upload(bb, b)
+				pa, pb := o.buf(ab), o.buf(bb)
+				for _, v := range o.gemms {
+					c := o.buf(o.Alloc(s.m * s.n))
+					o.gemmRun(v, tr[0], tr[1], s.m, s.n, s.k, 1, plainMat(pa.m, pa.off, lda), plainMat(pb.m, pb.off, ldb), 0, plainMat(c.m, c.off, s.n))
+					got := download(o, c)
+					if want == nil {
+						want = got
+					} else if !slices.Equal(got, want) {
+						t.Errorf("%+v %v: variant %s with GEMM_ZIGZAG=%v differs", s, tr, v.Name, o == def)
+					}
+				}
+			}
+		}
+	}
+}

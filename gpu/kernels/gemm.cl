@@ -44,6 +44,11 @@
 // adds the S partial sums in order z = 0, 1, ... and applies alpha and beta.
 // S and kc depend on the shape alone (gemmSplits on the host), so the bits
 // still depend neither on the variant nor on the device.
+// GEMM_ZIGZAG: the order of the register block's products (see the inner
+// loop); 0 gives the plain row order, to measure against.
+#ifndef GEMM_ZIGZAG
+#define GEMM_ZIGZAG 1
+#endif
 #define RTSM (TSM / WPTM)
 #define RTSN (TSN / WPTN)
 #define NT (RTSM * RTSN)
@@ -194,18 +199,19 @@ inline void gemm_body(const int ta, const int tb, __local float4* As, __local fl
 				b[4 * g + 2] = v.z;
 				b[4 * g + 3] = v.w;
 			}
-			// Rows in turn, odd rows right to left: consecutive
-			// fused multiply-adds share a[i] along a row and b[j] where
-			// a row turns. The order changes no bits (each output still
-			// sums k = 0, 1, ...), but the register allocation and
-			// operand reuse it leads NVIDIA's compiler to: row by row
-			// left to right, 41.1 TFLOPS at 4096³ on an H200 with stalls
-			// at dispatch; this order, 46.1 (docs/opencl.md).
+			// Rows in turn, odd rows right to left (GEMM_ZIGZAG):
+			// consecutive fused multiply-adds share a[i] along a row
+			// and b[j] where a row turns. The order changes no bits
+			// (each output still sums k = 0, 1, ...), only the register
+			// allocation and operand reuse NVIDIA's compiler arrives at:
+			// every row left to right (-D GEMM_ZIGZAG=0) ran 41.1 TFLOPS
+			// at 4096³ on an H200, most stalls at dispatch; this order
+			// 46.1 (docs/opencl.md, scripts/nvgemm).
 #pragma unroll
 			for (int i = 0; i < WPTM; i++)
 #pragma unroll
 				for (int jj = 0; jj < WPTN; jj++) {
-					const int j = (i & 1) ? WPTN - 1 - jj : jj;
+					const int j = (GEMM_ZIGZAG && (i & 1)) ? WPTN - 1 - jj : jj;
 					acc[i][j] = fma(a[i], b[j], acc[i][j]);
 				}
 		}
