@@ -47,6 +47,9 @@ type DeviceInfo struct {
 	BaseAlign    int  // CL_DEVICE_MEM_BASE_ADDR_ALIGN, in bits
 	FP16         bool // cl_khr_fp16: half arithmetic (half storage needs only core OpenCL; see OpenOptions)
 	FP64         bool // cl_khr_fp64: reductions accumulate in double when set
+	// NVOptions is cl_nv_compiler_options: the compiler takes NVIDIA's
+	// -cl-nv-* build options (the GEMM's register cap, gemmRegCap).
+	NVOptions bool
 	// CorrectDivSqrt is CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT: the device can
 	// build with -cl-fp32-correctly-rounded-divide-sqrt, which the backend
 	// then does, so that float division and sqrt round as Go's do (the Adam

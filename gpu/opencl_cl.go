@@ -102,6 +102,7 @@ func (d clDevice) info() DeviceInfo {
 		GlobalMem: orZero(d.d.GlobalMemSize), LocalMem: orZero(d.d.LocalMemSize),
 		MaxWorkGroup: orZero(d.d.MaxWorkGroupSize), BaseAlign: orZero(d.d.MemBaseAddrAlign),
 		FP16: strings.Contains(ext, "cl_khr_fp16"), FP64: strings.Contains(ext, "cl_khr_fp64"),
+		NVOptions:      strings.Contains(ext, "cl_nv_compiler_options"),
 		CorrectDivSqrt: deviceSingleFPConfig(d.d)&clFPCorrectlyRoundedDivideSqrt != 0,
 		HostUnified:    orZero(d.d.HostUnifiedMemory),
 	}

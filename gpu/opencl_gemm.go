@@ -120,6 +120,23 @@ func (v *gemmVariant) fits(info DeviceInfo) bool {
 	return v.items() <= info.MaxWorkGroup && (info.LocalMem == 0 || v.localBytes() <= info.LocalMem)
 }
 
+// gemmRegCap returns the build options that cap a variant's registers on
+// NVIDIA (cl_nv_compiler_options), or "". A work-group of 256 items or more
+// is capped at the registers that let two of them share a multiprocessor's
+// 65,536 (128 for 256 items). Left to itself, NVIDIA's compiler gives the
+// 128×128/8×8 tiling's transposed cases 130–137 registers, one work-group
+// per SM, and they ran at 35–40 TFLOPS at 4096³ on the H100 against 44–47
+// capped (scripts/nvgemm, docs/opencl.md); smaller work-groups already fit
+// twice and ran slower when the compiler was given more registers. The
+// compiler ignores the cap on kernels with a required work-group size, so
+// capped variants only hint theirs (GEMM_WG_HINT in gemm.cl).
+func gemmRegCap(info DeviceInfo, v *gemmVariant) string {
+	if !info.NVOptions || v.items() < 256 {
+		return ""
+	}
+	return fmt.Sprintf("-D GEMM_WG_HINT -cl-nv-maxrregcount=%d", 65536/(2*v.items()))
+}
+
 // buildGemms compiles every candidate that fits, with extra appended to the
 // build options; a variant the compiler or the kernel's own work-group limit
 // refuses is skipped and logged.
@@ -129,11 +146,16 @@ func (o *OpenCL) buildGemms(dir string, cands []gemmVariant, extra string) error
 	var lastErr error
 	for _, cand := range cands {
 		v := cand
+		opts := v.options()
 		o.gemmKey += "," + v.Name
+		if c := gemmRegCap(o.info, &v); c != "" {
+			opts += " " + c
+			o.gemmKey += " " + c // a tuning file timed without the cap is not used
+		}
 		if !v.fits(o.info) {
 			continue
 		}
-		p, fromDisk, err := o.ctx.buildCached(o.info, dir, src, strings.TrimSpace(v.options()+" "+extra), o.log)
+		p, fromDisk, err := o.ctx.buildCached(o.info, dir, src, strings.TrimSpace(opts+" "+extra), o.log)
 		if err != nil {
 			o.log.Debug("gpu: opencl: gemm variant not built", "variant", v.Name, "err", err)
 			lastErr = fmt.Errorf("variant %s: %w", v.Name, err)

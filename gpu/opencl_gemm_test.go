@@ -636,3 +636,30 @@ func TestOpenCLGemmOrderAgrees(t *testing.T) {
 		}
 	}
 }
+
+// TestGemmRegCap checks which variants get NVIDIA's register cap: work-groups
+// of 256 items, capped so that two share 65,536 registers, on devices that
+// take NVIDIA's build options only.
+func TestGemmRegCap(t *testing.T) {
+	nv := DeviceInfo{NVOptions: true}
+	for _, c := range []struct {
+		name string
+		info DeviceInfo
+		want string
+	}{
+		{"128x128/8x8/k16", nv, "-D GEMM_WG_HINT -cl-nv-maxrregcount=128"},
+		{"128x128/8x8/k16/w2", nv, "-D GEMM_WG_HINT -cl-nv-maxrregcount=128"},
+		{"128x128/4x8/k16", nv, "-D GEMM_WG_HINT -cl-nv-maxrregcount=64"}, // 512 items
+		{"64x64/8x4/k16/w4", nv, ""},                                      // 128 items fit twice uncapped
+		{"32x32/4x4/k16", nv, ""},
+		{"128x128/8x8/k16", DeviceInfo{}, ""}, // not NVIDIA
+	} {
+		v, err := parseGemmVariant(c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := gemmRegCap(c.info, &v); got != c.want {
+			t.Errorf("%s, NVOptions %v: %q, want %q", c.name, c.info.NVOptions, got, c.want)
+		}
+	}
+}

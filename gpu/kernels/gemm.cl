@@ -280,23 +280,33 @@ inline void gemm_body(const int ta, const int tb, __local float4* As, __local fl
 	    __global const store_t *B, int boff, int ldb, int bsegl, int bsegs, int bvec, float beta, __global store_t *C,   \
 	    int coff, int ldc, int csegl, int csegs, int cvec, int kc, int cpart, __global float *P
 #define GEMM_PASS M, N, K, alpha, A, aoff, lda, asegl, asegs, avec, B, boff, ldb, bsegl, bsegs, bvec, beta, C, coff, ldc, csegl, csegs, cvec, kc, cpart, P
+// GEMM_WG: the product kernels' work-group size, required; with
+// GEMM_WG_HINT only hinted. NVIDIA's compiler does not apply
+// -cl-nv-maxrregcount to a kernel whose size is required (it takes the
+// size's own limit, 255 registers for 256 items), so the host builds the
+// variants it caps with the hint (gemmRegCap in opencl_gemm.go).
+#ifdef GEMM_WG_HINT
+#define GEMM_WG __attribute__((work_group_size_hint(RTSN, RTSM, 1)))
+#else
+#define GEMM_WG __attribute__((reqd_work_group_size(RTSN, RTSM, 1)))
+#endif
 #define GEMM_LOCAL                                                                                                       \
 	__local float4 As[2 * TSK * LDA4];                                                                                   \
 	__local float4 Bs[2 * TSK * LDB4]
 
-__kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void gemm_nn(GEMM_ARGS) {
+__kernel GEMM_WG void gemm_nn(GEMM_ARGS) {
 	GEMM_LOCAL;
 	gemm_body(0, 0, As, Bs, GEMM_PASS);
 }
-__kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void gemm_tn(GEMM_ARGS) {
+__kernel GEMM_WG void gemm_tn(GEMM_ARGS) {
 	GEMM_LOCAL;
 	gemm_body(1, 0, As, Bs, GEMM_PASS);
 }
-__kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void gemm_nt(GEMM_ARGS) {
+__kernel GEMM_WG void gemm_nt(GEMM_ARGS) {
 	GEMM_LOCAL;
 	gemm_body(0, 1, As, Bs, GEMM_PASS);
 }
-__kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void gemm_tt(GEMM_ARGS) {
+__kernel GEMM_WG void gemm_tt(GEMM_ARGS) {
 	GEMM_LOCAL;
 	gemm_body(1, 1, As, Bs, GEMM_PASS);
 }
