@@ -32,19 +32,7 @@ func BenchmarkOpenCLFuseStep(b *testing.B) {
 			tr, x, labels := stepTrainer(b, o, "alexnet", models.Config{}, batch)
 			tr.Net.SetFusing(mode == "fused")
 			step := residentStep(o, tr, x, labels)
-			step() // the first Backward asks for the kept matrices
-			step()
-			if err := o.Finish(); err != nil {
-				b.Fatal(err)
-			}
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				step()
-			}
-			if err := o.Finish(); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "img/s")
+			timeSteps(b, o, step, 2, batch) // the first Backward asks for the kept matrices
 		})
 	}
 }

@@ -150,18 +150,7 @@ func BenchmarkOpenCLWinogradStep(b *testing.B) {
 			defer o.Close()
 			tr, x, labels := stepTrainer(b, o, "alexnet", models.Config{}, batch)
 			step := residentStep(o, tr, x, labels)
-			step()
-			if err := o.Finish(); err != nil {
-				b.Fatal(err)
-			}
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				step()
-			}
-			if err := o.Finish(); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "img/s")
+			timeSteps(b, o, step, 1, batch)
 			if p := os.Getenv("COTRAIN_OPENCL_PROFILE"); p != "" {
 				o.ProfileShapes(p == "shapes")
 				b.StopTimer()
