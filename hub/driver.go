@@ -282,8 +282,22 @@ func (d *Driver) Run(ctx context.Context) error {
 			if obs != nil {
 				obs.step(in.c.id, in.msg, in.span)
 			}
-			if _, ok := in.msg.(*wire.Register); ok {
+			switch in.msg.(type) {
+			case *wire.Register:
 				unpend(in.c)
+			case *wire.Goodbye:
+				// The worker left (the core forgot it): nothing more goes
+				// to it, and it sends nothing after its Goodbye. Closing
+				// at once tells the worker, which waits for that before it
+				// closes its end (worker.Driver), that the Goodbye
+				// arrived; a worker that closed first could reset the
+				// connection under a Goodbye not yet read.
+				p := in.c
+				p.gone = true
+				close(p.out)
+				p.conn.Close()
+				delete(conns, p.id)
+				log.Info("connection closed", "peer", p.id, "why", "the worker left")
 			}
 		case <-ticker.C:
 			d.Core.Tick()

@@ -181,3 +181,35 @@ func testDriverBoundsStrangers(t *testing.T) {
 		t.Fatalf("stranger got %+v (connection closed: %v), want a Reject with code auth, then the end", last, closed)
 	}
 }
+
+// TestDriverClosesAfterGoodbye: the hub closes a worker's connection as
+// soon as it has read the worker's Goodbye. A leaving worker waits for that
+// before it closes its end (worker.Driver): closing first, with the hub's
+// messages unread, could reset the connection under the Goodbye.
+func TestDriverClosesAfterGoodbye(t *testing.T) {
+	synctest.Test(t, testDriverClosesAfterGoodbye)
+}
+
+func testDriverClosesAfterGoodbye(t *testing.T) {
+	mn, addr := startDriver(t, trainConfig(2, 0), &hub.Driver{})
+	ctx := context.Background()
+	c, err := mn.Dialer("w0").Dial(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Send(ctx, &wire.Register{Device: "phone"}); err != nil {
+		t.Fatal(err)
+	}
+	// Registered, the worker waits for a second one: the hub keeps the
+	// connection open.
+	if _, closed := closedWithin(c, 500*time.Millisecond); closed {
+		t.Fatal("the hub closed a registered worker's connection")
+	}
+	if err := c.Send(ctx, &wire.Goodbye{Reason: "the worker was stopped"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, closed := closedWithin(c, time.Second); !closed {
+		t.Fatal("the hub kept the connection open 1 s after the worker's Goodbye")
+	}
+}

@@ -18,6 +18,11 @@ type Batches interface {
 	Next(x []float32, labels []int32) (n int, epochDone bool)
 }
 
+// leaveLinger is how long a leaving worker waits, after its Goodbye, for
+// the hub to close the connection (the hub's sign that it read the
+// Goodbye) before closing it itself.
+const leaveLinger = time.Second
+
 // sendGrace is how long a send in progress may go on after the worker was
 // told to stop.
 const sendGrace = 2 * time.Second
@@ -57,7 +62,8 @@ var ErrHubGone = errors.New("worker: connection to the hub lost")
 // Run works until the hub says Goodbye (nil), refuses the worker (the
 // core's error), the connection drops (ErrHubGone) or ctx ends. On ctx's end
 // the worker leaves cleanly: it sends the hub a Goodbye (Core.Leave; for at
-// most a second) and closes the connection. Run returns only once no
+// most a second), waits for the hub to close the connection (which tells
+// it the Goodbye was read; for at most leaveLinger) and closes it. Run returns only once no
 // compute is running, so the data source and the trainer are free again
 // for another session.
 func (d *Driver) Run(ctx context.Context) error {
@@ -73,7 +79,9 @@ func (d *Driver) Run(ctx context.Context) error {
 		err error
 	}
 	inbox := make(chan inbound, 16)
+	readerDone := make(chan struct{})
 	go func() {
+		defer close(readerDone)
 		for {
 			m, err := d.Conn.Recv(recvCtx)
 			select {
@@ -108,6 +116,19 @@ func (d *Driver) Run(ctx context.Context) error {
 			logEvent(log, e)
 		}
 		d.Core.Advance()
+		// Wait for the hub to close the connection, which it does once it
+		// has read the Goodbye, reading what it sent until then: closing
+		// first, with its messages unread, could reset the connection
+		// before the hub reads the Goodbye (it would log a lost connection).
+		cancel() // the reader goroutine stops; Recv is called here instead
+		<-readerDone
+		lingerCtx, stop := context.WithTimeout(context.Background(), leaveLinger)
+		defer stop()
+		for {
+			if _, err := d.Conn.Recv(lingerCtx); err != nil {
+				break
+			}
+		}
 		return ctx.Err()
 	}
 	var x []float32
