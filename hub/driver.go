@@ -291,13 +291,9 @@ func (d *Driver) Run(ctx context.Context) error {
 				// at once tells the worker, which waits for that before it
 				// closes its end (worker.Driver), that the Goodbye
 				// arrived; a worker that closed first could reset the
-				// connection under a Goodbye not yet read.
-				p := in.c
-				p.gone = true
-				close(p.out)
-				p.conn.Close()
-				delete(conns, p.id)
-				log.Info("connection closed", "peer", p.id, "why", "the worker left")
+				// connection under a Goodbye not yet read. (closeConn's
+				// Leave finds the peer already forgotten.)
+				closeConn(in.c, "the worker left")
 			}
 		case <-ticker.C:
 			d.Core.Tick()
