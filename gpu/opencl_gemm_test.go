@@ -59,22 +59,10 @@ func testOpenCLGemmVariantsAgree(t *testing.T, o *OpenCL) {
 				o.Upload(all, clRand(r, all.Len()))
 				a := o.buf(o.View(all, off, s.m*s.k))
 				b := o.buf(o.View(all, off+s.m*s.k, s.k*s.n))
-				lda, ldb := s.k, s.n
-				if tr[0] {
-					lda = s.m
-				}
-				if tr[1] {
-					ldb = s.k
-				}
-				var first []float32
-				for _, v := range o.gemms {
-					c := o.buf(o.Alloc(s.m * s.n))
-					o.gemmRun(v, tr[0], tr[1], s.m, s.n, s.k, 0.75, plainMat(a.m, a.off, lda), plainMat(b.m, b.off, ldb), 0, plainMat(c.m, c.off, s.n))
-					got := download(o, c)
-					if first == nil {
-						first = got
-					} else if !slices.Equal(got, first) {
-						t.Errorf("%+v %v offset %d: variant %s differs from %s", s, tr, off, v.Name, o.gemms[0].Name)
+				prods := variantProducts(o, s.m, s.n, s.k, tr, a, b, 0.75)
+				for i, got := range prods[1:] {
+					if !slices.Equal(got, prods[0]) {
+						t.Errorf("%+v %v offset %d: variant %s differs from %s", s, tr, off, o.gemms[i+1].Name, o.gemms[0].Name)
 					}
 				}
 			}
@@ -611,25 +599,14 @@ func TestOpenCLGemmOrderAgrees(t *testing.T) {
 			a, b := clRand(r, s.m*s.k), clRand(r, s.k*s.n)
 			var want []float32
 			for _, o := range []*OpenCL{def, rows} {
-				lda, ldb := s.k, s.n
-				if tr[0] {
-					lda = s.m
-				}
-				if tr[1] {
-					ldb = s.k
-				}
 				ab, bb := o.Alloc(len(a)), o.Alloc(len(b))
 				o.Upload(ab, a)
 				o.Upload(bb, b)
-				pa, pb := o.buf(ab), o.buf(bb)
-				for _, v := range o.gemms {
-					c := o.buf(o.Alloc(s.m * s.n))
-					o.gemmRun(v, tr[0], tr[1], s.m, s.n, s.k, 1, plainMat(pa.m, pa.off, lda), plainMat(pb.m, pb.off, ldb), 0, plainMat(c.m, c.off, s.n))
-					got := download(o, c)
+				for i, got := range variantProducts(o, s.m, s.n, s.k, tr, o.buf(ab), o.buf(bb), 1) {
 					if want == nil {
 						want = got
 					} else if !slices.Equal(got, want) {
-						t.Errorf("%+v %v: variant %s with GEMM_ZIGZAG=%v differs", s, tr, v.Name, o == def)
+						t.Errorf("%+v %v: variant %s with GEMM_ZIGZAG=%v differs", s, tr, o.gemms[i].Name, o == def)
 					}
 				}
 			}
@@ -662,4 +639,23 @@ func TestGemmRegCap(t *testing.T) {
 			t.Errorf("%s, NVOptions %v: %q, want %q", c.name, c.info.NVOptions, got, c.want)
 		}
 	}
+}
+
+// variantProducts returns alpha·op(A)·op(B) as every built variant computes
+// it (op transposes where tr says: A stored k×m, B n×k), in o.gemms' order.
+func variantProducts(o *OpenCL, m, n, k int, tr [2]bool, a, b *clBuf, alpha float32) [][]float32 {
+	lda, ldb := k, n
+	if tr[0] {
+		lda = m
+	}
+	if tr[1] {
+		ldb = k
+	}
+	var out [][]float32
+	for _, v := range o.gemms {
+		c := o.buf(o.Alloc(m * n))
+		o.gemmRun(v, tr[0], tr[1], m, n, k, alpha, plainMat(a.m, a.off, lda), plainMat(b.m, b.off, ldb), 0, plainMat(c.m, c.off, n))
+		out = append(out, download(o, c))
+	}
+	return out
 }
