@@ -14,8 +14,9 @@
 # Each spec prints the registers, shared memory and blocks per SM of the
 # kernel, and TFLOPS of it and of cuBLAS at 4096³, 2048³ and 1000³ (three
 # rounds each, the last printed) with the largest difference of the two
-# products. --profile adds, per spec, Nsight Compute's issue-slot use and
-# the warp stall samples in total and by instruction (ncu on PATH, or
+# products. --profile adds, per spec and once for cuBLAS's kernel, Nsight
+# Compute's issue-slot use and the warp stall samples in total and by
+# instruction (ncu on PATH, or
 # CUDA=/usr/local/cuda-13.0). GEMM_SRC overrides the kernel source (default:
 # gpu/kernels/common.cl then gemm.cl, as the backend builds it).
 set -euo pipefail
@@ -44,6 +45,15 @@ gcc -O2 -o "$work/dumpptx" scripts/nvgemm/dumpptx.c -lOpenCL
 nvcc -O2 -o "$work/harness" scripts/nvgemm/harness.cu -lcuda -lcublas
 # opt NAME OPTIONS: the value of -D NAME in OPTIONS, else the default.
 opt() { sed -n "s/.*-D $1=\([0-9]*\).*/\1/p" <<<"$2" | grep . || echo "$3"; }
+# profile NAME KERNEL-FILTER PTX TSM TSN RTSM RTSN: Nsight Compute on the first
+# 4096³ launch of the kernels the filter names, then stalls.py's summaries.
+profile() {
+	ncu --section WarpStateStats --section SchedulerStats --section LaunchStats --section Occupancy \
+		--section SourceCounters --section ComputeWorkloadAnalysis --section InstructionStats -k "$2" -c 1 -o "$work/$1" -f \
+		"$work/harness" "$3" gemm_nn "$4" "$5" "$6" "$7" 4096 4096 4096 1 >/dev/null 2>&1
+	ncu -i "$work/$1.ncu-rep" --page details --csv | python3 scripts/nvgemm/stalls.py details
+	ncu -i "$work/$1.ncu-rep" --page source --csv --print-source sass | python3 scripts/nvgemm/stalls.py source
+}
 for spec in "$@"; do
 	name=${spec%%|*} opts=${spec#*|}
 	ptx=$work/$name.ptx
@@ -59,10 +69,12 @@ for spec in "$@"; do
 		"$work/harness" "$ptx" gemm_nn "$tsm" "$tsn" $((tsm / wm)) $((tsn / wn)) $n $n $n 20 | sed -n '1p;4,5p'
 	done
 	if [ $profile = 1 ]; then
-		ncu --section WarpStateStats --section SchedulerStats --section LaunchStats --section Occupancy \
-			--section SourceCounters --section ComputeWorkloadAnalysis -k gemm_nn -c 1 -o "$work/$name" -f \
-			"$work/harness" "$ptx" gemm_nn "$tsm" "$tsn" $((tsm / wm)) $((tsn / wn)) 4096 4096 4096 1 >/dev/null 2>&1
-		ncu -i "$work/$name.ncu-rep" --page details --csv | python3 scripts/nvgemm/stalls.py details
-		ncu -i "$work/$name.ncu-rep" --page source --csv --print-source sass | python3 scripts/nvgemm/stalls.py source
+		profile "$name" gemm_nn "$ptx" "$tsm" "$tsn" $((tsm / wm)) $((tsn / wn))
+		if [ -z "${cublas_done:-}" ]; then
+			# cuBLAS's kernel for the same product, once, for reference.
+			echo "== cuBLAS"
+			profile cublas 'regex:xmma|sgemm|cutlass' "$ptx" "$tsm" "$tsn" $((tsm / wm)) $((tsn / wn))
+			cublas_done=1
+		fi
 	fi
 done
