@@ -8,7 +8,11 @@ prints the CUDA kernels by total time; "Self CUDA time total" divided by 10
 is the GPU time of one step. Run on the device machine from the repository
 root:
 
-    python3 scripts/torch_profile.py [--model alexnet] [--batch 32]
+    python3 scripts/torch_profile.py [--model alexnet] [--batch 32] [--by-op]
+
+--by-op also records the host side and prints the GPU time of each ATen
+operator per input shape (a convolution's forward, its backward, each
+addmm), which maps the kernels to the model's layers.
 """
 import argparse
 import os
@@ -25,6 +29,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="alexnet", choices=sorted(bench_torch.MODELS))
     ap.add_argument("--batch", type=int, default=0, help="0: the model's batch in bench_torch.py")
+    ap.add_argument("--by-op", action="store_true", help="GPU time per operator and input shape")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("torch_profile.py: no CUDA device")
@@ -47,12 +52,17 @@ def main():
     for _ in range(20):
         step()
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as p:
+    acts = [ProfilerActivity.CUDA] + ([ProfilerActivity.CPU] if args.by_op else [])
+    with profile(activities=acts, record_shapes=args.by_op) as p:
         for _ in range(10):
             step()
         torch.cuda.synchronize()
     print(f"# {args.model}, batch {batch}, {torch.cuda.get_device_name()}: 10 steps")
     print(p.key_averages().table(sort_by="cuda_time_total", row_limit=40, max_name_column_width=90))
+    if args.by_op:
+        print(f"# {args.model}: GPU time per operator and input shape, 10 steps")
+        print(p.key_averages(group_by_input_shape=True).table(
+            sort_by="cuda_time_total", row_limit=60, max_name_column_width=40, max_shapes_column_width=90))
 
 
 if __name__ == "__main__":
