@@ -145,6 +145,20 @@ func (a Act) FromOutput() bool {
 	return true
 }
 
+// SectionSep separates a section from the kernel in a profile's names
+// (OpenCL.ProfileSections).
+const SectionSep = " | "
+
+// MarkSection tells a backend that profiles by sections of work (the OpenCL
+// backend) which section the work it is given from now on belongs to: the
+// solver marks each layer's forward and backward, the loss and the
+// optimizer step. Other backends ignore it. It costs a type assertion.
+func MarkSection(b Backend, name string) {
+	if s, ok := b.(interface{ ProfileSection(string) }); ok {
+		s.ProfileSection(name)
+	}
+}
+
 // Backend is the set of kernels cotrain's solver runs on. Implementations must
 // be deterministic: the same inputs give bit-identical outputs on the same
 // backend, so that a seeded run reproduces its weights hash.

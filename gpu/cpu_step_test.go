@@ -92,8 +92,10 @@ func residentStep(be gpu.Backend, tr *solver.Trainer, x []float32, labels []int3
 	be.Upload(xb, x)
 	return func() {
 		logits := tr.Net.Forward(xb, len(labels), true)
+		gpu.MarkSection(be, "loss")
 		tr.Loss.Forward(be, logits, labels)
-		tr.Net.Backward(tr.Loss.Backward(be))
+		dlogits := tr.Loss.Backward(be)
+		tr.Net.Backward(dlogits)
 		tr.Apply()
 	}
 }

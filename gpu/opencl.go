@@ -176,6 +176,16 @@ func (o *OpenCL) Profile(on bool) []KernelTime {
 // find which layer's launches take the time.
 func (o *OpenCL) ProfileShapes(on bool) { o.ctx.profShapes = on }
 
+// ProfileSections makes a profile that Profile turns on name each launch
+// after the section of work it belongs to as well ("conv2 backward" +
+// SectionSep + "gemm_nt"), as the solver marks them (ProfileSection), to
+// set a step's time layer by layer beside another framework's.
+func (o *OpenCL) ProfileSections(on bool) { o.ctx.profSections = on }
+
+// ProfileSection names the section of work the launches from now on belong
+// to (see MarkSection).
+func (o *OpenCL) ProfileSection(name string) { o.ctx.section = name }
+
 // Transferred returns the bytes written to the device (Upload, labels) and
 // read from it (Download, the loss) since the backend opened: everything that
 // crossed between host and device. Kernels, fills and copies stay on the

@@ -131,6 +131,10 @@ type clContext struct {
 	prof map[string]*KernelTime
 	// profShapes keys the profile by kernel and global size (OpenCL.ProfileShapes).
 	profShapes bool
+	// profSections prefixes each key with section, the part of the work the
+	// caller said it runs (OpenCL.ProfileSection).
+	profSections bool
+	section      string
 	// up and down count the bytes written to and read from the device
 	// (OpenCL.Transferred).
 	up, down int64
@@ -431,6 +435,9 @@ func (c *clContext) launch(k *clKernel, global, loc []int, args ...any) error {
 		name := k.name
 		if c.profShapes {
 			name = fmt.Sprintf("%s %v", k.name, global)
+		}
+		if c.profSections {
+			name = c.section + SectionSep + name
 		}
 		kt := c.prof[name]
 		if kt == nil {

@@ -3,12 +3,15 @@
 package gpu_test
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,8 +193,10 @@ func BenchmarkOpenCLTrainStep(b *testing.B) {
 				b.ReportMetric(float64(b.N*c.batch)/b.Elapsed().Seconds(), "img/s")
 				if cl, ok := be.b.(*gpu.OpenCL); ok && os.Getenv("COTRAIN_OPENCL_PROFILE") != "" {
 					// COTRAIN_OPENCL_PROFILE=shapes also splits each
-					// kernel's time by global size.
+					// kernel's time by global size; =layers by the
+					// layer pass (or loss, optimizer) that launched it.
 					cl.ProfileShapes(os.Getenv("COTRAIN_OPENCL_PROFILE") == "shapes")
+					cl.ProfileSections(os.Getenv("COTRAIN_OPENCL_PROFILE") == "layers")
 					b.StopTimer()
 					profileStep(b, cl, step)
 				}
@@ -217,6 +222,28 @@ func profileStep(b *testing.B, o *gpu.OpenCL, step func()) {
 	fmt.Fprintf(os.Stderr, "%s: profile over 5 steps: %v in %d kernels\n", b.Name(), total, len(prof))
 	for _, kt := range prof {
 		fmt.Fprintf(os.Stderr, "  %-34s %6d launches %10v %5.1f%%\n", kt.Name, kt.Launches, kt.Total, 100*kt.Total.Seconds()/total.Seconds())
+	}
+	// With sections (COTRAIN_OPENCL_PROFILE=layers), each section's total
+	// per step, longest first.
+	var order []string
+	secs := map[string]*gpu.KernelTime{}
+	for _, kt := range prof {
+		sec, _, ok := strings.Cut(kt.Name, gpu.SectionSep)
+		if !ok {
+			return
+		}
+		if secs[sec] == nil {
+			secs[sec] = &gpu.KernelTime{Name: sec}
+			order = append(order, sec)
+		}
+		secs[sec].Launches += kt.Launches
+		secs[sec].Total += kt.Total
+	}
+	slices.SortFunc(order, func(a, b string) int { return cmp.Compare(secs[b].Total, secs[a].Total) })
+	fmt.Fprintf(os.Stderr, "%s: per section, per step:\n", b.Name())
+	for _, sec := range order {
+		kt := secs[sec]
+		fmt.Fprintf(os.Stderr, "  %-34s %6d launches %10v %5.1f%%\n", sec, kt.Launches/5, kt.Total/5, 100*kt.Total.Seconds()/total.Seconds())
 	}
 }
 
@@ -364,4 +391,43 @@ func BenchmarkOpenCLUpload(b *testing.B) {
 // BenchmarkOpenCLDownload times Download into Go memory, direct and staged.
 func BenchmarkOpenCLDownload(b *testing.B) {
 	benchTransfer(b, func(o *gpu.OpenCL, buf gpu.Buffer, host []float32) { o.Download(host, buf) })
+}
+
+// TestOpenCLProfileSections profiles a lenet5 training step by sections:
+// every launch is named after the layer pass, loss or optimizer step the
+// solver marked, and the sections are the network's (each convolution's
+// forward and backward among them).
+func TestOpenCLProfileSections(t *testing.T) {
+	o := openForE2E(t)
+	defer o.Close()
+	tr, x, labels := stepTrainer(t, o, "lenet5", models.Config{}, 4)
+	o.ProfileSections(true)
+	defer o.ProfileSections(false)
+	o.Profile(true)
+	if _, err := tr.Step(x, labels); err != nil {
+		t.Fatal(err)
+	}
+	secs := map[string]int{}
+	for _, kt := range o.Profile(false) {
+		sec, kernel, ok := strings.Cut(kt.Name, gpu.SectionSep)
+		if !ok || sec == "" || kernel == "" {
+			t.Fatalf("profile entry %q names no section and kernel", kt.Name)
+		}
+		secs[sec] += kt.Launches
+	}
+	var want []string
+	for _, l := range tr.Net.Layers() {
+		if l.Kind == "conv2d" {
+			want = append(want, l.Name+" forward", l.Name+" backward")
+		}
+	}
+	want = append(want, "loss", "optimizer")
+	if len(want) < 6 {
+		t.Fatalf("lenet5 has %d sections to look for, want two convolutions' besides loss and optimizer", len(want))
+	}
+	for _, sec := range want {
+		if secs[sec] == 0 {
+			t.Errorf("no launch in section %q; sections %v", sec, secs)
+		}
+	}
 }

@@ -60,6 +60,8 @@ type node struct {
 	// in its own kernels, fusedTo the producer that applies this
 	// activation node; -1 for none.
 	actOf, fusedTo int
+	// fwdSec and bwdSec name the node's passes for a profile (gpu.MarkSection).
+	fwdSec, bwdSec string
 	// Views for the current batch size, rebuilt when it changes, so that a
 	// steady-state step allocates nothing: out, dout and scratch are the
 	// training step's, eout the inference Forward's.
@@ -159,7 +161,7 @@ func NewNet(b gpu.Backend, in Shape, nodes []Node) (*Net, error) {
 		if err != nil {
 			return nil, fmt.Errorf("solver: layer %s (%s): %w", l.Name(), l.Kind(), err)
 		}
-		nn := node{layer: l, inputs: inputs, shape: out}
+		nn := node{layer: l, inputs: inputs, shape: out, fwdSec: l.Name() + " forward", bwdSec: l.Name() + " backward"}
 		nn.params.Off = nParams
 		for _, p := range l.Params() {
 			n.tensors = append(n.tensors, Tensor{Name: l.Name() + "." + p.Name, Dims: p.Dims, Off: nParams, Spec: p})

@@ -168,6 +168,7 @@ func (n *Net) Forward(x gpu.Buffer, batch int, train bool) gpu.Buffer {
 		if !train {
 			out = nd.eout
 		}
+		gpu.MarkSection(n.B, nd.fwdSec)
 		n.forwardNode(nd, out)
 	}
 	if !train {
@@ -219,6 +220,7 @@ func (n *Net) Backward(dout gpu.Buffer) {
 				nd.ins[k] = nil // the next Forward sets them again
 			}
 		}
+		gpu.MarkSection(n.B, nd.bwdSec)
 		if !n.backwardFused(nd, out) {
 			nd.layer.Backward(&n.pass, nd.dins, nd.dout, nd.ins, out, nd.trains())
 		}

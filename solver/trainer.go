@@ -80,10 +80,13 @@ func (t *Trainer) Gradient(x []float32, labels []int32) float64 {
 	if gpu.StoresHalf(t.Net.B) {
 		panic("solver: training on a backend with fp16 storage, which is for inference only (open the device without it)")
 	}
+	gpu.MarkSection(t.Net.B, "input")
 	xb := t.upload(x, len(labels))
 	logits := t.Net.Forward(xb, len(labels), true)
+	gpu.MarkSection(t.Net.B, "loss")
 	loss := t.Loss.Forward(t.Net.B, logits, labels)
-	t.Net.Backward(t.Loss.Backward(t.Net.B))
+	dlogits := t.Loss.Backward(t.Net.B)
+	t.Net.Backward(dlogits)
 	return loss
 }
 
@@ -100,6 +103,7 @@ func (t *Trainer) Apply() {
 	// The ranges are recomputed every step (a layer may be frozen between
 	// steps) into the same slice, so a steady-state step allocates nothing.
 	t.ranges = t.Net.appendTrainable(t.ranges[:0])
+	gpu.MarkSection(t.Net.B, "optimizer")
 	t.Opt.Step(t.Net.Params, t.Net.Grads, t.ranges, t.LR())
 	t.Iter++
 }
