@@ -114,11 +114,12 @@ func (g *ConvGeom) im2col(col, x []float32) {
 			for s := 0; s < g.S; s++ {
 				row := col[((c*g.R+r)*g.S+s)*ohw : ((c*g.R+r)*g.S+s+1)*ohw]
 				wlo, whi := sp.w(g, s)
-				clear(row[:hlo*g.OW])
-				clear(row[hhi*g.OW:])
-				if hlo >= hhi {
+				if hlo >= hhi || wlo >= whi { // the tap reads padding only (a plane narrower than the padding)
+					clear(row)
 					continue
 				}
+				clear(row[:hlo*g.OW])
+				clear(row[hhi*g.OW:])
 				if wlo > 0 {
 					vec.ZeroRows(row[hlo*g.OW:], g.OW, hhi-hlo, wlo)
 				}

@@ -18,6 +18,7 @@ var convCases = []ConvGeom{
 	{N: 2, C: 3, H: 5, W: 6, K: 4, R: 3, S: 3, PadH: 1, PadW: 1},
 	{N: 1, C: 2, H: 9, W: 7, K: 3, R: 3, S: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1},
 	{N: 2, C: 1, H: 6, W: 5, K: 2, R: 5, S: 5, PadH: 2, PadW: 2},
+	{N: 2, C: 2, H: 1, W: 1, K: 3, R: 5, S: 5, PadH: 2, PadW: 2}, // taps that read padding only (im2col once sliced before x)
 	{N: 2, C: 3, H: 7, W: 6, K: 4, R: 3, S: 2, StrideH: 2, StrideW: 1, PadH: 1, PadW: 0},
 	{N: 1, C: 2, H: 6, W: 7, K: 3, R: 2, S: 4, StrideH: 1, StrideW: 2, PadH: 0, PadW: 2},
 	{N: 2, C: 4, H: 6, W: 5, K: 6, R: 3, S: 3, PadH: 1, PadW: 1, Groups: 2},
