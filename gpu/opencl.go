@@ -64,6 +64,7 @@ type OpenCL struct {
 	rowsA   *clMem // batch tensors made plain matrices (plainRows), for operand A
 	rowsB   *clMem // and for operand B
 	winoU   *clMem // Winograd-transformed filters (opencl_winograd.go)
+	fftS    *clMem // filter spectra, or a filter gradient's sum of spectra (opencl_fft.go)
 	poolIdx *clMem // int offsets of max-pool windows' maxima (MaxPoolBackward)
 	loss    *clMem // per-row losses of SoftmaxCrossEntropy, then their sum
 	// Two int32 label buffers, reused across calls, and the labels each
@@ -83,6 +84,13 @@ type OpenCL struct {
 	// winoByShape is the GEMM variant (index in gemms) of each batched
 	// Winograd launch's shape (winoGemm).
 	winoByShape map[winoShape]int
+
+	// fftSetting is the FFT mode (OpenCLConfig.FFT, checked); fftSeen the
+	// geometries whose choice was logged; fftByShape the GEMM variant of
+	// each batched FFT launch's shape (fftGemm).
+	fftSetting string
+	fftSeen    map[ConvGeom]bool
+	fftByShape map[fftShape]int
 
 	// Column matrices kept from forward to backward (opencl_conv_keep.go):
 	// the bytes of those alive, and the most they may take.

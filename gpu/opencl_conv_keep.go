@@ -48,10 +48,10 @@ func (g *ConvGeom) convKeepLen() int {
 // ConvKeepColumns implements ConvColumnKeeper: a buffer for g's column
 // matrices, or nil when g has none, its forward runs Winograd (which
 // builds none: keeping them would not save the filter gradient's im2col,
-// only cost the memory), they do not fit the budget or the device refuses
+// only cost the memory) or FFT (whose filter gradient reads x), they do not fit the budget or the device refuses
 // the allocation.
 func (o *OpenCL) ConvKeepColumns(g ConvGeom) Buffer {
-	if o.winograd(&g) {
+	if o.fft(&g) || o.winograd(&g) {
 		return nil
 	}
 	n := g.convKeepLen()
@@ -89,7 +89,7 @@ func (o *OpenCL) keepBufs(op string, g *ConvGeom, cols Buffer) *clBuf {
 // products run in the chunks ws gives, as ConvForward's do. A convolution
 // that runs Winograd (whose cols were granted before its mode changed)
 // expands x into cols for the filter gradient and runs Winograd, as
-// ConvForward does.
+// ConvForward does; one that runs FFT likewise.
 func (o *OpenCL) ConvForwardKeep(g ConvGeom, y, x, w, bias, ws, cols Buffer) {
 	o.convForwardKeepAct(g, y, x, w, bias, ws, cols, 0)
 }
@@ -99,6 +99,11 @@ func (o *OpenCL) ConvForwardKeep(g ConvGeom, y, x, w, bias, ws, cols Buffer) {
 func (o *OpenCL) convForwardKeepAct(g ConvGeom, y, x, w, bias, ws, cols Buffer, act int) {
 	c := o.keepBufs("ConvForwardKeep", &g, cols)
 	xs, wsl, ys, bs, col, nb := o.convBufs("ConvForwardKeep", &g, x, w, y, bias, ws)
+	if o.fft(&g) {
+		o.im2col(&g, g.colRows(), g.N, g.OH*g.OW, c.m, c.off, xs.m, xs.off) // one group
+		o.fftForward(&g, ys, xs, wsl, bs, col, act)
+		return
+	}
 	if o.winograd(&g) {
 		o.im2col(&g, g.colRows(), g.N, g.OH*g.OW, c.m, c.off, xs.m, xs.off) // one group
 		o.winoForward(&g, ys, xs, wsl, bs, col, act)

@@ -24,7 +24,8 @@ import "fmt"
 // filter gradient accumulating over chunks with beta 1). Pointwise
 // convolutions use x itself as the column matrix; depthwise ones run direct
 // kernels; 3×3 stride-1 ones may run the forward and the data gradient by
-// Winograd (opencl_winograd.go).
+// Winograd (opencl_winograd.go); stride-1 ones with small planes may run
+// all three passes by FFT (opencl_fft.go).
 
 // convWorkspaceCap is the largest column matrix (elements) ConvWorkspace asks
 // for: an eighth of the device's memory, at most 64 Mi elements (256 MiB).
@@ -38,14 +39,17 @@ func (o *OpenCL) convWorkspaceCap() int {
 
 // ConvWorkspace implements Backend: the column matrix of as many samples as
 // fit under convWorkspaceCap, at least one; for a convolution that runs
-// Winograd (opencl_winograd.go), room for its transformed tiles too.
+// Winograd (opencl_winograd.go), room for its transformed tiles too; for
+// one that runs FFT (opencl_fft.go), room for its spectra.
 func (o *OpenCL) ConvWorkspace(g ConvGeom) int {
 	if g.depthwise() || g.pointwise() {
 		return 0
 	}
 	per := g.colRows() * g.OH * g.OW
 	n := per * max(1, min(g.N, o.convWorkspaceCap()/per))
-	if o.winograd(&g) {
+	if o.fft(&g) {
+		n = max(n, o.fftWorkspace(&g))
+	} else if o.winograd(&g) {
 		n = max(n, o.winoWorkspace(&g))
 	}
 	return n
@@ -193,6 +197,10 @@ func (o *OpenCL) ConvForward(g ConvGeom, y, x, w, bias, ws Buffer) {
 // ConvForward itself.
 func (o *OpenCL) convForwardAct(g ConvGeom, y, x, w, bias, ws Buffer, act int) {
 	xs, wsl, ys, bs, col, nb := o.convBufs("ConvForward", &g, x, w, y, bias, ws)
+	if o.fft(&g) {
+		o.fftForward(&g, ys, xs, wsl, bs, col, act)
+		return
+	}
 	if o.winograd(&g) {
 		o.winoForward(&g, ys, xs, wsl, bs, col, act)
 		return
@@ -236,6 +244,10 @@ func (o *OpenCL) convForward(g *ConvGeom, ys, xs, wsl, col *clBuf, nb int, kept 
 // ConvBackwardData implements Backend.
 func (o *OpenCL) ConvBackwardData(g ConvGeom, dx, dy, w, ws Buffer) {
 	dxs, wsl, dys, _, col, nb := o.convBufs("ConvBackwardData", &g, dx, w, dy, nil, ws)
+	if o.fft(&g) {
+		o.fftBackwardData(&g, dxs, dys, wsl, col)
+		return
+	}
 	if o.winograd(&g) {
 		o.winoBackwardData(&g, dxs, dys, wsl, col)
 		return
@@ -274,6 +286,10 @@ func (o *OpenCL) ConvBackwardFilter(g ConvGeom, dw, dbias, dy, x, ws Buffer) {
 	xs, dws, dys, dbs, col, nb := o.convBufs("ConvBackwardFilter", &g, x, dw, dy, dbias, ws)
 	if dbs != nil {
 		o.BiasGrad(dbias, dy, g.N, g.K, g.OH*g.OW)
+	}
+	if o.fft(&g) {
+		o.fftBackwardFilter(&g, dws, dys, xs, col)
+		return
 	}
 	o.convFilter(&g, dws, dys, xs, col, nb, false)
 }

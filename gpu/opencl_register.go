@@ -67,7 +67,13 @@ type OpenCLConfig struct {
 	// large enough planes make it win, WinogradOn everywhere it applies,
 	// WinogradOff nowhere. Never with HalfStorage.
 	Winograd string
-	Log      *slog.Logger
+	// FFT says where stride-1 ungrouped convolutions whose padded plane
+	// fits 32×32 run their three passes by FFT (opencl_fft.go): FFTAuto
+	// (or "") for filters of 5×5 and larger with enough channels, FFTOn
+	// everywhere it applies (before Winograd), FFTOff nowhere. Never with
+	// HalfStorage.
+	FFT string
+	Log *slog.Logger
 
 	// envErr names the COTRAIN_OPENCL_* variables DefaultOpenCLConfig read
 	// whose values those variables do not take; NewOpenCL returns it.
@@ -102,11 +108,13 @@ func envFlag(name string, def bool) (bool, error) {
 // COTRAIN_OPENCL_STAGING says (auto when unset; NewOpenCL refuses a value
 // that is not a mode), one queue if COTRAIN_OPENCL_ONE_QUEUE=1,
 // Winograd as COTRAIN_OPENCL_WINOGRAD says (0, 1 or auto; auto when unset;
-// NewOpenCL refuses another value), and bias and activation fused
+// NewOpenCL refuses another value), FFT as COTRAIN_OPENCL_FFT says (0, 1
+// or auto; auto when unset; NewOpenCL refuses another value), and bias and activation fused
 // (NoFuse) unless COTRAIN_OPENCL_FUSE=0 (1 or unset: fused).
 func DefaultOpenCLConfig() OpenCLConfig {
 	cfg := OpenCLConfig{Index: -1, CacheDir: defaultCacheDir(), GemmOptions: os.Getenv("COTRAIN_OPENCL_GEMM_OPTS"),
-		Staging: os.Getenv("COTRAIN_OPENCL_STAGING"), Winograd: os.Getenv("COTRAIN_OPENCL_WINOGRAD")}
+		Staging: os.Getenv("COTRAIN_OPENCL_STAGING"), Winograd: os.Getenv("COTRAIN_OPENCL_WINOGRAD"),
+		FFT: os.Getenv("COTRAIN_OPENCL_FFT")}
 	var errTune, errQueue, errWG, errFuse error
 	cfg.Tune, errTune = envFlag("COTRAIN_OPENCL_TUNE", true)
 	cfg.OneQueue, errQueue = envFlag("COTRAIN_OPENCL_ONE_QUEUE", false)
@@ -216,6 +224,10 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 	if err != nil {
 		return nil, err
 	}
+	fftSetting, err := fftMode(cfg.FFT)
+	if err != nil {
+		return nil, err
+	}
 	dev, info, err := pickDevice(cfg)
 	if err != nil {
 		return nil, err
@@ -233,7 +245,7 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 		_ = ctx.oneQueue() // nothing enqueued yet
 	}
 	o := &OpenCL{ctx: ctx, info: info, log: cfg.Log, k: map[string]*clKernel{}, half: cfg.HalfStorage, wino: wino,
-		noFuse: cfg.NoFuse}
+		fftSetting: fftSetting, noFuse: cfg.NoFuse}
 	o.keepBudget = info.GlobalMem / 8 // ConvKeepColumns
 	gemmOpts := cfg.GemmOptions
 	if o.half {
@@ -251,7 +263,7 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 	built := time.Since(start)
 	o.tuneGemm(cfg.CacheDir, cfg.Tune)
 	_, sel := o.GemmVariants()
-	cfg.Log.Debug("gpu: opencl: ready", "device", info.String(), "build", built, "gemm", sel, "reduction_wg", o.redWG, "fp16_storage", o.half, "staging", staging, "transfer_queue", ctx.xfer != nil, "winograd", wino, "fuse", !cfg.NoFuse)
+	cfg.Log.Debug("gpu: opencl: ready", "device", info.String(), "build", built, "gemm", sel, "reduction_wg", o.redWG, "fp16_storage", o.half, "staging", staging, "transfer_queue", ctx.xfer != nil, "winograd", wino, "fft", fftSetting, "fuse", !cfg.NoFuse)
 	return o, nil
 }
 
@@ -259,7 +271,7 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 // (maxWG, or 256 when 0, then halving down to 16) that the device and every
 // reduction kernel accept.
 func (o *OpenCL) buildMain(dir string, maxWG int) error {
-	src := kernelSource("elementwise.cl", "conv.cl", "pool.cl", "norm.cl", "tensor.cl", "activation.cl", "winograd.cl", "dropout.cl")
+	src := kernelSource("elementwise.cl", "conv.cl", "pool.cl", "norm.cl", "tensor.cl", "activation.cl", "winograd.cl", "dropout.cl") + fftSource()
 	if maxWG <= 0 {
 		maxWG = 256
 	}
@@ -287,7 +299,7 @@ func (o *OpenCL) buildMain(dir string, maxWG int) error {
 		}
 		ks := map[string]*clKernel{}
 		fits := true
-		for _, name := range mainKernels {
+		for _, name := range append(mainKernels[:len(mainKernels):len(mainKernels)], fftKernels()...) {
 			k, err := o.ctx.kernel(p, name)
 			if err != nil {
 				releaseAll(ks)

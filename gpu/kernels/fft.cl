@@ -1,0 +1,264 @@
+// FFT convolution (opencl_fft.go): real 2-D FFTs of P×P planes.
+//
+// The host appends this file once per FFT size P (16, 32) with FFT_P
+// defined, so every kernel and helper below exists once per size, named
+// with the size as a suffix (fft_r2c_32). The part outside the FFT_P
+// section is compiled once.
+//
+// Spectra. The real FFT of a P×P plane x is X[u][v] = Σ x[h][w]·e^(−2πi(uh+vw)/P)
+// for u < P and v < Q = P/2+1 (the other half is the conjugate mirror),
+// F = P·Q frequencies f = u·Q + v. fft_r2c writes the spectra of many
+// planes as the per-frequency real matrices the batched GEMM multiplies
+// (opencl_fft.go: "Layouts"); fft_c2r reads the products back, transforms
+// them to planes and crops.
+//
+// Work. A work-group transforms FFT_G_P planes through local
+// memory: fft_r2c does the rows first (two real rows as one complex FFT,
+// only the rows holding data), then the Q columns, and writes each
+// frequency of the G planes to G consecutive elements (the planes of a
+// group are consecutive along the layout's contiguous index); fft_c2r does
+// the columns first (keeping only the rows of the output), then two rows
+// at a time. Each FFT is radix 2 over P values in one item's registers,
+// fully unrolled, with twiddles from a constant table: every value is
+// computed in a fixed order, with no atomics, so the results are the same
+// on every run.
+
+#ifndef FFT_SHARED
+#define FFT_SHARED
+// FFT_G_P: planes per work-group for size P, set by the host (opencl_fft.go,
+// fftGroup) to what the device's local memory holds; these defaults fit 32 KiB.
+#ifndef FFT_G_16
+#define FFT_G_16 8
+#endif
+#ifndef FFT_G_32
+#define FFT_G_32 4
+#endif
+
+// fft_tw[k] = e^(−2πik/32), k < 16: the twiddles of every stage of a
+// radix-2 FFT of up to 32 points (stage of span L uses k·32/L).
+__constant float2 fft_tw[16] = {
+    (float2)(1.0f, 0.0f),
+    (float2)(9.807852507e-01f, -1.950903237e-01f),
+    (float2)(9.238795042e-01f, -3.826834261e-01f),
+    (float2)(8.314695954e-01f, -5.555702448e-01f),
+    (float2)(7.071067691e-01f, -7.071067691e-01f),
+    (float2)(5.555702448e-01f, -8.314695954e-01f),
+    (float2)(3.826834261e-01f, -9.238795042e-01f),
+    (float2)(1.950903237e-01f, -9.807852507e-01f),
+    (float2)(0.0f, -1.0f),
+    (float2)(-1.950903237e-01f, -9.807852507e-01f),
+    (float2)(-3.826834261e-01f, -9.238795042e-01f),
+    (float2)(-5.555702448e-01f, -8.314695954e-01f),
+    (float2)(-7.071067691e-01f, -7.071067691e-01f),
+    (float2)(-8.314695954e-01f, -5.555702448e-01f),
+    (float2)(-9.238795042e-01f, -3.826834261e-01f),
+    (float2)(-9.807852507e-01f, -1.950903237e-01f),
+};
+
+// fft_cmul is the complex product a·b.
+inline float2 fft_cmul(float2 a, float2 b) { return (float2)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+
+#define FFT_CAT2(a, b) a##_##b
+#define FFT_CAT(a, b) FFT_CAT2(a, b)
+#endif // FFT_SHARED
+
+#ifdef FFT_P
+#define FFT_Q (FFT_P / 2 + 1)
+#define FFT_F (FFT_P * FFT_Q)
+#define FFT_K(name) FFT_CAT(name, FFT_P)
+#define FFT_G FFT_CAT(FFT_G, FFT_P)
+#define FFT_T (FFT_F + 1) // local floats2 per plane: one more, so that planes start in different banks
+
+// FFT_K(fft_bitrev) is i with its log2(P) bits reversed.
+inline int FFT_K(fft_bitrev)(int i) {
+	int r = 0;
+#pragma unroll
+	for (int b = 1; b < FFT_P; b <<= 1) {
+		r = (r << 1) | (i & 1);
+		i >>= 1;
+	}
+	return r;
+}
+
+// FFT_K(fft_reg) transforms z (P points, in natural order) in place into
+// its DFT, Σ z[t]·e^(∓2πi·kt/P) (− forward, + when inv), in natural order:
+// a bit-reversal permutation, then log2(P) radix-2 stages.
+inline void FFT_K(fft_reg)(float2* z, int inv) {
+#pragma unroll
+	for (int i = 0; i < FFT_P; i++) {
+		int j = FFT_K(fft_bitrev)(i);
+		if (i < j) {
+			float2 t = z[i];
+			z[i] = z[j];
+			z[j] = t;
+		}
+	}
+#pragma unroll
+	for (int len = 2; len <= FFT_P; len <<= 1) {
+		int hl = len >> 1, step = 32 / len;
+#pragma unroll
+		for (int i = 0; i < FFT_P; i += len) {
+#pragma unroll
+			for (int k = 0; k < hl; k++) {
+				float2 w = fft_tw[k * step];
+				if (inv) w.y = -w.y;
+				float2 u = z[i + k], t = fft_cmul(z[i + k + hl], w);
+				z[i + k] = u + t;
+				z[i + k + hl] = u - t;
+			}
+		}
+	}
+}
+
+// fft_r2c_P writes the spectra of planes (a, b) of src to dst, one
+// work-group per FFT_G planes. src holds na×nb planes of H×W at soff, plane
+// (a, b) at (a·nb + b)·H·W (a batch tensor: a sample, b a channel; a
+// filter tensor: a an output, b an input channel); the P×P plane
+// transformed is the source plane shifted down by ph rows and right by pw
+// columns, zeros elsewhere (the host checks ph + H ≤ P, pw + W ≤ P).
+//
+// Layout: the plane's matrix indices are (kx, cx) = (b, a), or (a, b)
+// with swap; Kn and Cn are the counts of kx and cx. Frequency f's matrix
+// starts at doff + f·fs, rows of ld elements:
+//
+//	dup 0 (Kn·2 × Cn):   re at (kx, cx), im at (Kn + kx, cx)
+//	dup 1 (2Kn × 2Cn):   re at (kx, cx), im at (kx, Cn + cx),
+//	                     sgn·im at (Kn + kx, cx), −sgn·re at (Kn + kx, Cn + cx)
+//
+// A work-group's planes share kx and take FFT_G consecutive cx.
+__kernel void FFT_K(fft_r2c)(__global store_t* dst, int doff, __global const store_t* src, int soff, int na, int nb, int H, int W,
+                             int ph, int pw, int swap, int dup, int sgn, int Kn, int Cn, int ld, int fs) {
+	__local float2 t[FFT_G * FFT_T];
+	const int lid = get_local_id(0);
+	const int ncb = (Cn + FFT_G - 1) / FFT_G;
+	const int kx = get_group_id(0) / ncb, cx0 = (get_group_id(0) % ncb) * FFT_G;
+	const int rlo = max(ph, 0), rhi = min(FFT_P, ph + H); // rows holding data
+	const int pairs = (rhi - rlo + 1) / 2;
+	// Rows: item (g, pair j) transforms rows rlo+2j and rlo+2j+1 of plane g
+	// as z = row₀ + i·row₁, then separates the two real rows' spectra.
+	for (int task = lid; task < FFT_G * pairs; task += get_local_size(0)) {
+		int g = task % FFT_G, j = task / FFT_G, cx = cx0 + g;
+		if (cx >= Cn) continue;
+		int a = swap ? kx : cx, b = swap ? cx : kx;
+		__global const store_t* pl = src + soff + (a * nb + b) * H * W;
+		int r0 = rlo + 2 * j, r1 = r0 + 1;
+		float2 z[FFT_P];
+#pragma unroll
+		for (int w = 0; w < FFT_P; w++) {
+			int ww = w - pw;
+			bool in = ww >= 0 && ww < W;
+			z[w].x = in ? LD(pl, (r0 - ph) * W + ww) : 0.0f;
+			z[w].y = (in && r1 < rhi) ? LD(pl, (r1 - ph) * W + ww) : 0.0f;
+		}
+		FFT_K(fft_reg)(z, 0);
+#pragma unroll
+		for (int v = 0; v < FFT_Q; v++) {
+			float2 p = z[v], m = z[(FFT_P - v) % FFT_P];
+			t[g * FFT_T + r0 * FFT_Q + v] = (float2)(0.5f * (p.x + m.x), 0.5f * (p.y - m.y));
+			if (r1 < rhi) t[g * FFT_T + r1 * FFT_Q + v] = (float2)(0.5f * (p.y + m.y), -0.5f * (p.x - m.x));
+		}
+	}
+	barrier(CLK_LOCAL_MEM_FENCE);
+	// Columns: item (g, v) transforms column v of plane g (rows outside
+	// [rlo, rhi) are zero) and writes its P frequencies.
+	for (int task = lid; task < FFT_G * FFT_Q; task += get_local_size(0)) {
+		int g = task % FFT_G, v = task / FFT_G, cx = cx0 + g;
+		if (cx >= Cn) continue;
+		float2 z[FFT_P];
+#pragma unroll
+		for (int u = 0; u < FFT_P; u++) z[u] = (u >= rlo && u < rhi) ? t[g * FFT_T + u * FFT_Q + v] : (float2)(0.0f);
+		FFT_K(fft_reg)(z, 0);
+		__global store_t* d = dst + doff + v * fs;
+#pragma unroll
+		for (int u = 0; u < FFT_P; u++) {
+			__global store_t* df = d + u * FFT_Q * fs;
+			float re = z[u].x, im = z[u].y;
+			if (dup) {
+				ST(df, kx * ld + cx, re);
+				ST(df, kx * ld + Cn + cx, im);
+				ST(df, (Kn + kx) * ld + cx, sgn * im);
+				ST(df, (Kn + kx) * ld + Cn + cx, -sgn * re);
+			} else {
+				ST(df, kx * ld + cx, re);
+				ST(df, (Kn + kx) * ld + cx, im);
+			}
+		}
+	}
+}
+
+// fft_c2r_P sets planes (a, b) of dst (na×nb planes of OH×OW at doff,
+// plane (a, b) at (a·nb + b)·OH·OW) to the inverse real FFT of their
+// spectra in src, scaled by 1/P², rows oh.. and columns ow.. of the P×P
+// result, plus bias[b] when hasBias, then act_relu of kind act (0: none).
+// Spectra: the plane's matrix indices (rx, cx) = (b, a), or (a, b) with
+// swap; frequency f's matrix at soff + f·fs, rows of 2·Cn elements, re at
+// (rx, cx) and im at (rx, Cn + cx). A work-group's planes share rx and
+// take FFT_G consecutive cx (Cn of them).
+__kernel void FFT_K(fft_c2r)(__global store_t* dst, int doff, __global const store_t* src, int soff, int na, int nb, int OH,
+                             int OW, int oh, int ow, int swap, int Cn, int fs, __global const store_t* bias, int boff, int hasBias,
+                             int act) {
+	__local float2 t[FFT_G * FFT_T];
+	const int lid = get_local_id(0);
+	const int ncb = (Cn + FFT_G - 1) / FFT_G;
+	const int rx = get_group_id(0) / ncb, cx0 = (get_group_id(0) % ncb) * FFT_G;
+	const int ld = 2 * Cn;
+	// Columns: item (g, v) inverts column v of plane g and keeps rows
+	// oh..oh+OH-1.
+	for (int task = lid; task < FFT_G * FFT_Q; task += get_local_size(0)) {
+		int g = task % FFT_G, v = task / FFT_G, cx = cx0 + g;
+		if (cx >= Cn) continue;
+		__global const store_t* s = src + soff + v * fs + rx * ld + cx;
+		float2 z[FFT_P];
+#pragma unroll
+		for (int u = 0; u < FFT_P; u++) {
+			__global const store_t* sf = s + u * FFT_Q * fs;
+			z[u] = (float2)(LD(sf, 0), LD(sf, Cn));
+		}
+		FFT_K(fft_reg)(z, 1);
+#pragma unroll
+		for (int u = 0; u < FFT_P; u++)
+			if (u >= oh && u < oh + OH) t[g * FFT_T + (u - oh) * FFT_Q + v] = z[u];
+	}
+	barrier(CLK_LOCAL_MEM_FENCE);
+	// Rows: item (g, pair j) inverts rows 2j and 2j+1 of the output as one
+	// complex FFT of Ta + i·Tb (both extended to P points as the conjugate
+	// mirror; the imaginary parts at v = 0 and P/2, zero for a real plane
+	// but for rounding, are dropped), whose real part is row 2j and
+	// imaginary part row 2j+1.
+	const float scale = 1.0f / (FFT_P * FFT_P);
+	const int pairs = (OH + 1) / 2;
+	for (int task = lid; task < FFT_G * pairs; task += get_local_size(0)) {
+		int g = task % FFT_G, j = task / FFT_G, cx = cx0 + g;
+		if (cx >= Cn) continue;
+		int a = swap ? rx : cx, b = swap ? cx : rx;
+		int r0 = 2 * j, r1 = r0 + 1;
+		bool two = r1 < OH;
+		float2 z[FFT_P];
+#pragma unroll
+		for (int v = 0; v < FFT_Q; v++) {
+			float2 ta = t[g * FFT_T + r0 * FFT_Q + v], tb = two ? t[g * FFT_T + r1 * FFT_Q + v] : (float2)(0.0f);
+			if (v == 0 || v == FFT_P / 2) {
+				ta.y = 0.0f;
+				tb.y = 0.0f;
+			}
+			z[v] = (float2)(ta.x - tb.y, ta.y + tb.x);
+			if (v > 0 && v < FFT_P / 2) z[FFT_P - v] = (float2)(ta.x + tb.y, tb.x - ta.y);
+		}
+		FFT_K(fft_reg)(z, 1);
+		float bv = hasBias ? LD(bias, boff + b) : 0.0f;
+		__global store_t* pl = dst + doff + (a * nb + b) * OH * OW;
+#pragma unroll
+		for (int w = 0; w < FFT_P; w++) {
+			if (w < ow || w >= ow + OW) continue;
+			ST(pl, r0 * OW + w - ow, act_relu(z[w].x * scale + bv, act));
+			if (two) ST(pl, r1 * OW + w - ow, act_relu(z[w].y * scale + bv, act));
+		}
+	}
+}
+
+#undef FFT_Q
+#undef FFT_F
+#undef FFT_K
+#undef FFT_G
+#undef FFT_T
+#endif // FFT_P

@@ -1,0 +1,381 @@
+//go:build opencl
+
+package gpu
+
+import (
+	"fmt"
+	"strings"
+)
+
+// FFT convolution for stride-1 convolutions with small planes
+// (kernels/fft.cl).
+//
+// A stride-1 convolution's three passes are each, per output plane, a sum
+// over channels of 2-D correlations or convolutions of whole planes:
+//
+//	forward:         y[n,o]  = Σ_c corr(xp[n,c], w[o,c]) + bias[o]
+//	backward data:   dx[n,c] = Σ_o conv(dy[n,o], w[o,c]), cropped by the padding
+//	backward filter: dw[o,c] = Σ_n corr(xp[n,c], dy[n,o])
+//
+// (xp: x padded). With every plane zero-filled to P×P, P at least the
+// padded plane (H + 2·PadH, and so at least every pass's linear extent:
+// the forward and filter gradient read xp up to H + 2·PadH − 1, the data
+// gradient's full convolution is OH + R − 1 = H + 2·PadH long), these are
+// circular with no wraparound, and the 2-D DFT turns them into products
+// per frequency: Y = conj(W)·X, dX = Wᵀ·dY, dW = conj(dY)ᵀ·X, each one
+// small complex matrix product over channels (or samples) per frequency f
+// of the P×(P/2+1) of a real FFT. fft_r2c transforms the planes, the
+// products run as ONE launch of the backend's tuned GEMM over F layers
+// (the split-k layers of gemm.cl, as Winograd's 16 products), and fft_c2r
+// transforms back, scales by 1/P², crops, and adds the bias and the
+// activation (forward).
+//
+// Complex products as real ones. For C = A·B with A = Ar + i·Ai (m×k) and
+// B (k×n), [Cr Ci] = [Ar Ai]·[[Br, Bi], [−Bi, Br]]: an m×2k by 2k×2n real
+// product, which duplicates B; conjugating A flips the sign of Ai, which
+// the kernels fold into B's block ([[Br, Bi], [Bi, −Br]] gives conj(A)·B).
+// The duplicated operand is the activations' spectra (x or dy: a batch of
+// 32 against AlexNet's 64–192 channels), the filters' spectra (or dy's, for
+// the filter gradient) are written once. Layouts, all frequency-major, A
+// stored transposed (k rows of m, so that every operand is read 4
+// consecutive elements along m or n, as the GEMM prefers):
+//
+//	pass      A (F × 2k × m)            B (F × 2k × 2n)                C (F × m × 2n)
+//	forward   W: [Wr; Wi] (c, o)        X: [[Xr, Xi], [Xi, −Xr]] (c, n)      [Yr Yi] (o, n)
+//	data      W: [Wr; Wi] (o, c)        dY: [[dYr, dYi], [−dYi, dYr]] (o, n) [dXr dXi] (c, n)
+//	filter    dY: [dYr; dYi] (n, o)     X: [[Xr, Xi], [Xi, −Xr]] (n, c)      [dWr dWi] (o, c)
+//
+// The GEMM reads k beyond a layer's range as zeros and needs no alignment
+// along k; where m or n is not a multiple of 4 it loads scalars (same bits).
+//
+// Chunks. The activations' spectra and the products live in the workspace
+// (ConvWorkspace asks for room for them), in chunks of as many samples as
+// it holds; the filters' spectra (forward, data gradient) and the filter
+// gradient's sum over chunks (beta 1 after the first) in a scratch buffer
+// of the backend. Every value is computed by one item or one GEMM in a
+// fixed order, with no atomics: the same bits on every run.
+
+// FFT modes (OpenCLConfig.FFT, COTRAIN_OPENCL_FFT).
+const (
+	FFTAuto = "auto" // where fftChoice says it wins
+	FFTOn   = "1"    // every stride-1 ungrouped convolution whose padded plane fits 32×32 (tests, measurements)
+	FFTOff  = "0"    // never
+)
+
+// ErrFFT is returned for an OpenCLConfig.FFT value that is none of the
+// modes.
+var ErrFFT = fmt.Errorf("%w: FFT mode", ErrOpenCLConfig)
+
+// fftMode checks a mode; "" is FFTAuto.
+func fftMode(mode string) (string, error) {
+	switch mode {
+	case "", FFTAuto:
+		return FFTAuto, nil
+	case FFTOn, FFTOff:
+		return mode, nil
+	}
+	return "", fmt.Errorf("%w %q: want %s, %s or %s", ErrFFT, mode, FFTOff, FFTOn, FFTAuto)
+}
+
+// fftSizes are the FFT sizes P the kernels are built for (fft.cl is
+// compiled once per size), and fftGroups the planes one work-group
+// transforms for each: G·(P·(P/2+1)+1) complex values of local memory,
+// 9.2 KiB for 16 and 17.4 KiB for 32, within the 32 KiB OpenCL promises.
+var (
+	fftSizes  = []int{16, 32}
+	fftGroups = map[int]int{16: 8, 32: 4}
+)
+
+// fftWG is the work-group size of the FFT kernels (at most: the kernel's
+// own limit may be lower); the items loop over a group's rows and columns.
+const fftWG = 64
+
+// fftSource is fft.cl compiled once per FFT size (its kernels named with
+// the size: fft_r2c_32), for the main program.
+func fftSource() string {
+	src, err := kernelFS.ReadFile("kernels/fft.cl")
+	if err != nil {
+		panic("gpu: opencl: missing embedded kernel fft.cl") // a build without the file: our bug
+	}
+	var b strings.Builder
+	for _, p := range fftSizes {
+		fmt.Fprintf(&b, "#define FFT_G_%d %d\n", p, fftGroups[p])
+	}
+	for _, p := range fftSizes {
+		fmt.Fprintf(&b, "// --- fft.cl, P = %d\n#define FFT_P %d\n%s\n#undef FFT_P\n", p, p, src)
+	}
+	return b.String()
+}
+
+// fftKernels are the names of fftSource's kernels.
+func fftKernels() []string {
+	var ks []string
+	for _, p := range fftSizes {
+		ks = append(ks, fmt.Sprintf("fft_r2c_%d", p), fmt.Sprintf("fft_c2r_%d", p))
+	}
+	return ks
+}
+
+// fftMinChannels is the fewest input and output channels for which the
+// auto mode uses FFT: the products are only as deep as twice the channels
+// (forward: input, data gradient: output) or the batch (filter gradient),
+// where im2col's are R·S times deeper, and shallow products run far below
+// the GEMM's peak; and the transforms cost the same per plane whatever the
+// filter, so small filters (3×3: Winograd) or few channels do not pay for
+// them. A variable only so that benchmarks can move it.
+var fftMinChannels = 64
+
+// fftMinFilter is the smallest filter side the auto mode takes: 5×5 and
+// larger (AlexNet's conv2), where im2col's products are 25 and more
+// times deeper than one plane.
+const fftMinFilter = 5
+
+// fftSize is the FFT size for g: the smallest of fftSizes that holds its
+// padded plane (and so every pass's extent), or 0.
+func fftSize(g *ConvGeom) int {
+	for _, p := range fftSizes {
+		if g.H+2*g.PadH <= p && g.W+2*g.PadW <= p {
+			return p
+		}
+	}
+	return 0
+}
+
+// fftEligible reports whether the FFT kernels compute g: stride 1, one
+// group, a filter larger than 1×1 (pointwise runs no im2col anyway), and
+// a padded plane within the largest FFT size.
+func (g *ConvGeom) fftEligible() bool {
+	return g.StrideH == 1 && g.StrideW == 1 && g.groups() == 1 && g.R*g.S > 1 && fftSize(g) > 0
+}
+
+// fftChoice says whether g runs FFT on o, and why.
+func (o *OpenCL) fftChoice(g *ConvGeom) (bool, string) {
+	switch {
+	case !g.fftEligible():
+		return false, "not a stride-1 ungrouped convolution with a padded plane of at most 32×32"
+	case o.half:
+		// Half storage would round the spectra to half between the
+		// transforms and the products: kept off, as Winograd is.
+		return false, "half storage"
+	case o.fftSetting == FFTOff:
+		return false, "off (COTRAIN_OPENCL_FFT=0)"
+	case o.fftSetting == FFTOn:
+		return true, "forced (COTRAIN_OPENCL_FFT=1)"
+	case min(g.R, g.S) < fftMinFilter:
+		return false, fmt.Sprintf("auto: filter smaller than %dx%d", fftMinFilter, fftMinFilter)
+	case min(g.C, g.K) < fftMinChannels:
+		return false, fmt.Sprintf("auto: fewer than %d channels", fftMinChannels)
+	}
+	return true, "auto"
+}
+
+// fft reports whether g's three passes run FFT, logging the choice at
+// debug level once per geometry (batch aside). It takes precedence over
+// Winograd (which auto never overlaps: FFT's auto wants 5×5 and larger).
+func (o *OpenCL) fft(g *ConvGeom) bool {
+	use, why := o.fftChoice(g)
+	key := *g
+	key.N = 0
+	if !o.fftSeen[key] {
+		if o.fftSeen == nil {
+			o.fftSeen = map[ConvGeom]bool{}
+		}
+		o.fftSeen[key] = true
+		o.log.Debug("gpu: opencl: convolution path", "geom", fmt.Sprintf("%+v", key), "fft", use, "why", why)
+	}
+	return use
+}
+
+// fftFreqs is the number of frequencies of a P×P real FFT.
+func fftFreqs(p int) int { return p * (p/2 + 1) }
+
+// fftUnits are the workspace elements per sample of g's three passes:
+// the activations' duplicated spectra and the products (forward, data
+// gradient), the two operands' spectra (filter gradient).
+func fftUnits(g *ConvGeom) (fwd, data, filter int) {
+	f := fftFreqs(fftSize(g))
+	return 2 * f * (2*g.C + g.K), 2 * f * (2*g.K + g.C), 2 * f * (g.K + 2*g.C)
+}
+
+// fftWorkspace is the workspace of g's FFT passes: as many samples of the
+// largest pass as fit under convWorkspaceCap, at least one.
+func (o *OpenCL) fftWorkspace(g *ConvGeom) int {
+	fwd, data, filter := fftUnits(g)
+	per := max(fwd, data, filter)
+	return per*max(1, min(g.N, o.convWorkspaceCap()/per)) + 3 // 3: room to align a view's offset to 4
+}
+
+// fftBatch is how many samples of a pass with unit elements per sample the
+// workspace ws holds from its offset rounded up to 4, at most n.
+func fftBatch(op string, ws *clBuf, unit, n int) int {
+	room := ws.n - ((ws.off+3)&^3 - ws.off)
+	nb := min(n, room/unit)
+	if nb < 1 {
+		panic(fmt.Sprintf("gpu: %s: workspace of %d too small for the FFT spectra of one sample (%d)", op, ws.n, unit))
+	}
+	return nb
+}
+
+// fftLayout is where fft_r2c writes a plane's spectrum (fft.cl): the
+// plane (a, b)'s matrix indices are (b, a), or (a, b) with swap; Kn and Cn
+// are their counts; dup writes the 2×2 block form with sign sgn, else the
+// two parts stacked.
+type fftLayout struct {
+	swap, dup bool
+	sgn       int
+	kn, cn    int
+}
+
+// ld and fs are the row length and the elements per frequency.
+func (l fftLayout) ld() int {
+	if l.dup {
+		return 2 * l.cn
+	}
+	return l.cn
+}
+func (l fftLayout) fs() int { return 2 * l.kn * l.ld() }
+
+// fftPlanes is na×nb planes of h×w at buf's m from off.
+type fftPlanes struct {
+	m          *clMem
+	off        int
+	na, nb     int
+	h, w       int
+	padH, padW int // r2c: shift into the P×P plane; c2r: the crop's origin
+}
+
+// launchFFT runs an FFT kernel of size p over groups work-groups.
+func (o *OpenCL) launchFFT(name string, p, groups int, args ...any) {
+	k := o.k[fmt.Sprintf("%s_%d", name, p)]
+	if k == nil {
+		panic(errClosed) // Close emptied the table
+	}
+	wg := min(fftWG, k.maxWG)
+	must(o.ctx.launch(k, []int{groups * wg}, []int{wg}, args...))
+}
+
+// r2c writes the spectra of src's planes to dst at doff as l lays them out.
+func (o *OpenCL) r2c(p int, dst *clMem, doff int, src fftPlanes, l fftLayout) {
+	gp := fftGroups[p]
+	o.launchFFT("fft_r2c", p, l.kn*((l.cn+gp-1)/gp), dst, doff, src.m, src.off, src.na, src.nb, src.h, src.w, src.padH, src.padW,
+		b2i(l.swap), b2i(l.dup), l.sgn, l.kn, l.cn, l.ld(), l.fs())
+}
+
+// c2r sets dst's planes from the products at src (soff): rows of 2·cn, rn
+// rows per frequency, the plane (a, b) at row b and column a (swap: row a,
+// column b); bias (may be nil) and act as fft_c2r says.
+func (o *OpenCL) c2r(p int, dst fftPlanes, src *clMem, soff int, swap bool, rn, cn int, bias *clBuf, act int) {
+	gp := fftGroups[p]
+	bm, boff, hasBias := src, 0, 0
+	if bias != nil {
+		bm, boff, hasBias = bias.m, bias.off, 1
+	}
+	o.launchFFT("fft_c2r", p, rn*((cn+gp-1)/gp), dst.m, dst.off, src, soff, dst.na, dst.nb, dst.h, dst.w, dst.padH, dst.padW,
+		b2i(swap), cn, rn*2*cn, bm, boff, hasBias, act)
+}
+
+// fftForward sets y = conv(x, w) + bias (bias may be nil) by FFT, then the
+// activation act (0: none; 1 ReLU, 2 ReLU6) in the inverse transform.
+func (o *OpenCL) fftForward(g *ConvGeom, ys, xs, wsl, bs, ws *clBuf, act int) {
+	p := fftSize(g)
+	f, c, k := fftFreqs(p), g.C, g.K
+	a := o.scratch(&o.fftS, f*2*c*k)
+	o.r2c(p, a, 0, fftPlanes{m: wsl.m, off: wsl.off, na: k, nb: c, h: g.R, w: g.S}, fftLayout{sgn: 1, kn: c, cn: k})
+	unit, _, _ := fftUnits(g)
+	nb := fftBatch("ConvForward", ws, unit, g.N)
+	base := (ws.off + 3) &^ 3
+	ins, outs := c*g.H*g.W, k*g.OH*g.OW
+	for n0 := 0; n0 < g.N; n0 += nb {
+		cnt := min(nb, g.N-n0)
+		bo, co := base, base+f*2*c*2*cnt
+		o.r2c(p, ws.m, bo, fftPlanes{m: xs.m, off: xs.off + n0*ins, na: cnt, nb: c, h: g.H, w: g.W, padH: g.PadH, padW: g.PadW},
+			fftLayout{dup: true, sgn: 1, kn: c, cn: cnt})
+		o.fftGemm(k, 2*cnt, 2*c, f, plainMat(a, 0, k), plainMat(ws.m, bo, 2*cnt), 0, plainMat(ws.m, co, 2*cnt))
+		o.c2r(p, fftPlanes{m: ys.m, off: ys.off + n0*outs, na: cnt, nb: k, h: g.OH, w: g.OW}, ws.m, co, false, k, cnt, bs, act)
+	}
+}
+
+// fftBackwardData sets dx from dy and w by FFT: the full convolution of dy
+// with the filters, cropped by the padding.
+func (o *OpenCL) fftBackwardData(g *ConvGeom, dxs, dys, wsl, ws *clBuf) {
+	p := fftSize(g)
+	f, c, k := fftFreqs(p), g.C, g.K
+	a := o.scratch(&o.fftS, f*2*k*c)
+	o.r2c(p, a, 0, fftPlanes{m: wsl.m, off: wsl.off, na: k, nb: c, h: g.R, w: g.S}, fftLayout{swap: true, sgn: 1, kn: k, cn: c})
+	_, unit, _ := fftUnits(g)
+	nb := fftBatch("ConvBackwardData", ws, unit, g.N)
+	base := (ws.off + 3) &^ 3
+	ins, outs := k*g.OH*g.OW, c*g.H*g.W
+	for n0 := 0; n0 < g.N; n0 += nb {
+		cnt := min(nb, g.N-n0)
+		bo, co := base, base+f*2*k*2*cnt
+		o.r2c(p, ws.m, bo, fftPlanes{m: dys.m, off: dys.off + n0*ins, na: cnt, nb: k, h: g.OH, w: g.OW},
+			fftLayout{dup: true, sgn: -1, kn: k, cn: cnt})
+		o.fftGemm(c, 2*cnt, 2*k, f, plainMat(a, 0, c), plainMat(ws.m, bo, 2*cnt), 0, plainMat(ws.m, co, 2*cnt))
+		o.c2r(p, fftPlanes{m: dxs.m, off: dxs.off + n0*outs, na: cnt, nb: c, h: g.H, w: g.W, padH: g.PadH, padW: g.PadW},
+			ws.m, co, false, c, cnt, nil, 0)
+	}
+}
+
+// fftBackwardFilter sets dw from dy and x by FFT: the products of each
+// chunk add into one sum of spectra (beta 1 after the first), transformed
+// back once.
+func (o *OpenCL) fftBackwardFilter(g *ConvGeom, dws, dys, xs, ws *clBuf) {
+	p := fftSize(g)
+	f, c, k := fftFreqs(p), g.C, g.K
+	sum := o.scratch(&o.fftS, f*k*2*c)
+	_, _, unit := fftUnits(g)
+	nb := fftBatch("ConvBackwardFilter", ws, unit, g.N)
+	base := (ws.off + 3) &^ 3
+	xsz, ysz := c*g.H*g.W, k*g.OH*g.OW
+	for n0 := 0; n0 < g.N; n0 += nb {
+		cnt := min(nb, g.N-n0)
+		ao, bo := base, base+f*2*cnt*k
+		o.r2c(p, ws.m, ao, fftPlanes{m: dys.m, off: dys.off + n0*ysz, na: cnt, nb: k, h: g.OH, w: g.OW},
+			fftLayout{swap: true, sgn: 1, kn: cnt, cn: k})
+		o.r2c(p, ws.m, bo, fftPlanes{m: xs.m, off: xs.off + n0*xsz, na: cnt, nb: c, h: g.H, w: g.W, padH: g.PadH, padW: g.PadW},
+			fftLayout{swap: true, dup: true, sgn: 1, kn: cnt, cn: c})
+		beta := float32(1)
+		if n0 == 0 {
+			beta = 0
+		}
+		o.fftGemm(k, 2*c, 2*cnt, f, plainMat(ws.m, ao, k), plainMat(ws.m, bo, 2*c), beta, plainMat(sum, 0, 2*c))
+	}
+	o.c2r(p, fftPlanes{m: dws.m, off: dws.off, na: k, nb: c, h: g.R, w: g.S}, sum, 0, true, k, c, nil, 0)
+}
+
+// fftShape is a batched launch of layers m×n×kc products (fftGemm).
+type fftShape struct{ m, n, kc, layers int }
+
+// fftGemm runs the layers products C_f = beta·C_f + A_fᵀ·B_f of one pass
+// as one launch of the GEMM's split-k layers: A stored layers·kc × m
+// (layer f's rows from f·kc), B layers·kc × n, C layers × m × n. The
+// variant: as winoGemm chooses it, the first launch of each shape large
+// enough (always one with beta 0: a filter gradient's first chunk) timed
+// with every variant; every variant sums in the same order, so the choice
+// changes no bit.
+func (o *OpenCL) fftGemm(m, n, kc, layers int, a, b mat, beta float32, c mat) {
+	launch := func(v *gemmVariant) {
+		o.gemmWith(v, true, false, m, n, layers*kc, 1, a, b, beta, c, kc, layers, c.m)
+	}
+	key := fftShape{m, n, kc, layers}
+	i, ok := o.fftByShape[key]
+	if !ok {
+		i = o.pickGemm(m, layers*n, kc)
+		if beta == 0 && o.gemmShapeTune && 2*float64(layers)*float64(m)*float64(n)*float64(kc) >= gemmShapeMinFlops {
+			best, times, err := o.timeVariants(launch)
+			if err != nil {
+				o.log.Debug("gpu: opencl: fft products not timed", "shape", fmt.Sprintf("%dx%dx%dx%d", layers, m, n, kc), "err", err)
+				launch(o.gemms[i]) // the device is in trouble; the launch reports it
+				return
+			}
+			i = best
+			o.log.Debug("gpu: opencl: fft products timed", "shape", fmt.Sprintf("%dx%dx%dx%d", layers, m, n, kc), "best", o.gemms[i].Name, "times", times)
+		}
+		if o.fftByShape == nil {
+			o.fftByShape = map[fftShape]int{}
+		}
+		o.fftByShape[key] = i
+	}
+	launch(o.gemms[i])
+}

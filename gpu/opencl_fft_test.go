@@ -1,0 +1,305 @@
+//go:build opencl
+
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// setFFT sets o's FFT mode for the rest of the test.
+func setFFT(t testing.TB, o *OpenCL, mode string) {
+	t.Helper()
+	old := o.fftSetting
+	o.fftSetting = mode
+	t.Cleanup(func() { o.fftSetting = old })
+}
+
+// fftGeoms are stride-1 convolutions with 3×3, 5×5 and 7×7 (and 5×3)
+// filters whose padded planes fit 16 (P = 16) or 32 (P = 32), planes from
+// 1×1 to 28×28, padded by 0 to 3 and unevenly, padded planes that fill the
+// FFT exactly (the circular products then have no slack against
+// wraparound), at batches 1 to 3, with channel counts that are not
+// multiples of 4, and one with enough channels for the products to sum
+// long.
+var fftGeoms = []ConvGeom{
+	{N: 1, C: 5, H: 1, W: 1, K: 7, R: 5, S: 5, PadH: 2, PadW: 2},
+	{N: 3, C: 5, H: 6, W: 7, K: 7, R: 3, S: 3, PadH: 1, PadW: 1},
+	{N: 2, C: 3, H: 12, W: 12, K: 6, R: 5, S: 5, PadH: 2, PadW: 2},    // 16: exact
+	{N: 3, C: 6, H: 10, W: 9, K: 5, R: 7, S: 7, PadH: 3, PadW: 3},     // 16
+	{N: 1, C: 7, H: 13, W: 13, K: 9, R: 3, S: 3, PadH: 1, PadW: 1},    // 16
+	{N: 2, C: 4, H: 9, W: 11, K: 5, R: 5, S: 3, PadH: 2, PadW: 0},     // uneven
+	{N: 3, C: 5, H: 27, W: 27, K: 6, R: 5, S: 5, PadH: 2, PadW: 2},    // 32: AlexNet conv2's plane
+	{N: 2, C: 3, H: 28, W: 26, K: 5, R: 5, S: 5, PadH: 2, PadW: 3},    // 32: exact
+	{N: 1, C: 6, H: 20, W: 20, K: 3, R: 7, S: 7},                      // no padding
+	{N: 2, C: 3, H: 17, W: 5, K: 4, R: 3, S: 3, PadH: 0, PadW: 1},     // P = 32 for 17 rows
+	{N: 2, C: 5, H: 4, W: 5, K: 6, R: 3, S: 3, PadH: 3, PadW: 4},      // padded past the filter's reach
+	{N: 2, C: 131, H: 13, W: 13, K: 70, R: 5, S: 5, PadH: 1, PadW: 1}, // 16, deep
+}
+
+// fftLaunches returns how many times each FFT kernel ran since the profile
+// was turned on (all sizes counted as "fft_r2c" and "fft_c2r"), and the
+// im2col and col2im kernels, and turns the profile off.
+func fftLaunches(o *OpenCL) map[string]int {
+	n := map[string]int{}
+	for _, kt := range o.Profile(false) {
+		for _, p := range []string{"im2col", "col2im", "fft_r2c", "fft_c2r", "wino_"} {
+			if strings.HasPrefix(kt.Name, p) {
+				n[p] += kt.Launches
+			}
+		}
+	}
+	return n
+}
+
+// fftChunks is how many chunks a pass of unit workspace elements per
+// sample runs in with workspace ws.
+func fftChunks(o *OpenCL, g *ConvGeom, ws Buffer, unit int) int {
+	nb := fftBatch("test", o.buf(ws), unit, g.N)
+	return (g.N + nb - 1) / nb
+}
+
+// TestOpenCLFFT: with FFT forced on, the forward (with and without bias),
+// the data gradient and the filter gradient of stride-1 convolutions
+// match the CPU backend within the backend's tolerance, run the FFT
+// kernels (one filter transform, one or two per chunk) and neither im2col
+// nor col2im, and give the same bits twice; with the workspace of one
+// sample, the batch runs in chunks and still matches.
+func TestOpenCLFFT(t *testing.T) {
+	o := openCLForTest(t)
+	setFFT(t, o, FFTOn)
+	cpu := NewCPU()
+	r := rand.New(rand.NewPCG(51, 52))
+	sizes := map[int]bool{}
+	for _, g := range fftGeoms {
+		if err := g.Setup(); err != nil {
+			t.Fatal(err)
+		}
+		sizes[fftSize(&g)] = true
+		t.Run(fmt.Sprintf("%+v", g), func(t *testing.T) {
+			if !o.fft(&g) {
+				t.Fatal("FFT not chosen with the mode forced on")
+			}
+			x := newTwin(o, clRand(r, g.N*g.C*g.H*g.W))
+			w := newTwin(o, clRand(r, g.K*g.colRows()))
+			bias := newTwin(o, clRand(r, g.K))
+			y := newTwin(o, clRand(r, g.N*g.K*g.OH*g.OW))
+			dy := newTwin(o, clRand(r, y.cpu.Len()))
+			dx := newTwin(o, clRand(r, x.cpu.Len())) // garbage: must be overwritten
+			dw := newTwin(o, clRand(r, w.cpu.Len()))
+			db := newTwin(o, clRand(r, g.K))
+			wsC := cpu.Alloc(cpu.ConvWorkspace(g))
+			one := g
+			one.N = 1
+			fwd, data, filter := fftUnits(&g)
+			for _, ws := range []Buffer{o.Alloc(o.ConvWorkspace(g)), o.Alloc(o.ConvWorkspace(one))} {
+				chunks := fftChunks(o, &g, ws, fwd)
+				for _, withBias := range []bool{false, true} {
+					bc, bo := Buffer(nil), Buffer(nil)
+					if withBias {
+						bc, bo = bias.cpu, bias.cl
+					}
+					cpu.ConvForward(g, y.cpu, x.cpu, w.cpu, bc, wsC)
+					o.Profile(true)
+					o.ConvForward(g, y.cl, x.cl, w.cl, bo, ws)
+					n := fftLaunches(o)
+					y.check(t, o, fmt.Sprintf("forward bias=%v, %d chunks", withBias, chunks))
+					if n["fft_r2c"] != 1+chunks || n["fft_c2r"] != chunks || n["im2col"] != 0 || n["wino_"] != 0 {
+						t.Errorf("forward in %d chunks launched %v, want FFT's kernels and no im2col", chunks, n)
+					}
+				}
+				first := download(o, y.cl)
+				o.ConvForward(g, y.cl, x.cl, w.cl, bias.cl, ws)
+				requireSameBits(t, "forward, second run", download(o, y.cl), first)
+
+				chunks = fftChunks(o, &g, ws, data)
+				cpu.ConvBackwardData(g, dx.cpu, dy.cpu, w.cpu, wsC)
+				o.Profile(true)
+				o.ConvBackwardData(g, dx.cl, dy.cl, w.cl, ws)
+				n := fftLaunches(o)
+				dx.check(t, o, fmt.Sprintf("backward data, %d chunks", chunks))
+				if n["fft_r2c"] != 1+chunks || n["fft_c2r"] != chunks || n["col2im"] != 0 || n["wino_"] != 0 {
+					t.Errorf("backward data in %d chunks launched %v, want FFT's kernels and no col2im", chunks, n)
+				}
+				first = download(o, dx.cl)
+				o.ConvBackwardData(g, dx.cl, dy.cl, w.cl, ws)
+				requireSameBits(t, "backward data, second run", download(o, dx.cl), first)
+
+				chunks = fftChunks(o, &g, ws, filter)
+				o.Upload(dw.cl, clRand(r, dw.cl.Len())) // garbage: must be overwritten
+				cpu.ConvBackwardFilter(g, dw.cpu, db.cpu, dy.cpu, x.cpu, wsC)
+				o.Profile(true)
+				o.ConvBackwardFilter(g, dw.cl, db.cl, dy.cl, x.cl, ws)
+				n = fftLaunches(o)
+				dw.check(t, o, fmt.Sprintf("backward filter, %d chunks", chunks))
+				db.check(t, o, "bias gradient")
+				if n["fft_r2c"] != 2*chunks || n["fft_c2r"] != 1 || n["im2col"] != 0 {
+					t.Errorf("backward filter in %d chunks launched %v, want FFT's kernels and no im2col", chunks, n)
+				}
+				first = download(o, dw.cl)
+				o.ConvBackwardFilter(g, dw.cl, nil, dy.cl, x.cl, ws)
+				requireSameBits(t, "backward filter, second run", download(o, dw.cl), first)
+			}
+		})
+	}
+	if !sizes[16] || !sizes[32] {
+		t.Errorf("FFT sizes covered %v, want 16 and 32", sizes)
+	}
+}
+
+// TestOpenCLFFTAlexNetConv2: AlexNet's conv2 (27×27 planes, 64→192
+// channels, 5×5 filters padded by 2: P = 32) matches the CPU by FFT in all
+// three passes at batch 2, with the bias and a fused ReLU forward.
+func TestOpenCLFFTAlexNetConv2(t *testing.T) {
+	o := openCLForTest(t)
+	setFFT(t, o, FFTAuto)
+	cpu := NewCPU()
+	r := rand.New(rand.NewPCG(53, 54))
+	g := alexConvs[1].g
+	g.N = 2
+	if err := g.Setup(); err != nil {
+		t.Fatal(err)
+	}
+	if !o.fft(&g) || fftSize(&g) != 32 {
+		t.Fatalf("auto mode: FFT %v at size %d for conv2, want true at 32", o.fft(&g), fftSize(&g))
+	}
+	x := newTwin(o, clRand(r, g.N*g.C*g.H*g.W))
+	w := newTwin(o, clRand(r, g.K*g.colRows()))
+	bias := newTwin(o, clRand(r, g.K))
+	y := newTwin(o, clRand(r, g.N*g.K*g.OH*g.OW))
+	dy, dx := newTwin(o, clRand(r, y.cpu.Len())), newTwin(o, clRand(r, x.cpu.Len()))
+	dw, db := newTwin(o, clRand(r, w.cpu.Len())), newTwin(o, clRand(r, g.K))
+	ws, wsC := o.Alloc(o.ConvWorkspace(g)), cpu.Alloc(cpu.ConvWorkspace(g))
+	relu := ReLU
+	cpu.ConvForward(g, y.cpu, x.cpu, w.cpu, bias.cpu, wsC)
+	cpu.Activate(relu, y.cpu, y.cpu)
+	o.Profile(true)
+	o.ConvForwardAct(relu, g, y.cl, x.cl, w.cl, bias.cl, ws, nil)
+	n := fftLaunches(o)
+	y.check(t, o, "forward + ReLU")
+	if n["fft_r2c"] != 2 || n["fft_c2r"] != 1 || n["im2col"] != 0 {
+		t.Errorf("fused forward launched %v, want FFT's kernels only", n)
+	}
+	cpu.ConvBackwardData(g, dx.cpu, dy.cpu, w.cpu, wsC)
+	o.ConvBackwardData(g, dx.cl, dy.cl, w.cl, ws)
+	dx.check(t, o, "backward data")
+	cpu.ConvBackwardFilter(g, dw.cpu, db.cpu, dy.cpu, x.cpu, wsC)
+	o.ConvBackwardFilter(g, dw.cl, db.cl, dy.cl, x.cl, ws)
+	dw.check(t, o, "backward filter")
+}
+
+// TestOpenCLFFTGate: the auto mode picks FFT for AlexNet's conv2 and not
+// for 3×3 filters (Winograd's), few channels, planes past 32, strides or
+// groups; off turns it off everywhere; on everywhere it applies, before
+// Winograd; half storage never; ConvWorkspace holds the spectra where it
+// is chosen; and ConvKeepColumns keeps nothing for an FFT layer.
+func TestOpenCLFFTGate(t *testing.T) {
+	o := openCLForTest(t)
+	conv2 := alexConvs[1].g
+	conv3 := alexConvs[2].g
+	few := ConvGeom{N: 32, C: 32, H: 27, W: 27, K: 192, R: 5, S: 5, PadH: 2, PadW: 2}
+	big := ConvGeom{N: 32, C: 64, H: 29, W: 29, K: 192, R: 5, S: 5, PadH: 2, PadW: 2}
+	strided := ConvGeom{N: 32, C: 64, H: 27, W: 27, K: 192, R: 5, S: 5, StrideH: 2, StrideW: 2, PadH: 2, PadW: 2}
+	grouped := ConvGeom{N: 32, C: 64, H: 27, W: 27, K: 192, R: 5, S: 5, Groups: 2, PadH: 2, PadW: 2}
+	point := ConvGeom{N: 32, C: 64, H: 27, W: 27, K: 192, R: 1, S: 1}
+	cases := []struct {
+		name string
+		g    ConvGeom
+		auto bool
+		on   bool
+	}{
+		{"alexnet conv2", conv2, true, true},
+		{"alexnet conv3 (3x3)", conv3, false, true},
+		{"32 channels", few, false, true},
+		{"29x29 padded to 33", big, false, false},
+		{"stride 2", strided, false, false},
+		{"2 groups", grouped, false, false},
+		{"1x1", point, false, false},
+	}
+	setWinograd(t, o, WinogradAuto)
+	for _, c := range cases {
+		g := c.g
+		if err := g.Setup(); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []struct {
+			mode string
+			want bool
+		}{{FFTAuto, c.auto}, {FFTOn, c.on}, {FFTOff, false}} {
+			setFFT(t, o, m.mode)
+			if got := o.fft(&g); got != m.want {
+				t.Errorf("%s, mode %s: FFT %v, want %v", c.name, m.mode, got, m.want)
+			}
+			if m.want {
+				if ws := o.ConvWorkspace(g); ws < o.fftWorkspace(&g) {
+					t.Errorf("%s, mode %s: workspace %d, FFT needs %d", c.name, m.mode, ws, o.fftWorkspace(&g))
+				}
+				if o.ConvKeepColumns(g) != nil {
+					t.Errorf("%s, mode %s: ConvKeepColumns granted a buffer to an FFT convolution", c.name, m.mode)
+				}
+			}
+		}
+	}
+	h := openCLHalfForTest(t)
+	setFFT(t, h, FFTOn)
+	if g := conv2; g.Setup() == nil && h.fft(&g) {
+		t.Error("half storage: FFT chosen")
+	}
+}
+
+// TestOpenCLFFTKeptColumns: a convolution whose kept-column buffer was
+// granted before FFT was turned on gets from ConvForwardKeep the bits of
+// ConvForward (by FFT), and from ConvBackwardFilterCols the filter gradient
+// of the columns the forward expanded for it (im2col's, within tolerance
+// of the FFT one).
+func TestOpenCLFFTKeptColumns(t *testing.T) {
+	o := openCLForTest(t)
+	r := rand.New(rand.NewPCG(55, 56))
+	g := ConvGeom{N: 3, C: 6, H: 7, W: 9, K: 5, R: 5, S: 5, PadH: 2, PadW: 2}
+	if err := g.Setup(); err != nil {
+		t.Fatal(err)
+	}
+	setFFT(t, o, FFTOff)
+	cols := o.ConvKeepColumns(g)
+	if cols == nil {
+		t.Fatal("no kept columns with FFT off")
+	}
+	setFFT(t, o, FFTOn)
+	x := newTwin(o, clRand(r, g.N*g.C*g.H*g.W))
+	w := newTwin(o, clRand(r, g.K*g.colRows()))
+	bias := newTwin(o, clRand(r, g.K))
+	dy := newTwin(o, clRand(r, g.N*g.K*g.OH*g.OW))
+	y1, y2 := o.Alloc(dy.cl.Len()), o.Alloc(dy.cl.Len())
+	dw1 := newTwin(o, clRand(r, w.cl.Len()))
+	dw2, db2 := o.Alloc(w.cl.Len()), o.Alloc(g.K)
+	ws := o.Alloc(o.ConvWorkspace(g))
+	o.ConvForward(g, y1, x.cl, w.cl, bias.cl, ws)
+	o.ConvForwardKeep(g, y2, x.cl, w.cl, bias.cl, ws, cols)
+	requireSameBits(t, "ConvForwardKeep", download(o, y2), download(o, y1))
+	cpu := NewCPU()
+	cpu.ConvBackwardFilter(g, dw1.cpu, cpu.Alloc(g.K), dy.cpu, x.cpu, cpu.Alloc(cpu.ConvWorkspace(g)))
+	o.Fill(ws, float32(math.NaN())) // the workspace holds nothing the kept path needs
+	o.ConvBackwardFilterCols(g, dw2, db2, dy.cl, ws, cols)
+	o.Copy(dw1.cl, dw2)
+	dw1.check(t, o, "ConvBackwardFilterCols")
+}
+
+// TestOpenCLFFTMode: NewOpenCL refuses an FFT mode that is none of 0, 1
+// and auto, naming it, before it opens a device.
+func TestOpenCLFFTMode(t *testing.T) {
+	for _, m := range []string{"", "auto", "0", "1"} {
+		if _, err := fftMode(m); err != nil {
+			t.Errorf("mode %q: %v", m, err)
+		}
+	}
+	cfg := DefaultOpenCLConfig()
+	cfg.FFT = "on"
+	_, err := NewOpenCL(cfg)
+	if !errors.Is(err, ErrFFT) || !strings.Contains(err.Error(), `"on"`) {
+		t.Errorf("NewOpenCL with FFT %q: %v, want ErrFFT naming the value", cfg.FFT, err)
+	}
+}
