@@ -303,3 +303,65 @@ func TestOpenCLFFTMode(t *testing.T) {
 		t.Errorf("NewOpenCL with FFT %q: %v, want ErrFFT naming the value", cfg.FFT, err)
 	}
 }
+
+// BenchmarkOpenCLFFT times AlexNet's conv2 (batch 32, 27×27 planes, 5×5
+// filters, 64→192 channels; COTRAIN_BENCH_BATCH sets another batch) and,
+// for comparison with Winograd, conv3–conv5 (13×13, 3×3: P = 16), forward
+// (no bias), backward data and backward filter, by im2col and GEMM
+// ("im2col"; Winograd off) and by FFT ("fft"), and for conv3–conv5 by
+// Winograd ("winograd"; forward and data gradient), in one run:
+//
+//	go test -c -tags opencl -o .dev/gpu.test ./gpu
+//	.dev/gpu.test -test.run '^$' -test.bench OpenCLFFT -test.benchtime 50x
+//
+// im2col-TFLOPS counts im2col's multiplications per second whichever path
+// ran, so the ratio of two paths' rates is their speed ratio. On PoCL
+// (OpenCL on the CPU) every path is bound by the CPU's arithmetic and the
+// ratios say little about a GPU.
+func BenchmarkOpenCLFFT(b *testing.B) {
+	o := openCLForTest(b)
+	nb := benchBatch(b)
+	r := newBenchRand()
+	for _, c := range alexConvs[1:] {
+		g := c.g
+		g.N = nb
+		if err := g.Setup(); err != nil {
+			b.Fatal(err)
+		}
+		x, w := o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.K*g.colRows())
+		y, dx := o.Alloc(g.N*g.K*g.OH*g.OW), o.Alloc(g.N*g.C*g.H*g.W)
+		for _, z := range []Buffer{x, w, y} {
+			o.Upload(z, clRand(r, z.Len()))
+		}
+		oldF, oldW := o.fftSetting, o.wino
+		o.fftSetting, o.wino = FFTOn, WinogradOn
+		ws := o.Alloc(max(o.ConvWorkspace(g), o.fftWorkspace(&g), o.winoWorkspace(&g))) // room for every path
+		o.fftSetting, o.wino = oldF, oldW
+		flops := 2 * float64(g.N*g.K*g.OH*g.OW*g.colRows())
+		paths := []struct{ name, fft, wino string }{{"im2col", FFTOff, WinogradOff}, {"fft", FFTOn, WinogradOff}}
+		if g.winoEligible() {
+			paths = append(paths, struct{ name, fft, wino string }{"winograd", FFTOff, WinogradOn})
+		}
+		for _, m := range paths {
+			passes := []struct {
+				name string
+				run  func()
+			}{
+				{"forward", func() { o.ConvForward(g, y, x, w, nil, ws) }},
+				{"backward-data", func() { o.ConvBackwardData(g, dx, y, w, ws) }},
+				{"backward-filter", func() { o.ConvBackwardFilter(g, w, nil, y, x, ws) }},
+			}
+			for _, p := range passes {
+				if m.name == "winograd" && p.name == "backward-filter" {
+					continue // im2col's
+				}
+				b.Run(c.name+"/"+p.name+"/"+m.name, func(b *testing.B) {
+					setFFT(b, o, m.fft)
+					setWinograd(b, o, m.wino)
+					benchKernel(b, o, 0, p.run)
+					b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "im2col-TFLOPS")
+				})
+			}
+		}
+	}
+}

@@ -252,7 +252,7 @@ func bptr(b []byte) unsafe.Pointer { return unsafe.Pointer(&b[0]) }
 func TestOpenCLEnvValues(t *testing.T) {
 	for _, c := range []struct{ name, value string }{
 		{"COTRAIN_OPENCL_TUNE", "false"}, {"COTRAIN_OPENCL_ONE_QUEUE", "yes"}, {"COTRAIN_OPENCL_RED_WG", "abc"},
-		{"COTRAIN_OPENCL_RED_WG", "-8"}, {"COTRAIN_OPENCL_STAGING", "maybe"}, {"COTRAIN_OPENCL_WINOGRAD", "2"},
+		{"COTRAIN_OPENCL_RED_WG", "-8"}, {"COTRAIN_OPENCL_STAGING", "maybe"}, {"COTRAIN_OPENCL_WINOGRAD", "2"}, {"COTRAIN_OPENCL_FFT", "yes"},
 		{"COTRAIN_OPENCL_FUSE", "off"},
 	} {
 		t.Run(c.name+"="+c.value, func(t *testing.T) {
