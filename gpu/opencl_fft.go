@@ -78,13 +78,38 @@ func fftMode(mode string) (string, error) {
 }
 
 // fftSizes are the FFT sizes P the kernels are built for (fft.cl is
-// compiled once per size), and fftGroups the planes one work-group
-// transforms for each: G·(P·(P/2+1)+1) complex values of local memory,
-// 9.2 KiB for 16 and 17.4 KiB for 32, within the 32 KiB OpenCL promises.
-var (
-	fftSizes  = []int{16, 32}
-	fftGroups = map[int]int{16: 8, 32: 4}
-)
+// compiled once per size).
+var fftSizes = []int{16, 32}
+
+// fftGroup is how many planes one work-group of the size-p kernels
+// transforms on a device with localMem bytes of local memory per
+// work-group: each plane takes P·(P/2+1)+1 complex values (4.4 KiB for 32,
+// 1.2 KiB for 16). A group writes each frequency of its planes as one run
+// of that many floats (fft.cl), so 8 (32 bytes, a whole sector of a GPU's
+// memory) where the device has 48 KiB, 4 for 32 within the 32 KiB OpenCL
+// promises.
+func fftGroup(p int, localMem int64) int {
+	if localMem <= 0 { // not reported: what OpenCL promises
+		localMem = 32 << 10
+	}
+	g := 8
+	if localMem >= 48<<10 && p <= 16 {
+		g = 16
+	}
+	for g > 1 && int64(g*(fftFreqs(p)+1)*8) > min(localMem, 48<<10)*3/4 {
+		g /= 2
+	}
+	return g
+}
+
+// fftFits reports whether the size-p kernels' local memory fits a device
+// with localMem bytes per work-group (32 KiB when not reported).
+func fftFits(p int, localMem int64) bool {
+	if localMem <= 0 {
+		localMem = 32 << 10
+	}
+	return int64(fftGroup(p, localMem)*(fftFreqs(p)+1)*8) <= localMem
+}
 
 // fftWG is the work-group size of the FFT kernels (at most: the kernel's
 // own limit may be lower); the items loop over a group's rows and columns.
@@ -92,14 +117,14 @@ const fftWG = 64
 
 // fftSource is fft.cl compiled once per FFT size (its kernels named with
 // the size: fft_r2c_32), for the main program.
-func fftSource() string {
+func fftSource(info DeviceInfo) string {
 	src, err := kernelFS.ReadFile("kernels/fft.cl")
 	if err != nil {
 		panic("gpu: opencl: missing embedded kernel fft.cl") // a build without the file: our bug
 	}
 	var b strings.Builder
 	for _, p := range fftSizes {
-		fmt.Fprintf(&b, "#define FFT_G_%d %d\n", p, fftGroups[p])
+		fmt.Fprintf(&b, "#define FFT_G_%d %d\n", p, fftGroup(p, info.LocalMem))
 	}
 	for _, p := range fftSizes {
 		fmt.Fprintf(&b, "// --- fft.cl, P = %d\n#define FFT_P %d\n%s\n#undef FFT_P\n", p, p, src)
@@ -157,6 +182,8 @@ func (o *OpenCL) fftChoice(g *ConvGeom) (bool, string) {
 		// Half storage would round the spectra to half between the
 		// transforms and the products: kept off, as Winograd is.
 		return false, "half storage"
+	case !fftFits(fftSize(g), o.info.LocalMem):
+		return false, "the device's local memory holds no plane's spectrum"
 	case o.fftSetting == FFTOff:
 		return false, "off (COTRAIN_OPENCL_FFT=0)"
 	case o.fftSetting == FFTOn:
@@ -256,7 +283,7 @@ func (o *OpenCL) launchFFT(name string, p, groups int, args ...any) {
 
 // r2c writes the spectra of src's planes to dst at doff as l lays them out.
 func (o *OpenCL) r2c(p int, dst *clMem, doff int, src fftPlanes, l fftLayout) {
-	gp := fftGroups[p]
+	gp := fftGroup(p, o.info.LocalMem)
 	o.launchFFT("fft_r2c", p, l.kn*((l.cn+gp-1)/gp), dst, doff, src.m, src.off, src.na, src.nb, src.h, src.w, src.padH, src.padW,
 		b2i(l.swap), b2i(l.dup), l.sgn, l.kn, l.cn, l.ld(), l.fs())
 }
@@ -265,7 +292,7 @@ func (o *OpenCL) r2c(p int, dst *clMem, doff int, src fftPlanes, l fftLayout) {
 // rows per frequency, the plane (a, b) at row b and column a (swap: row a,
 // column b); bias (may be nil) and act as fft_c2r says.
 func (o *OpenCL) c2r(p int, dst fftPlanes, src *clMem, soff int, swap bool, rn, cn int, bias *clBuf, act int) {
-	gp := fftGroups[p]
+	gp := fftGroup(p, o.info.LocalMem)
 	bm, boff, hasBias := src, 0, 0
 	if bias != nil {
 		bm, boff, hasBias = bias.m, bias.off, 1

@@ -271,7 +271,7 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 // (maxWG, or 256 when 0, then halving down to 16) that the device and every
 // reduction kernel accept.
 func (o *OpenCL) buildMain(dir string, maxWG int) error {
-	src := kernelSource("elementwise.cl", "conv.cl", "pool.cl", "norm.cl", "tensor.cl", "activation.cl", "winograd.cl", "dropout.cl") + fftSource()
+	src := kernelSource("elementwise.cl", "conv.cl", "pool.cl", "norm.cl", "tensor.cl", "activation.cl", "winograd.cl", "dropout.cl") + fftSource(o.info)
 	if maxWG <= 0 {
 		maxWG = 256
 	}
