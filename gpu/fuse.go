@@ -34,6 +34,10 @@ type ActFuser interface {
 	// BiasAct is AddBias(x, bias, n, c, hw) then Activate(a, x, x); a nil
 	// bias adds none.
 	BiasAct(a Act, x, bias Buffer, n, c, hw int)
+	// LinearForwardAct is a fully connected layer's forward with a fused:
+	// Gemm(false, true, n, out, in, 1, x, w, 0, y) then BiasAct(a, y, bias,
+	// n, out, 1), for y n×out, x n×in, w out×in and bias out (nil: none).
+	LinearForwardAct(a Act, y, x, w, bias Buffer, n, in, out int)
 	// ActivateBackwardBias is ActivateBackward(a, dx, dy, y) then
 	// BiasGrad(dbias, dx, n, c, hw): dx and dbias (n×c×hw and c) from the
 	// activation's output gradient dy and output y.
@@ -87,6 +91,12 @@ func (u unfused) BiasAct(a Act, x, bias Buffer, n, c, hw int) {
 		u.b.AddBias(x, bias, n, c, hw)
 	}
 	u.b.Activate(a, x, x)
+}
+
+func (u unfused) LinearForwardAct(a Act, y, x, w, bias Buffer, n, in, out int) {
+	mustFuse("LinearForwardAct", a)
+	u.b.Gemm(false, true, n, out, in, 1, x, w, 0, y)
+	u.BiasAct(a, y, bias, n, out, 1)
 }
 
 func (u unfused) ActivateBackwardBias(a Act, dx, dbias, dy, y Buffer, n, c, hw int) {

@@ -76,6 +76,9 @@ type OpenCL struct {
 
 	// noFuse runs the ActFuser methods unfused (OpenCLConfig.NoFuse).
 	noFuse bool
+	// noEpilogue keeps bias and activation out of the GEMMs' store
+	// (OpenCLConfig.NoEpilogue; epilogueOn).
+	noEpilogue bool
 
 	// wino is the Winograd mode (OpenCLConfig.Winograd, checked); winoSeen
 	// the geometries whose choice was logged.

@@ -109,8 +109,7 @@ func (o *OpenCL) convForwardKeepAct(g ConvGeom, y, x, w, bias, ws, cols Buffer, 
 		o.winoForward(&g, ys, xs, wsl, bs, col, act)
 		return
 	}
-	o.convForward(&g, ys, xs, wsl, c, nb, true)
-	o.biasAct(ys, bs, g.N, g.K, g.OH*g.OW, act)
+	o.convForward(&g, ys, xs, wsl, bs, c, nb, true, act)
 }
 
 // ConvBackwardFilterCols implements ConvColumnKeeper: ConvBackwardFilter

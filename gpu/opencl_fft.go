@@ -383,7 +383,7 @@ type fftShape struct{ m, n, kc, layers int }
 // changes no bit.
 func (o *OpenCL) fftGemm(m, n, kc, layers int, a, b mat, beta float32, c mat) {
 	launch := func(v *gemmVariant) {
-		o.gemmWith(v, true, false, m, n, layers*kc, 1, a, b, beta, c, kc, layers, c.m)
+		o.gemmWith(v, true, false, m, n, layers*kc, 1, a, b, beta, c, kc, layers, c.m, epilogue{})
 	}
 	key := fftShape{m, n, kc, layers}
 	i, ok := o.fftByShape[key]

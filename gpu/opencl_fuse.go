@@ -39,6 +39,31 @@ func (o *OpenCL) BiasAct(a Act, x, bias Buffer, n, c, hw int) {
 	o.biasAct(xs, bs, n, c, hw, int(a.Kind))
 }
 
+// LinearForwardAct implements ActFuser: the product with the bias (per
+// column of y) and a in its epilogue (gemm.cl) where it may run
+// (epilogueOn), else the product then bias_act.
+func (o *OpenCL) LinearForwardAct(a Act, y, x, w, bias Buffer, n, in, out int) {
+	mustFuse("LinearForwardAct", a)
+	if o.noFuse {
+		Unfused(o).LinearForwardAct(a, y, x, w, bias, n, in, out)
+		return
+	}
+	ys, xs, ws, bs := o.buf(y), o.buf(x), o.buf(w), o.buf(bias)
+	if ys.n < n*out || xs.n < n*in || ws.n < out*in || (bs != nil && bs.n != out) {
+		panic(fmt.Sprintf("gpu: LinearForwardAct: y %d, x %d, w %d elements for %d×%d×%d", ys.n, xs.n, ws.n, n, in, out))
+	}
+	if !o.epilogueOn() {
+		o.Gemm(false, true, n, out, in, 1, x, w, 0, y)
+		o.biasAct(ys, bs, n, out, 1, int(a.Kind))
+		return
+	}
+	e := epilogue{col: true, act: int(a.Kind)}
+	if bs != nil {
+		e.bias, e.off = bs.m, bs.off
+	}
+	o.gemmEpi(false, true, n, out, in, 1, plainMat(xs.m, xs.off, in), plainMat(ws.m, ws.off, in), 0, plainMat(ys.m, ys.off, out), e)
+}
+
 // biasAct adds bias bs (nil: none) to x (n×c×hw), then applies the
 // activation act (1 ReLU, 2 ReLU6) in the same pass; act 0 is AddBias
 // alone (nothing without a bias). Planes of 32 positions or more run as a

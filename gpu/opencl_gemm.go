@@ -231,13 +231,57 @@ func (a mat) vec(clen int) int {
 // chose for this size, stepping down to smaller tiles while the grid would
 // leave compute units idle.
 func (o *OpenCL) gemm(ta, tb bool, m, n, k int, alpha float32, a, b mat, beta float32, c mat) {
+	o.gemmEpi(ta, tb, m, n, k, alpha, a, b, beta, c, epilogue{})
+}
+
+// epilogue is what a product's store does to each output before writing
+// it (gemm.cl): add a bias per row of C (a convolution's output channels)
+// or per column (a fully connected layer's output features), then apply
+// ReLU or ReLU6. The value stored is the one the store followed by
+// bias_act would have left, bit for bit, as long as C is float (the host
+// never asks for it in half storage: see epilogueOn).
+type epilogue struct {
+	bias *clMem // nil: no bias
+	off  int
+	col  bool // the bias is per column of C; else per row
+	act  int  // 0 none, 1 ReLU, 2 ReLU6 (gemm.cl's act_relu)
+}
+
+// Epilogue modes of gemm.cl.
+const (
+	epiNone = iota
+	epiRow
+	epiCol
+)
+
+// args are the kernels' epilogue arguments (emode, eact, E, eoff); with no
+// bias, E is c, any buffer the kernel may be given, and is not read.
+func (e epilogue) args(c *clMem) []any {
+	mode, b := epiNone, c
+	if e.bias != nil {
+		mode, b = epiRow, e.bias
+		if e.col {
+			mode = epiCol
+		}
+	}
+	return []any{mode, e.act, b, e.off}
+}
+
+// epilogueOn reports whether products may take their bias and activation
+// in their store: float storage only (a half store rounds before bias_act
+// adds the bias, which the epilogue would not), and not turned off
+// (OpenCLConfig.NoEpilogue).
+func (o *OpenCL) epilogueOn() bool { return !o.half && !o.noEpilogue }
+
+// gemmEpi is gemm with the epilogue e applied to C as it is stored.
+func (o *OpenCL) gemmEpi(ta, tb bool, m, n, k int, alpha float32, a, b mat, beta float32, c mat, e epilogue) {
 	if m == 0 || n == 0 {
 		return
 	}
 	if k == 0 { // C = beta*C; A and B hold no memory and are not read
 		a.m, b.m = c.m, c.m
 	}
-	o.gemmRun(o.gemms[o.gemmFor(ta, tb, m, n, k, a, b, beta, c)], ta, tb, m, n, k, alpha, a, b, beta, c)
+	o.gemmRun(o.gemms[o.gemmFor(ta, tb, m, n, k, a, b, beta, c)], ta, tb, m, n, k, alpha, a, b, beta, c, e)
 }
 
 // Per-shape tuning. The square sizes the tuner times say little about the
@@ -311,7 +355,7 @@ func (o *OpenCL) gemmFor(ta, tb bool, m, n, k int, a, b mat, beta float32, c mat
 
 // timeShape times the product with every variant (timeVariants).
 func (o *OpenCL) timeShape(ta, tb bool, m, n, k int, a, b, c mat) (int, map[string]time.Duration, error) {
-	return o.timeVariants(func(v *gemmVariant) { o.gemmRun(v, ta, tb, m, n, k, 1, a, b, 0, c) })
+	return o.timeVariants(func(v *gemmVariant) { o.gemmRun(v, ta, tb, m, n, k, 1, a, b, 0, c, epilogue{}) })
 }
 
 // timeVariants runs launch with every variant (once to warm up, then
@@ -390,11 +434,12 @@ const maxSplits = 256
 var gemmSumWG = 256
 
 // gemmRun runs a product with variant v, split in k as gemmSplits says: the
-// partial sums go to a workspace and gemm_sum adds them into C.
-func (o *OpenCL) gemmRun(v *gemmVariant, ta, tb bool, m, n, k int, alpha float32, a, b mat, beta float32, c mat) {
+// partial sums go to a workspace and gemm_sum adds them into C. The
+// epilogue e is applied by the kernel that writes C.
+func (o *OpenCL) gemmRun(v *gemmVariant, ta, tb bool, m, n, k int, alpha float32, a, b mat, beta float32, c mat, e epilogue) {
 	splits, kc := gemmSplits(m, n, k)
 	if splits == 1 {
-		o.gemmWith(v, ta, tb, m, n, k, alpha, a, b, beta, c, k, 1, c.m)
+		o.gemmWith(v, ta, tb, m, n, k, alpha, a, b, beta, c, k, 1, c.m, e)
 		return
 	}
 	// The partial sums are float: the products write them as their C in
@@ -404,11 +449,11 @@ func (o *OpenCL) gemmRun(v *gemmVariant, ta, tb bool, m, n, k int, alpha float32
 	if o.half {
 		layers = c
 	}
-	o.gemmWith(v, ta, tb, m, n, k, 1, a, b, 0, layers, kc, splits, ws)
+	o.gemmWith(v, ta, tb, m, n, k, 1, a, b, 0, layers, kc, splits, ws, epilogue{})
 	wg, vec := min(gemmSumWG, v.sum.maxWG), c.vec(n)
 	items := m * n / (1 + 3*vec) // 4 elements per item with vec
-	must(o.ctx.launch(v.sum, []int{(items + wg - 1) / wg * wg}, []int{wg}, m, n, splits, alpha, ws, beta,
-		c.m, c.off, c.ld, c.segl, c.segs, vec))
+	must(o.ctx.launch(v.sum, []int{(items + wg - 1) / wg * wg}, []int{wg}, append([]any{m, n, splits, alpha, ws, beta,
+		c.m, c.off, c.ld, c.segl, c.segs, vec}, e.args(c.m)...)...))
 }
 
 // pickGemm returns the index of the variant for an m×n×k product: the tuned
@@ -468,8 +513,9 @@ func padded(v *gemmVariant, m, n int) int { return blocks(v, m, n) * v.TSM * v.T
 
 // gemmWith launches one product kernel of v over splits layers of k-ranges
 // of kc (1 and k: no split); layer z writes its sums at c offset by z·m·n,
-// or with half storage at p offset by z·m·n (p is not read otherwise).
-func (o *OpenCL) gemmWith(v *gemmVariant, ta, tb bool, m, n, k int, alpha float32, a, b mat, beta float32, c mat, kc, splits int, p *clMem) {
+// or with half storage at p offset by z·m·n (p is not read otherwise). The
+// epilogue e is for unsplit products (the partial sums take none).
+func (o *OpenCL) gemmWith(v *gemmVariant, ta, tb bool, m, n, k int, alpha float32, a, b mat, beta float32, c mat, kc, splits int, p *clMem, e epilogue) {
 	rm, rn := v.TSM/v.WPTM, v.TSN/v.WPTN
 	global := []int{(n + v.TSN - 1) / v.TSN * rn, (m + v.TSM - 1) / v.TSM * rm, splits}
 	aLen, bLen := k, n // length of each operand's contiguous dimension
@@ -483,10 +529,10 @@ func (o *OpenCL) gemmWith(v *gemmVariant, ta, tb bool, m, n, k int, alpha float3
 	if splits > 1 {
 		cpart = m * n
 	}
-	must(o.ctx.launch(v.k[2*b2i(tb)+b2i(ta)], global, []int{rn, rm, 1}, m, n, k, alpha,
+	must(o.ctx.launch(v.k[2*b2i(tb)+b2i(ta)], global, []int{rn, rm, 1}, append([]any{m, n, k, alpha,
 		a.m, a.off, a.ld, a.segl, a.segs, a.vec(aLen),
 		b.m, b.off, b.ld, b.segl, b.segs, b.vec(bLen), beta,
-		c.m, c.off, c.ld, c.segl, c.segs, c.vec(n), kc, cpart, p))
+		c.m, c.off, c.ld, c.segl, c.segs, c.vec(n), kc, cpart, p}, e.args(c.m)...)...))
 }
 
 func b2i(b bool) int {
@@ -647,7 +693,7 @@ func (o *OpenCL) timeGemms(budget time.Duration) (gemmTuning, error) {
 			run := func(reps int) (time.Duration, error) {
 				t0 := time.Now()
 				for r := 0; r < reps; r++ {
-					o.gemmRun(v, false, false, size, size, size, 1, plainMat(a, 0, size), plainMat(b, 0, size), 0, plainMat(c, 0, size))
+					o.gemmRun(v, false, false, size, size, size, 1, plainMat(a, 0, size), plainMat(b, 0, size), 0, plainMat(c, 0, size), epilogue{})
 				}
 				err := o.ctx.finish()
 				return time.Since(t0) / time.Duration(reps), err

@@ -65,7 +65,7 @@ func BenchmarkOpenCLGemmShapes(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				run := func() {
-					o.gemmRun(v, s.ta, s.tb, s.m, s.n, s.k, 1, plainMat(as.m, 0, lda), plainMat(bs.m, 0, ldb), 0, plainMat(cs.m, 0, s.n))
+					o.gemmRun(v, s.ta, s.tb, s.m, s.n, s.k, 1, plainMat(as.m, 0, lda), plainMat(bs.m, 0, ldb), 0, plainMat(cs.m, 0, s.n), epilogue{})
 				}
 				run()
 				must(o.Finish())

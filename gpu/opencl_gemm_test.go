@@ -112,7 +112,7 @@ func TestOpenCLGemmShapeTuning(t *testing.T) {
 	got := download(o, c)
 	as, bs, cs := o.buf(a), o.buf(b), o.buf(c)
 	for _, v := range o.gemms {
-		o.gemmRun(v, false, false, m, n, k, 1, plainMat(as.m, as.off, k), plainMat(bs.m, bs.off, n), 0, plainMat(cs.m, cs.off, n))
+		o.gemmRun(v, false, false, m, n, k, 1, plainMat(as.m, as.off, k), plainMat(bs.m, bs.off, n), 0, plainMat(cs.m, cs.off, n), epilogue{})
 		if !slices.Equal(download(o, c), got) {
 			t.Fatalf("variant %s gives other bits than the timed choice", v.Name)
 		}
@@ -130,7 +130,7 @@ func TestOpenCLGemmShapeTuning(t *testing.T) {
 	o.Gemm(false, false, m, n2, k, 1, a2, b2, 0, c2)
 	want2 := o.Alloc(m * n2)
 	o.gemmRun(o.gemms[0], false, false, m, n2, k, 1, plainMat(as.m, as.off, k), plainMat(o.buf(b2).m, o.buf(b2).off, n2), 0,
-		plainMat(o.buf(want2).m, 0, n2))
+		plainMat(o.buf(want2).m, 0, n2), epilogue{})
 	if !slices.Equal(download(o, c2), download(o, want2)) {
 		t.Error("product whose C shares an allocation with A and B: wrong result")
 	}
@@ -278,7 +278,7 @@ func testOpenCLGemmSegmented(t *testing.T, o *OpenCL) {
 				c := newSegOperand(o, r, m, n, hw) // beta -1: C is read too
 				want := append([]float32(nil), c.plain...)
 				cpu.Gemm(tr[0], tr[1], m, n, k, 0.5, Host(a.plain), Host(b.plain), -1, Host(want))
-				o.gemmRun(v, tr[0], tr[1], m, n, k, 0.5, a.m, b.m, -1, c.m)
+				o.gemmRun(v, tr[0], tr[1], m, n, k, 0.5, a.m, b.m, -1, c.m, epilogue{})
 				assertCloseFor(t, o, fmt.Sprintf("hw %d %v %s", hw, tr, v.Name), c.gather(o, m, n, hw), want)
 			}
 		}
@@ -461,7 +461,7 @@ func sgemmBench(b *testing.B, o *OpenCL, v *gemmVariant, n int, ta, tb bool) {
 		if v == nil {
 			o.Gemm(ta, tb, n, n, n, 1, a, bb, 0, c)
 		} else {
-			o.gemmRun(v, ta, tb, n, n, n, 1, plainMat(as.m, 0, n), plainMat(bs.m, 0, n), 0, plainMat(cs.m, 0, n))
+			o.gemmRun(v, ta, tb, n, n, n, 1, plainMat(as.m, 0, n), plainMat(bs.m, 0, n), 0, plainMat(cs.m, 0, n), epilogue{})
 		}
 	}
 	run() // warm-up
@@ -543,7 +543,7 @@ func BenchmarkOpenCLSgemmSplit(b *testing.B) {
 		ws := o.scratch(&o.splitWS, s*1024*1024)
 		a, bb := o.buf(o.Alloc(1024*1024)), o.buf(o.Alloc(1024*1024))
 		run := func() {
-			o.gemmWith(v, false, false, 1024, 1024, 1024, 1, plainMat(a.m, 0, 1024), plainMat(bb.m, 0, 1024), 0, plainMat(ws, 0, 1024), kc, s, ws)
+			o.gemmWith(v, false, false, 1024, 1024, 1024, 1, plainMat(a.m, 0, 1024), plainMat(bb.m, 0, 1024), 0, plainMat(ws, 0, 1024), kc, s, ws, epilogue{})
 		}
 		run()
 		must(o.Finish())
@@ -654,7 +654,7 @@ func variantProducts(o *OpenCL, m, n, k int, tr [2]bool, a, b *clBuf, alpha floa
 	var out [][]float32
 	for _, v := range o.gemms {
 		c := o.buf(o.Alloc(m * n))
-		o.gemmRun(v, tr[0], tr[1], m, n, k, alpha, plainMat(a.m, a.off, lda), plainMat(b.m, b.off, ldb), 0, plainMat(c.m, c.off, n))
+		o.gemmRun(v, tr[0], tr[1], m, n, k, alpha, plainMat(a.m, a.off, lda), plainMat(b.m, b.off, ldb), 0, plainMat(c.m, c.off, n), epilogue{})
 		out = append(out, download(o, c))
 	}
 	return out

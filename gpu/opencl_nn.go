@@ -205,16 +205,18 @@ func (o *OpenCL) convForwardAct(g ConvGeom, y, x, w, bias, ws Buffer, act int) {
 		o.winoForward(&g, ys, xs, wsl, bs, col, act)
 		return
 	}
-	o.convForward(&g, ys, xs, wsl, col, nb, false)
-	o.biasAct(ys, bs, g.N, g.K, g.OH*g.OW, act)
+	o.convForward(&g, ys, xs, wsl, bs, col, nb, false, act)
 }
 
-// convForward runs the forward of a convolution without its bias in
-// chunks of nb samples. Unless kept, each chunk and group is expanded into
-// col in turn; kept (ConvForwardKeep), col receives every group's matrix of
-// the whole batch (group gi's at gi·rows·N·OH·OW) and each chunk's product
-// reads its columns there: the same products, so the same bits.
-func (o *OpenCL) convForward(g *ConvGeom, ys, xs, wsl, col *clBuf, nb int, kept bool) {
+// convForward runs the forward of a convolution in chunks of nb samples,
+// adding the bias bs (nil: none) and applying the activation act (0 none, 1
+// ReLU, 2 ReLU6): in the GEMMs' epilogue where it may run (epilogueOn),
+// else in a bias_act pass after them (depthwise convolutions, which have no
+// GEMM, too). Unless kept, each chunk and group is expanded into col in
+// turn; kept (ConvForwardKeep), col receives every group's matrix of the
+// whole batch (group gi's at gi·rows·N·OH·OW) and each chunk's product reads
+// its columns there: the same products, so the same bits.
+func (o *OpenCL) convForward(g *ConvGeom, ys, xs, wsl, bs, col *clBuf, nb int, kept bool, act int) {
 	if g.depthwise() {
 		args := append([]any{ys.m, ys.off, xs.m, xs.off, wsl.m, wsl.off}, g.dwArgs()...)
 		if sfx := g.dw3Kernel(); sfx != "" {
@@ -222,6 +224,7 @@ func (o *OpenCL) convForward(g *ConvGeom, ys, xs, wsl, col *clBuf, nb int, kept 
 		} else {
 			o.run1("dw_forward", ys.n, args...)
 		}
+		o.biasAct(ys, bs, g.N, g.K, g.OH*g.OW, act)
 		return
 	}
 	grp := g.groups()
@@ -231,13 +234,24 @@ func (o *OpenCL) convForward(g *ConvGeom, ys, xs, wsl, col *clBuf, nb int, kept 
 			o.im2col(g, rows, g.N, ohw, col.m, col.off+gi*rows*g.N*ohw, xs.m, xs.off+gi*cg*g.H*g.W)
 		}
 	}
+	epi := o.epilogueOn()
 	for n0 := 0; n0 < g.N; n0 += nb {
 		cnt := min(nb, g.N-n0)
 		for gi := 0; gi < grp; gi++ {
+			var e epilogue
+			if epi {
+				e.act = act
+				if bs != nil { // row r of group gi's product is output channel gi·kg + r
+					e.bias, e.off = bs.m, bs.off+gi*kg
+				}
+			}
 			src := o.chunkCols(g, xs, col, kept, n0, cnt, gi)
-			o.gemm(false, false, kg, cnt*ohw, rows, 1, plainMat(wsl.m, wsl.off+gi*kg*rows, rows), src,
-				0, batchMat(ys, n0, cnt, gi*kg, g.K, ohw))
+			o.gemmEpi(false, false, kg, cnt*ohw, rows, 1, plainMat(wsl.m, wsl.off+gi*kg*rows, rows), src,
+				0, batchMat(ys, n0, cnt, gi*kg, g.K, ohw), e)
 		}
+	}
+	if !epi {
+		o.biasAct(ys, bs, g.N, g.K, ohw, act)
 	}
 }
 

@@ -61,6 +61,12 @@ type OpenCLConfig struct {
 	// kernels they stand for (Unfused): the same bits, more launches and
 	// passes over memory. For measuring what fusing gains.
 	NoFuse bool
+	// NoEpilogue keeps the GEMMs of convolutions and fully connected layers
+	// from adding the bias and applying a fused activation as they store
+	// their output (gemm.cl's epilogue): a bias_act or add_bias pass
+	// follows them instead, as before the epilogue existed. The same bits;
+	// for measuring what the epilogue gains. Half storage never uses it.
+	NoEpilogue bool
 	// Winograd says where 3×3 stride-1 ungrouped convolutions run their
 	// forward and data gradient by Winograd F(2×2, 3×3)
 	// (opencl_winograd.go): WinogradAuto (or "") where enough channels and
@@ -109,17 +115,21 @@ func envFlag(name string, def bool) (bool, error) {
 // that is not a mode), one queue if COTRAIN_OPENCL_ONE_QUEUE=1,
 // Winograd as COTRAIN_OPENCL_WINOGRAD says (0, 1 or auto; auto when unset;
 // NewOpenCL refuses another value), FFT as COTRAIN_OPENCL_FFT says (0, 1
-// or auto; auto when unset; NewOpenCL refuses another value), and bias and activation fused
-// (NoFuse) unless COTRAIN_OPENCL_FUSE=0 (1 or unset: fused).
+// or auto; auto when unset; NewOpenCL refuses another value), bias and
+// activation fused (NoFuse) unless COTRAIN_OPENCL_FUSE=0 (1 or unset:
+// fused), and the GEMMs' epilogue on (NoEpilogue) unless
+// COTRAIN_OPENCL_EPILOGUE=0 (1 or unset: on).
 func DefaultOpenCLConfig() OpenCLConfig {
 	cfg := OpenCLConfig{Index: -1, CacheDir: defaultCacheDir(), GemmOptions: os.Getenv("COTRAIN_OPENCL_GEMM_OPTS"),
 		Staging: os.Getenv("COTRAIN_OPENCL_STAGING"), Winograd: os.Getenv("COTRAIN_OPENCL_WINOGRAD"),
 		FFT: os.Getenv("COTRAIN_OPENCL_FFT")}
-	var errTune, errQueue, errWG, errFuse error
+	var errTune, errQueue, errWG, errFuse, errEpi error
 	cfg.Tune, errTune = envFlag("COTRAIN_OPENCL_TUNE", true)
 	cfg.OneQueue, errQueue = envFlag("COTRAIN_OPENCL_ONE_QUEUE", false)
 	fuse, errFuse := envFlag("COTRAIN_OPENCL_FUSE", true)
 	cfg.NoFuse = !fuse
+	epi, errEpi := envFlag("COTRAIN_OPENCL_EPILOGUE", true)
+	cfg.NoEpilogue = !epi
 	if v := os.Getenv("COTRAIN_OPENCL_RED_WG"); v != "" { // sets ReductionWG
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
@@ -127,7 +137,7 @@ func DefaultOpenCLConfig() OpenCLConfig {
 		}
 		cfg.ReductionWG = n
 	}
-	cfg.envErr = errors.Join(errTune, errQueue, errWG, errFuse)
+	cfg.envErr = errors.Join(errTune, errQueue, errWG, errFuse, errEpi)
 	if v := os.Getenv("COTRAIN_OPENCL_GEMM"); v != "" {
 		cfg.GemmVariants = strings.Split(v, ",")
 	}
@@ -245,7 +255,7 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 		_ = ctx.oneQueue() // nothing enqueued yet
 	}
 	o := &OpenCL{ctx: ctx, info: info, log: cfg.Log, k: map[string]*clKernel{}, half: cfg.HalfStorage, wino: wino,
-		fftSetting: fftSetting, noFuse: cfg.NoFuse}
+		fftSetting: fftSetting, noFuse: cfg.NoFuse, noEpilogue: cfg.NoEpilogue}
 	o.keepBudget = info.GlobalMem / 8 // ConvKeepColumns
 	gemmOpts := cfg.GemmOptions
 	if o.half {
@@ -263,7 +273,7 @@ func NewOpenCL(cfg OpenCLConfig) (*OpenCL, error) {
 	built := time.Since(start)
 	o.tuneGemm(cfg.CacheDir, cfg.Tune)
 	_, sel := o.GemmVariants()
-	cfg.Log.Debug("gpu: opencl: ready", "device", info.String(), "build", built, "gemm", sel, "reduction_wg", o.redWG, "fp16_storage", o.half, "staging", staging, "transfer_queue", ctx.xfer != nil, "winograd", wino, "fft", fftSetting, "fuse", !cfg.NoFuse)
+	cfg.Log.Debug("gpu: opencl: ready", "device", info.String(), "build", built, "gemm", sel, "reduction_wg", o.redWG, "fp16_storage", o.half, "staging", staging, "transfer_queue", ctx.xfer != nil, "winograd", wino, "fft", fftSetting, "fuse", !cfg.NoFuse, "epilogue", o.epilogueOn())
 	return o, nil
 }
 

@@ -253,7 +253,7 @@ func TestOpenCLEnvValues(t *testing.T) {
 	for _, c := range []struct{ name, value string }{
 		{"COTRAIN_OPENCL_TUNE", "false"}, {"COTRAIN_OPENCL_ONE_QUEUE", "yes"}, {"COTRAIN_OPENCL_RED_WG", "abc"},
 		{"COTRAIN_OPENCL_RED_WG", "-8"}, {"COTRAIN_OPENCL_STAGING", "maybe"}, {"COTRAIN_OPENCL_WINOGRAD", "2"}, {"COTRAIN_OPENCL_FFT", "yes"},
-		{"COTRAIN_OPENCL_FUSE", "off"},
+		{"COTRAIN_OPENCL_FUSE", "off"}, {"COTRAIN_OPENCL_EPILOGUE", "no"},
 	} {
 		t.Run(c.name+"="+c.value, func(t *testing.T) {
 			t.Setenv(c.name, c.value)
@@ -270,12 +270,14 @@ func TestOpenCLEnvValues(t *testing.T) {
 	t.Setenv("COTRAIN_OPENCL_ONE_QUEUE", "1")
 	t.Setenv("COTRAIN_OPENCL_RED_WG", "64")
 	t.Setenv("COTRAIN_OPENCL_FUSE", "0")
+	t.Setenv("COTRAIN_OPENCL_EPILOGUE", "0")
 	cfg := DefaultOpenCLConfig()
-	if cfg.envErr != nil || cfg.Tune || !cfg.OneQueue || cfg.ReductionWG != 64 || !cfg.NoFuse {
+	if cfg.envErr != nil || cfg.Tune || !cfg.OneQueue || cfg.ReductionWG != 64 || !cfg.NoFuse || !cfg.NoEpilogue {
 		t.Errorf("valid values: %+v, %v", cfg, cfg.envErr)
 	}
 	t.Setenv("COTRAIN_OPENCL_FUSE", "1")
-	if cfg := DefaultOpenCLConfig(); cfg.envErr != nil || cfg.NoFuse {
-		t.Errorf("COTRAIN_OPENCL_FUSE=1: %+v, %v", cfg, cfg.envErr)
+	t.Setenv("COTRAIN_OPENCL_EPILOGUE", "1")
+	if cfg := DefaultOpenCLConfig(); cfg.envErr != nil || cfg.NoFuse || cfg.NoEpilogue {
+		t.Errorf("COTRAIN_OPENCL_FUSE=1, COTRAIN_OPENCL_EPILOGUE=1: %+v, %v", cfg, cfg.envErr)
 	}
 }

@@ -211,7 +211,7 @@ func (o *OpenCL) winoRun(op string, out, in winoPlane, u *clMem, ph, pw int, bia
 			// at m + ξ·out.ch·pld (gemmWith's cpart, m·n).
 			launch := func(g *gemmVariant) {
 				o.gemmWith(g, false, false, out.ch, pld, 16*ipad, 1, plainMat(u, 0, 16*ipad), plainMat(ws.m, v, pld),
-					0, plainMat(ws.m, m, pld), ipad, 16, ws.m)
+					0, plainMat(ws.m, m, pld), ipad, 16, ws.m, epilogue{})
 			}
 			launch(o.winoGemm(out.ch, pld, ipad, launch))
 		} else {

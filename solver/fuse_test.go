@@ -67,6 +67,11 @@ func (c *countingBackend) BiasAct(a gpu.Act, x, bias gpu.Buffer, n, ch, hw int) 
 	gpu.Unfused(c.CPU).BiasAct(a, x, bias, n, ch, hw)
 }
 
+func (c *countingBackend) LinearForwardAct(a gpu.Act, y, x, w, bias gpu.Buffer, n, in, out int) {
+	c.fused++
+	gpu.Unfused(c.CPU).LinearForwardAct(a, y, x, w, bias, n, in, out)
+}
+
 func (c *countingBackend) ActivateBackwardBias(a gpu.Act, dx, dbias, dy, y gpu.Buffer, n, ch, hw int) {
 	c.fused++
 	gpu.Unfused(c.CPU).ActivateBackwardBias(a, dx, dbias, dy, y, n, ch, hw)

@@ -54,15 +54,14 @@ func (l *Linear) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 	}
 }
 
-// forwardAct implements biasActLayer: the product, then the bias and a
-// in one pass of f.
+// forwardAct implements biasActLayer: the product, the bias and a through
+// f (on OpenCL in the product's own store).
 func (l *Linear) forwardAct(p *Pass, out gpu.Buffer, in []gpu.Buffer, f gpu.ActFuser, a gpu.Act) {
-	p.B.Gemm(false, true, p.N, l.Out, l.In, 1, in[0], l.P[0], 0, out)
 	var bias gpu.Buffer
 	if !l.NoBias {
 		bias = l.P[1]
 	}
-	f.BiasAct(a, out, bias, p.N, l.Out, 1)
+	f.LinearForwardAct(a, out, in[0], l.P[0], bias, p.N, l.In, l.Out)
 }
 
 // biasOut implements biasActLayer: Out channels of one position.

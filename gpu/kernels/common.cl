@@ -70,3 +70,16 @@ inline void wg_sum2(__local acc_t* sa, __local acc_t* sb, acc_t* a, acc_t* b) {
 	*b = sb[0];
 	barrier(CLK_LOCAL_MEM_FENCE);
 }
+
+// act_relu applies ReLU (kind 1) or ReLU6 (kind 2) as act does, NaN
+// passing through; kind 0 returns v. The fused kernels (bias_act,
+// wino_output, the GEMM epilogue of gemm.cl) apply it before their one
+// store: clipping at 0 and 6, both representable, commutes with rounding
+// to store_t, so the bits are those of a store, then act.
+inline float act_relu(float v, int kind) {
+	if (kind == 0) return v;
+	float r = v > 0 ? v : 0;
+	if (kind == 2 && r > 6) r = 6;
+	if (v != v) r = v;
+	return r;
+}

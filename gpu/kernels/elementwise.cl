@@ -43,19 +43,6 @@ __kernel void add_bias(__global store_t* x, int xoff, __global const store_t* b,
 	if (i < total) ST(x, xoff + i, LD(x, xoff + i) + LD(b, boff + (i / hw) % c));
 }
 
-// act_relu applies ReLU (kind 1) or ReLU6 (kind 2) as act does, NaN
-// passing through; kind 0 returns v. The fused kernels (bias_act,
-// wino_output) apply it before their one store: clipping at 0 and 6, both
-// representable, commutes with rounding to store_t, so the bits are those
-// of a store, then act.
-inline float act_relu(float v, int kind) {
-	if (kind == 0) return v;
-	float r = v > 0 ? v : 0;
-	if (kind == 2 && r > 6) r = 6;
-	if (v != v) r = v;
-	return r;
-}
-
 // bias_act: x = act_relu(x + b[(i/hw)%c]) in place (add_bias then act in
 // one pass); hasBias 0 adds no bias. x is n×c×hw; total = n*c*hw.
 __kernel void bias_act(int kind, __global store_t* x, int xoff, __global const store_t* b, int boff, int hasBias, int c,

@@ -44,6 +44,17 @@
 // adds the S partial sums in order z = 0, 1, ... and applies alpha and beta.
 // S and kc depend on the shape alone (gemmSplits on the host), so the bits
 // still depend neither on the variant nor on the device.
+//
+// Epilogue. A product may add a bias to each output and clip it (emode 1:
+// E[eoff + r] to row r, a convolution's output channel; 2: E[eoff + c] to
+// column c, a fully connected layer's output feature; 0: none; then
+// act_relu of kind eact) as it stores: the value stored is then
+// act(alpha·acc + beta·C + bias), computed in float as the store and the
+// bias_act pass that followed it computed it (FP_CONTRACT is off, so the
+// sums round one by one). The host uses it only where the store it
+// replaces was of a float (float storage): a half store would have rounded
+// before the bias was added. Split products apply it in gemm_sum, never to
+// the partial sums.
 // GEMM_ZIGZAG: the order of the register block's products (see the inner
 // loop). On by default for blocks 8 or more wide, where it gained 12% on the
 // H100; blocks 4 wide gained nothing and lost 8% once (64×64/8×4 at 2048³),
@@ -135,11 +146,18 @@ inline void store_tile(__local float4* s4, const float4* r, const int lpt, const
 	}
 }
 
+// epi is the epilogue of output (r, c) of value v.
+inline float epi(float v, int emode, int eact, __global const store_t* E, int eoff, int r, int c) {
+	if (emode == 1) v = v + LD(E, eoff + r);
+	else if (emode == 2) v = v + LD(E, eoff + c);
+	return act_relu(v, eact);
+}
+
 inline void gemm_body(const int ta, const int tb, __local float4* As, __local float4* Bs, int M, int N, int K, float alpha,
                       __global const store_t* A, int aoff, int lda, int asegl, int asegs, int avec,
                       __global const store_t* B, int boff, int ldb, int bsegl, int bsegs, int bvec, float beta,
                       __global store_t* C, int coff, int ldc, int csegl, int csegs, int cvec, int kc, int cpart,
-                      __global float* P) {
+                      __global float* P, int emode, int eact, __global const store_t* E, int eoff) {
 	const int tid = get_local_id(1) * RTSN + get_local_id(0);
 #if WARP_N > 0
 	// Item tid computes block (tx, ty) of a layout where each run of 32
@@ -260,6 +278,10 @@ inline void gemm_body(const int ta, const int tb, __local float4* As, __local fl
 				__global store_t* p = crow + seg_addr(c, csegl, csegs);
 				float4 o = (float4)(v[0], v[1], v[2], v[3]);
 				if (beta != 0.0f) o += beta * LD4(p);
+				o.x = epi(o.x, emode, eact, E, eoff, r, c);
+				o.y = epi(o.y, emode, eact, E, eoff, r, c + 1);
+				o.z = epi(o.z, emode, eact, E, eoff, r, c + 2);
+				o.w = epi(o.w, emode, eact, E, eoff, r, c + 3);
 				ST4(p, o);
 			} else {
 #pragma unroll
@@ -268,7 +290,7 @@ inline void gemm_body(const int ta, const int tb, __local float4* As, __local fl
 					__global store_t* p = crow + seg_addr(c + j, csegl, csegs);
 					float o = v[j];
 					if (beta != 0.0f) o += beta * LD(p, 0);
-					ST(p, 0, o);
+					ST(p, 0, epi(o, emode, eact, E, eoff, r, c + j));
 				}
 			}
 		}
@@ -278,8 +300,11 @@ inline void gemm_body(const int ta, const int tb, __local float4* As, __local fl
 #define GEMM_ARGS                                                                                                        \
 	int M, int N, int K, float alpha, __global const store_t *A, int aoff, int lda, int asegl, int asegs, int avec,      \
 	    __global const store_t *B, int boff, int ldb, int bsegl, int bsegs, int bvec, float beta, __global store_t *C,   \
-	    int coff, int ldc, int csegl, int csegs, int cvec, int kc, int cpart, __global float *P
-#define GEMM_PASS M, N, K, alpha, A, aoff, lda, asegl, asegs, avec, B, boff, ldb, bsegl, bsegs, bvec, beta, C, coff, ldc, csegl, csegs, cvec, kc, cpart, P
+	    int coff, int ldc, int csegl, int csegs, int cvec, int kc, int cpart, __global float *P, int emode, int eact,          \
+	    __global const store_t *E, int eoff
+#define GEMM_PASS                                                                                                        \
+	M, N, K, alpha, A, aoff, lda, asegl, asegs, avec, B, boff, ldb, bsegl, bsegs, bvec, beta, C, coff, ldc, csegl, csegs, \
+	    cvec, kc, cpart, P, emode, eact, E, eoff
 // GEMM_WG: the product kernels' work-group size, required; with
 // GEMM_WG_HINT only hinted. NVIDIA's compiler does not apply
 // -cl-nv-maxrregcount to a kernel whose size is required (it takes the
@@ -314,12 +339,13 @@ __kernel GEMM_WG void gemm_tt(GEMM_ARGS) {
 // gemm_sum sets C = alpha*(W_0 + W_1 + ... + W_{S-1}) + beta*C, summing in
 // that order, where W_z is the M×N partial-sum matrix at W + z*M*N (always
 // float: in float storage the product kernels write it as their C, in half
-// storage through P). With
+// storage through P), then the epilogue (emode, eact, E, eoff: see the top).
+// With
 // vec (the host checked that N, C's offset, row stride and segments are
 // multiples of 4) an item does 4 consecutive elements of a row as float4;
 // the arithmetic per element is the same.
 __kernel void gemm_sum(int M, int N, int S, float alpha, __global const float* W, float beta, __global store_t* C, int coff,
-                       int ldc, int csegl, int csegs, int vec) {
+                       int ldc, int csegl, int csegs, int vec, int emode, int eact, __global const store_t* E, int eoff) {
 	const int MN = M * N;
 	if (vec) {
 		const int i = get_global_id(0) * 4;
@@ -330,6 +356,10 @@ __kernel void gemm_sum(int M, int N, int S, float alpha, __global const float* W
 		__global store_t* p = C + coff + r * ldc + seg_addr(c, csegl, csegs);
 		float4 v = alpha * acc;
 		if (beta != 0.0f) v += beta * LD4(p);
+		v.x = epi(v.x, emode, eact, E, eoff, r, c);
+		v.y = epi(v.y, emode, eact, E, eoff, r, c + 1);
+		v.z = epi(v.z, emode, eact, E, eoff, r, c + 2);
+		v.w = epi(v.w, emode, eact, E, eoff, r, c + 3);
 		ST4(p, v);
 		return;
 	}
@@ -341,5 +371,5 @@ __kernel void gemm_sum(int M, int N, int S, float alpha, __global const float* W
 	__global store_t* p = C + coff + r * ldc + seg_addr(c, csegl, csegs);
 	float v = alpha * acc;
 	if (beta != 0.0f) v += beta * LD(p, 0);
-	ST(p, 0, v);
+	ST(p, 0, epi(v, emode, eact, E, eoff, r, c));
 }
