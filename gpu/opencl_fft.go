@@ -111,9 +111,14 @@ func fftFits(p int, localMem int64) bool {
 	return int64(fftGroup(p, localMem)*(fftFreqs(p)+1)*8) <= localMem
 }
 
-// fftWG is the work-group size of the FFT kernels (at most: the kernel's
-// own limit may be lower); the items loop over a group's rows and columns.
-const fftWG = 64
+// fftWG is the work-group size of the size-p kernels on o: one item per
+// column of the group's planes (G·(P/2+1): the column pass, the longer
+// one, in one round), rounded up to a multiple of 32 (a warp), at most
+// the kernel's limit (the items loop over the tasks when fewer).
+func (o *OpenCL) fftWG(k *clKernel, p int) int {
+	n := fftGroup(p, o.info.LocalMem) * (p/2 + 1)
+	return max(1, min((n+31)/32*32, k.maxWG))
+}
 
 // fftSource is fft.cl compiled once per FFT size (its kernels named with
 // the size: fft_r2c_32), for the main program.
@@ -277,7 +282,7 @@ func (o *OpenCL) launchFFT(name string, p, groups int, args ...any) {
 	if k == nil {
 		panic(errClosed) // Close emptied the table
 	}
-	wg := min(fftWG, k.maxWG)
+	wg := o.fftWG(k, p)
 	must(o.ctx.launch(k, []int{groups * wg}, []int{wg}, args...))
 }
 
@@ -371,6 +376,27 @@ func (o *OpenCL) fftBackwardFilter(g *ConvGeom, dws, dys, xs, ws *clBuf) {
 	o.c2r(p, fftPlanes{m: dws.m, off: dws.off, na: k, nb: c, h: g.R, w: g.S}, sum, 0, true, k, c, nil, 0)
 }
 
+// fftPick is the variant for layers m×n×kc products when not timed:
+// pickGemm's for a product of layers times the columns, or a smaller tile
+// that at least halves the area of each layer's C the work-groups cover
+// (every layer pads its own C to whole tiles: conv2's forward at batch 8 is
+// 544 layers of 192×16, which 128×128 tiles cover 8 times over; on PoCL
+// the products then took 6.6 times the filter gradient's, as many
+// multiplications in layers of 192×128).
+func (o *OpenCL) fftPick(m, n, kc, layers int) int {
+	i := o.pickGemm(m, layers*n, kc)
+	best := i
+	for j := i - 1; j >= 0; j-- {
+		if padded(o.gemms[j], m, n) < padded(o.gemms[best], m, n) {
+			best = j
+		}
+	}
+	if 2*padded(o.gemms[best], m, n) <= padded(o.gemms[i], m, n) {
+		return best
+	}
+	return i
+}
+
 // fftShape is a batched launch of layers m×n×kc products (fftGemm).
 type fftShape struct{ m, n, kc, layers int }
 
@@ -388,7 +414,7 @@ func (o *OpenCL) fftGemm(m, n, kc, layers int, a, b mat, beta float32, c mat) {
 	key := fftShape{m, n, kc, layers}
 	i, ok := o.fftByShape[key]
 	if !ok {
-		i = o.pickGemm(m, layers*n, kc)
+		i = o.fftPick(m, n, kc, layers)
 		if beta == 0 && o.gemmShapeTune && 2*float64(layers)*float64(m)*float64(n)*float64(kc) >= gemmShapeMinFlops {
 			best, times, err := o.timeVariants(launch)
 			if err != nil {
