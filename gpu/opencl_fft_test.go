@@ -115,6 +115,14 @@ func TestOpenCLFFT(t *testing.T) {
 				first := download(o, y.cl)
 				o.ConvForward(g, y.cl, x.cl, w.cl, bias.cl, ws)
 				requireSameBits(t, "forward, second run", download(o, y.cl), first)
+				// ReLU6 fused into the inverse transform: the bits of the
+				// forward, then the activation. (Against the CPU, clipping
+				// shrinks the tolerance's floor, 1e-2 of the largest value,
+				// below an error that scales with the unclipped values.)
+				o.Activate(ReLU6, y.cl, y.cl)
+				first = download(o, y.cl)
+				o.ConvForwardAct(ReLU6, g, y.cl, x.cl, w.cl, bias.cl, ws, nil)
+				requireSameBits(t, "forward + ReLU6 fused", download(o, y.cl), first)
 
 				chunks = fftChunks(o, &g, ws, data)
 				cpu.ConvBackwardData(g, dx.cpu, dy.cpu, w.cpu, wsC)
@@ -311,6 +319,51 @@ func TestOpenCLFFTKeptColumns(t *testing.T) {
 	o.ConvBackwardFilterCols(g, dw2, db2, dy.cl, ws, cols)
 	o.Copy(dw1.cl, dw2)
 	dw1.check(t, o, "ConvBackwardFilterCols")
+}
+
+// TestOpenCLFFTTimedVariant: with per-shape timing on, the first batched
+// FFT launch of a shape large enough times every GEMM variant and keeps
+// the fastest for the shape; the results keep their bits, and the next
+// call launches no timing runs.
+func TestOpenCLFFTTimedVariant(t *testing.T) {
+	o := openCLForTest(t)
+	setFFT(t, o, FFTOn)
+	defer func(tune bool, by map[fftShape]int) { o.gemmShapeTune, o.fftByShape = tune, by }(o.gemmShapeTune, o.fftByShape)
+	r := rand.New(rand.NewPCG(57, 58))
+	g := ConvGeom{N: 2, C: 64, H: 27, W: 27, K: 192, R: 5, S: 5, PadH: 2, PadW: 2} // 544 products of 192×4×128: 1.07e8 flops
+	if err := g.Setup(); err != nil {
+		t.Fatal(err)
+	}
+	x, w := o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.K*g.colRows())
+	y := o.Alloc(g.N * g.K * g.OH * g.OW)
+	o.Upload(x, clRand(r, x.Len()))
+	o.Upload(w, clRand(r, w.Len()))
+	ws := o.Alloc(o.ConvWorkspace(g))
+	o.gemmShapeTune, o.fftByShape = false, nil
+	o.ConvForward(g, y, x, w, nil, ws)
+	want := download(o, y)
+	key := fftShape{m: g.K, n: 2 * g.N, kc: 2 * g.C, layers: fftFreqs(32)}
+	if i, ok := o.fftByShape[key]; !ok || i != o.fftPick(key.m, key.n, key.kc, key.layers) {
+		t.Fatalf("untimed: variants by shape %v, want %v → fftPick's", o.fftByShape, key)
+	}
+	o.gemmShapeTune, o.fftByShape = true, nil
+	o.Fill(y, 0)
+	before := o.ctx.launches
+	o.ConvForward(g, y, x, w, nil, ws)
+	launches := o.ctx.launches - before
+	requireSameBits(t, "forward with the timed variant", download(o, y), want)
+	if _, ok := o.fftByShape[key]; !ok || len(o.gemms) < 2 {
+		t.Fatalf("timed: variants by shape %v, want %v (of %d variants)", o.fftByShape, key, len(o.gemms))
+	}
+	// 4 kernels, and each variant at least twice (warm-up and timed).
+	if launches < 4+2*len(o.gemms) {
+		t.Errorf("timed forward: %d launches, want at least %d", launches, 4+2*len(o.gemms))
+	}
+	before = o.ctx.launches
+	o.ConvForward(g, y, x, w, nil, ws)
+	if launches = o.ctx.launches - before; launches != 4 {
+		t.Errorf("forward after timing: %d launches, want 4", launches)
+	}
 }
 
 // TestOpenCLFFTMode: NewOpenCL refuses an FFT mode that is none of 0, 1
