@@ -308,6 +308,33 @@ type ConvColumnKeeper interface {
 	ConvBackwardFilterCols(g ConvGeom, dw, dbias, dy, ws, cols Buffer)
 }
 
+// MaxPoolIndexer is implemented by backends whose max-pool backward finds
+// each window's first maximum in a pass of its own (OpenCL's
+// maxpool_argmax; not CPU, which finds it in the sweep that routes the
+// gradient): a training forward can record those positions while it
+// finds the maxima, and the backward then skips that pass.
+//
+// Caller's duties (solver.Pool2D keeps to them):
+//  1. Ask MaxPoolIndices(g) once per layer and batch capacity; keep the
+//     buffer for that layer alone. It holds positions, not values: pass it
+//     to MaxPoolForwardIdx and MaxPoolBackwardIdx only (the backend may
+//     refuse it anywhere else). nil means no room: use MaxPoolForward and
+//     MaxPoolBackward as usual.
+//  2. MaxPoolForwardIdx(g, y, idx, x) is MaxPoolForward(g, y, x) with the
+//     same bits, and leaves in idx the position of each window's first
+//     maximum (the last NaN where there is one). g.N may be smaller than
+//     the batch the buffer was asked for.
+//  3. MaxPoolBackwardIdx(g, dx, dy, idx) is MaxPoolBackward(g, dx, dy, x)
+//     with the same bits, for the x and the g of the last MaxPoolForwardIdx
+//     into idx. It reads no x, so it is correct only while x is what it
+//     was then and nothing else wrote idx: a caller that cannot tell runs
+//     MaxPoolBackward.
+type MaxPoolIndexer interface {
+	MaxPoolIndices(g PoolGeom) Buffer
+	MaxPoolForwardIdx(g PoolGeom, y, idx, x Buffer)
+	MaxPoolBackwardIdx(g PoolGeom, dx, dy, idx Buffer)
+}
+
 // ErrGeometry is returned when a layer geometry cannot be computed.
 var ErrGeometry = errors.New("gpu: invalid geometry")
 

@@ -382,6 +382,13 @@ func (o *OpenCL) MaxPoolBackward(g PoolGeom, dx, dy, x Buffer) {
 	} else {
 		o.run1("maxpool_argmax", dys.n, argArgs...)
 	}
+	o.maxPoolGather(&g, dxs, dys, idx)
+}
+
+// maxPoolGather is max-pool backward's second pass: dx from dy and the
+// windows' first maxima in idx.
+func (o *OpenCL) maxPoolGather(g *PoolGeom, dxs, dys *clBuf, idx *clMem) {
+	nc := g.N * g.C
 	bwdArgs := append([]any{dxs.m, dxs.off, dys.m, dys.off, idx}, g.poolArgs()...)
 	switch {
 	case g.H*g.W < 32:

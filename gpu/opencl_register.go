@@ -154,7 +154,7 @@ var mainKernels = []string{
 	"im2col", "col2im", "dw_forward", "dw_backward_data", "dw_backward_filter", "dw_backward_filter_part",
 	"dw_backward_filter3_part", "dw_backward_filter_final", "dw_forward3_s1", "dw_forward3_s2", "dw_backward_data3_s1",
 	"dw_backward_data3_s2",
-	"maxpool_forward", "maxpool_backward", "avgpool_forward", "avgpool_backward",
+	"maxpool_forward", "maxpool_forward_idx", "maxpool_backward", "avgpool_forward", "avgpool_backward",
 	"bn_stats", "bn_infer_coef", "bn_apply", "bn_backward_reduce", "bn_backward_dx",
 	"copy_strided", "broadcast", "reduce_sum",
 	"act_param", "act_param_backward", "softmax_axis", "softmax_axis_backward",

@@ -29,6 +29,18 @@ type Pool2D struct {
 	Geom   gpu.PoolGeom // per-sample geometry, set by Setup; N is each call's batch
 	max    bool         // max pooling; otherwise average
 	global bool         // the window is the whole input, set by Setup
+
+	// Window positions kept from the training forward for the backward
+	// (gpu.MaxPoolIndexer), as Conv2D keeps its column matrices: idx is
+	// the layer's own buffer for batches up to idxCap (asked for at the
+	// first Backward of a batch larger than idxAsked); idxOf is the input
+	// of the last Forward when that was a training one that wrote idx (nil
+	// otherwise), for a batch of idxN; idxUnread counts training Forwards
+	// in a row whose positions no Backward read.
+	idx              gpu.Buffer
+	idxCap, idxAsked int
+	idxOf            gpu.Buffer
+	idxN, idxUnread  int
 }
 
 // NewMaxPool2D returns a max pooling layer: padding acts as -inf, and the
@@ -114,9 +126,27 @@ func (l *Pool2D) geom(n int) gpu.PoolGeom {
 	return g
 }
 
-// Forward implements Layer. x: N×C×H×W, y: N×C×OH×OW.
+// Forward implements Layer. x: N×C×H×W, y: N×C×OH×OW. A training
+// forward of max pooling on a backend that records window positions
+// (gpu.MaxPoolIndexer) leaves them in the layer's own buffer, once
+// Backward has asked for one.
 func (l *Pool2D) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 	if l.max {
+		if l.idxOf != nil {
+			// The last training Forward's positions went unread: no
+			// Backward with an input gradient followed. Twice in a row
+			// means none will (the layer is below every trainable one):
+			// the buffer goes, and a later Backward asks again.
+			if l.idxUnread++; l.idxUnread >= 2 {
+				l.idx, l.idxCap, l.idxAsked, l.idxUnread = nil, 0, 0, 0
+			}
+		}
+		l.idxOf = nil
+		if ix, ok := p.B.(gpu.MaxPoolIndexer); ok && p.Train && l.idx != nil && p.N <= l.idxCap {
+			ix.MaxPoolForwardIdx(l.geom(p.N), out, l.idx, in[0])
+			l.idxOf, l.idxN = in[0], p.N
+			return
+		}
 		p.B.MaxPoolForward(l.geom(p.N), out, in[0])
 	} else {
 		p.B.AvgPoolForward(l.geom(p.N), out, in[0])
@@ -127,14 +157,33 @@ func (l *Pool2D) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 // pooling nothing.
 func (l *Pool2D) BackwardReads(bool) (in, out bool) { return l.max, false }
 
-// Backward implements Layer. Max pooling recomputes each window's maximum
-// from the forward input.
+// Backward implements Layer. Max pooling finds each window's maximum again
+// from the forward input, or reads the positions the training Forward kept
+// when that Forward was the last one, of this batch size and on this very
+// input buffer (the positions depend on x alone, which the Layer contract
+// keeps unchanged from Forward to Backward, and the buffer is this layer's
+// own). The first Backward with a batch larger than any asked for before
+// asks the backend for a buffer (nil: no room; the buffer for smaller
+// batches, if any, stays).
 func (l *Pool2D) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.Buffer, _ gpu.Buffer, _ bool) {
 	if din[0] == nil {
 		return
 	}
 	if l.max {
-		p.B.MaxPoolBackward(l.geom(p.N), din[0], dout, in[0])
+		g := l.geom(p.N)
+		ix, ok := p.B.(gpu.MaxPoolIndexer)
+		if ok && l.idxOf != nil && sameBuffer(l.idxOf, in[0]) && l.idxN == p.N {
+			ix.MaxPoolBackwardIdx(g, din[0], dout, l.idx)
+			l.idxOf, l.idxUnread = nil, 0 // one Backward per Forward; drop the reference to x
+			return
+		}
+		p.B.MaxPoolBackward(g, din[0], dout, in[0])
+		if ok && p.N > l.idxAsked {
+			l.idxAsked = p.N
+			if b := ix.MaxPoolIndices(g); b != nil {
+				l.idx, l.idxCap = b, p.N
+			}
+		}
 	} else {
 		p.B.AvgPoolBackward(l.geom(p.N), din[0], dout)
 	}

@@ -48,6 +48,40 @@ __kernel void maxpool_forward(__global store_t* y, int yoff, __global const stor
 	ST(y, yoff + i, m);
 }
 
+// maxpool_forward_idx is maxpool_forward that also stores, in idx, the
+// offset in its plane of each window's first maximum (the last NaN when
+// there is one; -1 for an empty window): what wargmax finds, in the same
+// sweep that finds the maximum. m is computed as maxpool_forward computes
+// it, so y has its bits; the index follows the first element greater than
+// every one before it (the first of equal maxima: -0 and +0 compare equal,
+// as wargmax's == does), unless a NaN came, when it is the last NaN.
+// MaxPoolBackwardIdx then gathers with it (maxpool_backward_idx*) and skips
+// maxpool_argmax.
+__kernel void maxpool_forward_idx(__global store_t* y, int yoff, __global int* idx, __global const store_t* x, int xoff,
+                                  int NC, int H, int W, int KH, int KW, int sh, int sw, int ph, int pw, int OH, int OW) {
+	int i = get_global_id(0);
+	if (i >= NC * OH * OW) return;
+	int ow = i % OW, oh = (i / OW) % OH, p = i / (OH * OW);
+	int hlo, hhi, wlo, whi;
+	window(oh, sh, ph, KH, H, &hlo, &hhi);
+	window(ow, sw, pw, KW, W, &wlo, &whi);
+	__global const store_t* plane = x + xoff + p * H * W;
+	float m = -INFINITY, best = 0;
+	int at = -1, nan = -1;
+	for (int ih = hlo; ih < hhi; ih++)
+		for (int iw = wlo; iw < whi; iw++) {
+			float v = LD(plane, ih * W + iw);
+			m = nanmax(m, v);
+			if (v != v) nan = ih * W + iw;
+			else if (at < 0 || v > best) {
+				best = v;
+				at = ih * W + iw;
+			}
+		}
+	ST(y, yoff + i, m);
+	idx[i] = nan >= 0 ? nan : at;
+}
+
 // oh_range returns the outputs [*lo, *hi] whose windows can contain input i.
 inline void oh_range(int i, int stride, int pad, int k, int out, int* lo, int* hi) {
 	int t = i + pad - k;
