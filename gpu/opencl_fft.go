@@ -31,19 +31,30 @@ import (
 // activation (forward).
 //
 // Complex products as real ones. For C = A·B with A = Ar + i·Ai (m×k) and
-// B (k×n), [Cr Ci] = [Ar Ai]·[[Br, Bi], [−Bi, Br]]: an m×2k by 2k×2n real
-// product, which duplicates B; conjugating A flips the sign of Ai, which
-// the kernels fold into B's block ([[Br, Bi], [Bi, −Br]] gives conj(A)·B).
-// The duplicated operand is the activations' spectra (x or dy: a batch of
-// 32 against AlexNet's 64–192 channels), the filters' spectra (or dy's, for
-// the filter gradient) are written once. Layouts, all frequency-major, A
-// stored transposed (k rows of m, so that every operand is read 4
-// consecutive elements along m or n, as the GEMM prefers):
+// B (k×n), either [Cr Ci] = [Ar Ai]·[[Br, Bi], [−Bi, Br]] (an m×2k by
+// 2k×2n real product, which duplicates B) or [Cr; Ci] = [[Ar, −Ai], [Ai,
+// Ar]]·[Br; Bi] (2m×2k by 2k×n, duplicating A); a conjugation flips the
+// sign of the imaginary part, which the transform folds into the block it
+// writes. Each pass duplicates the smaller operand (fftDupActs): the
+// activations' spectra (x, or dy for the data gradient) when the batch is
+// at most the channels they are multiplied with (a batch of 32 against
+// AlexNet's 64–192 channels), else the filters' (forward, data gradient);
+// for the filter gradient x's when C ≤ K, else dy's. Layouts, all
+// frequency-major, A stored transposed (k rows of m, so that every operand
+// is read 4 consecutive elements along m or n, as the GEMM prefers); with
+// the activations duplicated:
 //
-//	pass      A (F × 2k × m)            B (F × 2k × 2n)                C (F × m × 2n)
+//	pass      A (F × 2k × m)            B (F × 2k × 2n)                      C (F × m × 2n)
 //	forward   W: [Wr; Wi] (c, o)        X: [[Xr, Xi], [Xi, −Xr]] (c, n)      [Yr Yi] (o, n)
 //	data      W: [Wr; Wi] (o, c)        dY: [[dYr, dYi], [−dYi, dYr]] (o, n) [dXr dXi] (c, n)
 //	filter    dY: [dYr; dYi] (n, o)     X: [[Xr, Xi], [Xi, −Xr]] (n, c)      [dWr dWi] (o, c)
+//
+// and with the other operand duplicated (A stored F × 2k × 2m, B F × 2k × n,
+// C F × 2m × n):
+//
+//	forward   W: [[Wr, −Wi], [Wi, Wr]] (c, o)      X: [Xr; Xi] (c, n)     [Yr; Yi] (o, n)
+//	data      W: [[Wr, Wi], [−Wi, Wr]] (o, c)      dY: [dYr; dYi] (o, n)  [dXr; dXi] (c, n)
+//	filter    dY: [[dYr, −dYi], [dYi, dYr]] (n, o) X: [Xr; Xi] (n, c)     [dWr; dWi] (o, c)
 //
 // The GEMM reads k beyond a layer's range as zeros and needs no alignment
 // along k; where m or n is not a multiple of 4 it loads scalars (same bits).
@@ -221,19 +232,67 @@ func (o *OpenCL) fft(g *ConvGeom) bool {
 // fftFreqs is the number of frequencies of a P×P real FFT.
 func fftFreqs(p int) int { return p * (p/2 + 1) }
 
-// fftUnits are the workspace elements per sample of g's three passes:
-// the activations' duplicated spectra and the products (forward, data
-// gradient), the two operands' spectra (filter gradient).
-func fftUnits(g *ConvGeom) (fwd, data, filter int) {
-	f := fftFreqs(fftSize(g))
-	return 2 * f * (2*g.C + g.K), 2 * f * (2*g.K + g.C), 2 * f * (g.K + 2*g.C)
+// fftDupActs says whether a pass duplicates the activations' spectra
+// (else the filters', or for the filter gradient dy's): the smaller
+// operand, or as fftDupForce says.
+func fftDupActs(g *ConvGeom, pass int) bool {
+	switch fftDupForce {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	switch pass {
+	case fftPassForward: // X is N×C, W K×C
+		return g.N <= g.K
+	case fftPassData: // dY is N×K, W K×C
+		return g.N <= g.C
+	}
+	return g.C <= g.K // X is N×C, dY N×K
+}
+
+// fftDupForce overrides fftDupActs for tests: 1 the activations, 2 the
+// other operand, 0 the smaller.
+var fftDupForce = 0
+
+// The passes, for fftDupActs and fftUnits.
+const (
+	fftPassForward = iota
+	fftPassData
+	fftPassFilter
+)
+
+// fftUnits is the workspace elements per sample of one of g's passes (the
+// activations' spectra and the products: forward and data gradient; the
+// two operands' spectra: filter gradient), and fixed the elements of the
+// scratch buffer it takes besides (the filters' spectra, or the filter
+// gradient's sum).
+func fftUnits(g *ConvGeom, pass int) (unit, fixed int) {
+	f, c, k := fftFreqs(fftSize(g)), g.C, g.K
+	in, out := c, k // forward: channels of x and y
+	if pass == fftPassData {
+		in, out = k, c
+	}
+	dup := fftDupActs(g, pass)
+	switch {
+	case pass == fftPassFilter && dup:
+		return 2 * f * (k + 2*c), 2 * f * k * c
+	case pass == fftPassFilter:
+		return 2 * f * (2*k + c), 2 * f * k * c
+	case dup:
+		return 2 * f * (2*in + out), 2 * f * c * k
+	}
+	return 2 * f * (in + out), 4 * f * c * k
 }
 
 // fftWorkspace is the workspace of g's FFT passes: as many samples of the
 // largest pass as fit under convWorkspaceCap, at least one.
 func (o *OpenCL) fftWorkspace(g *ConvGeom) int {
-	fwd, data, filter := fftUnits(g)
-	per := max(fwd, data, filter)
+	per := 0
+	for pass := fftPassForward; pass <= fftPassFilter; pass++ {
+		u, _ := fftUnits(g, pass)
+		per = max(per, u)
+	}
 	return per*max(1, min(g.N, o.convWorkspaceCap()/per)) + 3 // 3: room to align a view's offset to 4
 }
 
@@ -250,13 +309,23 @@ func fftBatch(op string, ws *clBuf, unit, n int) int {
 
 // fftLayout is where fft_r2c writes a plane's spectrum (fft.cl): the
 // plane (a, b)'s matrix indices are (b, a), or (a, b) with swap; Kn and Cn
-// are their counts; dup writes the 2×2 block form with sign sgn, else the
-// two parts stacked.
+// are their counts; dup writes the 2×2 block form with the signs s (of im,
+// im and re: fft.cl), else the two parts stacked.
 type fftLayout struct {
 	swap, dup bool
-	sgn       int
+	s         [3]int
 	kn, cn    int
 }
+
+// The 2×2 blocks' signs (fftLayout.s): [[re, s0·im], [s1·im, s2·re]].
+var (
+	fftConjB  = [3]int{1, 1, -1} // [[Br, Bi], [Bi, −Br]]: B duplicated, A conjugated
+	fftPlainB = [3]int{1, -1, 1} // [[Br, Bi], [−Bi, Br]]: B duplicated
+	// A duplicated, stored transposed: [[Ar, −Ai], [Ai, Ar]]ᵀ =
+	// [[Ar, Ai], [−Ai, Ar]] (Ar, Ai transposed), conj(A) the other way.
+	fftPlainA = [3]int{1, -1, 1}
+	fftConjA  = [3]int{-1, 1, 1}
+)
 
 // ld and fs are the row length and the elements per frequency.
 func (l fftLayout) ld() int {
@@ -290,20 +359,32 @@ func (o *OpenCL) launchFFT(name string, p, groups int, args ...any) {
 func (o *OpenCL) r2c(p int, dst *clMem, doff int, src fftPlanes, l fftLayout) {
 	gp := fftGroup(p, o.info.LocalMem)
 	o.launchFFT("fft_r2c", p, l.kn*((l.cn+gp-1)/gp), dst, doff, src.m, src.off, src.na, src.nb, src.h, src.w, src.padH, src.padW,
-		b2i(l.swap), b2i(l.dup), l.sgn, l.kn, l.cn, l.ld(), l.fs())
+		b2i(l.swap), b2i(l.dup), l.s[0], l.s[1], l.s[2], l.kn, l.cn, l.ld(), l.fs())
 }
 
-// c2r sets dst's planes from the products at src (soff): rows of 2·cn, rn
-// rows per frequency, the plane (a, b) at row b and column a (swap: row a,
-// column b); bias (may be nil) and act as fft_c2r says.
-func (o *OpenCL) c2r(p int, dst fftPlanes, src *clMem, soff int, swap bool, rn, cn int, bias *clBuf, act int) {
+// fftOut is how a pass's products hold its result: rn rows of cn columns
+// per part, the real and imaginary parts side by side (rn × 2cn) or, when
+// stacked, one above the other (2rn × cn); the plane (a, b) at row b and
+// column a, or with swap at row a and column b.
+type fftOut struct {
+	swap, stacked bool
+	rn, cn        int
+}
+
+// c2r sets dst's planes from the products at src (soff) as l holds them;
+// bias (may be nil) and act as fft_c2r says.
+func (o *OpenCL) c2r(p int, dst fftPlanes, src *clMem, soff int, l fftOut, bias *clBuf, act int) {
 	gp := fftGroup(p, o.info.LocalMem)
 	bm, boff, hasBias := src, 0, 0
 	if bias != nil {
 		bm, boff, hasBias = bias.m, bias.off, 1
 	}
-	o.launchFFT("fft_c2r", p, rn*((cn+gp-1)/gp), dst.m, dst.off, src, soff, dst.na, dst.nb, dst.h, dst.w, dst.padH, dst.padW,
-		b2i(swap), cn, rn*2*cn, bm, boff, hasBias, act)
+	ld, imoff := 2*l.cn, l.cn
+	if l.stacked {
+		ld, imoff = l.cn, l.rn*l.cn
+	}
+	o.launchFFT("fft_c2r", p, l.rn*((l.cn+gp-1)/gp), dst.m, dst.off, src, soff, dst.na, dst.nb, dst.h, dst.w, dst.padH, dst.padW,
+		b2i(l.swap), l.cn, ld, imoff, 2*l.rn*l.cn, bm, boff, hasBias, act)
 }
 
 // fftForward sets y = conv(x, w) + bias (bias may be nil) by FFT, then the
@@ -311,19 +392,31 @@ func (o *OpenCL) c2r(p int, dst fftPlanes, src *clMem, soff int, swap bool, rn, 
 func (o *OpenCL) fftForward(g *ConvGeom, ys, xs, wsl, bs, ws *clBuf, act int) {
 	p := fftSize(g)
 	f, c, k := fftFreqs(p), g.C, g.K
-	a := o.scratch(&o.fftS, f*2*c*k)
-	o.r2c(p, a, 0, fftPlanes{m: wsl.m, off: wsl.off, na: k, nb: c, h: g.R, w: g.S}, fftLayout{sgn: 1, kn: c, cn: k})
-	unit, _, _ := fftUnits(g)
+	dup := fftDupActs(g, fftPassForward)
+	unit, fixed := fftUnits(g, fftPassForward)
+	a := o.scratch(&o.fftS, fixed)
+	wl := fftLayout{kn: c, cn: k} // (c, o)
+	if !dup {
+		wl.dup, wl.s = true, fftConjA
+	}
+	o.r2c(p, a, 0, fftPlanes{m: wsl.m, off: wsl.off, na: k, nb: c, h: g.R, w: g.S}, wl)
 	nb := fftBatch("ConvForward", ws, unit, g.N)
 	base := (ws.off + 3) &^ 3
 	ins, outs := c*g.H*g.W, k*g.OH*g.OW
 	for n0 := 0; n0 < g.N; n0 += nb {
 		cnt := min(nb, g.N-n0)
-		bo, co := base, base+f*2*c*2*cnt
-		o.r2c(p, ws.m, bo, fftPlanes{m: xs.m, off: xs.off + n0*ins, na: cnt, nb: c, h: g.H, w: g.W, padH: g.PadH, padW: g.PadW},
-			fftLayout{dup: true, sgn: 1, kn: c, cn: cnt})
-		o.fftGemm(k, 2*cnt, 2*c, f, plainMat(a, 0, k), plainMat(ws.m, bo, 2*cnt), 0, plainMat(ws.m, co, 2*cnt))
-		o.c2r(p, fftPlanes{m: ys.m, off: ys.off + n0*outs, na: cnt, nb: k, h: g.OH, w: g.OW}, ws.m, co, false, k, cnt, bs, act)
+		xl := fftLayout{kn: c, cn: cnt} // (c, n)
+		m, n, out := k, 2*cnt, fftOut{rn: k, cn: cnt}
+		if dup {
+			xl.dup, xl.s = true, fftConjB
+		} else {
+			m, n, out.stacked = 2*k, cnt, true
+		}
+		bo := base
+		co := bo + f*xl.fs()
+		o.r2c(p, ws.m, bo, fftPlanes{m: xs.m, off: xs.off + n0*ins, na: cnt, nb: c, h: g.H, w: g.W, padH: g.PadH, padW: g.PadW}, xl)
+		o.fftGemm(m, n, 2*c, f, plainMat(a, 0, m), plainMat(ws.m, bo, n), 0, plainMat(ws.m, co, n))
+		o.c2r(p, fftPlanes{m: ys.m, off: ys.off + n0*outs, na: cnt, nb: k, h: g.OH, w: g.OW}, ws.m, co, out, bs, act)
 	}
 }
 
@@ -332,20 +425,32 @@ func (o *OpenCL) fftForward(g *ConvGeom, ys, xs, wsl, bs, ws *clBuf, act int) {
 func (o *OpenCL) fftBackwardData(g *ConvGeom, dxs, dys, wsl, ws *clBuf) {
 	p := fftSize(g)
 	f, c, k := fftFreqs(p), g.C, g.K
-	a := o.scratch(&o.fftS, f*2*k*c)
-	o.r2c(p, a, 0, fftPlanes{m: wsl.m, off: wsl.off, na: k, nb: c, h: g.R, w: g.S}, fftLayout{swap: true, sgn: 1, kn: k, cn: c})
-	_, unit, _ := fftUnits(g)
+	dup := fftDupActs(g, fftPassData)
+	unit, fixed := fftUnits(g, fftPassData)
+	a := o.scratch(&o.fftS, fixed)
+	wl := fftLayout{swap: true, kn: k, cn: c} // (o, c)
+	if !dup {
+		wl.dup, wl.s = true, fftPlainA
+	}
+	o.r2c(p, a, 0, fftPlanes{m: wsl.m, off: wsl.off, na: k, nb: c, h: g.R, w: g.S}, wl)
 	nb := fftBatch("ConvBackwardData", ws, unit, g.N)
 	base := (ws.off + 3) &^ 3
 	ins, outs := k*g.OH*g.OW, c*g.H*g.W
 	for n0 := 0; n0 < g.N; n0 += nb {
 		cnt := min(nb, g.N-n0)
-		bo, co := base, base+f*2*k*2*cnt
-		o.r2c(p, ws.m, bo, fftPlanes{m: dys.m, off: dys.off + n0*ins, na: cnt, nb: k, h: g.OH, w: g.OW},
-			fftLayout{dup: true, sgn: -1, kn: k, cn: cnt})
-		o.fftGemm(c, 2*cnt, 2*k, f, plainMat(a, 0, c), plainMat(ws.m, bo, 2*cnt), 0, plainMat(ws.m, co, 2*cnt))
+		yl := fftLayout{kn: k, cn: cnt} // (o, n)
+		m, n, out := c, 2*cnt, fftOut{rn: c, cn: cnt}
+		if dup {
+			yl.dup, yl.s = true, fftPlainB
+		} else {
+			m, n, out.stacked = 2*c, cnt, true
+		}
+		bo := base
+		co := bo + f*yl.fs()
+		o.r2c(p, ws.m, bo, fftPlanes{m: dys.m, off: dys.off + n0*ins, na: cnt, nb: k, h: g.OH, w: g.OW}, yl)
+		o.fftGemm(m, n, 2*k, f, plainMat(a, 0, m), plainMat(ws.m, bo, n), 0, plainMat(ws.m, co, n))
 		o.c2r(p, fftPlanes{m: dxs.m, off: dxs.off + n0*outs, na: cnt, nb: c, h: g.H, w: g.W, padH: g.PadH, padW: g.PadW},
-			ws.m, co, false, c, cnt, nil, 0)
+			ws.m, co, out, nil, 0)
 	}
 }
 
@@ -355,25 +460,36 @@ func (o *OpenCL) fftBackwardData(g *ConvGeom, dxs, dys, wsl, ws *clBuf) {
 func (o *OpenCL) fftBackwardFilter(g *ConvGeom, dws, dys, xs, ws *clBuf) {
 	p := fftSize(g)
 	f, c, k := fftFreqs(p), g.C, g.K
-	sum := o.scratch(&o.fftS, f*k*2*c)
-	_, _, unit := fftUnits(g)
+	dup := fftDupActs(g, fftPassFilter)
+	unit, fixed := fftUnits(g, fftPassFilter)
+	sum := o.scratch(&o.fftS, fixed)
 	nb := fftBatch("ConvBackwardFilter", ws, unit, g.N)
 	base := (ws.off + 3) &^ 3
 	xsz, ysz := c*g.H*g.W, k*g.OH*g.OW
+	m, n, out := k, 2*c, fftOut{swap: true, rn: k, cn: c}
+	if !dup {
+		m, n, out.stacked = 2*k, c, true
+	}
 	for n0 := 0; n0 < g.N; n0 += nb {
 		cnt := min(nb, g.N-n0)
-		ao, bo := base, base+f*2*cnt*k
-		o.r2c(p, ws.m, ao, fftPlanes{m: dys.m, off: dys.off + n0*ysz, na: cnt, nb: k, h: g.OH, w: g.OW},
-			fftLayout{swap: true, sgn: 1, kn: cnt, cn: k})
-		o.r2c(p, ws.m, bo, fftPlanes{m: xs.m, off: xs.off + n0*xsz, na: cnt, nb: c, h: g.H, w: g.W, padH: g.PadH, padW: g.PadW},
-			fftLayout{swap: true, dup: true, sgn: 1, kn: cnt, cn: c})
+		yl := fftLayout{swap: true, kn: cnt, cn: k} // (n, o)
+		xl := fftLayout{swap: true, kn: cnt, cn: c} // (n, c)
+		if dup {
+			xl.dup, xl.s = true, fftConjB
+		} else {
+			yl.dup, yl.s = true, fftConjA
+		}
+		ao := base
+		bo := ao + f*yl.fs()
+		o.r2c(p, ws.m, ao, fftPlanes{m: dys.m, off: dys.off + n0*ysz, na: cnt, nb: k, h: g.OH, w: g.OW}, yl)
+		o.r2c(p, ws.m, bo, fftPlanes{m: xs.m, off: xs.off + n0*xsz, na: cnt, nb: c, h: g.H, w: g.W, padH: g.PadH, padW: g.PadW}, xl)
 		beta := float32(1)
 		if n0 == 0 {
 			beta = 0
 		}
-		o.fftGemm(k, 2*c, 2*cnt, f, plainMat(ws.m, ao, k), plainMat(ws.m, bo, 2*c), beta, plainMat(sum, 0, 2*c))
+		o.fftGemm(m, n, 2*cnt, f, plainMat(ws.m, ao, m), plainMat(ws.m, bo, n), beta, plainMat(sum, 0, n))
 	}
-	o.c2r(p, fftPlanes{m: dws.m, off: dws.off, na: k, nb: c, h: g.R, w: g.S}, sum, 0, true, k, c, nil, 0)
+	o.c2r(p, fftPlanes{m: dws.m, off: dws.off, na: k, nb: c, h: g.R, w: g.S}, sum, 0, out, nil, 0)
 }
 
 // fftPick is the variant for layers m×n×kc products when not timed:

@@ -68,91 +68,99 @@ func fftChunks(o *OpenCL, g *ConvGeom, ws Buffer, unit int) int {
 // match the CPU backend within the backend's tolerance, run the FFT
 // kernels (one filter transform, one or two per chunk) and neither im2col
 // nor col2im, and give the same bits twice; with the workspace of one
-// sample, the batch runs in chunks and still matches.
+// sample, the batch runs in chunks and still matches; all of it with the
+// activations' spectra duplicated in the products and with the other
+// operand's (fftDupActs).
 func TestOpenCLFFT(t *testing.T) {
 	o := openCLForTest(t)
 	setFFT(t, o, FFTOn)
 	cpu := NewCPU()
 	r := rand.New(rand.NewPCG(51, 52))
 	sizes := map[int]bool{}
-	for _, g := range fftGeoms {
-		if err := g.Setup(); err != nil {
-			t.Fatal(err)
-		}
-		sizes[fftSize(&g)] = true
-		t.Run(fmt.Sprintf("%+v", g), func(t *testing.T) {
-			if !o.fft(&g) {
-				t.Fatal("FFT not chosen with the mode forced on")
+	defer func() { fftDupForce = 0 }()
+	for _, dup := range []int{1, 2} {
+		for _, g := range fftGeoms {
+			if err := g.Setup(); err != nil {
+				t.Fatal(err)
 			}
-			x := newTwin(o, clRand(r, g.N*g.C*g.H*g.W))
-			w := newTwin(o, clRand(r, g.K*g.colRows()))
-			bias := newTwin(o, clRand(r, g.K))
-			y := newTwin(o, clRand(r, g.N*g.K*g.OH*g.OW))
-			dy := newTwin(o, clRand(r, y.cpu.Len()))
-			dx := newTwin(o, clRand(r, x.cpu.Len())) // garbage: must be overwritten
-			dw := newTwin(o, clRand(r, w.cpu.Len()))
-			db := newTwin(o, clRand(r, g.K))
-			wsC := cpu.Alloc(cpu.ConvWorkspace(g))
-			one := g
-			one.N = 1
-			fwd, data, filter := fftUnits(&g)
-			for _, ws := range []Buffer{o.Alloc(o.ConvWorkspace(g)), o.Alloc(o.ConvWorkspace(one))} {
-				chunks := fftChunks(o, &g, ws, fwd)
-				for _, withBias := range []bool{false, true} {
-					bc, bo := Buffer(nil), Buffer(nil)
-					if withBias {
-						bc, bo = bias.cpu, bias.cl
+			sizes[fftSize(&g)] = true
+			t.Run(fmt.Sprintf("dup=%s/%+v", map[int]string{1: "acts", 2: "other"}[dup], g), func(t *testing.T) {
+				fftDupForce = dup
+				if !o.fft(&g) {
+					t.Fatal("FFT not chosen with the mode forced on")
+				}
+				x := newTwin(o, clRand(r, g.N*g.C*g.H*g.W))
+				w := newTwin(o, clRand(r, g.K*g.colRows()))
+				bias := newTwin(o, clRand(r, g.K))
+				y := newTwin(o, clRand(r, g.N*g.K*g.OH*g.OW))
+				dy := newTwin(o, clRand(r, y.cpu.Len()))
+				dx := newTwin(o, clRand(r, x.cpu.Len())) // garbage: must be overwritten
+				dw := newTwin(o, clRand(r, w.cpu.Len()))
+				db := newTwin(o, clRand(r, g.K))
+				wsC := cpu.Alloc(cpu.ConvWorkspace(g))
+				one := g
+				one.N = 1
+				fwd, _ := fftUnits(&g, fftPassForward)
+				data, _ := fftUnits(&g, fftPassData)
+				filter, _ := fftUnits(&g, fftPassFilter)
+				for _, ws := range []Buffer{o.Alloc(o.ConvWorkspace(g)), o.Alloc(o.ConvWorkspace(one))} {
+					chunks := fftChunks(o, &g, ws, fwd)
+					for _, withBias := range []bool{false, true} {
+						bc, bo := Buffer(nil), Buffer(nil)
+						if withBias {
+							bc, bo = bias.cpu, bias.cl
+						}
+						cpu.ConvForward(g, y.cpu, x.cpu, w.cpu, bc, wsC)
+						o.Profile(true)
+						o.ConvForward(g, y.cl, x.cl, w.cl, bo, ws)
+						n := fftLaunches(o)
+						y.check(t, o, fmt.Sprintf("forward bias=%v, %d chunks", withBias, chunks))
+						if n["fft_r2c"] != 1+chunks || n["fft_c2r"] != chunks || n["im2col"] != 0 || n["wino_"] != 0 {
+							t.Errorf("forward in %d chunks launched %v, want FFT's kernels and no im2col", chunks, n)
+						}
 					}
-					cpu.ConvForward(g, y.cpu, x.cpu, w.cpu, bc, wsC)
+					first := download(o, y.cl)
+					o.ConvForward(g, y.cl, x.cl, w.cl, bias.cl, ws)
+					requireSameBits(t, "forward, second run", download(o, y.cl), first)
+					// ReLU6 fused into the inverse transform: the bits of the
+					// forward, then the activation. (Against the CPU, clipping
+					// shrinks the tolerance's floor, 1e-2 of the largest value,
+					// below an error that scales with the unclipped values.)
+					o.Activate(ReLU6, y.cl, y.cl)
+					first = download(o, y.cl)
+					o.ConvForwardAct(ReLU6, g, y.cl, x.cl, w.cl, bias.cl, ws, nil)
+					requireSameBits(t, "forward + ReLU6 fused", download(o, y.cl), first)
+
+					chunks = fftChunks(o, &g, ws, data)
+					cpu.ConvBackwardData(g, dx.cpu, dy.cpu, w.cpu, wsC)
 					o.Profile(true)
-					o.ConvForward(g, y.cl, x.cl, w.cl, bo, ws)
+					o.ConvBackwardData(g, dx.cl, dy.cl, w.cl, ws)
 					n := fftLaunches(o)
-					y.check(t, o, fmt.Sprintf("forward bias=%v, %d chunks", withBias, chunks))
-					if n["fft_r2c"] != 1+chunks || n["fft_c2r"] != chunks || n["im2col"] != 0 || n["wino_"] != 0 {
-						t.Errorf("forward in %d chunks launched %v, want FFT's kernels and no im2col", chunks, n)
+					dx.check(t, o, fmt.Sprintf("backward data, %d chunks", chunks))
+					if n["fft_r2c"] != 1+chunks || n["fft_c2r"] != chunks || n["col2im"] != 0 || n["wino_"] != 0 {
+						t.Errorf("backward data in %d chunks launched %v, want FFT's kernels and no col2im", chunks, n)
 					}
-				}
-				first := download(o, y.cl)
-				o.ConvForward(g, y.cl, x.cl, w.cl, bias.cl, ws)
-				requireSameBits(t, "forward, second run", download(o, y.cl), first)
-				// ReLU6 fused into the inverse transform: the bits of the
-				// forward, then the activation. (Against the CPU, clipping
-				// shrinks the tolerance's floor, 1e-2 of the largest value,
-				// below an error that scales with the unclipped values.)
-				o.Activate(ReLU6, y.cl, y.cl)
-				first = download(o, y.cl)
-				o.ConvForwardAct(ReLU6, g, y.cl, x.cl, w.cl, bias.cl, ws, nil)
-				requireSameBits(t, "forward + ReLU6 fused", download(o, y.cl), first)
+					first = download(o, dx.cl)
+					o.ConvBackwardData(g, dx.cl, dy.cl, w.cl, ws)
+					requireSameBits(t, "backward data, second run", download(o, dx.cl), first)
 
-				chunks = fftChunks(o, &g, ws, data)
-				cpu.ConvBackwardData(g, dx.cpu, dy.cpu, w.cpu, wsC)
-				o.Profile(true)
-				o.ConvBackwardData(g, dx.cl, dy.cl, w.cl, ws)
-				n := fftLaunches(o)
-				dx.check(t, o, fmt.Sprintf("backward data, %d chunks", chunks))
-				if n["fft_r2c"] != 1+chunks || n["fft_c2r"] != chunks || n["col2im"] != 0 || n["wino_"] != 0 {
-					t.Errorf("backward data in %d chunks launched %v, want FFT's kernels and no col2im", chunks, n)
+					chunks = fftChunks(o, &g, ws, filter)
+					o.Upload(dw.cl, clRand(r, dw.cl.Len())) // garbage: must be overwritten
+					cpu.ConvBackwardFilter(g, dw.cpu, db.cpu, dy.cpu, x.cpu, wsC)
+					o.Profile(true)
+					o.ConvBackwardFilter(g, dw.cl, db.cl, dy.cl, x.cl, ws)
+					n = fftLaunches(o)
+					dw.check(t, o, fmt.Sprintf("backward filter, %d chunks", chunks))
+					db.check(t, o, "bias gradient")
+					if n["fft_r2c"] != 2*chunks || n["fft_c2r"] != 1 || n["im2col"] != 0 {
+						t.Errorf("backward filter in %d chunks launched %v, want FFT's kernels and no im2col", chunks, n)
+					}
+					first = download(o, dw.cl)
+					o.ConvBackwardFilter(g, dw.cl, nil, dy.cl, x.cl, ws)
+					requireSameBits(t, "backward filter, second run", download(o, dw.cl), first)
 				}
-				first = download(o, dx.cl)
-				o.ConvBackwardData(g, dx.cl, dy.cl, w.cl, ws)
-				requireSameBits(t, "backward data, second run", download(o, dx.cl), first)
-
-				chunks = fftChunks(o, &g, ws, filter)
-				o.Upload(dw.cl, clRand(r, dw.cl.Len())) // garbage: must be overwritten
-				cpu.ConvBackwardFilter(g, dw.cpu, db.cpu, dy.cpu, x.cpu, wsC)
-				o.Profile(true)
-				o.ConvBackwardFilter(g, dw.cl, db.cl, dy.cl, x.cl, ws)
-				n = fftLaunches(o)
-				dw.check(t, o, fmt.Sprintf("backward filter, %d chunks", chunks))
-				db.check(t, o, "bias gradient")
-				if n["fft_r2c"] != 2*chunks || n["fft_c2r"] != 1 || n["im2col"] != 0 {
-					t.Errorf("backward filter in %d chunks launched %v, want FFT's kernels and no im2col", chunks, n)
-				}
-				first = download(o, dw.cl)
-				o.ConvBackwardFilter(g, dw.cl, nil, dy.cl, x.cl, ws)
-				requireSameBits(t, "backward filter, second run", download(o, dw.cl), first)
-			}
-		})
+			})
+		}
 	}
 	if !sizes[16] || !sizes[32] {
 		t.Errorf("FFT sizes covered %v, want 16 and 32", sizes)

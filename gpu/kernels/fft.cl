@@ -121,13 +121,13 @@ inline void FFT_K(fft_reg)(float2* z, int inv) {
 // with swap; Kn and Cn are the counts of kx and cx. Frequency f's matrix
 // starts at doff + f·fs, rows of ld elements:
 //
-//	dup 0 (Kn·2 × Cn):   re at (kx, cx), im at (Kn + kx, cx)
-//	dup 1 (2Kn × 2Cn):   re at (kx, cx), im at (kx, Cn + cx),
-//	                     sgn·im at (Kn + kx, cx), −sgn·re at (Kn + kx, Cn + cx)
+//	dup 0 (2Kn × Cn):    re at (kx, cx), im at (Kn + kx, cx)
+//	dup 1 (2Kn × 2Cn):   re at (kx, cx), s1·im at (kx, Cn + cx),
+//	                     s2·im at (Kn + kx, cx), s3·re at (Kn + kx, Cn + cx)
 //
 // A work-group's planes share kx and take FFT_G consecutive cx.
 __kernel void FFT_K(fft_r2c)(__global store_t* dst, int doff, __global const store_t* src, int soff, int na, int nb, int H, int W,
-                             int ph, int pw, int swap, int dup, int sgn, int Kn, int Cn, int ld, int fs) {
+                             int ph, int pw, int swap, int dup, int s1, int s2, int s3, int Kn, int Cn, int ld, int fs) {
 	__local float2 t[FFT_G * FFT_T];
 	const int lid = get_local_id(0);
 	const int ncb = (Cn + FFT_G - 1) / FFT_G;
@@ -175,9 +175,9 @@ __kernel void FFT_K(fft_r2c)(__global store_t* dst, int doff, __global const sto
 			float re = z[u].x, im = z[u].y;
 			if (dup) {
 				ST(df, kx * ld + cx, re);
-				ST(df, kx * ld + Cn + cx, im);
-				ST(df, (Kn + kx) * ld + cx, sgn * im);
-				ST(df, (Kn + kx) * ld + Cn + cx, -sgn * re);
+				ST(df, kx * ld + Cn + cx, s1 * im);
+				ST(df, (Kn + kx) * ld + cx, s2 * im);
+				ST(df, (Kn + kx) * ld + Cn + cx, s3 * re);
 			} else {
 				ST(df, kx * ld + cx, re);
 				ST(df, (Kn + kx) * ld + cx, im);
@@ -191,17 +191,17 @@ __kernel void FFT_K(fft_r2c)(__global store_t* dst, int doff, __global const sto
 // spectra in src, scaled by 1/P², rows oh.. and columns ow.. of the P×P
 // result, plus bias[b] when hasBias, then act_relu of kind act (0: none).
 // Spectra: the plane's matrix indices (rx, cx) = (b, a), or (a, b) with
-// swap; frequency f's matrix at soff + f·fs, rows of 2·Cn elements, re at
-// (rx, cx) and im at (rx, Cn + cx). A work-group's planes share rx and
-// take FFT_G consecutive cx (Cn of them).
+// swap; frequency f's matrix at soff + f·fs, rows of ld elements, re at
+// (rx, cx) and im imoff elements after it (side by side: ld = 2·Cn and
+// imoff = Cn; stacked: ld = Cn and imoff = the rows' count times Cn). A
+// work-group's planes share rx and take FFT_G consecutive cx (Cn of them).
 __kernel void FFT_K(fft_c2r)(__global store_t* dst, int doff, __global const store_t* src, int soff, int na, int nb, int OH,
-                             int OW, int oh, int ow, int swap, int Cn, int fs, __global const store_t* bias, int boff, int hasBias,
+                             int OW, int oh, int ow, int swap, int Cn, int ld, int imoff, int fs, __global const store_t* bias, int boff, int hasBias,
                              int act) {
 	__local float2 t[FFT_G * FFT_T];
 	const int lid = get_local_id(0);
 	const int ncb = (Cn + FFT_G - 1) / FFT_G;
 	const int rx = get_group_id(0) / ncb, cx0 = (get_group_id(0) % ncb) * FFT_G;
-	const int ld = 2 * Cn;
 	// Columns: item (g, v) inverts column v of plane g and keeps rows
 	// oh..oh+OH-1.
 	for (int task = lid; task < FFT_G * FFT_Q; task += get_local_size(0)) {
@@ -212,7 +212,7 @@ __kernel void FFT_K(fft_c2r)(__global store_t* dst, int doff, __global const sto
 #pragma unroll
 		for (int u = 0; u < FFT_P; u++) {
 			__global const store_t* sf = s + u * FFT_Q * fs;
-			z[u] = (float2)(LD(sf, 0), LD(sf, Cn));
+			z[u] = (float2)(LD(sf, 0), LD(sf, imoff));
 		}
 		FFT_K(fft_reg)(z, 1);
 #pragma unroll
