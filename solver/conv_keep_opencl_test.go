@@ -33,8 +33,14 @@ func groupedNodes() []solver.Node {
 // openCLForSolverTest opens a backend, Winograd in the given mode
 // (gpu.OpenCLConfig.Winograd).
 func openCLForSolverTest(t *testing.T, winograd string) *gpu.OpenCL {
+	return openCLForSolverModes(t, winograd, gpu.FFTAuto)
+}
+
+// openCLForSolverModes opens a backend, Winograd and FFT in the given
+// modes (gpu.OpenCLConfig.Winograd, FFT).
+func openCLForSolverModes(t *testing.T, winograd, fft string) *gpu.OpenCL {
 	cfg := gpu.DefaultOpenCLConfig()
-	cfg.Tune, cfg.Winograd = false, winograd
+	cfg.Tune, cfg.Winograd, cfg.FFT = false, winograd, fft
 	o, err := gpu.NewOpenCL(cfg)
 	if errors.Is(err, gpu.ErrNoOpenCL) || errors.Is(err, gpu.ErrNoDevice) {
 		t.Skipf("no OpenCL device: %v", err)
@@ -53,15 +59,19 @@ func openCLForSolverTest(t *testing.T, winograd string) *gpu.OpenCL {
 // each convolution's input once, not twice. With Winograd forced on, the
 // 3×3 stride-1 convolutions keep no columns (their forward expands
 // nothing), so their filter gradients expand x once either way, and
-// the bits are again the same with and without a keeper.
+// the bits are again the same with and without a keeper. With FFT forced
+// on, the same convolutions keep no columns either and expand nothing at
+// all (all three passes by FFT).
 func TestConvKeptColumnsOnOpenCL(t *testing.T) {
-	for _, mode := range []string{gpu.WinogradOff, gpu.WinogradOn} {
-		t.Run("winograd="+mode, func(t *testing.T) { testConvKeptColumnsOnOpenCL(t, mode) })
+	for _, mode := range []struct{ name, winograd, fft string }{
+		{"winograd=0", gpu.WinogradOff, gpu.FFTOff}, {"winograd=1", gpu.WinogradOn, gpu.FFTOff}, {"fft=1", gpu.WinogradOff, gpu.FFTOn},
+	} {
+		t.Run(mode.name, func(t *testing.T) { testConvKeptColumnsOnOpenCL(t, mode.winograd, mode.fft) })
 	}
 }
 
-func testConvKeptColumnsOnOpenCL(t *testing.T, winograd string) {
-	o := openCLForSolverTest(t, winograd)
+func testConvKeptColumnsOnOpenCL(t *testing.T, winograd, fft string) {
+	o := openCLForSolverModes(t, winograd, fft)
 	defer o.Close()
 	build := map[string]func(gpu.Backend) (*solver.Net, error){
 		"mobilenet-small": func(b gpu.Backend) (*solver.Net, error) {
@@ -126,7 +136,10 @@ func testConvKeptColumnsOnOpenCL(t *testing.T, winograd string) {
 			}
 		}
 		want := 4 * (k + 1)
-		if winograd == gpu.WinogradOn {
+		switch {
+		case fft == gpu.FFTOn:
+			want = 0
+		case winograd == gpu.WinogradOn:
 			want = 4
 		}
 		if im2col != want {
