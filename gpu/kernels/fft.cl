@@ -66,8 +66,8 @@ inline float2 fft_cmul(float2 a, float2 b) { return (float2)(a.x * b.x - a.y * b
 #define FFT_Q (FFT_P / 2 + 1)
 #define FFT_F (FFT_P * FFT_Q)
 #define FFT_K(name) FFT_CAT(name, FFT_P)
-#define FFT_G FFT_CAT(FFT_G, FFT_P)
-#define FFT_T (FFT_F + 1) // local floats2 per plane: one more, so that planes start in different banks
+#define FFT_GP FFT_CAT(FFT_G, FFT_P) // planes per work-group: FFT_G_16 or FFT_G_32
+#define FFT_T (FFT_F + 1) // local float2s per plane: one more, so that the planes start in different banks
 
 // FFT_K(fft_bitrev) is i with its log2(P) bits reversed.
 inline int FFT_K(fft_bitrev)(int i) {
@@ -111,7 +111,7 @@ inline void FFT_K(fft_reg)(float2* z, int inv) {
 }
 
 // fft_r2c_P writes the spectra of planes (a, b) of src to dst, one
-// work-group per FFT_G planes. src holds na×nb planes of H×W at soff, plane
+// work-group per FFT_GP planes. src holds na×nb planes of H×W at soff, plane
 // (a, b) at (a·nb + b)·H·W (a batch tensor: a sample, b a channel; a
 // filter tensor: a an output, b an input channel); the P×P plane
 // transformed is the source plane shifted down by ph rows and right by pw
@@ -125,19 +125,19 @@ inline void FFT_K(fft_reg)(float2* z, int inv) {
 //	dup 1 (2Kn × 2Cn):   re at (kx, cx), s1·im at (kx, Cn + cx),
 //	                     s2·im at (Kn + kx, cx), s3·re at (Kn + kx, Cn + cx)
 //
-// A work-group's planes share kx and take FFT_G consecutive cx.
+// A work-group's planes share kx and take FFT_GP consecutive cx.
 __kernel void FFT_K(fft_r2c)(__global store_t* dst, int doff, __global const store_t* src, int soff, int na, int nb, int H, int W,
                              int ph, int pw, int swap, int dup, int s1, int s2, int s3, int Kn, int Cn, int ld, int fs) {
-	__local float2 t[FFT_G * FFT_T];
+	__local float2 t[FFT_GP * FFT_T];
 	const int lid = get_local_id(0);
-	const int ncb = (Cn + FFT_G - 1) / FFT_G;
-	const int kx = get_group_id(0) / ncb, cx0 = (get_group_id(0) % ncb) * FFT_G;
+	const int ncb = (Cn + FFT_GP - 1) / FFT_GP;
+	const int kx = get_group_id(0) / ncb, cx0 = (get_group_id(0) % ncb) * FFT_GP;
 	const int rlo = max(ph, 0), rhi = min(FFT_P, ph + H); // rows holding data
 	const int pairs = (rhi - rlo + 1) / 2;
 	// Rows: item (g, pair j) transforms rows rlo+2j and rlo+2j+1 of plane g
 	// as z = row₀ + i·row₁, then separates the two real rows' spectra.
-	for (int task = lid; task < FFT_G * pairs; task += get_local_size(0)) {
-		int g = task % FFT_G, j = task / FFT_G, cx = cx0 + g;
+	for (int task = lid; task < FFT_GP * pairs; task += get_local_size(0)) {
+		int g = task % FFT_GP, j = task / FFT_GP, cx = cx0 + g;
 		if (cx >= Cn) continue;
 		int a = swap ? kx : cx, b = swap ? cx : kx;
 		__global const store_t* pl = src + soff + (a * nb + b) * H * W;
@@ -161,8 +161,8 @@ __kernel void FFT_K(fft_r2c)(__global store_t* dst, int doff, __global const sto
 	barrier(CLK_LOCAL_MEM_FENCE);
 	// Columns: item (g, v) transforms column v of plane g (rows outside
 	// [rlo, rhi) are zero) and writes its P frequencies.
-	for (int task = lid; task < FFT_G * FFT_Q; task += get_local_size(0)) {
-		int g = task % FFT_G, v = task / FFT_G, cx = cx0 + g;
+	for (int task = lid; task < FFT_GP * FFT_Q; task += get_local_size(0)) {
+		int g = task % FFT_GP, v = task / FFT_GP, cx = cx0 + g;
 		if (cx >= Cn) continue;
 		float2 z[FFT_P];
 #pragma unroll
@@ -194,18 +194,18 @@ __kernel void FFT_K(fft_r2c)(__global store_t* dst, int doff, __global const sto
 // swap; frequency f's matrix at soff + f·fs, rows of ld elements, re at
 // (rx, cx) and im imoff elements after it (side by side: ld = 2·Cn and
 // imoff = Cn; stacked: ld = Cn and imoff = the rows' count times Cn). A
-// work-group's planes share rx and take FFT_G consecutive cx (Cn of them).
+// work-group's planes share rx and take FFT_GP consecutive cx (Cn of them).
 __kernel void FFT_K(fft_c2r)(__global store_t* dst, int doff, __global const store_t* src, int soff, int na, int nb, int OH,
                              int OW, int oh, int ow, int swap, int Cn, int ld, int imoff, int fs, __global const store_t* bias, int boff, int hasBias,
                              int act) {
-	__local float2 t[FFT_G * FFT_T];
+	__local float2 t[FFT_GP * FFT_T];
 	const int lid = get_local_id(0);
-	const int ncb = (Cn + FFT_G - 1) / FFT_G;
-	const int rx = get_group_id(0) / ncb, cx0 = (get_group_id(0) % ncb) * FFT_G;
+	const int ncb = (Cn + FFT_GP - 1) / FFT_GP;
+	const int rx = get_group_id(0) / ncb, cx0 = (get_group_id(0) % ncb) * FFT_GP;
 	// Columns: item (g, v) inverts column v of plane g and keeps rows
 	// oh..oh+OH-1.
-	for (int task = lid; task < FFT_G * FFT_Q; task += get_local_size(0)) {
-		int g = task % FFT_G, v = task / FFT_G, cx = cx0 + g;
+	for (int task = lid; task < FFT_GP * FFT_Q; task += get_local_size(0)) {
+		int g = task % FFT_GP, v = task / FFT_GP, cx = cx0 + g;
 		if (cx >= Cn) continue;
 		__global const store_t* s = src + soff + v * fs + rx * ld + cx;
 		float2 z[FFT_P];
@@ -227,8 +227,8 @@ __kernel void FFT_K(fft_c2r)(__global store_t* dst, int doff, __global const sto
 	// imaginary part row 2j+1.
 	const float scale = 1.0f / (FFT_P * FFT_P);
 	const int pairs = (OH + 1) / 2;
-	for (int task = lid; task < FFT_G * pairs; task += get_local_size(0)) {
-		int g = task % FFT_G, j = task / FFT_G, cx = cx0 + g;
+	for (int task = lid; task < FFT_GP * pairs; task += get_local_size(0)) {
+		int g = task % FFT_GP, j = task / FFT_GP, cx = cx0 + g;
 		if (cx >= Cn) continue;
 		int a = swap ? rx : cx, b = swap ? cx : rx;
 		int r0 = 2 * j, r1 = r0 + 1;
@@ -259,6 +259,6 @@ __kernel void FFT_K(fft_c2r)(__global store_t* dst, int doff, __global const sto
 #undef FFT_Q
 #undef FFT_F
 #undef FFT_K
-#undef FFT_G
+#undef FFT_GP
 #undef FFT_T
 #endif // FFT_P
