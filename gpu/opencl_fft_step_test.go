@@ -128,8 +128,9 @@ func TestOpenCLFFTTraining(t *testing.T) {
 //	.dev/gpu.test -test.run '^$' -test.bench OpenCLFFTStep -test.benchtime 20x -test.count 3
 //
 // COTRAIN_BENCH_BATCH sets another batch (on PoCL a step at 32 takes
-// seconds); COTRAIN_OPENCL_PROFILE=1 (or shapes) also prints each mode's
-// kernels over 5 steps.
+// seconds); COTRAIN_OPENCL_PROFILE=1 also prints each mode's kernels over
+// 5 steps, =shapes split by global size, =layers by layer pass (conv2's
+// forward and backward beside the other layers').
 func BenchmarkOpenCLFFTStep(b *testing.B) {
 	batch := gpu.BenchBatch(b)
 	for _, mode := range []string{gpu.FFTOff, gpu.FFTAuto} {
@@ -146,6 +147,7 @@ func BenchmarkOpenCLFFTStep(b *testing.B) {
 			timeSteps(b, o, step, 1, batch)
 			if p := os.Getenv("COTRAIN_OPENCL_PROFILE"); p != "" {
 				o.ProfileShapes(p == "shapes")
+				o.ProfileSections(p == "layers")
 				b.StopTimer()
 				profileStep(b, o, step)
 			}
