@@ -278,6 +278,9 @@ func (o *OpenCL) gemmEpi(ta, tb bool, m, n, k int, alpha float32, a, b mat, beta
 	if m == 0 || n == 0 {
 		return
 	}
+	if ta && e != (epilogue{}) {
+		panic("gpu: gemm: an epilogue on a product with A transposed, whose kernels leave it out (gemm.cl)")
+	}
 	if k == 0 { // C = beta*C; A and B hold no memory and are not read
 		a.m, b.m = c.m, c.m
 	}
