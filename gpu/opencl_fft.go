@@ -125,11 +125,19 @@ func fftFits(p int, localMem int64) bool {
 // fftWG is the work-group size of the size-p kernels on o: one item per
 // column of the group's planes (G·(P/2+1): the column pass, the longer
 // one, in one round), rounded up to a multiple of 32 (a warp), at most
-// the kernel's limit (the items loop over the tasks when fewer).
+// the kernel's limit and fftWGCap. With as many items as a group's rows
+// hold tasks (always, unless capped), the kernels read and write the
+// planes whole through local memory, consecutive items on consecutive
+// elements; with fewer, the items loop over the tasks and read and write
+// rows (fft.cl): the same bits.
 func (o *OpenCL) fftWG(k *clKernel, p int) int {
 	n := fftGroup(p, o.info.LocalMem) * (p/2 + 1)
-	return max(1, min((n+31)/32*32, k.maxWG))
+	return max(1, min((n+31)/32*32, k.maxWG, fftWGCap))
 }
+
+// fftWGCap caps fftWG; a variable only so that tests can take the
+// kernels' path for small work-groups.
+var fftWGCap = 1 << 30
 
 // fftSource is fft.cl compiled once per FFT size (its kernels named with
 // the size: fft_r2c_32), for the main program.

@@ -97,6 +97,7 @@ func TestOpenCLFFT(t *testing.T) {
 				dx := newTwin(o, clRand(r, x.cpu.Len())) // garbage: must be overwritten
 				dw := newTwin(o, clRand(r, w.cpu.Len()))
 				db := newTwin(o, clRand(r, g.K))
+				y2, dx2, dw2 := o.Alloc(y.cl.Len()), o.Alloc(dx.cl.Len()), o.Alloc(dw.cl.Len())
 				wsC := cpu.Alloc(cpu.ConvWorkspace(g))
 				one := g
 				one.N = 1
@@ -158,6 +159,20 @@ func TestOpenCLFFT(t *testing.T) {
 					first = download(o, dw.cl)
 					o.ConvBackwardFilter(g, dw.cl, nil, dy.cl, x.cl, ws)
 					requireSameBits(t, "backward filter, second run", download(o, dw.cl), first)
+
+					// Work-groups of 32 items, fewer than a group's row tasks:
+					// the kernels' other path, the same bits.
+					fftWGCap = 32
+					o.ConvForward(g, y.cl, x.cl, w.cl, bias.cl, ws)
+					o.ConvBackwardData(g, dx.cl, dy.cl, w.cl, ws)
+					o.ConvBackwardFilter(g, dw.cl, nil, dy.cl, x.cl, ws)
+					fftWGCap = 1 << 30
+					o.ConvForward(g, y2, x.cl, w.cl, bias.cl, ws)
+					o.ConvBackwardData(g, dx2, dy.cl, w.cl, ws)
+					o.ConvBackwardFilter(g, dw2, nil, dy.cl, x.cl, ws)
+					requireSameBits(t, "forward, small work-groups", download(o, y.cl), download(o, y2))
+					requireSameBits(t, "backward data, small work-groups", download(o, dx.cl), download(o, dx2))
+					requireSameBits(t, "backward filter, small work-groups", download(o, dw.cl), download(o, dw2))
 				}
 			})
 		}

@@ -110,6 +110,38 @@ inline void FFT_K(fft_reg)(float2* z, int inv) {
 	}
 }
 
+// FFT_K(fft_rows_r2c) transforms z = row r0 + i·row r0+1 (two real rows
+// of a plane; the second zero when not two) and stores the two rows'
+// spectra, the Q frequencies each, into the plane's local rows tp.
+inline void FFT_K(fft_rows_r2c)(float2* z, __local float2* tp, int r0, bool two) {
+	FFT_K(fft_reg)(z, 0);
+#pragma unroll
+	for (int v = 0; v < FFT_Q; v++) {
+		float2 p = z[v], m = z[(FFT_P - v) % FFT_P];
+		tp[r0 * FFT_Q + v] = (float2)(0.5f * (p.x + m.x), 0.5f * (p.y - m.y));
+		if (two) tp[(r0 + 1) * FFT_Q + v] = (float2)(0.5f * (p.y + m.y), -0.5f * (p.x - m.x));
+	}
+}
+
+// FFT_K(fft_rows_c2r) sets z to the inverse FFT of Ta + i·Tb, Ta and Tb
+// rows r0 and r0+1 (zero when not two) of the plane's local spectra tp,
+// both extended to P points as the conjugate mirror (the imaginary parts
+// at v = 0 and P/2, zero for a real plane but for rounding, are dropped):
+// its real part is row r0 of the plane, its imaginary part row r0+1.
+inline void FFT_K(fft_rows_c2r)(float2* z, __local const float2* tp, int r0, bool two) {
+#pragma unroll
+	for (int v = 0; v < FFT_Q; v++) {
+		float2 ta = tp[r0 * FFT_Q + v], tb = two ? tp[(r0 + 1) * FFT_Q + v] : (float2)(0.0f);
+		if (v == 0 || v == FFT_P / 2) {
+			ta.y = 0.0f;
+			tb.y = 0.0f;
+		}
+		z[v] = (float2)(ta.x - tb.y, ta.y + tb.x);
+		if (v > 0 && v < FFT_P / 2) z[FFT_P - v] = (float2)(ta.x + tb.y, tb.x - ta.y);
+	}
+	FFT_K(fft_reg)(z, 1);
+}
+
 // fft_r2c_P writes the spectra of planes (a, b) of src to dst, one
 // work-group per FFT_GP planes. src holds na×nb planes of H×W at soff, plane
 // (a, b) at (a·nb + b)·H·W (a batch tensor: a sample, b a channel; a
@@ -136,26 +168,56 @@ __kernel void FFT_K(fft_r2c)(__global store_t* dst, int doff, __global const sto
 	const int pairs = (rhi - rlo + 1) / 2;
 	// Rows: item (g, pair j) transforms rows rlo+2j and rlo+2j+1 of plane g
 	// as z = row₀ + i·row₁, then separates the two real rows' spectra.
-	for (int task = lid; task < FFT_GP * pairs; task += get_local_size(0)) {
-		int g = task % FFT_GP, j = task / FFT_GP, cx = cx0 + g;
-		if (cx >= Cn) continue;
-		int a = swap ? kx : cx, b = swap ? cx : kx;
-		__global const store_t* pl = src + soff + (a * nb + b) * H * W;
+	const int lsz = get_local_size(0);
+	if (FFT_GP * pairs <= lsz) {
+		// One round: the group's planes are first read whole, consecutive
+		// items reading consecutive elements, into local memory (as floats:
+		// H·W ≤ P² < 2·FFT_T per plane), and each item takes its two rows
+		// from there; then, once every item has them, the spectra replace
+		// them.
+		__local float* ts = (__local float*)t;
+		const int per = H * W;
+		for (int e = lid; e < FFT_GP * per; e += lsz) {
+			int g = e / per, i = e - g * per, cx = cx0 + g;
+			if (cx >= Cn) continue;
+			int a = swap ? kx : cx, b = swap ? cx : kx;
+			ts[g * 2 * FFT_T + i] = LD(src, soff + (a * nb + b) * per + i);
+		}
+		barrier(CLK_LOCAL_MEM_FENCE);
+		int g = lid % FFT_GP, j = lid / FFT_GP;
+		bool on = lid < FFT_GP * pairs && cx0 + g < Cn;
 		int r0 = rlo + 2 * j, r1 = r0 + 1;
 		float2 z[FFT_P];
+		if (on) {
+			__local const float* pl = ts + g * 2 * FFT_T;
 #pragma unroll
-		for (int w = 0; w < FFT_P; w++) {
-			int ww = w - pw;
-			bool in = ww >= 0 && ww < W;
-			z[w].x = in ? LD(pl, (r0 - ph) * W + ww) : 0.0f;
-			z[w].y = (in && r1 < rhi) ? LD(pl, (r1 - ph) * W + ww) : 0.0f;
+			for (int w = 0; w < FFT_P; w++) {
+				int ww = w - pw;
+				bool in = ww >= 0 && ww < W;
+				z[w].x = in ? pl[(r0 - ph) * W + ww] : 0.0f;
+				z[w].y = (in && r1 < rhi) ? pl[(r1 - ph) * W + ww] : 0.0f;
+			}
 		}
-		FFT_K(fft_reg)(z, 0);
+		barrier(CLK_LOCAL_MEM_FENCE);
+		if (on) FFT_K(fft_rows_r2c)(z, t + g * FFT_T, r0, r1 < rhi);
+	} else {
+		// Several rounds (a device whose work-groups are smaller than the
+		// tasks): each item reads its rows from global memory.
+		for (int task = lid; task < FFT_GP * pairs; task += lsz) {
+			int g = task % FFT_GP, j = task / FFT_GP, cx = cx0 + g;
+			if (cx >= Cn) continue;
+			int a = swap ? kx : cx, b = swap ? cx : kx;
+			__global const store_t* pl = src + soff + (a * nb + b) * H * W;
+			int r0 = rlo + 2 * j, r1 = r0 + 1;
+			float2 z[FFT_P];
 #pragma unroll
-		for (int v = 0; v < FFT_Q; v++) {
-			float2 p = z[v], m = z[(FFT_P - v) % FFT_P];
-			t[g * FFT_T + r0 * FFT_Q + v] = (float2)(0.5f * (p.x + m.x), 0.5f * (p.y - m.y));
-			if (r1 < rhi) t[g * FFT_T + r1 * FFT_Q + v] = (float2)(0.5f * (p.y + m.y), -0.5f * (p.x - m.x));
+			for (int w = 0; w < FFT_P; w++) {
+				int ww = w - pw;
+				bool in = ww >= 0 && ww < W;
+				z[w].x = in ? LD(pl, (r0 - ph) * W + ww) : 0.0f;
+				z[w].y = (in && r1 < rhi) ? LD(pl, (r1 - ph) * W + ww) : 0.0f;
+			}
+			FFT_K(fft_rows_r2c)(z, t + g * FFT_T, r0, r1 < rhi);
 		}
 	}
 	barrier(CLK_LOCAL_MEM_FENCE);
@@ -220,38 +282,60 @@ __kernel void FFT_K(fft_c2r)(__global store_t* dst, int doff, __global const sto
 			if (u >= oh && u < oh + OH) t[g * FFT_T + (u - oh) * FFT_Q + v] = z[u];
 	}
 	barrier(CLK_LOCAL_MEM_FENCE);
-	// Rows: item (g, pair j) inverts rows 2j and 2j+1 of the output as one
-	// complex FFT of Ta + i·Tb (both extended to P points as the conjugate
-	// mirror; the imaginary parts at v = 0 and P/2, zero for a real plane
-	// but for rounding, are dropped), whose real part is row 2j and
-	// imaginary part row 2j+1.
+	// Rows: item (g, pair j) inverts rows 2j and 2j+1 of the output
+	// (FFT_K(fft_rows_c2r)).
 	const float scale = 1.0f / (FFT_P * FFT_P);
-	const int pairs = (OH + 1) / 2;
-	for (int task = lid; task < FFT_GP * pairs; task += get_local_size(0)) {
+	const int pairs = (OH + 1) / 2, lsz = get_local_size(0);
+	if (FFT_GP * pairs <= lsz) {
+		// One round: once every item holds its rows, the results replace
+		// the spectra in local memory (as floats: OH·OW ≤ P² < 2·FFT_T per
+		// plane), and the group writes its planes whole, consecutive items
+		// writing consecutive elements.
+		int g = lid % FFT_GP, j = lid / FFT_GP, cx = cx0 + g;
+		bool on = lid < FFT_GP * pairs && cx < Cn;
+		int r0 = 2 * j;
+		bool two = r0 + 1 < OH;
+		float2 z[FFT_P];
+		if (on) FFT_K(fft_rows_c2r)(z, t + g * FFT_T, r0, two);
+		barrier(CLK_LOCAL_MEM_FENCE);
+		__local float* ts = (__local float*)t;
+		if (on) {
+			float bv = hasBias ? LD(bias, boff + (swap ? cx : rx)) : 0.0f;
+			__local float* pl = ts + g * 2 * FFT_T;
+#pragma unroll
+			for (int w = 0; w < FFT_P; w++) {
+				if (w < ow || w >= ow + OW) continue;
+				pl[r0 * OW + w - ow] = act_relu(z[w].x * scale + bv, act);
+				if (two) pl[(r0 + 1) * OW + w - ow] = act_relu(z[w].y * scale + bv, act);
+			}
+		}
+		barrier(CLK_LOCAL_MEM_FENCE);
+		const int per = OH * OW;
+		for (int e = lid; e < FFT_GP * per; e += lsz) {
+			int gg = e / per, i = e - gg * per, c = cx0 + gg;
+			if (c >= Cn) continue;
+			int a = swap ? rx : c, b = swap ? c : rx;
+			ST(dst, doff + (a * nb + b) * per + i, ts[gg * 2 * FFT_T + i]);
+		}
+		return;
+	}
+	// Several rounds (a device whose work-groups are smaller than the
+	// tasks): each item writes its rows to global memory.
+	for (int task = lid; task < FFT_GP * pairs; task += lsz) {
 		int g = task % FFT_GP, j = task / FFT_GP, cx = cx0 + g;
 		if (cx >= Cn) continue;
 		int a = swap ? rx : cx, b = swap ? cx : rx;
-		int r0 = 2 * j, r1 = r0 + 1;
-		bool two = r1 < OH;
+		int r0 = 2 * j;
+		bool two = r0 + 1 < OH;
 		float2 z[FFT_P];
-#pragma unroll
-		for (int v = 0; v < FFT_Q; v++) {
-			float2 ta = t[g * FFT_T + r0 * FFT_Q + v], tb = two ? t[g * FFT_T + r1 * FFT_Q + v] : (float2)(0.0f);
-			if (v == 0 || v == FFT_P / 2) {
-				ta.y = 0.0f;
-				tb.y = 0.0f;
-			}
-			z[v] = (float2)(ta.x - tb.y, ta.y + tb.x);
-			if (v > 0 && v < FFT_P / 2) z[FFT_P - v] = (float2)(ta.x + tb.y, tb.x - ta.y);
-		}
-		FFT_K(fft_reg)(z, 1);
+		FFT_K(fft_rows_c2r)(z, t + g * FFT_T, r0, two);
 		float bv = hasBias ? LD(bias, boff + b) : 0.0f;
 		__global store_t* pl = dst + doff + (a * nb + b) * OH * OW;
 #pragma unroll
 		for (int w = 0; w < FFT_P; w++) {
 			if (w < ow || w >= ow + OW) continue;
 			ST(pl, r0 * OW + w - ow, act_relu(z[w].x * scale + bv, act));
-			if (two) ST(pl, r1 * OW + w - ow, act_relu(z[w].y * scale + bv, act));
+			if (two) ST(pl, (r0 + 1) * OW + w - ow, act_relu(z[w].y * scale + bv, act));
 		}
 	}
 }
