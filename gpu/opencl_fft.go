@@ -69,7 +69,7 @@ import (
 // FFT modes (OpenCLConfig.FFT, COTRAIN_OPENCL_FFT).
 const (
 	FFTAuto = "auto" // where fftChoice says it wins
-	FFTOn   = "1"    // every stride-1 ungrouped convolution whose padded plane fits 32×32 (tests, measurements)
+	FFTOn   = "1"    // every stride-1 ungrouped convolution larger than 1×1 whose padded plane fits 32×32 (tests, measurements)
 	FFTOff  = "0"    // never
 )
 
@@ -94,8 +94,8 @@ var fftSizes = []int{16, 32}
 
 // fftGroup is how many planes one work-group of the size-p kernels
 // transforms on a device with localMem bytes of local memory per
-// work-group: each plane takes P·(P/2+1)+1 complex values (4.4 KiB for 32,
-// 1.2 KiB for 16). A group writes each frequency of its planes as one run
+// work-group: each plane takes P·(P/2+1)+1 complex values (4.3 KiB for 32,
+// 1.1 KiB for 16). A group writes each frequency of its planes as one run
 // of that many floats (fft.cl), so 8 (32 bytes, a whole sector of a GPU's
 // memory) where the device has 48 KiB, 4 for 32 within the 32 KiB OpenCL
 // promises.
@@ -126,7 +126,7 @@ func fftFits(p int, localMem int64) bool {
 // column of the group's planes (G·(P/2+1): the column pass, the longer
 // one, in one round), rounded up to a multiple of 32 (a warp), at most
 // the kernel's limit and fftWGCap. With as many items as a group's rows
-// hold tasks (always, unless capped), the kernels read and write the
+// hold tasks (unless the kernel's limit or fftWGCap is lower), the kernels read and write the
 // planes whole through local memory, consecutive items on consecutive
 // elements; with fewer, the items loop over the tasks and read and write
 // rows (fft.cl): the same bits.
@@ -171,8 +171,8 @@ func fftKernels() []string {
 // where im2col's are R·S times deeper, and shallow products run far below
 // the GEMM's peak; and the transforms cost the same per plane whatever the
 // filter, so small filters (3×3: Winograd) or few channels do not pay for
-// them. A variable only so that benchmarks can move it.
-var fftMinChannels = 64
+// them. A first guess, to be measured on the H100.
+const fftMinChannels = 64
 
 // fftMinFilter is the smallest filter side the auto mode takes: 5×5 and
 // larger (AlexNet's conv2), where im2col's products are 25 and more
