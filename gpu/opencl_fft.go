@@ -125,18 +125,16 @@ func fftFits(p int, localMem int64) bool {
 // fftWG is the work-group size of the size-p kernels on o: one item per
 // column of the group's planes (G·(P/2+1): the column pass, the longer
 // one, in one round), rounded up to a multiple of 32 (a warp), at most
-// the kernel's limit and fftWGCap. With as many items as a group's rows
-// hold tasks (unless the kernel's limit or fftWGCap is lower), the kernels read and write the
-// planes whole through local memory, consecutive items on consecutive
-// elements; with fewer, the items loop over the tasks and read and write
-// rows (fft.cl): the same bits.
+// the kernel's limit and fftWGCap. The kernels take any size: with fewer
+// items than a pass has tasks, the items loop over them in rounds
+// (fft.cl), computing the same bits.
 func (o *OpenCL) fftWG(k *clKernel, p int) int {
 	n := fftGroup(p, o.info.LocalMem) * (p/2 + 1)
 	return max(1, min((n+31)/32*32, k.maxWG, fftWGCap))
 }
 
-// fftWGCap caps fftWG; a variable only so that tests can take the
-// kernels' path for small work-groups.
+// fftWGCap caps fftWG; a variable only so that tests can run the
+// kernels' passes in several rounds.
 var fftWGCap = 1 << 30
 
 // fftSource is fft.cl compiled once per FFT size (its kernels named with

@@ -161,7 +161,7 @@ func TestOpenCLFFT(t *testing.T) {
 					requireSameBits(t, "backward filter, second run", download(o, dw.cl), first)
 
 					// Work-groups of 32 items, fewer than a group's row tasks:
-					// the kernels' other path, the same bits.
+					// the kernels' passes in several rounds, the same bits.
 					fftWGCap = 32
 					o.ConvForward(g, y.cl, x.cl, w.cl, bias.cl, ws)
 					o.ConvBackwardData(g, dx.cl, dy.cl, w.cl, ws)

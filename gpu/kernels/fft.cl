@@ -157,75 +157,67 @@ inline void FFT_K(fft_rows_c2r)(float2* z, __local const float2* tp, int r0, boo
 //	dup 1 (2Kn × 2Cn):   re at (kx, cx), s1·im at (kx, Cn + cx),
 //	                     s2·im at (Kn + kx, cx), s3·re at (Kn + kx, Cn + cx)
 //
-// A work-group's planes share kx and take FFT_GP consecutive cx.
+// A work-group's planes share kx and take FFT_GP consecutive cx, so
+// consecutive planes of a group are ps = 1 plane apart in src (swap) or nb.
+//
+// Phases, each valid for any work-group size (the same bits whatever the
+// size):
+//  1. the group's planes are read whole into local memory (as floats:
+//     H·W ≤ P² < 2·FFT_T per plane), consecutive items on consecutive
+//     elements of a plane, each item FFT_GP independent loads (one per
+//     plane) in flight at once;
+//  2. rows, in rounds of as many tasks as items: task (g, pair j) takes
+//     rows rlo+2j and rlo+2j+1 of plane g into registers, and after the
+//     round's barrier writes their spectra over the plane's local rows.
+//     The rounds take the pairs from the bottom up: a pair's spectra
+//     (floats 2Q·r0 onwards, 2Q > W) lie above the raw rows of every pair
+//     below it, which later rounds read, so one barrier a round suffices;
+//  3. columns: task (g, v) transforms column v of plane g (rows outside
+//     [rlo, rhi) are zero) and writes its P frequencies.
 __kernel void FFT_K(fft_r2c)(__global store_t* dst, int doff, __global const store_t* src, int soff, int na, int nb, int H, int W,
                              int ph, int pw, int swap, int dup, int s1, int s2, int s3, int Kn, int Cn, int ld, int fs) {
 	__local float2 t[FFT_GP * FFT_T];
-	const int lid = get_local_id(0);
+	__local float* ts = (__local float*)t;
+	const int lid = get_local_id(0), lsz = get_local_size(0);
 	const int ncb = (Cn + FFT_GP - 1) / FFT_GP;
 	const int kx = get_group_id(0) / ncb, cx0 = (get_group_id(0) % ncb) * FFT_GP;
+	const int ng = min(FFT_GP, Cn - cx0); // planes of this group
 	const int rlo = max(ph, 0), rhi = min(FFT_P, ph + H); // rows holding data
 	const int pairs = (rhi - rlo + 1) / 2;
-	// Rows: item (g, pair j) transforms rows rlo+2j and rlo+2j+1 of plane g
-	// as z = row₀ + i·row₁, then separates the two real rows' spectra.
-	const int lsz = get_local_size(0);
-	if (FFT_GP * pairs <= lsz) {
-		// One round: the group's planes are first read whole, consecutive
-		// items reading consecutive elements, into local memory (as floats:
-		// H·W ≤ P² < 2·FFT_T per plane), and each item takes its two rows
-		// from there; then, once every item has them, the spectra replace
-		// them.
-		__local float* ts = (__local float*)t;
-		const int per = H * W;
-		for (int e = lid; e < FFT_GP * per; e += lsz) {
-			int g = e / per, i = e - g * per, cx = cx0 + g;
-			if (cx >= Cn) continue;
-			int a = swap ? kx : cx, b = swap ? cx : kx;
-			ts[g * 2 * FFT_T + i] = LD(src, soff + (a * nb + b) * per + i);
-		}
-		barrier(CLK_LOCAL_MEM_FENCE);
-		int g = lid % FFT_GP, j = lid / FFT_GP;
-		bool on = lid < FFT_GP * pairs && cx0 + g < Cn;
-		int r0 = rlo + 2 * j, r1 = r0 + 1;
-		float2 z[FFT_P];
-		if (on) {
-			__local const float* pl = ts + g * 2 * FFT_T;
+	const int per = H * W;
+	const int ps = swap ? 1 : nb;                                   // planes between consecutive cx
+	const int pl0 = soff + (swap ? kx * nb + cx0 : cx0 * nb + kx) * per; // the group's first plane
+	// 1. Planes into local memory.
+	for (int i = lid; i < per; i += lsz) {
+		float v[FFT_GP];
 #pragma unroll
-			for (int w = 0; w < FFT_P; w++) {
-				int ww = w - pw;
-				bool in = ww >= 0 && ww < W;
-				z[w].x = in ? pl[(r0 - ph) * W + ww] : 0.0f;
-				z[w].y = (in && r1 < rhi) ? pl[(r1 - ph) * W + ww] : 0.0f;
-			}
+		for (int g = 0; g < FFT_GP; g++) v[g] = g < ng ? LD(src, pl0 + g * ps * per + i) : 0.0f;
+#pragma unroll
+		for (int g = 0; g < FFT_GP; g++) ts[g * 2 * FFT_T + i] = v[g];
+	}
+	barrier(CLK_LOCAL_MEM_FENCE);
+	// 2. Rows, z = row r0 + i·row r1, the pairs from the bottom up.
+	const int rtasks = FFT_GP * pairs;
+	for (int base = 0; base < rtasks; base += lsz) {
+		const int task = base + lid, g = task % FFT_GP, j = pairs - 1 - task / FFT_GP;
+		const bool on = task < rtasks && g < ng;
+		const int r0 = rlo + 2 * j, r1 = r0 + 1;
+		__local const float* pl = ts + g * 2 * FFT_T;
+		float2 z[FFT_P];
+#pragma unroll
+		for (int w = 0; w < FFT_P; w++) {
+			int ww = w - pw;
+			bool in = on && ww >= 0 && ww < W;
+			z[w] = (float2)(in ? pl[(r0 - ph) * W + ww] : 0.0f, (in && r1 < rhi) ? pl[(r1 - ph) * W + ww] : 0.0f);
 		}
 		barrier(CLK_LOCAL_MEM_FENCE);
 		if (on) FFT_K(fft_rows_r2c)(z, t + g * FFT_T, r0, r1 < rhi);
-	} else {
-		// Several rounds (a device whose work-groups are smaller than the
-		// tasks): each item reads its rows from global memory.
-		for (int task = lid; task < FFT_GP * pairs; task += lsz) {
-			int g = task % FFT_GP, j = task / FFT_GP, cx = cx0 + g;
-			if (cx >= Cn) continue;
-			int a = swap ? kx : cx, b = swap ? cx : kx;
-			__global const store_t* pl = src + soff + (a * nb + b) * H * W;
-			int r0 = rlo + 2 * j, r1 = r0 + 1;
-			float2 z[FFT_P];
-#pragma unroll
-			for (int w = 0; w < FFT_P; w++) {
-				int ww = w - pw;
-				bool in = ww >= 0 && ww < W;
-				z[w].x = in ? LD(pl, (r0 - ph) * W + ww) : 0.0f;
-				z[w].y = (in && r1 < rhi) ? LD(pl, (r1 - ph) * W + ww) : 0.0f;
-			}
-			FFT_K(fft_rows_r2c)(z, t + g * FFT_T, r0, r1 < rhi);
-		}
 	}
 	barrier(CLK_LOCAL_MEM_FENCE);
-	// Columns: item (g, v) transforms column v of plane g (rows outside
-	// [rlo, rhi) are zero) and writes its P frequencies.
-	for (int task = lid; task < FFT_GP * FFT_Q; task += get_local_size(0)) {
+	// 3. Columns.
+	for (int task = lid; task < FFT_GP * FFT_Q; task += lsz) {
 		int g = task % FFT_GP, v = task / FFT_GP, cx = cx0 + g;
-		if (cx >= Cn) continue;
+		if (g >= ng) continue;
 		float2 z[FFT_P];
 #pragma unroll
 		for (int u = 0; u < FFT_P; u++) z[u] = (u >= rlo && u < rhi) ? t[g * FFT_T + u * FFT_Q + v] : (float2)(0.0f);
@@ -257,18 +249,33 @@ __kernel void FFT_K(fft_r2c)(__global store_t* dst, int doff, __global const sto
 // (rx, cx) and im imoff elements after it (side by side: ld = 2·Cn and
 // imoff = Cn; stacked: ld = Cn and imoff = the rows' count times Cn). A
 // work-group's planes share rx and take FFT_GP consecutive cx (Cn of them).
+//
+// Phases, each valid for any work-group size (the same bits whatever the
+// size):
+//  1. columns: task (g, v) inverts column v of plane g and keeps rows
+//     oh..oh+OH-1 in local memory;
+//  2. rows, in rounds of as many tasks as items: task (g, pair j) inverts
+//     output rows 2j and 2j+1 (FFT_K(fft_rows_c2r)) into registers, and
+//     after the round's barrier writes them, scaled, biased and
+//     activated, over the plane's local memory (as floats: OH·OW ≤ P² <
+//     2·FFT_T). The rounds take the pairs from the top down: a pair's
+//     results (floats 2j·OW onwards, OW < 2Q) lie below the spectra of
+//     every pair above it, which later rounds read;
+//  3. the group writes its planes whole, consecutive items on consecutive
+//     elements of a plane, FFT_GP independent stores each.
 __kernel void FFT_K(fft_c2r)(__global store_t* dst, int doff, __global const store_t* src, int soff, int na, int nb, int OH,
                              int OW, int oh, int ow, int swap, int Cn, int ld, int imoff, int fs, __global const store_t* bias, int boff, int hasBias,
                              int act) {
 	__local float2 t[FFT_GP * FFT_T];
-	const int lid = get_local_id(0);
+	__local float* ts = (__local float*)t;
+	const int lid = get_local_id(0), lsz = get_local_size(0);
 	const int ncb = (Cn + FFT_GP - 1) / FFT_GP;
 	const int rx = get_group_id(0) / ncb, cx0 = (get_group_id(0) % ncb) * FFT_GP;
-	// Columns: item (g, v) inverts column v of plane g and keeps rows
-	// oh..oh+OH-1.
-	for (int task = lid; task < FFT_GP * FFT_Q; task += get_local_size(0)) {
+	const int ng = min(FFT_GP, Cn - cx0); // planes of this group
+	// 1. Columns.
+	for (int task = lid; task < FFT_GP * FFT_Q; task += lsz) {
 		int g = task % FFT_GP, v = task / FFT_GP, cx = cx0 + g;
-		if (cx >= Cn) continue;
+		if (g >= ng) continue;
 		__global const store_t* s = src + soff + v * fs + rx * ld + cx;
 		float2 z[FFT_P];
 #pragma unroll
@@ -282,25 +289,19 @@ __kernel void FFT_K(fft_c2r)(__global store_t* dst, int doff, __global const sto
 			if (u >= oh && u < oh + OH) t[g * FFT_T + (u - oh) * FFT_Q + v] = z[u];
 	}
 	barrier(CLK_LOCAL_MEM_FENCE);
-	// Rows: item (g, pair j) inverts rows 2j and 2j+1 of the output
-	// (FFT_K(fft_rows_c2r)).
+	// 2. Rows, the pairs from the top down.
 	const float scale = 1.0f / (FFT_P * FFT_P);
-	const int pairs = (OH + 1) / 2, lsz = get_local_size(0);
-	if (FFT_GP * pairs <= lsz) {
-		// One round: once every item holds its rows, the results replace
-		// the spectra in local memory (as floats: OH·OW ≤ P² < 2·FFT_T per
-		// plane), and the group writes its planes whole, consecutive items
-		// writing consecutive elements.
-		int g = lid % FFT_GP, j = lid / FFT_GP, cx = cx0 + g;
-		bool on = lid < FFT_GP * pairs && cx < Cn;
-		int r0 = 2 * j;
-		bool two = r0 + 1 < OH;
+	const int pairs = (OH + 1) / 2, rtasks = FFT_GP * pairs;
+	for (int base = 0; base < rtasks; base += lsz) {
+		const int task = base + lid, g = task % FFT_GP, j = task / FFT_GP;
+		const bool on = task < rtasks && g < ng;
+		const int r0 = 2 * j;
+		const bool two = r0 + 1 < OH;
 		float2 z[FFT_P];
 		if (on) FFT_K(fft_rows_c2r)(z, t + g * FFT_T, r0, two);
 		barrier(CLK_LOCAL_MEM_FENCE);
-		__local float* ts = (__local float*)t;
 		if (on) {
-			float bv = hasBias ? LD(bias, boff + (swap ? cx : rx)) : 0.0f;
+			float bv = hasBias ? LD(bias, boff + (swap ? cx0 + g : rx)) : 0.0f;
 			__local float* pl = ts + g * 2 * FFT_T;
 #pragma unroll
 			for (int w = 0; w < FFT_P; w++) {
@@ -309,34 +310,16 @@ __kernel void FFT_K(fft_c2r)(__global store_t* dst, int doff, __global const sto
 				if (two) pl[(r0 + 1) * OW + w - ow] = act_relu(z[w].y * scale + bv, act);
 			}
 		}
-		barrier(CLK_LOCAL_MEM_FENCE);
-		const int per = OH * OW;
-		for (int e = lid; e < FFT_GP * per; e += lsz) {
-			int gg = e / per, i = e - gg * per, c = cx0 + gg;
-			if (c >= Cn) continue;
-			int a = swap ? rx : c, b = swap ? c : rx;
-			ST(dst, doff + (a * nb + b) * per + i, ts[gg * 2 * FFT_T + i]);
-		}
-		return;
 	}
-	// Several rounds (a device whose work-groups are smaller than the
-	// tasks): each item writes its rows to global memory.
-	for (int task = lid; task < FFT_GP * pairs; task += lsz) {
-		int g = task % FFT_GP, j = task / FFT_GP, cx = cx0 + g;
-		if (cx >= Cn) continue;
-		int a = swap ? rx : cx, b = swap ? cx : rx;
-		int r0 = 2 * j;
-		bool two = r0 + 1 < OH;
-		float2 z[FFT_P];
-		FFT_K(fft_rows_c2r)(z, t + g * FFT_T, r0, two);
-		float bv = hasBias ? LD(bias, boff + b) : 0.0f;
-		__global store_t* pl = dst + doff + (a * nb + b) * OH * OW;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	// 3. Planes out.
+	const int per = OH * OW;
+	const int ps = swap ? 1 : nb;                                   // planes between consecutive cx
+	const int pl0 = doff + (swap ? rx * nb + cx0 : cx0 * nb + rx) * per; // the group's first plane
+	for (int i = lid; i < per; i += lsz) {
 #pragma unroll
-		for (int w = 0; w < FFT_P; w++) {
-			if (w < ow || w >= ow + OW) continue;
-			ST(pl, r0 * OW + w - ow, act_relu(z[w].x * scale + bv, act));
-			if (two) ST(pl, (r0 + 1) * OW + w - ow, act_relu(z[w].y * scale + bv, act));
-		}
+		for (int g = 0; g < FFT_GP; g++)
+			if (g < ng) ST(dst, pl0 + g * ps * per + i, ts[g * 2 * FFT_T + i]);
 	}
 }
 
