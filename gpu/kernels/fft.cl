@@ -55,8 +55,16 @@ __constant float2 fft_tw[16] = {
     (float2)(-9.807852507e-01f, -1.950903237e-01f),
 };
 
+// FFT_INLINE marks the helpers that take or work on a register array
+// (float2 z[P]): always inlined, so that after unrolling every index is a
+// constant and the array lives in registers. A helper left a function (an
+// LLVM-based compiler's inliner declines a fully unrolled FFT called from
+// two places: clang 15 for nvptx does) takes the array by address, in the
+// stack's memory, where every butterfly loads and stores it.
+#define FFT_INLINE inline __attribute__((always_inline))
+
 // fft_cmul is the complex product a·b.
-inline float2 fft_cmul(float2 a, float2 b) { return (float2)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+FFT_INLINE float2 fft_cmul(float2 a, float2 b) { return (float2)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
 
 #define FFT_CAT2(a, b) a##_##b
 #define FFT_CAT(a, b) FFT_CAT2(a, b)
@@ -70,7 +78,7 @@ inline float2 fft_cmul(float2 a, float2 b) { return (float2)(a.x * b.x - a.y * b
 #define FFT_T (FFT_F + 1) // local float2s per plane: one more, so that the planes start in different banks
 
 // FFT_K(fft_bitrev) is i with its log2(P) bits reversed.
-inline int FFT_K(fft_bitrev)(int i) {
+FFT_INLINE int FFT_K(fft_bitrev)(int i) {
 	int r = 0;
 #pragma unroll
 	for (int b = 1; b < FFT_P; b <<= 1) {
@@ -83,7 +91,7 @@ inline int FFT_K(fft_bitrev)(int i) {
 // FFT_K(fft_reg) transforms z (P points, in natural order) in place into
 // its DFT, Σ z[t]·e^(∓2πi·kt/P) (− forward, + when inv), in natural order:
 // a bit-reversal permutation, then log2(P) radix-2 stages.
-inline void FFT_K(fft_reg)(float2* z, int inv) {
+FFT_INLINE void FFT_K(fft_reg)(float2* z, int inv) {
 #pragma unroll
 	for (int i = 0; i < FFT_P; i++) {
 		int j = FFT_K(fft_bitrev)(i);
@@ -113,7 +121,7 @@ inline void FFT_K(fft_reg)(float2* z, int inv) {
 // FFT_K(fft_rows_r2c) transforms z = row r0 + i·row r0+1 (two real rows
 // of a plane; the second zero when not two) and stores the two rows'
 // spectra, the Q frequencies each, into the plane's local rows tp.
-inline void FFT_K(fft_rows_r2c)(float2* z, __local float2* tp, int r0, bool two) {
+FFT_INLINE void FFT_K(fft_rows_r2c)(float2* z, __local float2* tp, int r0, bool two) {
 	FFT_K(fft_reg)(z, 0);
 #pragma unroll
 	for (int v = 0; v < FFT_Q; v++) {
@@ -128,7 +136,7 @@ inline void FFT_K(fft_rows_r2c)(float2* z, __local float2* tp, int r0, bool two)
 // both extended to P points as the conjugate mirror (the imaginary parts
 // at v = 0 and P/2, zero for a real plane but for rounding, are dropped):
 // its real part is row r0 of the plane, its imaginary part row r0+1.
-inline void FFT_K(fft_rows_c2r)(float2* z, __local const float2* tp, int r0, bool two) {
+FFT_INLINE void FFT_K(fft_rows_c2r)(float2* z, __local const float2* tp, int r0, bool two) {
 #pragma unroll
 	for (int v = 0; v < FFT_Q; v++) {
 		float2 ta = tp[r0 * FFT_Q + v], tb = two ? tp[(r0 + 1) * FFT_Q + v] : (float2)(0.0f);
