@@ -122,16 +122,25 @@ func fftFits(p int, localMem int64) bool {
 	return int64(fftGroup(p, localMem)*(fftFreqs(p)+1)*8) <= localMem
 }
 
-// fftWG is the work-group size of the size-p kernels on o: one item per
-// column of the group's planes (G·(P/2+1): the column pass, the longer
-// one, in one round), rounded up to a multiple of 32 (a warp), at most
+// fftWG is the work-group size of kernel k of size p whose work-groups
+// take planes planes: one item per column of the planes (planes·(P/2+1):
+// the column pass, the longer one, in one round), rounded up to a multiple of 32 (a warp), at most
 // the kernel's limit and fftWGCap. The kernels take any size: with fewer
 // items than a pass has tasks, the items loop over them in rounds
 // (fft.cl), computing the same bits.
-func (o *OpenCL) fftWG(k *clKernel, p int) int {
-	n := fftGroup(p, o.info.LocalMem) * (p/2 + 1)
+func (o *OpenCL) fftWG(k *clKernel, p, planes int) int {
+	n := planes * (p/2 + 1)
 	return max(1, min((n+31)/32*32, k.maxWG, fftWGCap))
 }
+
+// fftThinPlanes is the planes per work-group of fft_r2c_thin (FFT_TG in
+// fft.cl), and fftThinMax the most rows and columns of its planes
+// (FFT_THIN): r2c transforms planes within it (filters) directly, without
+// FFTs over the P×P plane's zeros (fft.cl).
+const (
+	fftThinPlanes = 32
+	fftThinMax    = 8
+)
 
 // fftWGCap caps fftWG; a variable only so that tests can run the
 // kernels' passes in several rounds.
@@ -158,7 +167,7 @@ func fftSource(info DeviceInfo) string {
 func fftKernels() []string {
 	var ks []string
 	for _, p := range fftSizes {
-		ks = append(ks, fmt.Sprintf("fft_r2c_%d", p), fmt.Sprintf("fft_c2r_%d", p))
+		ks = append(ks, fmt.Sprintf("fft_r2c_%d", p), fmt.Sprintf("fft_r2c_thin_%d", p), fmt.Sprintf("fft_c2r_%d", p))
 	}
 	return ks
 }
@@ -351,20 +360,26 @@ type fftPlanes struct {
 	padH, padW int // r2c: shift into the P×P plane; c2r: the crop's origin
 }
 
-// launchFFT runs an FFT kernel of size p over groups work-groups.
-func (o *OpenCL) launchFFT(name string, p, groups int, args ...any) {
+// launchFFT runs an FFT kernel of size p over groups work-groups of
+// planes planes each.
+func (o *OpenCL) launchFFT(name string, p, planes, groups int, args ...any) {
 	k := o.k[fmt.Sprintf("%s_%d", name, p)]
 	if k == nil {
 		panic(errClosed) // Close emptied the table
 	}
-	wg := o.fftWG(k, p)
+	wg := o.fftWG(k, p, planes)
 	must(o.ctx.launch(k, []int{groups * wg}, []int{wg}, args...))
 }
 
-// r2c writes the spectra of src's planes to dst at doff as l lays them out.
+// r2c writes the spectra of src's planes to dst at doff as l lays them
+// out: planes of at most fftThinMax×fftThinMax by fft_r2c_thin, others by
+// fft_r2c.
 func (o *OpenCL) r2c(p int, dst *clMem, doff int, src fftPlanes, l fftLayout) {
-	gp := fftGroup(p, o.info.LocalMem)
-	o.launchFFT("fft_r2c", p, l.kn*((l.cn+gp-1)/gp), dst, doff, src.m, src.off, src.na, src.nb, src.h, src.w, src.padH, src.padW,
+	name, gp := "fft_r2c", fftGroup(p, o.info.LocalMem)
+	if src.h <= fftThinMax && src.w <= fftThinMax {
+		name, gp = "fft_r2c_thin", fftThinPlanes
+	}
+	o.launchFFT(name, p, gp, l.kn*((l.cn+gp-1)/gp), dst, doff, src.m, src.off, src.na, src.nb, src.h, src.w, src.padH, src.padW,
 		b2i(l.swap), b2i(l.dup), l.s[0], l.s[1], l.s[2], l.kn, l.cn, l.ld(), l.fs())
 }
 
@@ -389,7 +404,7 @@ func (o *OpenCL) c2r(p int, dst fftPlanes, src *clMem, soff int, l fftOut, bias 
 	if l.stacked {
 		ld, imoff = l.cn, l.rn*l.cn
 	}
-	o.launchFFT("fft_c2r", p, l.rn*((l.cn+gp-1)/gp), dst.m, dst.off, src, soff, dst.na, dst.nb, dst.h, dst.w, dst.padH, dst.padW,
+	o.launchFFT("fft_c2r", p, gp, l.rn*((l.cn+gp-1)/gp), dst.m, dst.off, src, soff, dst.na, dst.nb, dst.h, dst.w, dst.padH, dst.padW,
 		b2i(l.swap), l.cn, ld, imoff, 2*l.rn*l.cn, bm, boff, hasBias, act)
 }
 

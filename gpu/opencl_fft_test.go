@@ -42,12 +42,13 @@ var fftGeoms = []ConvGeom{
 }
 
 // fftLaunches returns how many times each FFT kernel ran since the profile
-// was turned on (all sizes counted as "fft_r2c" and "fft_c2r"), and the
-// im2col and col2im kernels, and turns the profile off.
+// was turned on (all sizes counted as "fft_r2c" and "fft_c2r", the thin
+// forward transforms also as "fft_r2c_thin"), and the im2col and col2im
+// kernels, and turns the profile off.
 func fftLaunches(o *OpenCL) map[string]int {
 	n := map[string]int{}
 	for _, kt := range o.Profile(false) {
-		for _, p := range []string{"im2col", "col2im", "fft_r2c", "fft_c2r", "wino_"} {
+		for _, p := range []string{"im2col", "col2im", "fft_r2c", "fft_r2c_thin", "fft_c2r", "wino_"} {
 			if strings.HasPrefix(kt.Name, p) {
 				n[p] += kt.Launches
 			}
@@ -118,6 +119,11 @@ func TestOpenCLFFT(t *testing.T) {
 						y.check(t, o, fmt.Sprintf("forward bias=%v, %d chunks", withBias, chunks))
 						if n["fft_r2c"] != 1+chunks || n["fft_c2r"] != chunks || n["im2col"] != 0 || n["wino_"] != 0 {
 							t.Errorf("forward in %d chunks launched %v, want FFT's kernels and no im2col", chunks, n)
+						}
+						// The filters (and planes of at most 8×8) by the thin
+						// transform.
+						if thin := 1 + chunks*b2i(g.H <= fftThinMax && g.W <= fftThinMax); n["fft_r2c_thin"] != thin {
+							t.Errorf("forward in %d chunks launched %d thin transforms, want %d", chunks, n["fft_r2c_thin"], thin)
 						}
 					}
 					first := download(o, y.cl)

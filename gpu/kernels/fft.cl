@@ -19,9 +19,10 @@
 // group are consecutive along the layout's contiguous index); fft_c2r does
 // the columns first (keeping only the rows of the output), then two rows
 // at a time. Each FFT is radix 2 over P values in one item's registers,
-// fully unrolled, with twiddles from a constant table: every value is
-// computed in a fixed order, with no atomics, so the results are the same
-// on every run.
+// fully unrolled, with twiddles from a constant table. fft_r2c_thin does
+// fft_r2c's work for planes of at most FFT_THIN×FFT_THIN (filters) by
+// direct sums instead. Every value is computed in a fixed order, with no
+// atomics, so the results are the same on every run.
 
 #ifndef FFT_SHARED
 #define FFT_SHARED
@@ -34,9 +35,10 @@
 #define FFT_G_32 4
 #endif
 
-// fft_tw[k] = e^(−2πik/32), k < 16: the twiddles of every stage of a
-// radix-2 FFT of up to 32 points (stage of span L uses k·32/L).
-__constant float2 fft_tw[16] = {
+// fft_tw[k] = e^(−2πik/32), k < 32: the twiddles of every stage of a
+// radix-2 FFT of up to 32 points (stage of span L uses k·32/L, k < 16),
+// and of the direct transforms of fft_r2c_thin (all 32).
+__constant float2 fft_tw[32] = {
     (float2)(1.0f, 0.0f),
     (float2)(9.807852507e-01f, -1.950903237e-01f),
     (float2)(9.238795042e-01f, -3.826834261e-01f),
@@ -53,6 +55,22 @@ __constant float2 fft_tw[16] = {
     (float2)(-8.314695954e-01f, -5.555702448e-01f),
     (float2)(-9.238795042e-01f, -3.826834261e-01f),
     (float2)(-9.807852507e-01f, -1.950903237e-01f),
+    (float2)(-1.0f, 0.0f),
+    (float2)(-9.807852507e-01f, 1.950903237e-01f),
+    (float2)(-9.238795042e-01f, 3.826834261e-01f),
+    (float2)(-8.314695954e-01f, 5.555702448e-01f),
+    (float2)(-7.071067691e-01f, 7.071067691e-01f),
+    (float2)(-5.555702448e-01f, 8.314695954e-01f),
+    (float2)(-3.826834261e-01f, 9.238795042e-01f),
+    (float2)(-1.950903237e-01f, 9.807852507e-01f),
+    (float2)(0.0f, 1.0f),
+    (float2)(1.950903237e-01f, 9.807852507e-01f),
+    (float2)(3.826834261e-01f, 9.238795042e-01f),
+    (float2)(5.555702448e-01f, 8.314695954e-01f),
+    (float2)(7.071067691e-01f, 7.071067691e-01f),
+    (float2)(8.314695954e-01f, 5.555702448e-01f),
+    (float2)(9.238795042e-01f, 3.826834261e-01f),
+    (float2)(9.807852507e-01f, 1.950903237e-01f),
 };
 
 // FFT_INLINE marks the helpers that take or work on a register array
@@ -65,6 +83,12 @@ __constant float2 fft_tw[16] = {
 
 // fft_cmul is the complex product a·b.
 FFT_INLINE float2 fft_cmul(float2 a, float2 b) { return (float2)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+
+// FFT_TG: planes per work-group of fft_r2c_thin (a warp's worth: one
+// plane per item of a warp); FFT_THIN: the most rows and columns of its
+// planes (the host sends it no larger plane).
+#define FFT_TG 32
+#define FFT_THIN 8
 
 #define FFT_CAT2(a, b) a##_##b
 #define FFT_CAT(a, b) FFT_CAT2(a, b)
@@ -243,6 +267,83 @@ __kernel void FFT_K(fft_r2c)(__global store_t* dst, int doff, __global const sto
 			} else {
 				ST(df, kx * ld + cx, re);
 				ST(df, (Kn + kx) * ld + cx, im);
+			}
+		}
+	}
+}
+
+// FFT_K(fft_w) is e^(−2πi·m/P), m ≥ 0.
+FFT_INLINE float2 FFT_K(fft_w)(int m) { return fft_tw[(m & (FFT_P - 1)) * (32 / FFT_P)]; }
+
+// fft_r2c_thin_P is fft_r2c (the same arguments, layout and values, to
+// rounding) for planes of at most FFT_THIN×FFT_THIN (filters), whose P×P
+// planes are mostly zeros: it computes each frequency directly from the
+// H×W values instead of by FFTs over the zeros, with no local memory but
+// the group's planes. A work-group takes FFT_TG planes (consecutive cx);
+// task (g, v) = (task % FFT_TG, task / FFT_TG), so that the items of a
+// warp take the planes of the group at one column v (their twiddles are
+// the same: one constant read serves the warp) and write each frequency
+// as FFT_TG consecutive elements. Item (g, v) computes
+//
+//	R[h] = Σ_w x[h][w]·e^(−2πi·v(w+pw)/P)     (h < H: the rows' DFTs at v)
+//	A_u  = Σ_{h even} R[h]·e^(−2πi·u(h+ph)/P), B_u likewise over odd h
+//	X[u][v] = A_u + B_u,  X[u+P/2][v] = ±(A_u − B_u)  (u < P/2)
+//
+// (e^(−2πi·(u+P/2)m/P) = (−1)^m·e^(−2πi·um/P), and m = h+ph is even for
+// even h when ph is: + then, − when ph is odd), each sum in a fixed order.
+__kernel void FFT_K(fft_r2c_thin)(__global store_t* dst, int doff, __global const store_t* src, int soff, int na, int nb, int H,
+                                  int W, int ph, int pw, int swap, int dup, int s1, int s2, int s3, int Kn, int Cn, int ld, int fs) {
+	__local float ts[FFT_TG * (FFT_THIN * FFT_THIN + 1)]; // plane g at g·(THIN²+1): an odd stride, no bank conflicts
+	const int lid = get_local_id(0), lsz = get_local_size(0);
+	const int ncb = (Cn + FFT_TG - 1) / FFT_TG;
+	const int kx = get_group_id(0) / ncb, cx0 = (get_group_id(0) % ncb) * FFT_TG;
+	const int ng = min(FFT_TG, Cn - cx0); // planes of this group
+	const int per = H * W, stride = FFT_THIN * FFT_THIN + 1;
+	const int ps = swap ? 1 : nb;                                        // planes between consecutive cx
+	const int pl0 = soff + (swap ? kx * nb + cx0 : cx0 * nb + kx) * per; // the group's first plane
+	for (int e = lid; e < ng * per; e += lsz) {
+		int g = e / per, i = e - g * per;
+		ts[g * stride + i] = LD(src, pl0 + g * ps * per + i);
+	}
+	barrier(CLK_LOCAL_MEM_FENCE);
+	const float sgn = (ph & 1) ? -1.0f : 1.0f;
+	for (int task = lid; task < FFT_TG * FFT_Q; task += lsz) {
+		const int g = task % FFT_TG, v = task / FFT_TG, cx = cx0 + g;
+		if (g >= ng) continue;
+		__local const float* pl = ts + g * stride;
+		float2 r[FFT_THIN];
+#pragma unroll
+		for (int h = 0; h < FFT_THIN; h++) {
+			r[h] = (float2)(0.0f);
+			if (h < H) {
+#pragma unroll
+				for (int w = 0; w < FFT_THIN; w++)
+					if (w < W) r[h] += pl[h * W + w] * FFT_K(fft_w)(v * (w + pw));
+			}
+		}
+		__global store_t* d = dst + doff + v * fs;
+#pragma unroll
+		for (int u = 0; u < FFT_P / 2; u++) {
+			float2 a = (float2)(0.0f), b = (float2)(0.0f);
+#pragma unroll
+			for (int h = 0; h < FFT_THIN; h += 2) {
+				if (h < H) a += fft_cmul(r[h], FFT_K(fft_w)(u * (h + ph)));
+				if (h + 1 < H) b += fft_cmul(r[h + 1], FFT_K(fft_w)(u * (h + 1 + ph)));
+			}
+			float2 zs[2] = {a + b, sgn * (a - b)};
+#pragma unroll
+			for (int k = 0; k < 2; k++) {
+				__global store_t* df = d + (u + k * FFT_P / 2) * FFT_Q * fs;
+				float re = zs[k].x, im = zs[k].y;
+				if (dup) {
+					ST(df, kx * ld + cx, re);
+					ST(df, kx * ld + Cn + cx, s1 * im);
+					ST(df, (Kn + kx) * ld + cx, s2 * im);
+					ST(df, (Kn + kx) * ld + Cn + cx, s3 * re);
+				} else {
+					ST(df, kx * ld + cx, re);
+					ST(df, (Kn + kx) * ld + cx, im);
+				}
 			}
 		}
 	}
