@@ -100,6 +100,7 @@ FFT_INLINE float2 fft_cmul(float2 a, float2 b) { return (float2)(a.x * b.x - a.y
 #define FFT_K(name) FFT_CAT(name, FFT_P)
 #define FFT_GP FFT_CAT(FFT_G, FFT_P) // planes per work-group: FFT_G_16 or FFT_G_32
 #define FFT_T (FFT_F + 1) // local float2s per plane: one more, so that the planes start in different banks
+#define FFT_LU (FFT_GP < 32 ? 32 / FFT_GP : 1) // fft_r2c's elements per plane per item and loading round
 
 // FFT_K(fft_bitrev) is i with its log2(P) bits reversed.
 FFT_INLINE int FFT_K(fft_bitrev)(int i) {
@@ -219,13 +220,24 @@ __kernel void FFT_K(fft_r2c)(__global store_t* dst, int doff, __global const sto
 	const int per = H * W;
 	const int ps = swap ? 1 : nb;                                   // planes between consecutive cx
 	const int pl0 = soff + (swap ? kx * nb + cx0 : cx0 * nb + kx) * per; // the group's first plane
-	// 1. Planes into local memory.
-	for (int i = lid; i < per; i += lsz) {
-		float v[FFT_GP];
+	// 1. Planes into local memory, FFT_LU elements of each plane per item
+	// and iteration: FFT_LU·FFT_GP (32) independent loads in flight.
+	for (int i0 = lid; i0 < per; i0 += FFT_LU * lsz) {
+		float v[FFT_LU][FFT_GP];
 #pragma unroll
-		for (int g = 0; g < FFT_GP; g++) v[g] = g < ng ? LD(src, pl0 + g * ps * per + i) : 0.0f;
+		for (int k = 0; k < FFT_LU; k++) {
+			const int i = i0 + k * lsz;
 #pragma unroll
-		for (int g = 0; g < FFT_GP; g++) ts[g * 2 * FFT_T + i] = v[g];
+			for (int g = 0; g < FFT_GP; g++) v[k][g] = (g < ng && i < per) ? LD(src, pl0 + g * ps * per + i) : 0.0f;
+		}
+#pragma unroll
+		for (int k = 0; k < FFT_LU; k++) {
+			const int i = i0 + k * lsz;
+			if (i < per) {
+#pragma unroll
+				for (int g = 0; g < FFT_GP; g++) ts[g * 2 * FFT_T + i] = v[k][g];
+			}
+		}
 	}
 	barrier(CLK_LOCAL_MEM_FENCE);
 	// 2. Rows, z = row r0 + i·row r1, the pairs from the bottom up.
@@ -437,4 +449,5 @@ __kernel void FFT_K(fft_c2r)(__global store_t* dst, int doff, __global const sto
 #undef FFT_K
 #undef FFT_GP
 #undef FFT_T
+#undef FFT_LU
 #endif // FFT_P
