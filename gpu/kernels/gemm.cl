@@ -319,23 +319,32 @@ inline void gemm_body(const int ta, const int tb, __local float4* As, __local fl
 	__local float4 As[2 * TSK * LDA4];                                                                                   \
 	__local float4 Bs[2 * TSK * LDB4]
 
-__kernel GEMM_WG void gemm_nn(GEMM_ARGS) {
-	GEMM_LOCAL;
-	gemm_body(0, 0, As, Bs, GEMM_PASS);
-}
-// The products with A transposed never take an epilogue (the host's
-// products that do are a convolution's forward, nn, and a fully connected
-// layer's, nt): passing emode 0 as a constant leaves its code out of them,
-// where it cost the 128×128 tn kernel 8% at 2048³ on the H100 (the
-// compiler's register allocation shifted).
+// gemm_nn, gemm_tn, gemm_nt and gemm_tt take no epilogue: passing emode 0
+// as a constant leaves its code out of them, where it cost the 128×128 tn
+// kernel 8% at 2048³ on the H100 and MobileNet's step 1.5–2% (the
+// compiler's register allocation shifted). gemm_nn_epi and gemm_nt_epi, the
+// same products with it, serve the host's products that have one (a
+// convolution's forward and a fully connected layer's; gemmKernels).
 #define GEMM_PASS_NOEPI                                                                                                  \
 	M, N, K, alpha, A, aoff, lda, asegl, asegs, avec, B, boff, ldb, bsegl, bsegs, bvec, beta, C, coff, ldc, csegl, csegs, \
 	    cvec, kc, cpart, P, 0, 0, E, eoff
+__kernel GEMM_WG void gemm_nn(GEMM_ARGS) {
+	GEMM_LOCAL;
+	gemm_body(0, 0, As, Bs, GEMM_PASS_NOEPI);
+}
+__kernel GEMM_WG void gemm_nn_epi(GEMM_ARGS) {
+	GEMM_LOCAL;
+	gemm_body(0, 0, As, Bs, GEMM_PASS);
+}
 __kernel GEMM_WG void gemm_tn(GEMM_ARGS) {
 	GEMM_LOCAL;
 	gemm_body(1, 0, As, Bs, GEMM_PASS_NOEPI);
 }
 __kernel GEMM_WG void gemm_nt(GEMM_ARGS) {
+	GEMM_LOCAL;
+	gemm_body(0, 1, As, Bs, GEMM_PASS_NOEPI);
+}
+__kernel GEMM_WG void gemm_nt_epi(GEMM_ARGS) {
 	GEMM_LOCAL;
 	gemm_body(0, 1, As, Bs, GEMM_PASS);
 }
