@@ -34,7 +34,7 @@ type gemmVariant struct {
 	// gemm.cl's WARP_N. It changes which item computes which block only.
 	WarpN int
 	k     [6]*clKernel // gemmKernels
-	sum   *clKernel // gemm_sum, for split-k products
+	sum   *clKernel    // gemm_sum, for split-k products
 }
 
 // gemmCandidates are the tilings tried, by increasing tile area: 32×32 for
