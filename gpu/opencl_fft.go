@@ -113,6 +113,22 @@ func fftGroup(p int, localMem int64) int {
 	return g
 }
 
+// fftThinGroup is how many planes one work-group of fft_c2r_thin of size
+// p takes on a device with localMem bytes of local memory per work-group:
+// fftThinPlanes, halved while their FFT_THIN rows' spectra (fftThinMax·
+// (P/2+1)+1 complex values a plane) pass fftGroup's budget. 32 for both
+// sizes with 48 KiB; 16 for 32 within OpenCL's 32 KiB.
+func fftThinGroup(p int, localMem int64) int {
+	if localMem <= 0 {
+		localMem = 32 << 10
+	}
+	g := fftThinPlanes
+	for g > 1 && int64(g*(fftThinMax*(p/2+1)+1)*8) > min(localMem, 48<<10)*3/4 {
+		g /= 2
+	}
+	return g
+}
+
 // fftFits reports whether the size-p kernels' local memory fits a device
 // with localMem bytes per work-group (32 KiB when not reported).
 func fftFits(p int, localMem int64) bool {
@@ -134,9 +150,11 @@ func (o *OpenCL) fftWG(k *clKernel, p, planes int) int {
 }
 
 // fftThinPlanes is the planes per work-group of fft_r2c_thin (FFT_TG in
-// fft.cl), and fftThinMax the most rows and columns of its planes
+// fft.cl) and at most of fft_c2r_thin (fftThinGroup), and fftThinMax the most rows and
+// columns of fft_r2c_thin's planes and the most rows of fft_c2r_thin's
 // (FFT_THIN): r2c transforms planes within it (filters) directly, without
-// FFTs over the P×P plane's zeros (fft.cl).
+// FFTs over the P×P plane's zeros, and c2r keeps only such outputs' rows
+// in local memory, room for 32 planes a group (fft.cl).
 const (
 	fftThinPlanes = 32
 	fftThinMax    = 8
@@ -155,7 +173,7 @@ func fftSource(info DeviceInfo) string {
 	}
 	var b strings.Builder
 	for _, p := range fftSizes {
-		fmt.Fprintf(&b, "#define FFT_G_%d %d\n", p, fftGroup(p, info.LocalMem))
+		fmt.Fprintf(&b, "#define FFT_G_%d %d\n#define FFT_TC_%d %d\n", p, fftGroup(p, info.LocalMem), p, fftThinGroup(p, info.LocalMem))
 	}
 	for _, p := range fftSizes {
 		fmt.Fprintf(&b, "// --- fft.cl, P = %d\n#define FFT_P %d\n%s\n#undef FFT_P\n", p, p, src)
@@ -167,7 +185,9 @@ func fftSource(info DeviceInfo) string {
 func fftKernels() []string {
 	var ks []string
 	for _, p := range fftSizes {
-		ks = append(ks, fmt.Sprintf("fft_r2c_%d", p), fmt.Sprintf("fft_r2c_thin_%d", p), fmt.Sprintf("fft_c2r_%d", p))
+		for _, k := range []string{"fft_r2c", "fft_r2c_thin", "fft_c2r", "fft_c2r_thin"} {
+			ks = append(ks, fmt.Sprintf("%s_%d", k, p))
+		}
 	}
 	return ks
 }
@@ -404,7 +424,11 @@ func (o *OpenCL) c2r(p int, dst fftPlanes, src *clMem, soff int, l fftOut, bias 
 	if l.stacked {
 		ld, imoff = l.cn, l.rn*l.cn
 	}
-	o.launchFFT("fft_c2r", p, gp, l.rn*((l.cn+gp-1)/gp), dst.m, dst.off, src, soff, dst.na, dst.nb, dst.h, dst.w, dst.padH, dst.padW,
+	name := "fft_c2r"
+	if dst.h <= fftThinMax {
+		name, gp = "fft_c2r_thin", fftThinGroup(p, o.info.LocalMem)
+	}
+	o.launchFFT(name, p, gp, l.rn*((l.cn+gp-1)/gp), dst.m, dst.off, src, soff, dst.na, dst.nb, dst.h, dst.w, dst.padH, dst.padW,
 		b2i(l.swap), l.cn, ld, imoff, 2*l.rn*l.cn, bm, boff, hasBias, act)
 }
 

@@ -43,12 +43,12 @@ var fftGeoms = []ConvGeom{
 
 // fftLaunches returns how many times each FFT kernel ran since the profile
 // was turned on (all sizes counted as "fft_r2c" and "fft_c2r", the thin
-// forward transforms also as "fft_r2c_thin"), and the im2col and col2im
+// transforms also as "fft_r2c_thin" and "fft_c2r_thin"), and the im2col and col2im
 // kernels, and turns the profile off.
 func fftLaunches(o *OpenCL) map[string]int {
 	n := map[string]int{}
 	for _, kt := range o.Profile(false) {
-		for _, p := range []string{"im2col", "col2im", "fft_r2c", "fft_r2c_thin", "fft_c2r", "wino_"} {
+		for _, p := range []string{"im2col", "col2im", "fft_r2c", "fft_r2c_thin", "fft_c2r", "fft_c2r_thin", "wino_"} {
 			if strings.HasPrefix(kt.Name, p) {
 				n[p] += kt.Launches
 			}
@@ -159,8 +159,8 @@ func TestOpenCLFFT(t *testing.T) {
 					n = fftLaunches(o)
 					dw.check(t, o, fmt.Sprintf("backward filter, %d chunks", chunks))
 					db.check(t, o, "bias gradient")
-					if n["fft_r2c"] != 2*chunks || n["fft_c2r"] != 1 || n["im2col"] != 0 {
-						t.Errorf("backward filter in %d chunks launched %v, want FFT's kernels and no im2col", chunks, n)
+					if n["fft_r2c"] != 2*chunks || n["fft_c2r"] != 1 || n["fft_c2r_thin"] != 1 || n["im2col"] != 0 {
+						t.Errorf("backward filter in %d chunks launched %v, want FFT's kernels (the thin inverse for R×S) and no im2col", chunks, n)
 					}
 					first = download(o, dw.cl)
 					o.ConvBackwardFilter(g, dw.cl, nil, dy.cl, x.cl, ws)
@@ -185,6 +185,39 @@ func TestOpenCLFFT(t *testing.T) {
 	}
 	if !sizes[16] || !sizes[32] {
 		t.Errorf("FFT sizes covered %v, want 16 and 32", sizes)
+	}
+}
+
+// TestOpenCLFFTGroups: the planes per work-group fit the local memory
+// (with fftGroup's headroom) for devices of 32 KiB (OpenCL's least), 48
+// KiB (the H100's) and more, and not reported.
+func TestOpenCLFFTGroups(t *testing.T) {
+	for _, c := range []struct {
+		p         int
+		mem       int64
+		fat, thin int
+	}{
+		{32, 32 << 10, 4, 16},
+		{32, 48 << 10, 8, 32},
+		{32, 0, 4, 16},
+		{32, 1 << 30, 8, 32},
+		{16, 32 << 10, 8, 32},
+		{16, 48 << 10, 16, 32},
+	} {
+		fat, thin := fftGroup(c.p, c.mem), fftThinGroup(c.p, c.mem)
+		if fat != c.fat || thin != c.thin {
+			t.Errorf("P = %d, %d bytes: %d and %d planes (fft_c2r_thin), want %d and %d", c.p, c.mem, fat, thin, c.fat, c.thin)
+		}
+		room := c.mem
+		if room <= 0 {
+			room = 32 << 10
+		}
+		if need := int64(thin * (fftThinMax*(c.p/2+1) + 1) * 8); need > room {
+			t.Errorf("P = %d, %d bytes: fft_c2r_thin needs %d", c.p, c.mem, need)
+		}
+		if need := int64(fftThinPlanes * (fftThinMax*fftThinMax + 1) * 4); need > room {
+			t.Errorf("P = %d, %d bytes: fft_r2c_thin needs %d", c.p, c.mem, need)
+		}
 	}
 }
 

@@ -34,6 +34,14 @@
 #ifndef FFT_G_32
 #define FFT_G_32 4
 #endif
+// FFT_TC_P: planes per work-group of fft_c2r_thin for size P, set by the
+// host (opencl_fft.go, fftThinGroup); these defaults fit 32 KiB.
+#ifndef FFT_TC_16
+#define FFT_TC_16 32
+#endif
+#ifndef FFT_TC_32
+#define FFT_TC_32 16
+#endif
 
 // fft_tw[k] = e^(−2πik/32), k < 32: the twiddles of every stage of a
 // radix-2 FFT of up to 32 points (stage of span L uses k·32/L, k < 16),
@@ -86,7 +94,8 @@ FFT_INLINE float2 fft_cmul(float2 a, float2 b) { return (float2)(a.x * b.x - a.y
 
 // FFT_TG: planes per work-group of fft_r2c_thin (a warp's worth: one
 // plane per item of a warp); FFT_THIN: the most rows and columns of its
-// planes (the host sends it no larger plane).
+// planes, and the most rows of fft_c2r_thin's (the host sends them no
+// larger planes).
 #define FFT_TG 32
 #define FFT_THIN 8
 
@@ -99,6 +108,7 @@ FFT_INLINE float2 fft_cmul(float2 a, float2 b) { return (float2)(a.x * b.x - a.y
 #define FFT_F (FFT_P * FFT_Q)
 #define FFT_K(name) FFT_CAT(name, FFT_P)
 #define FFT_GP FFT_CAT(FFT_G, FFT_P) // planes per work-group: FFT_G_16 or FFT_G_32
+#define FFT_TCP FFT_CAT(FFT_TC, FFT_P) // planes per work-group of fft_c2r_thin
 #define FFT_T (FFT_F + 1) // local float2s per plane: one more, so that the planes start in different banks
 #define FFT_LU (FFT_GP < 32 ? 32 / FFT_GP : 1) // fft_r2c's elements per plane per item and loading round
 
@@ -371,31 +381,33 @@ __kernel void FFT_K(fft_r2c_thin)(__global store_t* dst, int doff, __global cons
 // imoff = Cn; stacked: ld = Cn and imoff = the rows' count times Cn). A
 // work-group's planes share rx and take FFT_GP consecutive cx (Cn of them).
 //
-// Phases, each valid for any work-group size (the same bits whatever the
-// size):
+// FFT_K(fft_c2r_body) does the work for fft_c2r and fft_c2r_thin, with G
+// planes per work-group and TP float2s of t per plane (room for the
+// spectra of the output's rows: OH ≤ (TP − 1)/Q), in phases, each valid
+// for any work-group size (the same bits whatever the size):
 //  1. columns: task (g, v) inverts column v of plane g and keeps rows
 //     oh..oh+OH-1 in local memory;
 //  2. rows, in rounds of as many tasks as items: task (g, pair j) inverts
 //     output rows 2j and 2j+1 (FFT_K(fft_rows_c2r)) into registers, and
 //     after the round's barrier writes them, scaled, biased and
-//     activated, over the plane's local memory (as floats: OH·OW ≤ P² <
-//     2·FFT_T). The rounds take the pairs from the top down: a pair's
+//     activated, over the plane's local memory (as floats: OH·OW ≤
+//     OH·P < 2·TP). The rounds take the pairs from the top down: a pair's
 //     results (floats 2j·OW onwards, OW < 2Q) lie below the spectra of
 //     every pair above it, which later rounds read;
 //  3. the group writes its planes whole, consecutive items on consecutive
-//     elements of a plane, FFT_GP independent stores each.
-__kernel void FFT_K(fft_c2r)(__global store_t* dst, int doff, __global const store_t* src, int soff, int na, int nb, int OH,
-                             int OW, int oh, int ow, int swap, int Cn, int ld, int imoff, int fs, __global const store_t* bias, int boff, int hasBias,
-                             int act) {
-	__local float2 t[FFT_GP * FFT_T];
+//     elements of a plane, G independent stores each (G ≤ 8; with more
+//     planes, small ones, the items spread over all their elements).
+FFT_INLINE void FFT_K(fft_c2r_body)(__local float2* t, const int G, const int TP, __global store_t* dst, int doff,
+                                    __global const store_t* src, int soff, int nb, int OH, int OW, int oh, int ow, int swap, int Cn,
+                                    int ld, int imoff, int fs, __global const store_t* bias, int boff, int hasBias, int act) {
 	__local float* ts = (__local float*)t;
 	const int lid = get_local_id(0), lsz = get_local_size(0);
-	const int ncb = (Cn + FFT_GP - 1) / FFT_GP;
-	const int rx = get_group_id(0) / ncb, cx0 = (get_group_id(0) % ncb) * FFT_GP;
-	const int ng = min(FFT_GP, Cn - cx0); // planes of this group
+	const int ncb = (Cn + G - 1) / G;
+	const int rx = get_group_id(0) / ncb, cx0 = (get_group_id(0) % ncb) * G;
+	const int ng = min(G, Cn - cx0); // planes of this group
 	// 1. Columns.
-	for (int task = lid; task < FFT_GP * FFT_Q; task += lsz) {
-		int g = task % FFT_GP, v = task / FFT_GP, cx = cx0 + g;
+	for (int task = lid; task < G * FFT_Q; task += lsz) {
+		int g = task % G, v = task / G, cx = cx0 + g;
 		if (g >= ng) continue;
 		__global const store_t* s = src + soff + v * fs + rx * ld + cx;
 		float2 z[FFT_P];
@@ -407,23 +419,23 @@ __kernel void FFT_K(fft_c2r)(__global store_t* dst, int doff, __global const sto
 		FFT_K(fft_reg)(z, 1);
 #pragma unroll
 		for (int u = 0; u < FFT_P; u++)
-			if (u >= oh && u < oh + OH) t[g * FFT_T + (u - oh) * FFT_Q + v] = z[u];
+			if (u >= oh && u < oh + OH) t[g * TP + (u - oh) * FFT_Q + v] = z[u];
 	}
 	barrier(CLK_LOCAL_MEM_FENCE);
 	// 2. Rows, the pairs from the top down.
 	const float scale = 1.0f / (FFT_P * FFT_P);
-	const int pairs = (OH + 1) / 2, rtasks = FFT_GP * pairs;
+	const int pairs = (OH + 1) / 2, rtasks = G * pairs;
 	for (int base = 0; base < rtasks; base += lsz) {
-		const int task = base + lid, g = task % FFT_GP, j = task / FFT_GP;
+		const int task = base + lid, g = task % G, j = task / G;
 		const bool on = task < rtasks && g < ng;
 		const int r0 = 2 * j;
 		const bool two = r0 + 1 < OH;
 		float2 z[FFT_P];
-		if (on) FFT_K(fft_rows_c2r)(z, t + g * FFT_T, r0, two);
+		if (on) FFT_K(fft_rows_c2r)(z, t + g * TP, r0, two);
 		barrier(CLK_LOCAL_MEM_FENCE);
 		if (on) {
 			float bv = hasBias ? LD(bias, boff + (swap ? cx0 + g : rx)) : 0.0f;
-			__local float* pl = ts + g * 2 * FFT_T;
+			__local float* pl = ts + g * 2 * TP;
 #pragma unroll
 			for (int w = 0; w < FFT_P; w++) {
 				if (w < ow || w >= ow + OW) continue;
@@ -435,13 +447,43 @@ __kernel void FFT_K(fft_c2r)(__global store_t* dst, int doff, __global const sto
 	barrier(CLK_LOCAL_MEM_FENCE);
 	// 3. Planes out.
 	const int per = OH * OW;
-	const int ps = swap ? 1 : nb;                                   // planes between consecutive cx
+	const int ps = swap ? 1 : nb;                                        // planes between consecutive cx
 	const int pl0 = doff + (swap ? rx * nb + cx0 : cx0 * nb + rx) * per; // the group's first plane
-	for (int i = lid; i < per; i += lsz) {
+	if (G > 8) {
+		// Many small planes: the items spread over all of them.
+		for (int e = lid; e < ng * per; e += lsz) {
+			int g = e / per, i = e - g * per;
+			ST(dst, pl0 + g * ps * per + i, ts[g * 2 * TP + i]);
+		}
+	} else {
+		for (int i = lid; i < per; i += lsz) {
 #pragma unroll
-		for (int g = 0; g < FFT_GP; g++)
-			if (g < ng) ST(dst, pl0 + g * ps * per + i, ts[g * 2 * FFT_T + i]);
+			for (int g = 0; g < G; g++)
+				if (g < ng) ST(dst, pl0 + g * ps * per + i, ts[g * 2 * TP + i]);
+		}
 	}
+}
+
+__kernel void FFT_K(fft_c2r)(__global store_t* dst, int doff, __global const store_t* src, int soff, int na, int nb, int OH,
+                             int OW, int oh, int ow, int swap, int Cn, int ld, int imoff, int fs, __global const store_t* bias, int boff, int hasBias,
+                             int act) {
+	__local float2 t[FFT_GP * FFT_T];
+	FFT_K(fft_c2r_body)(t, FFT_GP, FFT_T, dst, doff, src, soff, nb, OH, OW, oh, ow, swap, Cn, ld, imoff, fs, bias, boff, hasBias, act);
+}
+
+// fft_c2r_thin_P is fft_c2r (the same arguments, work and bits) for
+// outputs of at most FFT_THIN rows (the filter gradient's R×S planes):
+// local memory holds only those rows' spectra (FFT_THIN·Q + 1 float2s
+// per plane, an odd count: the planes start in different banks), so a
+// work-group takes FFT_TCP planes (32 where fft_c2r takes 8) in as much
+// room, and the items of a warp, on consecutive planes at one column,
+// read each frequency as that many consecutive elements.
+__kernel void FFT_K(fft_c2r_thin)(__global store_t* dst, int doff, __global const store_t* src, int soff, int na, int nb, int OH,
+                                  int OW, int oh, int ow, int swap, int Cn, int ld, int imoff, int fs, __global const store_t* bias, int boff,
+                                  int hasBias, int act) {
+	__local float2 t[FFT_TCP * (FFT_THIN * FFT_Q + 1)];
+	FFT_K(fft_c2r_body)(t, FFT_TCP, FFT_THIN * FFT_Q + 1, dst, doff, src, soff, nb, OH, OW, oh, ow, swap, Cn, ld, imoff, fs, bias, boff,
+	                    hasBias, act);
 }
 
 #undef FFT_Q
@@ -450,4 +492,5 @@ __kernel void FFT_K(fft_c2r)(__global store_t* dst, int doff, __global const sto
 #undef FFT_GP
 #undef FFT_T
 #undef FFT_LU
+#undef FFT_TCP
 #endif // FFT_P
