@@ -395,9 +395,18 @@ __kernel void FFT_K(fft_r2c_thin)(__global store_t* dst, int doff, __global cons
 //     results (floats 2j·OW onwards, OW < 2Q) lie below the spectra of
 //     every pair above it, which later rounds read;
 //  3. the group writes its planes whole, consecutive items on consecutive
-//     elements of a plane, G independent stores each (G ≤ 8; with more
-//     planes, small ones, the items spread over all their elements).
-FFT_INLINE void FFT_K(fft_c2r_body)(__local float2* t, const int G, const int TP, __global store_t* dst, int doff,
+//     elements of a plane, G independent stores each;
+// or with direct (fft_c2r_thin), in place of 2 and 3:
+//  2'. task (g, e) = (task % G, task / G), the items of a warp on G planes
+//     at one element e = (h, w), computes y[h][w] from its row's spectrum
+//     C (C[v], v ≤ P/2: the columns' inverses at row oh + h) as the
+//     direct sum C[0] + (−1)^q·C[P/2] + 2·Σ_{0<v<P/2} Re(C[v]·e^(2πi·vq/P)),
+//     q = ow + w (the real parts only, as FFT_K(fft_rows_c2r) drops the
+//     imaginary parts at 0 and P/2), scales, biases, activates and
+//     writes it: every item busy on at most P/2 products, where the row
+//     pass of small outputs keeps a few items on whole FFTs, and the
+//     twiddle of a warp one constant read.
+FFT_INLINE void FFT_K(fft_c2r_body)(__local float2* t, const int G, const int TP, const bool direct, __global store_t* dst, int doff,
                                     __global const store_t* src, int soff, int nb, int OH, int OW, int oh, int ow, int swap, int Cn,
                                     int ld, int imoff, int fs, __global const store_t* bias, int boff, int hasBias, int act) {
 	__local float* ts = (__local float*)t;
@@ -422,8 +431,32 @@ FFT_INLINE void FFT_K(fft_c2r_body)(__local float2* t, const int G, const int TP
 			if (u >= oh && u < oh + OH) t[g * TP + (u - oh) * FFT_Q + v] = z[u];
 	}
 	barrier(CLK_LOCAL_MEM_FENCE);
-	// 2. Rows, the pairs from the top down.
 	const float scale = 1.0f / (FFT_P * FFT_P);
+	const int per = OH * OW;
+	const int ps = swap ? 1 : nb;                                        // planes between consecutive cx
+	const int pl0 = doff + (swap ? rx * nb + cx0 : cx0 * nb + rx) * per; // the group's first plane
+	if (direct) {
+		// 2'. Each output value as a direct sum over its row's spectrum C
+		// (c2r_value), written straight out: task (g, e) = (task % G,
+		// task / G), the items of a warp on G planes at one element.
+		for (int task = lid; task < G * per; task += lsz) {
+			const int g = task % G, e = task / G;
+			if (g >= ng) continue;
+			const int h = e / OW, q = e - h * OW + ow;
+			__local const float2* c = t + g * TP + h * FFT_Q;
+			float acc = 0.0f;
+#pragma unroll
+			for (int v = 1; v < FFT_P / 2; v++) {
+				float2 w = FFT_K(fft_w)(v * q), cv = c[v];
+				acc += cv.x * w.x + cv.y * w.y;
+			}
+			float y = c[0].x + ((q & 1) ? -c[FFT_P / 2].x : c[FFT_P / 2].x) + 2.0f * acc;
+			float bv = hasBias ? LD(bias, boff + (swap ? cx0 + g : rx)) : 0.0f;
+			ST(dst, pl0 + g * ps * per + e, act_relu(y * scale + bv, act));
+		}
+		return;
+	}
+	// 2. Rows, the pairs from the top down.
 	const int pairs = (OH + 1) / 2, rtasks = G * pairs;
 	for (int base = 0; base < rtasks; base += lsz) {
 		const int task = base + lid, g = task % G, j = task / G;
@@ -446,21 +479,10 @@ FFT_INLINE void FFT_K(fft_c2r_body)(__local float2* t, const int G, const int TP
 	}
 	barrier(CLK_LOCAL_MEM_FENCE);
 	// 3. Planes out.
-	const int per = OH * OW;
-	const int ps = swap ? 1 : nb;                                        // planes between consecutive cx
-	const int pl0 = doff + (swap ? rx * nb + cx0 : cx0 * nb + rx) * per; // the group's first plane
-	if (G > 8) {
-		// Many small planes: the items spread over all of them.
-		for (int e = lid; e < ng * per; e += lsz) {
-			int g = e / per, i = e - g * per;
-			ST(dst, pl0 + g * ps * per + i, ts[g * 2 * TP + i]);
-		}
-	} else {
-		for (int i = lid; i < per; i += lsz) {
+	for (int i = lid; i < per; i += lsz) {
 #pragma unroll
-			for (int g = 0; g < G; g++)
-				if (g < ng) ST(dst, pl0 + g * ps * per + i, ts[g * 2 * TP + i]);
-		}
+		for (int g = 0; g < G; g++)
+			if (g < ng) ST(dst, pl0 + g * ps * per + i, ts[g * 2 * TP + i]);
 	}
 }
 
@@ -468,21 +490,22 @@ __kernel void FFT_K(fft_c2r)(__global store_t* dst, int doff, __global const sto
                              int OW, int oh, int ow, int swap, int Cn, int ld, int imoff, int fs, __global const store_t* bias, int boff, int hasBias,
                              int act) {
 	__local float2 t[FFT_GP * FFT_T];
-	FFT_K(fft_c2r_body)(t, FFT_GP, FFT_T, dst, doff, src, soff, nb, OH, OW, oh, ow, swap, Cn, ld, imoff, fs, bias, boff, hasBias, act);
+	FFT_K(fft_c2r_body)(t, FFT_GP, FFT_T, false, dst, doff, src, soff, nb, OH, OW, oh, ow, swap, Cn, ld, imoff, fs, bias, boff, hasBias, act);
 }
 
-// fft_c2r_thin_P is fft_c2r (the same arguments, work and bits) for
-// outputs of at most FFT_THIN rows (the filter gradient's R×S planes):
-// local memory holds only those rows' spectra (FFT_THIN·Q + 1 float2s
-// per plane, an odd count: the planes start in different banks), so a
-// work-group takes FFT_TCP planes (32 where fft_c2r takes 8) in as much
-// room, and the items of a warp, on consecutive planes at one column,
-// read each frequency as that many consecutive elements.
+// fft_c2r_thin_P is fft_c2r (the same arguments and values, to rounding)
+// for outputs of at most FFT_THIN rows (the filter gradient's R×S
+// planes): local memory holds only those rows' spectra (FFT_THIN·Q + 1
+// float2s per plane, an odd count: the planes start in different banks),
+// so a work-group takes FFT_TCP planes (32 where fft_c2r takes 8) in as
+// much room, and the items of a warp, on consecutive planes at one
+// column, read each frequency as that many consecutive elements; the rows
+// are inverted by direct sums (2' above).
 __kernel void FFT_K(fft_c2r_thin)(__global store_t* dst, int doff, __global const store_t* src, int soff, int na, int nb, int OH,
                                   int OW, int oh, int ow, int swap, int Cn, int ld, int imoff, int fs, __global const store_t* bias, int boff,
                                   int hasBias, int act) {
 	__local float2 t[FFT_TCP * (FFT_THIN * FFT_Q + 1)];
-	FFT_K(fft_c2r_body)(t, FFT_TCP, FFT_THIN * FFT_Q + 1, dst, doff, src, soff, nb, OH, OW, oh, ow, swap, Cn, ld, imoff, fs, bias, boff,
+	FFT_K(fft_c2r_body)(t, FFT_TCP, FFT_THIN * FFT_Q + 1, true, dst, doff, src, soff, nb, OH, OW, oh, ow, swap, Cn, ld, imoff, fs, bias, boff,
 	                    hasBias, act);
 }
 
