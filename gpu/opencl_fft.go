@@ -94,7 +94,7 @@ var fftSizes = []int{16, 32}
 
 // fftGroup is how many planes one work-group of the size-p kernels
 // transforms on a device with localMem bytes of local memory per
-// work-group: each plane takes P·(P/2+1)+1 complex values (4.3 KiB for 32,
+// work-group: each plane takes P·(P/2+1)+2 complex values (4.3 KiB for 32,
 // 1.1 KiB for 16). A group writes each frequency of its planes as one run
 // of that many floats (fft.cl), so 8 (32 bytes, a whole sector of a GPU's
 // memory) where the device has 48 KiB, 4 for 32 within the 32 KiB OpenCL
@@ -107,7 +107,7 @@ func fftGroup(p int, localMem int64) int {
 	if localMem >= 48<<10 && p <= 16 {
 		g = 16
 	}
-	for g > 1 && int64(g*(fftFreqs(p)+1)*8) > min(localMem, 48<<10)*3/4 {
+	for g > 1 && int64(g*(fftFreqs(p)+2)*8) > min(localMem, 48<<10)*3/4 {
 		g /= 2
 	}
 	return g
@@ -135,7 +135,7 @@ func fftFits(p int, localMem int64) bool {
 	if localMem <= 0 {
 		localMem = 32 << 10
 	}
-	return int64(fftGroup(p, localMem)*(fftFreqs(p)+1)*8) <= localMem
+	return int64(fftGroup(p, localMem)*(fftFreqs(p)+2)*8) <= localMem
 }
 
 // fftWG is the work-group size of kernel k of size p whose work-groups

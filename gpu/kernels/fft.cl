@@ -109,7 +109,12 @@ FFT_INLINE float2 fft_cmul(float2 a, float2 b) { return (float2)(a.x * b.x - a.y
 #define FFT_K(name) FFT_CAT(name, FFT_P)
 #define FFT_GP FFT_CAT(FFT_G, FFT_P) // planes per work-group: FFT_G_16 or FFT_G_32
 #define FFT_TCP FFT_CAT(FFT_TC, FFT_P) // planes per work-group of fft_c2r_thin
-#define FFT_T (FFT_F + 1) // local float2s per plane: one more, so that the planes start in different banks
+// FFT_T: local float2s per plane, two more than the spectrum (F is a
+// multiple of 16), so that the G planes of a group start 2 float2 banks
+// apart: the column passes' items (g, v) = (task % G, task / G) then hit
+// 16 distinct 8-byte bank pairs in each half-warp (2g + v), and the row
+// passes' (g, pair j) conflict at most 2-way.
+#define FFT_T (FFT_F + 2)
 #define FFT_LU (FFT_GP < 32 ? 32 / FFT_GP : 1) // fft_r2c's elements per plane per item and loading round
 
 // FFT_K(fft_bitrev) is i with its log2(P) bits reversed.
