@@ -21,7 +21,9 @@
 // at a time. Each FFT is radix 2 over P values in one item's registers,
 // fully unrolled, with twiddles from a constant table. fft_r2c_thin does
 // fft_r2c's work for planes of at most FFT_THIN×FFT_THIN (filters) by
-// direct sums instead. Every value is computed in a fixed order, with no
+// direct sums instead, and fft_c2r_thin fft_c2r's for outputs of at most
+// FFT_THIN rows (filter gradients), 32 planes a group, the rows by direct
+// sums. Every value is computed in a fixed order, with no
 // atomics, so the results are the same on every run.
 
 #ifndef FFT_SHARED
