@@ -24,10 +24,22 @@ import (
 // batches, trained five steps on the CPU and on OpenCL, must end with the
 // same parameters (to 1e-4) and losses.
 
+// openForE2E opens the default backend, untuned.
 func openForE2E(t testing.TB) *gpu.OpenCL {
+	t.Helper()
+	return openUntuned(t, nil)
+}
+
+// openUntuned opens a backend of the default configuration with tuning off
+// and, unless set is nil, set applied to it; it skips t when there is no
+// OpenCL device.
+func openUntuned(t testing.TB, set func(*gpu.OpenCLConfig)) *gpu.OpenCL {
 	t.Helper()
 	cfg := gpu.DefaultOpenCLConfig()
 	cfg.Tune = false
+	if set != nil {
+		set(&cfg)
+	}
 	o, err := gpu.NewOpenCL(cfg)
 	if errors.Is(err, gpu.ErrNoOpenCL) || errors.Is(err, gpu.ErrNoDevice) {
 		t.Skipf("no OpenCL device: %v", err)

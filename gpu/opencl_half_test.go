@@ -3,7 +3,6 @@
 package gpu_test
 
 import (
-	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -26,19 +25,12 @@ import (
 // set (benchmarks).
 func openHalfForTest(t testing.TB, all bool) *gpu.OpenCL {
 	t.Helper()
-	cfg := gpu.DefaultOpenCLConfig()
-	cfg.Tune, cfg.HalfStorage = false, true
-	if !all {
-		cfg.GemmVariants = []string{"32x32/4x4/k16", "64x64/8x4/k16/w4"}
-	}
-	o, err := gpu.NewOpenCL(cfg)
-	if errors.Is(err, gpu.ErrNoOpenCL) || errors.Is(err, gpu.ErrNoDevice) {
-		t.Skipf("no OpenCL device: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return o
+	return openUntuned(t, func(cfg *gpu.OpenCLConfig) {
+		cfg.HalfStorage = true
+		if !all {
+			cfg.GemmVariants = []string{"32x32/4x4/k16", "64x64/8x4/k16/w4"}
+		}
+	})
 }
 
 // halfCases are the models of the half-storage tests: convolutions with
