@@ -4,8 +4,6 @@ package solver_test
 
 import (
 	"math"
-	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
@@ -123,28 +121,7 @@ func TestMaxPoolIndicesOnOpenCL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := rand.New(rand.NewPCG(5, 6))
-		n.InitParams(r)
-		tr := solver.NewTrainer(n, solver.NewSGD(b, n.NumParams(), 0.9, 0, false), solver.Constant(0.01))
-		x := make([]float32, 4*n.In.Size())
-		for i := range x {
-			x[i] = float32(r.NormFloat64())
-		}
-		labels := []int32{1, 2, 3, 4}
-		for s := 0; s < 3; s++ {
-			if s == 2 {
-				o.Profile(true)
-			}
-			if _, err := tr.Step(x, labels); err != nil {
-				t.Fatal(err)
-			}
-		}
-		argmax := 0
-		for _, kt := range o.Profile(false) {
-			if strings.HasPrefix(kt.Name, "maxpool_argmax") {
-				argmax += kt.Launches
-			}
-		}
+		argmax := steadyStepLaunches(t, o, b, n, "maxpool_argmax")
 		if want := 2 * k; argmax != want {
 			t.Errorf("positions refused %v: %d maxpool_argmax launches in a training step, want %d", refuse, argmax, want)
 		}
