@@ -3,7 +3,6 @@
 package gpu
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -390,58 +389,20 @@ func TestOpenCLFFTKeptColumns(t *testing.T) {
 func TestOpenCLFFTTimedVariant(t *testing.T) {
 	o := openCLForTest(t)
 	setFFT(t, o, FFTOn)
-	defer func(tune bool, by map[fftShape]int) { o.gemmShapeTune, o.fftByShape = tune, by }(o.gemmShapeTune, o.fftByShape)
-	r := rand.New(rand.NewPCG(57, 58))
 	g := ConvGeom{N: 2, C: 64, H: 27, W: 27, K: 192, R: 5, S: 5, PadH: 2, PadW: 2} // 544 products of 192×4×128: 1.07e8 flops
 	if err := g.Setup(); err != nil {
 		t.Fatal(err)
 	}
-	x, w := o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.K*g.colRows())
-	y := o.Alloc(g.N * g.K * g.OH * g.OW)
-	o.Upload(x, clRand(r, x.Len()))
-	o.Upload(w, clRand(r, w.Len()))
-	ws := o.Alloc(o.ConvWorkspace(g))
-	o.gemmShapeTune, o.fftByShape = false, nil
-	o.ConvForward(g, y, x, w, nil, ws)
-	want := download(o, y)
 	key := fftShape{m: g.K, n: 2 * g.N, kc: 2 * g.C, layers: fftFreqs(32)}
-	if i, ok := o.fftByShape[key]; !ok || i != o.fftPick(key.m, key.n, key.kc, key.layers) {
-		t.Fatalf("untimed: variants by shape %v, want %v → fftPick's", o.fftByShape, key)
-	}
-	o.gemmShapeTune, o.fftByShape = true, nil
-	o.Fill(y, 0)
-	before := o.ctx.launches
-	o.ConvForward(g, y, x, w, nil, ws)
-	launches := o.ctx.launches - before
-	requireSameBits(t, "forward with the timed variant", download(o, y), want)
-	if _, ok := o.fftByShape[key]; !ok || len(o.gemms) < 2 {
-		t.Fatalf("timed: variants by shape %v, want %v (of %d variants)", o.fftByShape, key, len(o.gemms))
-	}
-	// 4 kernels, and each variant at least twice (warm-up and timed).
-	if launches < 4+2*len(o.gemms) {
-		t.Errorf("timed forward: %d launches, want at least %d", launches, 4+2*len(o.gemms))
-	}
-	before = o.ctx.launches
-	o.ConvForward(g, y, x, w, nil, ws)
-	if launches = o.ctx.launches - before; launches != 4 {
-		t.Errorf("forward after timing: %d launches, want 4", launches)
-	}
+	checkTimedVariant(t, o, rand.New(rand.NewPCG(57, 58)), g, &o.fftByShape, key,
+		func() int { return o.fftPick(key.m, key.n, key.kc, key.layers) }, "fftPick's")
 }
 
 // TestOpenCLFFTMode: NewOpenCL refuses an FFT mode that is none of 0, 1
 // and auto, naming it, before it opens a device.
 func TestOpenCLFFTMode(t *testing.T) {
-	for _, m := range []string{"", "auto", "0", "1"} {
-		if _, err := fftMode(m); err != nil {
-			t.Errorf("mode %q: %v", m, err)
-		}
-	}
-	cfg := DefaultOpenCLConfig()
-	cfg.FFT = "on"
-	_, err := NewOpenCL(cfg)
-	if !errors.Is(err, ErrFFT) || !strings.Contains(err.Error(), `"on"`) {
-		t.Errorf("NewOpenCL with FFT %q: %v, want ErrFFT naming the value", cfg.FFT, err)
-	}
+	checkModeSetting(t, "FFT", func(m string) error { _, err := fftMode(m); return err },
+		func(cfg *OpenCLConfig, m string) { cfg.FFT = m }, "on", ErrFFT)
 }
 
 // BenchmarkOpenCLFFT times AlexNet's conv2 (batch 32, 27×27 planes, 5×5

@@ -3,7 +3,6 @@
 package gpu
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -274,17 +273,8 @@ func TestOpenCLWinogradKeptColumns(t *testing.T) {
 // TestOpenCLWinogradMode: NewOpenCL refuses a Winograd mode that is none
 // of 0, 1 and auto, naming it, before it opens a device.
 func TestOpenCLWinogradMode(t *testing.T) {
-	for _, m := range []string{"", "auto", "0", "1"} {
-		if _, err := winogradMode(m); err != nil {
-			t.Errorf("mode %q: %v", m, err)
-		}
-	}
-	cfg := DefaultOpenCLConfig()
-	cfg.Winograd = "yes"
-	_, err := NewOpenCL(cfg)
-	if !errors.Is(err, ErrWinograd) || !strings.Contains(err.Error(), `"yes"`) {
-		t.Errorf("NewOpenCL with Winograd %q: %v, want ErrWinograd naming the value", cfg.Winograd, err)
-	}
+	checkModeSetting(t, "Winograd", func(m string) error { _, err := winogradMode(m); return err },
+		func(cfg *OpenCLConfig, m string) { cfg.Winograd = m }, "yes", ErrWinograd)
 }
 
 // BenchmarkOpenCLWinograd times AlexNet's three 3×3 convolutions (batch
@@ -374,44 +364,16 @@ func TestOpenCLWinogradAlexNetShapes(t *testing.T) {
 
 // TestOpenCLWinogradTimedVariant: with per-shape timing on, the first
 // batched launch of a large enough shape times every GEMM variant and
-// keeps the fastest for the shape; the results keep their bits.
+// keeps the fastest for the shape; the results keep their bits, and the
+// next call launches no timing runs.
 func TestOpenCLWinogradTimedVariant(t *testing.T) {
 	o := openCLForTest(t)
 	setWinograd(t, o, WinogradOn)
-	defer func(tune bool, by map[winoShape]int) { o.gemmShapeTune, o.winoByShape = tune, by }(o.gemmShapeTune, o.winoByShape)
-	r := rand.New(rand.NewPCG(49, 50))
 	g := ConvGeom{N: 8, C: 96, H: 14, W: 14, K: 96, R: 3, S: 3, PadH: 1, PadW: 1} // 16 products of 96×392×96: 1.2e8 flops
-	if err := g.Setup(); err != nil {
+	if err := g.Setup(); err != nil {                                             // winoShape reads OH and OW
 		t.Fatal(err)
 	}
-	x, w := o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.K*g.colRows())
-	y := o.Alloc(g.N * g.K * g.OH * g.OW)
-	o.Upload(x, clRand(r, x.Len()))
-	o.Upload(w, clRand(r, w.Len()))
-	ws := o.Alloc(o.ConvWorkspace(g))
-	o.gemmShapeTune, o.winoByShape = false, nil
-	o.ConvForward(g, y, x, w, nil, ws)
-	want := download(o, y)
 	key := winoShape{g.K, winoCols(g.N, winoTiles(g.OH, g.OW)), round4(g.C)}
-	if i, ok := o.winoByShape[key]; !ok || i != o.pickGemm(key.m, 16*key.n, key.k) {
-		t.Fatalf("untimed: variants by shape %v, want %v → pickGemm's", o.winoByShape, key)
-	}
-	o.gemmShapeTune, o.winoByShape = true, nil
-	o.Fill(y, 0)
-	before := o.ctx.launches
-	o.ConvForward(g, y, x, w, nil, ws)
-	launches := o.ctx.launches - before
-	requireSameBits(t, "forward with the timed variant", download(o, y), want)
-	if _, ok := o.winoByShape[key]; !ok || len(o.gemms) < 2 {
-		t.Fatalf("timed: variants by shape %v, want %v (of %d variants)", o.winoByShape, key, len(o.gemms))
-	}
-	// 4 kernels, and each variant at least twice (warm-up and timed).
-	if launches < 4+2*len(o.gemms) {
-		t.Errorf("timed forward: %d launches, want at least %d", launches, 4+2*len(o.gemms))
-	}
-	before = o.ctx.launches
-	o.ConvForward(g, y, x, w, nil, ws)
-	if launches = o.ctx.launches - before; launches != 4 {
-		t.Errorf("forward after timing: %d launches, want 4", launches)
-	}
+	checkTimedVariant(t, o, rand.New(rand.NewPCG(49, 50)), g, &o.winoByShape, key,
+		func() int { return o.pickGemm(key.m, 16*key.n, key.k) }, "pickGemm's")
 }
