@@ -94,6 +94,26 @@ __constant float2 fft_tw[32] = {
 // fft_cmul is the complex product a·b.
 FFT_INLINE float2 fft_cmul(float2 a, float2 b) { return (float2)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
 
+// fft_store_freq stores frequency z of plane (kx, cx) in the products'
+// layout of fft_r2c and fft_r2c_thin, df pointing at the frequency's
+// matrix: with dup the real 2×2 block (re, s1·im; s2·im, s3·re) at rows
+// kx and Kn + kx, columns cx and Cn + cx, else re at (kx, cx) and im at
+// (Kn + kx, cx). Always inlined: each kernel's stores stay as they were
+// written out in it.
+FFT_INLINE void fft_store_freq(__global store_t* df, float2 z, int kx, int cx, int Kn, int Cn, int ld, int dup, int s1, int s2,
+                               int s3) {
+	float re = z.x, im = z.y;
+	if (dup) {
+		ST(df, kx * ld + cx, re);
+		ST(df, kx * ld + Cn + cx, s1 * im);
+		ST(df, (Kn + kx) * ld + cx, s2 * im);
+		ST(df, (Kn + kx) * ld + Cn + cx, s3 * re);
+	} else {
+		ST(df, kx * ld + cx, re);
+		ST(df, (Kn + kx) * ld + cx, im);
+	}
+}
+
 // FFT_TG: planes per work-group of fft_r2c_thin (a warp's worth: one
 // plane per item of a warp); FFT_THIN: the most rows and columns of its
 // planes, and the most rows of fft_c2r_thin's (the host sends them no
@@ -286,17 +306,7 @@ __kernel void FFT_K(fft_r2c)(__global store_t* dst, int doff, __global const sto
 		__global store_t* d = dst + doff + v * fs;
 #pragma unroll
 		for (int u = 0; u < FFT_P; u++) {
-			__global store_t* df = d + u * FFT_Q * fs;
-			float re = z[u].x, im = z[u].y;
-			if (dup) {
-				ST(df, kx * ld + cx, re);
-				ST(df, kx * ld + Cn + cx, s1 * im);
-				ST(df, (Kn + kx) * ld + cx, s2 * im);
-				ST(df, (Kn + kx) * ld + Cn + cx, s3 * re);
-			} else {
-				ST(df, kx * ld + cx, re);
-				ST(df, (Kn + kx) * ld + cx, im);
-			}
+			fft_store_freq(d + u * FFT_Q * fs, z[u], kx, cx, Kn, Cn, ld, dup, s1, s2, s3);
 		}
 	}
 }
@@ -362,17 +372,7 @@ __kernel void FFT_K(fft_r2c_thin)(__global store_t* dst, int doff, __global cons
 			float2 zs[2] = {a + b, sgn * (a - b)};
 #pragma unroll
 			for (int k = 0; k < 2; k++) {
-				__global store_t* df = d + (u + k * FFT_P / 2) * FFT_Q * fs;
-				float re = zs[k].x, im = zs[k].y;
-				if (dup) {
-					ST(df, kx * ld + cx, re);
-					ST(df, kx * ld + Cn + cx, s1 * im);
-					ST(df, (Kn + kx) * ld + cx, s2 * im);
-					ST(df, (Kn + kx) * ld + Cn + cx, s3 * re);
-				} else {
-					ST(df, kx * ld + cx, re);
-					ST(df, (Kn + kx) * ld + cx, im);
-				}
+				fft_store_freq(d + (u + k * FFT_P / 2) * FFT_Q * fs, zs[k], kx, cx, Kn, Cn, ld, dup, s1, s2, s3);
 			}
 		}
 	}
