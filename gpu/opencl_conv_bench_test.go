@@ -48,6 +48,22 @@ var alexPools = []struct {
 	{"pool3", PoolGeom{N: 32, C: 256, H: 13, W: 13, KH: 3, KW: 3, StrideH: 2, StrideW: 2}},
 }
 
+// poolBench is g at batch nb, set up, with its input x (random), its input
+// gradient dx and its output gradient dy (all ones) on o: what the max-pool
+// benchmarks run on.
+func poolBench(b *testing.B, o *OpenCL, g PoolGeom, nb int) (_ PoolGeom, x, dx, dy Buffer) {
+	b.Helper()
+	g.N = nb
+	if err := g.Setup(); err != nil {
+		b.Fatal(err)
+	}
+	x, dx = o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.N*g.C*g.H*g.W)
+	dy = o.Alloc(g.N * g.C * g.OH * g.OW)
+	o.Upload(x, clRand(newBenchRand(), x.Len()))
+	o.Fill(dy, 1)
+	return g, x, dx, dy
+}
+
 // benchBatch is COTRAIN_BENCH_BATCH, or 32.
 func benchBatch(b *testing.B) int {
 	if v := os.Getenv("COTRAIN_BENCH_BATCH"); v != "" {
@@ -149,15 +165,7 @@ func BenchmarkOpenCLMaxPoolBackward(b *testing.B) {
 	o := openCLForTest(b)
 	nb := benchBatch(b)
 	for _, c := range alexPools {
-		g := c.g
-		g.N = nb
-		if err := g.Setup(); err != nil {
-			b.Fatal(err)
-		}
-		x, dx := o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.N*g.C*g.H*g.W)
-		dy := o.Alloc(g.N * g.C * g.OH * g.OW)
-		o.Upload(x, clRand(newBenchRand(), x.Len()))
-		o.Fill(dy, 1)
+		g, x, dx, dy := poolBench(b, o, c.g, nb)
 		xs, dxs, dys := o.buf(x), o.buf(dx), o.buf(dy)
 		bytes := int64(dx.Len()) * int64(o.esize())
 		b.Run(c.name+"/old", func(b *testing.B) {

@@ -119,15 +119,8 @@ func BenchmarkOpenCLMaxPoolIdx(b *testing.B) {
 	o := openCLForTest(b)
 	nb := benchBatch(b)
 	for _, c := range alexPools {
-		g := c.g
-		g.N = nb
-		if err := g.Setup(); err != nil {
-			b.Fatal(err)
-		}
-		x, dx := o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.N*g.C*g.H*g.W)
-		y, dy := o.Alloc(g.N*g.C*g.OH*g.OW), o.Alloc(g.N*g.C*g.OH*g.OW)
-		o.Upload(x, clRand(newBenchRand(), x.Len()))
-		o.Fill(dy, 1)
+		g, x, dx, dy := poolBench(b, o, c.g, nb)
+		y := o.Alloc(dy.Len())
 		idx := o.MaxPoolIndices(g)
 		b.Run(c.name+"/argmax", func(b *testing.B) {
 			benchKernel(b, o, 0, func() {
