@@ -10,7 +10,8 @@ import (
 )
 
 // Checks that the convolution paths beside im2col (FFT, Winograd) share:
-// their mode setting and their GEMM variant timed per shape.
+// their mode setting, their GEMM variant timed per shape and their forward
+// into a kept-column buffer granted before the path was turned on.
 
 // checkModeSetting checks that parse accepts the modes "", auto, 0 and 1,
 // and that NewOpenCL refuses a configuration set to bad, with want and
@@ -70,4 +71,23 @@ func checkTimedVariant[K comparable](t *testing.T, o *OpenCL, r *rand.Rand, g Co
 	if launches = o.ctx.launches - before; launches != 4 {
 		t.Errorf("forward after timing: %d launches, want 4", launches)
 	}
+}
+
+// checkKeptForward draws x, w, bias and dy for g from r (in that order) and
+// checks that ConvForwardKeep into cols (a buffer granted before o's path
+// was turned on) gives ConvForward's bits, as the path computes it; it
+// returns x, w, dy and the workspace for the caller's check of the filter
+// gradient from cols.
+func checkKeptForward(t *testing.T, o *OpenCL, r *rand.Rand, g ConvGeom, cols Buffer) (x, w, dy twin, ws Buffer) {
+	t.Helper()
+	x = newTwin(o, clRand(r, g.N*g.C*g.H*g.W))
+	w = newTwin(o, clRand(r, g.K*g.colRows()))
+	bias := newTwin(o, clRand(r, g.K))
+	dy = newTwin(o, clRand(r, g.N*g.K*g.OH*g.OW))
+	y1, y2 := o.Alloc(dy.cl.Len()), o.Alloc(dy.cl.Len())
+	ws = o.Alloc(o.ConvWorkspace(g))
+	o.ConvForward(g, y1, x.cl, w.cl, bias.cl, ws)
+	o.ConvForwardKeep(g, y2, x.cl, w.cl, bias.cl, ws, cols)
+	requireSameBits(t, "ConvForwardKeep", download(o, y2), download(o, y1))
+	return x, w, dy, ws
 }

@@ -252,17 +252,9 @@ func TestOpenCLWinogradKeptColumns(t *testing.T) {
 	if c := o.ConvKeepColumns(g); c != nil {
 		t.Error("ConvKeepColumns granted a buffer to a Winograd convolution")
 	}
-	x := newTwin(o, clRand(r, g.N*g.C*g.H*g.W))
-	w := newTwin(o, clRand(r, g.K*g.colRows()))
-	bias := newTwin(o, clRand(r, g.K))
-	dy := newTwin(o, clRand(r, g.N*g.K*g.OH*g.OW))
-	y1, y2 := o.Alloc(dy.cl.Len()), o.Alloc(dy.cl.Len())
+	x, w, dy, ws := checkKeptForward(t, o, r, g, cols)
 	dw1, dw2 := o.Alloc(w.cl.Len()), o.Alloc(w.cl.Len())
 	db1, db2 := o.Alloc(g.K), o.Alloc(g.K)
-	ws := o.Alloc(o.ConvWorkspace(g))
-	o.ConvForward(g, y1, x.cl, w.cl, bias.cl, ws)
-	o.ConvForwardKeep(g, y2, x.cl, w.cl, bias.cl, ws, cols)
-	requireSameBits(t, "ConvForwardKeep", download(o, y2), download(o, y1))
 	o.ConvBackwardFilter(g, dw1, db1, dy.cl, x.cl, ws)
 	o.Fill(ws, float32(math.NaN())) // the workspace holds nothing the kept path needs
 	o.ConvBackwardFilterCols(g, dw2, db2, dy.cl, ws, cols)
