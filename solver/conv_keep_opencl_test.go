@@ -4,7 +4,7 @@ package solver_test
 
 import (
 	"errors"
-	"math"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -97,13 +97,7 @@ func testConvKeptColumnsOnOpenCL(t *testing.T, winograd, fft string) {
 				}
 				runs[k] = stepsFingerprint(t, n)
 			}
-			for k, what := range []string{"gradients", "weights", "state", "logits"} {
-				for i := range runs[1][k] {
-					if math.Float32bits(runs[0][k][i]) != math.Float32bits(runs[1][k][i]) {
-						t.Fatalf("%s (last %d): %s[%d] = %v with kept columns, %v without", model, last, what, i, runs[0][k][i], runs[1][k][i])
-					}
-				}
-			}
+			sameFingerprint(t, fmt.Sprintf("%s (last %d)", model, last), runs[0], runs[1], "with kept columns", "without")
 		}
 	}
 	// im2col launches of a steady training step: one per convolution

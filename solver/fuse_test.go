@@ -2,7 +2,6 @@ package solver_test
 
 import (
 	"fmt"
-	"math"
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
@@ -123,13 +122,7 @@ func fuseRuns(t *testing.T, name string, b gpu.Backend, build func(gpu.Backend) 
 		}
 		runs[i] = stepsFingerprint(t, n)
 	}
-	for k, what := range []string{"gradients", "weights", "state", "logits"} {
-		for i := range runs[1][k] {
-			if math.Float32bits(runs[0][k][i]) != math.Float32bits(runs[1][k][i]) {
-				t.Fatalf("%s, frozen %q: %s[%d] = %v fused, %v unfused", name, freeze, what, i, runs[0][k][i], runs[1][k][i])
-			}
-		}
-	}
+	sameFingerprint(t, fmt.Sprintf("%s, frozen %q", name, freeze), runs[0], runs[1], "fused", "unfused")
 }
 
 // Fused and unfused networks train to the same bits on the CPU (through

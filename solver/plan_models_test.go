@@ -1,6 +1,7 @@
 package solver_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -34,6 +35,20 @@ func residualNodes() []solver.Node {
 		{Layer: solver.NewMaxPool2D("pool", solver.PoolConfig{KH: 2, StrideH: 2})},
 		{Layer: solver.NewFlatten("flat")},
 		{Layer: solver.NewLinear("fc", 10)},
+	}
+}
+
+// sameFingerprint fails t at the first element where stepsFingerprint's
+// results a and b (runs called as and bs in the message, which starts with
+// where) differ in bits: gradients, weights, state or logits.
+func sameFingerprint(t *testing.T, where string, a, b [][]float32, as, bs string) {
+	t.Helper()
+	for k, what := range []string{"gradients", "weights", "state", "logits"} {
+		for i := range b[k] {
+			if math.Float32bits(a[k][i]) != math.Float32bits(b[k][i]) {
+				t.Fatalf("%s: %s[%d] = %v %s, %v %s", where, what, i, a[k][i], as, b[k][i], bs)
+			}
+		}
 	}
 }
 
@@ -101,13 +116,7 @@ func TestSharedBuffersMatchUnsharedOnModels(t *testing.T) {
 			}
 			shared, alone := net(true), net(false)
 			got, want := stepsFingerprint(t, shared), stepsFingerprint(t, alone)
-			for k, what := range []string{"gradients", "weights", "state", "logits"} {
-				for i := range want[k] {
-					if math.Float32bits(got[k][i]) != math.Float32bits(want[k][i]) {
-						t.Fatalf("%s, trainable %d: %s[%d] = %v shared, %v unshared", model, last, what, i, got[k][i], want[k][i])
-					}
-				}
-			}
+			sameFingerprint(t, fmt.Sprintf("%s, trainable %d", model, last), got, want, "shared", "unshared")
 			us, ua := shared.Buffers(6), alone.Buffers(6)
 			if us.Training >= ua.Training || us.Inference >= ua.Inference {
 				t.Errorf("%s, trainable %d: shared buffers %+v, unshared %+v: nothing saved", model, last, us, ua)

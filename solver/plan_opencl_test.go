@@ -4,7 +4,6 @@ package solver_test
 
 import (
 	"errors"
-	"math"
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
@@ -42,12 +41,6 @@ func TestSharedBuffersMatchUnsharedOnOpenCL(t *testing.T) {
 			n.SetSharing(share)
 			runs[s] = stepsFingerprint(t, n)
 		}
-		for k, what := range []string{"gradients", "weights", "state", "logits"} {
-			for i := range runs[1][k] {
-				if math.Float32bits(runs[0][k][i]) != math.Float32bits(runs[1][k][i]) {
-					t.Fatalf("%s: %s[%d] = %v shared, %v unshared", model, what, i, runs[0][k][i], runs[1][k][i])
-				}
-			}
-		}
+		sameFingerprint(t, model, runs[0], runs[1], "shared", "unshared")
 	}
 }

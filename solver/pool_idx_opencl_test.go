@@ -3,7 +3,7 @@
 package solver_test
 
 import (
-	"math"
+	"fmt"
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
@@ -89,13 +89,7 @@ func TestMaxPoolIndicesOnOpenCL(t *testing.T) {
 					t.Errorf("%s (last %d): positions refused, yet %d forwards and %d backwards used them", model, last, b.fwdIdx, b.bwdIdx)
 				}
 			}
-			for k, what := range []string{"gradients", "weights", "state", "logits"} {
-				for i := range runs[1][k] {
-					if math.Float32bits(runs[0][k][i]) != math.Float32bits(runs[1][k][i]) {
-						t.Fatalf("%s (last %d): %s[%d] = %v with kept positions, %v without", model, last, what, i, runs[0][k][i], runs[1][k][i])
-					}
-				}
-			}
+			sameFingerprint(t, fmt.Sprintf("%s (last %d)", model, last), runs[0], runs[1], "with kept positions", "without")
 			// stepsFingerprint: 3 steps at batch 6, then a gradient at
 			// batch 4. Each pool whose input gradient is needed asks at
 			// its first Backward (batch 6) and uses its positions from
