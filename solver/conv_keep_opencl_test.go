@@ -88,14 +88,7 @@ func testConvKeptColumnsOnOpenCL(t *testing.T, winograd, fft string) {
 		for _, last := range []int{-1, 2} { // -1: all layers learn
 			var runs [2][][]float32
 			for k, b := range []gpu.Backend{o, noKeeper{o}} {
-				n, err := build[model](b)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if last > 0 {
-					n.FreezeAllButLast(last)
-				}
-				runs[k] = stepsFingerprint(t, n)
+				runs[k] = frozenFingerprint(t, build[model], b, last)
 			}
 			sameFingerprint(t, fmt.Sprintf("%s (last %d)", model, last), runs[0], runs[1], "with kept columns", "without")
 		}

@@ -70,14 +70,7 @@ func TestConvKeptColumnsRule(t *testing.T) {
 			k := &copyKeeper{CPU: gpu.NewCPU(), grant: 1 << 30}
 			var runs [2][][]float32
 			for i, b := range []gpu.Backend{k, gpu.NewCPU()} {
-				n, err := build[model](b)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if last > 0 {
-					n.FreezeAllButLast(last)
-				}
-				runs[i] = stepsFingerprint(t, n)
+				runs[i] = frozenFingerprint(t, build[model], b, last)
 			}
 			sameFingerprint(t, fmt.Sprintf("%s (last %d)", model, last), runs[0], runs[1], "with kept columns", "without")
 			if k.bwd == 0 && last < 0 {

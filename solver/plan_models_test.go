@@ -38,6 +38,20 @@ func residualNodes() []solver.Node {
 	}
 }
 
+// frozenFingerprint builds a net with build on b, freezes all but its last
+// `last` layers when last > 0, and returns its stepsFingerprint.
+func frozenFingerprint(t *testing.T, build func(gpu.Backend) (*solver.Net, error), b gpu.Backend, last int) [][]float32 {
+	t.Helper()
+	n, err := build(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last > 0 {
+		n.FreezeAllButLast(last)
+	}
+	return stepsFingerprint(t, n)
+}
+
 // sameFingerprint fails t at the first element where stepsFingerprint's
 // results a and b (runs called as and bs in the message, which starts with
 // where) differ in bits: gradients, weights, state or logits.

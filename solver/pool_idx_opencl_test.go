@@ -75,14 +75,7 @@ func TestMaxPoolIndicesOnOpenCL(t *testing.T) {
 			var with *countingIndexer
 			for k, refuse := range []bool{false, true} {
 				b := &countingIndexer{OpenCL: o, refuse: refuse}
-				n, err := build[model](b)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if last > 0 {
-					n.FreezeAllButLast(last)
-				}
-				runs[k] = stepsFingerprint(t, n)
+				runs[k] = frozenFingerprint(t, build[model], b, last)
 				if !refuse {
 					with = b
 				} else if b.fwdIdx != 0 || b.bwdIdx != 0 {
