@@ -84,16 +84,15 @@ type OpenCL struct {
 	// the geometries whose choice was logged.
 	wino     string
 	winoSeen map[ConvGeom]bool
-	// winoByShape is the GEMM variant (index in gemms) of each batched
-	// Winograd launch's shape (winoGemm).
-	winoByShape map[winoShape]int
 
 	// fftSetting is the FFT mode (OpenCLConfig.FFT, checked); fftSeen the
-	// geometries whose choice was logged; fftByShape the GEMM variant of
-	// each batched FFT launch's shape (fftGemm).
+	// geometries whose choice was logged.
 	fftSetting string
 	fftSeen    map[ConvGeom]bool
-	fftByShape map[fftShape]int
+
+	// batchByShape is the GEMM variant (index in gemms) of each batched
+	// launch's shape: Winograd's and FFT's products (batchedGemm).
+	batchByShape map[batchShape]int
 
 	// Column matrices kept from forward to backward (opencl_conv_keep.go):
 	// the bytes of those alive, and the most they may take.

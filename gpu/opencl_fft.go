@@ -558,38 +558,15 @@ func (o *OpenCL) fftPick(m, n, kc, layers int) int {
 	return i
 }
 
-// fftShape is a batched launch of layers m×n×kc products (fftGemm).
-type fftShape struct{ m, n, kc, layers int }
-
 // fftGemm runs the layers products C_f = beta·C_f + A_fᵀ·B_f of one pass
 // as one launch of the GEMM's split-k layers: A stored layers·kc × m
 // (layer f's rows from f·kc), B layers·kc × n, C layers × m × n. The
-// variant: as winoGemm chooses it, the first launch of each shape large
-// enough (always one with beta 0: a filter gradient's first chunk) timed
-// with every variant; every variant sums in the same order, so the choice
-// changes no bit.
+// variant: batchedGemm's, fftPick's untimed; only a launch with beta 0 is
+// timed (a shape's first always is: a filter gradient's first chunk).
 func (o *OpenCL) fftGemm(m, n, kc, layers int, a, b mat, beta float32, c mat) {
 	launch := func(v *gemmVariant) {
 		o.gemmWith(v, true, false, m, n, layers*kc, 1, a, b, beta, c, kc, layers, c.m, epilogue{})
 	}
-	key := fftShape{m, n, kc, layers}
-	i, ok := o.fftByShape[key]
-	if !ok {
-		i = o.fftPick(m, n, kc, layers)
-		if beta == 0 && o.gemmShapeTune && 2*float64(layers)*float64(m)*float64(n)*float64(kc) >= gemmShapeMinFlops {
-			best, times, err := o.timeVariants(launch)
-			if err != nil {
-				o.log.Debug("gpu: opencl: fft products not timed", "shape", fmt.Sprintf("%dx%dx%dx%d", layers, m, n, kc), "err", err)
-				launch(o.gemms[i]) // the device is in trouble; the launch reports it
-				return
-			}
-			i = best
-			o.log.Debug("gpu: opencl: fft products timed", "shape", fmt.Sprintf("%dx%dx%dx%d", layers, m, n, kc), "best", o.gemms[i].Name, "times", times)
-		}
-		if o.fftByShape == nil {
-			o.fftByShape = map[fftShape]int{}
-		}
-		o.fftByShape[key] = i
-	}
-	launch(o.gemms[i])
+	s := batchShape{layers: layers, m: m, n: n, kc: kc}
+	launch(o.batchedGemm("fft", s, func() int { return o.fftPick(m, n, kc, layers) }, beta == 0, launch))
 }

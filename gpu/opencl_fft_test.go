@@ -385,8 +385,8 @@ func TestOpenCLFFTTimedVariant(t *testing.T) {
 	if err := g.Setup(); err != nil {
 		t.Fatal(err)
 	}
-	key := fftShape{m: g.K, n: 2 * g.N, kc: 2 * g.C, layers: fftFreqs(32)}
-	checkTimedVariant(t, o, rand.New(rand.NewPCG(57, 58)), g, &o.fftByShape, key,
+	key := batchShape{m: g.K, n: 2 * g.N, kc: 2 * g.C, layers: fftFreqs(32)}
+	checkTimedVariant(t, o, rand.New(rand.NewPCG(57, 58)), g, &o.batchByShape, key,
 		func() int { return o.fftPick(key.m, key.n, key.kc, key.layers) }, "fftPick's")
 }
 

@@ -361,6 +361,40 @@ func (o *OpenCL) gemmFor(ta, tb bool, m, n, k int, a, b mat, beta float32, c mat
 	return best
 }
 
+// batchShape is a batched launch of layers m×n×kc products over the GEMM's
+// split-k layers (Winograd's 16 per tile element, FFT's one per frequency).
+type batchShape struct{ layers, m, n, kc int }
+
+// batchedGemm returns the GEMM variant for the batched launch of shape s
+// that launch runs (what names the path in the log): as gemmFor does for a
+// single product, the first launch of each shape large enough is timed with
+// every variant, when the backend tunes and mayTime says the launch may
+// (it writes C with beta 0), and the fastest serves the shape from then on
+// (in this process: the tuning file holds single products only); else pick's
+// variant does. Every variant sums in the same order, so the choice changes
+// no bit.
+func (o *OpenCL) batchedGemm(what string, s batchShape, pick func() int, mayTime bool, launch func(*gemmVariant)) *gemmVariant {
+	if i, ok := o.batchByShape[s]; ok {
+		return o.gemms[i]
+	}
+	i := pick()
+	if mayTime && o.gemmShapeTune && 2*float64(s.layers)*float64(s.m)*float64(s.n)*float64(s.kc) >= gemmShapeMinFlops {
+		shape := fmt.Sprintf("%dx%dx%dx%d", s.layers, s.m, s.n, s.kc)
+		best, times, err := o.timeVariants(launch)
+		if err != nil {
+			o.log.Debug("gpu: opencl: "+what+" products not timed", "shape", shape, "err", err)
+			return o.gemms[i] // the device is in trouble; the launch that follows reports it
+		}
+		i = best
+		o.log.Debug("gpu: opencl: "+what+" products timed", "shape", shape, "best", o.gemms[i].Name, "times", times)
+	}
+	if o.batchByShape == nil {
+		o.batchByShape = map[batchShape]int{}
+	}
+	o.batchByShape[s] = i
+	return o.gemms[i]
+}
+
 // timeShape times the product with every variant (timeVariants).
 func (o *OpenCL) timeShape(ta, tb bool, m, n, k int, a, b, c mat) (int, map[string]time.Duration, error) {
 	return o.timeVariants(func(v *gemmVariant) { o.gemmRun(v, ta, tb, m, n, k, 1, a, b, 0, c, epilogue{}) })

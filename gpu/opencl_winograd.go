@@ -213,7 +213,10 @@ func (o *OpenCL) winoRun(op string, out, in winoPlane, u *clMem, ph, pw int, bia
 				o.gemmWith(g, false, false, out.ch, pld, 16*ipad, 1, plainMat(u, 0, 16*ipad), plainMat(ws.m, v, pld),
 					0, plainMat(ws.m, m, pld), ipad, 16, ws.m, epilogue{})
 			}
-			launch(o.winoGemm(out.ch, pld, ipad, launch))
+			// Untimed: the variant pickGemm gives a product of 16 times
+			// the columns (as many blocks of C).
+			s := batchShape{layers: 16, m: out.ch, n: pld, kc: ipad}
+			launch(o.batchedGemm("winograd", s, func() int { return o.pickGemm(s.m, 16*s.n, s.kc) }, true, launch))
 		} else {
 			for xi := 0; xi < 16; xi++ {
 				o.gemm(false, false, out.ch, pld, ipad, 1, plainMat(u, xi*ipad, 16*ipad),
@@ -239,37 +242,4 @@ func (o *OpenCL) winoBackwardData(g *ConvGeom, dxs, dys, wsl, ws *clBuf) {
 	u := o.winoFilters(g, wsl, true)
 	o.winoRun("ConvBackwardData", winoPlane{dxs, g.C, g.H, g.W, g.N}, winoPlane{dys, g.K, g.OH, g.OW, g.N}, u,
 		g.R-1-g.PadH, g.S-1-g.PadW, nil, ws, 0)
-}
-
-// winoShape is a batched launch of 16 m×n×k products (winoGemm).
-type winoShape struct{ m, n, k int }
-
-// winoGemm returns the GEMM variant for the batched launch of 16 m×n×k
-// products that launch runs: as the GEMM's per-shape tuning does for a
-// single product (opencl_gemm.go, gemmFor), the first launch of each
-// shape large enough is timed with every variant and the fastest serves
-// the shape from then on (in this process: the tuning file holds single
-// products only); else, and while the backend does not tune, the variant
-// pickGemm gives a product of 16 times the columns (as many blocks of C).
-// Every variant sums in the same order, so the choice changes no bit.
-func (o *OpenCL) winoGemm(m, n, k int, launch func(*gemmVariant)) *gemmVariant {
-	key := winoShape{m, n, k}
-	if i, ok := o.winoByShape[key]; ok {
-		return o.gemms[i]
-	}
-	i := o.pickGemm(m, 16*n, k)
-	if o.gemmShapeTune && 32*float64(m)*float64(n)*float64(k) >= gemmShapeMinFlops {
-		best, times, err := o.timeVariants(launch)
-		if err != nil {
-			o.log.Debug("gpu: opencl: winograd products not timed", "shape", fmt.Sprintf("16x%dx%dx%d", m, n, k), "err", err)
-			return o.gemms[i] // the device is in trouble; the launch that follows reports it
-		}
-		i = best
-		o.log.Debug("gpu: opencl: winograd products timed", "shape", fmt.Sprintf("16x%dx%dx%d", m, n, k), "best", o.gemms[i].Name, "times", times)
-	}
-	if o.winoByShape == nil {
-		o.winoByShape = map[winoShape]int{}
-	}
-	o.winoByShape[key] = i
-	return o.gemms[i]
 }

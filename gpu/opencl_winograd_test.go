@@ -362,10 +362,10 @@ func TestOpenCLWinogradTimedVariant(t *testing.T) {
 	o := openCLForTest(t)
 	setWinograd(t, o, WinogradOn)
 	g := ConvGeom{N: 8, C: 96, H: 14, W: 14, K: 96, R: 3, S: 3, PadH: 1, PadW: 1} // 16 products of 96×392×96: 1.2e8 flops
-	if err := g.Setup(); err != nil {                                             // winoShape reads OH and OW
+	if err := g.Setup(); err != nil {                                             // winoTiles reads OH and OW
 		t.Fatal(err)
 	}
-	key := winoShape{g.K, winoCols(g.N, winoTiles(g.OH, g.OW)), round4(g.C)}
-	checkTimedVariant(t, o, rand.New(rand.NewPCG(49, 50)), g, &o.winoByShape, key,
-		func() int { return o.pickGemm(key.m, 16*key.n, key.k) }, "pickGemm's")
+	key := batchShape{16, g.K, winoCols(g.N, winoTiles(g.OH, g.OW)), round4(g.C)}
+	checkTimedVariant(t, o, rand.New(rand.NewPCG(49, 50)), g, &o.batchByShape, key,
+		func() int { return o.pickGemm(key.m, 16*key.n, key.kc) }, "pickGemm's")
 }
