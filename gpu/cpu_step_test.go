@@ -94,8 +94,7 @@ func residentStep(be gpu.Backend, tr *solver.Trainer, x []float32, labels []int3
 		logits := tr.Net.Forward(xb, len(labels), true)
 		gpu.MarkSection(be, "loss")
 		tr.Loss.Forward(be, logits, labels)
-		dlogits := tr.Loss.Backward(be)
-		tr.Net.Backward(dlogits)
+		tr.Net.Backward(tr.Loss.Backward(be))
 		tr.Apply()
 	}
 }

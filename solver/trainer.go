@@ -85,8 +85,7 @@ func (t *Trainer) Gradient(x []float32, labels []int32) float64 {
 	logits := t.Net.Forward(xb, len(labels), true)
 	gpu.MarkSection(t.Net.B, "loss")
 	loss := t.Loss.Forward(t.Net.B, logits, labels)
-	dlogits := t.Loss.Backward(t.Net.B)
-	t.Net.Backward(dlogits)
+	t.Net.Backward(t.Loss.Backward(t.Net.B))
 	return loss
 }
 
