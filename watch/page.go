@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 )
 
 // page is the dashboard: one HTML file with its CSS and JavaScript inline,
@@ -27,12 +26,10 @@ func init() {
 	}
 }
 
-func (r *Recorder) servePage(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' data:")
-	w.Write(page)
-}
+// Page returns the dashboard page as a server hands it out: no Status in
+// it, it reads /api/status and follows /api/events (watch/web). The caller
+// must not modify it.
+func Page() []byte { return page }
 
 // WriteStatic writes the dashboard page with st in it: a file that shows
 // the run as it ended, opened from disk with no server (the simulator's

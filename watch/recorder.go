@@ -105,15 +105,16 @@ const (
 )
 
 // Recorder keeps a Status up to date from events and streams the events to
-// subscribers (the /api/events clients). Handle is its Bus sink; Status and
-// Subscribe are safe to call from other goroutines (HTTP handlers), which
-// only ever contend with Handle, never with whoever publishes on the Bus.
+// subscribers (stream.go; the dashboard's /api/events clients). Handle is
+// its Bus sink; Status and Subscribe are safe to call from other goroutines
+// (HTTP handlers), which only ever contend with Handle, never with whoever
+// publishes on the Bus.
 type Recorder struct {
 	mu      sync.Mutex
 	st      Status
 	rows    map[string]*Worker
 	stride  [3]uint64 // thinning of the three curves
-	subs    map[*subscriber]struct{}
+	subs    map[*Subscriber]struct{}
 	seq     uint64 // events sent to subscribers
 	joins   int    // rows made
 	sink    *sink  // its queue on the bus, whose drops Status reports
@@ -134,7 +135,7 @@ const RecorderQueue = 1 << 12
 // what the bus's other sinks, such as --json lines, lost). Without a bus,
 // the caller hands it events through Handle.
 func NewRecorder(role string, bus *Bus) *Recorder {
-	r := &Recorder{rows: map[string]*Worker{}, subs: map[*subscriber]struct{}{}, stride: [3]uint64{1, 1, 1}}
+	r := &Recorder{rows: map[string]*Worker{}, subs: map[*Subscriber]struct{}{}, stride: [3]uint64{1, 1, 1}}
 	r.st.Session.Role = role
 	r.st.State = "waiting"
 	r.st.TestAccuracy = -1
@@ -208,7 +209,7 @@ func (r *Recorder) Handle(e Event) {
 	r.seq++
 	for s := range r.subs {
 		select {
-		case s.ch <- message{id: r.seq, data: line}:
+		case s.ch <- Message{ID: r.seq, Data: line}:
 		default:
 			// Too slow: it is dropped, not waited for.
 			r.unsubscribe(s)

@@ -1,21 +1,14 @@
 package watch
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 func TestEventJSONIsFlatWithTime(t *testing.T) {
@@ -167,172 +160,13 @@ func TestRecorderBounded(t *testing.T) {
 	}
 }
 
-func TestStatusAndMetricsOverHTTP(t *testing.T) {
-	r := NewRecorder("hub", nil)
-	feed(r)
-	srv := httptest.NewServer(r.Handler())
-	defer srv.Close()
-
-	res, err := http.Get(srv.URL + "/api/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st Status
-	if err := json.NewDecoder(res.Body).Decode(&st); err != nil || res.Header.Get("Content-Type") != "application/json" {
-		t.Fatalf("status: %v %s", err, res.Header.Get("Content-Type"))
-	}
-	res.Body.Close()
-	if st.Iteration != 3 || len(st.Workers) != 2 {
-		t.Errorf("status %+v", st)
-	}
-
-	res, err = http.Get(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	// The legacy scheme is the strict one: names Prometheus servers of
-	// every version accept.
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	fams, err := parser.TextToMetricFamilies(res.Body)
-	if err != nil {
-		t.Fatalf("metrics do not parse: %v", err)
-	}
-	gauge := func(name string, labels ...string) float64 {
-		t.Helper()
-		f := fams[name]
-		if f == nil {
-			t.Fatalf("no metric %s", name)
-		}
-	next:
-		for _, m := range f.Metric {
-			for i := 0; i < len(labels); i += 2 {
-				found := false
-				for _, l := range m.Label {
-					if l.GetName() == labels[i] && l.GetValue() == labels[i+1] {
-						found = true
-					}
-				}
-				if !found {
-					continue next
-				}
-			}
-			switch {
-			case m.Gauge != nil:
-				return m.Gauge.GetValue()
-			case m.Counter != nil:
-				return m.Counter.GetValue()
-			}
-		}
-		t.Fatalf("%s%v not found", name, labels)
-		return 0
-	}
-	for _, c := range []struct {
-		name   string
-		labels []string
-		want   float64
-	}{
-		{"cotrain_iteration", nil, 3},
-		{"cotrain_samples_total", nil, 192},
-		{"cotrain_test_accuracy", nil, 0.91},
-		{"cotrain_loss", nil, 2.0 / 3},
-		{"cotrain_gradient_bytes_total", []string{"direction", "down"}, 6000},
-		{"cotrain_workers", []string{"state", "parked"}, 1},
-		{"cotrain_worker_batch", []string{"name", "pixel-7"}, 48},
-		{"cotrain_worker_batch_share", []string{"worker", "peerA"}, 0.75},
-		{"cotrain_worker_samples_per_second", []string{"name", "galaxy"}, 30},
-		{"cotrain_worker_late_total", []string{"name", "galaxy"}, 1},
-		{"cotrain_worker_gradient_bytes_total", []string{"name", "pixel-7", "direction", "up"}, 1500},
-		{"cotrain_worker_last_iteration_seconds", []string{"name", "galaxy", "phase", "compute"}, 0.8},
-	} {
-		if got := gauge(c.name, c.labels...); got != c.want {
-			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
-		}
-	}
-
-	for _, c := range []struct {
-		method, path string
-		code         int
-	}{
-		{"GET", "/", 200}, {"HEAD", "/", 200}, {"GET", "/nope", 404}, {"POST", "/api/status", 405}, {"DELETE", "/", 405},
-	} {
-		req, _ := http.NewRequest(c.method, srv.URL+c.path, nil)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != c.code {
-			t.Errorf("%s %s: %d, want %d", c.method, c.path, res.StatusCode, c.code)
-		}
-	}
-}
-
-// sse reads Server-Sent Events from body and sends each data line's JSON.
-func sse(body *bufio.Reader, out chan<- map[string]any) {
-	defer close(out)
-	for {
-		line, err := body.ReadString('\n')
-		if err != nil {
-			return
-		}
-		if d, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "data: "); ok {
-			var m map[string]any
-			if json.Unmarshal([]byte(d), &m) == nil {
-				out <- m
-			}
-		}
-	}
-}
-
-func TestEventStream(t *testing.T) {
-	bus := &Bus{}
-	r := NewRecorder("hub", bus)
-	defer bus.Close()
-	srv := httptest.NewServer(r.Handler())
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/events", nil)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
-		t.Fatalf("content type %q", ct)
-	}
-	got := make(chan map[string]any, 16)
-	go sse(bufio.NewReader(res.Body), got)
-	// The stream is open once the recorder counts it.
-	for r.Status().Clients != 1 {
-		time.Sleep(time.Millisecond)
-	}
-	bus.Publish(KindJoined, &Peer{ID: "12D3KooWfull", Name: "pixel"})
-	bus.Publish(KindProgress, &Progress{Iteration: 1, Loss: 2.5, Workers: []Tick{{ID: "12D3KooWfull", Batch: 8}}})
-	bus.Publish(KindLate, &Peer{Iteration: 1, ID: "12D3KooWfull", Name: "pixel"})
-	for i, want := range []string{"joined", "progress", "late"} {
-		select {
-		case m := <-got:
-			if m["event"] != want || m["time"] == nil {
-				t.Errorf("event %d: %v, want %s", i, m, want)
-			}
-			if want == "joined" && (m["peer"] != "12D3KooWfull" || m["name"] != "pixel") {
-				t.Errorf("joined %v", m)
-			}
-		case <-ctx.Done():
-			t.Fatalf("event %d (%s) never came", i, want)
-		}
-	}
-}
-
 // TestSlowClientIsDropped: a client that reads nothing is disconnected
 // once SubscriberQueue events wait for it, and the recorder never waits
 // (checked in a synctest bubble, as in TestBusNeverBlocks).
 func TestSlowClientIsDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := NewRecorder("hub", nil)
-		s := r.subscribe()
+		s := r.Subscribe()
 		handled := make(chan struct{})
 		go func() {
 			for i := range SubscriberQueue + 10 {
@@ -346,7 +180,7 @@ func TestSlowClientIsDropped(t *testing.T) {
 		default:
 			for { // read, so that it finishes
 				select {
-				case <-s.ch:
+				case <-s.C():
 					continue
 				case <-handled:
 				}
@@ -354,17 +188,17 @@ func TestSlowClientIsDropped(t *testing.T) {
 			}
 		}
 		n := 0
-		for range s.ch {
+		for range s.C() {
 			n++
 		}
 		if n != SubscriberQueue || r.Status().Clients != 0 {
 			t.Errorf("the slow client got %d events and is still counted: %d clients", n, r.Status().Clients)
 		}
-		var subs []*subscriber
+		var subs []*Subscriber
 		for range MaxSubscribers {
-			subs = append(subs, r.subscribe())
+			subs = append(subs, r.Subscribe())
 		}
-		if r.subscribe() != nil {
+		if r.Subscribe() != nil {
 			t.Errorf("more than %d streams accepted", MaxSubscribers)
 		}
 	})

@@ -18,7 +18,7 @@ import (
 	"github.com/cotrain/cotrain/hub"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/sync/compress"
-	"github.com/cotrain/cotrain/watch"
+	"github.com/cotrain/cotrain/watch/web"
 )
 
 func main() {
@@ -170,7 +170,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.maxWorkers > c.batch {
 		c.maxWorkers = c.batch
 	}
-	if err := watch.CheckAddr(c.http); err != nil {
+	if err := web.CheckAddr(c.http); err != nil {
 		return c, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if len(c.listen) == 0 && c.psk == "" {

@@ -17,6 +17,7 @@ import (
 	"github.com/cotrain/cotrain/sync/discovery"
 	"github.com/cotrain/cotrain/sync/p2p"
 	"github.com/cotrain/cotrain/watch"
+	"github.com/cotrain/cotrain/watch/web"
 )
 
 // heldOut is how many test samples the --patience rule evaluates on.
@@ -149,7 +150,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		PeerID: host.ID(), Addrs: addrs, Batch: c.batch, Iterations: iterations, MinWorkers: c.minWorkers, Iteration: uint64(tr.Iter),
 		Classes: ds.Labels, Params: net.NumParams(), Trainable: net.NumTrainable()})
 	if rec != nil {
-		url, stop, err := rec.Serve(c.http, log)
+		url, stop, err := web.Serve(rec, c.http, log)
 		if err != nil {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cotrain/cotrain/hub"
 	"github.com/cotrain/cotrain/watch"
+	"github.com/cotrain/cotrain/watch/web"
 )
 
 // dashboardClient is what one open dashboard page costs the hub: the event
@@ -68,7 +69,7 @@ func phases(tb testing.TB, rounds, perPhase, clients int) (off, on []float64) {
 	bus := &watch.Bus{}
 	rec := watch.NewRecorder("hub", bus)
 	defer bus.Close()
-	srv := httptest.NewServer(rec.Handler())
+	srv := httptest.NewServer(web.Handler(rec))
 	defer srv.Close()
 
 	// The clients of a phase run until its context ends.

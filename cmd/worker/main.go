@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/cotrain/cotrain/cmd/internal/cli"
-	"github.com/cotrain/cotrain/watch"
+	"github.com/cotrain/cotrain/watch/web"
 	"github.com/cotrain/cotrain/worker"
 )
 
@@ -107,7 +107,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.logEvery < 1 {
 		return c, fmt.Errorf("%w: --log-every must be positive", errUsage)
 	}
-	if err := watch.CheckAddr(c.http); err != nil {
+	if err := web.CheckAddr(c.http); err != nil {
 		return c, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if len(c.listen) == 0 {

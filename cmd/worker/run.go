@@ -19,6 +19,7 @@ import (
 	"github.com/cotrain/cotrain/sync/state"
 	"github.com/cotrain/cotrain/sync/transport"
 	"github.com/cotrain/cotrain/watch"
+	"github.com/cotrain/cotrain/watch/web"
 	"github.com/cotrain/cotrain/worker"
 	"github.com/libp2p/go-libp2p/core/network"
 )
@@ -103,7 +104,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	first := obs.session // a copy: the observer goes on filling in its own
 	bus.Publish("session", &first)
 	if rec != nil {
-		url, stop, err := rec.Serve(c.http, log)
+		url, stop, err := web.Serve(rec, c.http, log)
 		if err != nil {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}

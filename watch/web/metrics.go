@@ -1,10 +1,12 @@
-package watch
+package web
 
 import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/cotrain/cotrain/watch"
 )
 
 // The metrics of /metrics. Each is read from the Recorder's Status at
@@ -31,7 +33,7 @@ var (
 	_             prometheus.Collector = collector{}
 )
 
-type collector struct{ r *Recorder }
+type collector struct{ r *watch.Recorder }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descIteration, descSamples, descRate, descLoss, descLR, descAccuracy, descBytes,
@@ -79,7 +81,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	g(descClients, float64(st.Clients))
 }
 
-func (r *Recorder) metricsHandler() http.Handler {
+func metricsHandler(r *watch.Recorder) http.Handler {
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(collector{r})
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})

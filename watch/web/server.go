@@ -1,4 +1,15 @@
-package watch
+// Package web is the HTTP side of a watched run: the dashboard page, its
+// status and event stream, and the Prometheus metrics, all read from a
+// watch.Recorder. It is a package of its own so that what publishes events
+// (the hub's and the worker's drivers, the simulator) links no net/http and
+// no Prometheus: only the binaries that serve a dashboard import it.
+//
+// Caller's duties:
+//  1. Build a watch.Recorder on the run's Bus (watch.NewRecorder).
+//  2. Check a --http value with CheckAddr while parsing flags.
+//  3. Serve the recorder (Serve, or Handler under a server of your own);
+//     call the stop function Serve returns when the run is over.
+package web
 
 import (
 	"bytes"
@@ -6,59 +17,15 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-)
 
-// subscriber is one /api/events stream.
-type subscriber struct {
-	ch chan message
-}
-
-type message struct {
-	id   uint64
-	data []byte
-}
-
-// SubscriberQueue is how many events may wait for one /api/events client;
-// one that falls this far behind is dropped. MaxSubscribers bounds the
-// streams open at once (more are answered 503).
-const (
-	SubscriberQueue = 256
-	MaxSubscribers  = 64
+	"github.com/cotrain/cotrain/watch"
 )
 
 // WriteTimeout bounds each write to an HTTP client: a client that takes
 // longer (stalled, or gone without closing) loses its connection.
 const WriteTimeout = 10 * time.Second
 
-// subscribe adds a stream, or returns nil when MaxSubscribers are open.
-func (r *Recorder) subscribe() *subscriber {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.subs) >= MaxSubscribers {
-		return nil
-	}
-	s := &subscriber{ch: make(chan message, SubscriberQueue)}
-	r.subs[s] = struct{}{}
-	r.version++ // Clients changed
-	return s
-}
-
-// unsubscribe removes s and closes its channel; r.mu must be held.
-func (r *Recorder) unsubscribe(s *subscriber) {
-	if _, ok := r.subs[s]; ok {
-		r.version++
-		delete(r.subs, s)
-		close(s.ch)
-	}
-}
-
-func (r *Recorder) leave(s *subscriber) {
-	r.mu.Lock()
-	r.unsubscribe(s)
-	r.mu.Unlock()
-}
-
-// Handler returns the read-only HTTP side of a watched run:
+// Handler returns the read-only HTTP side of the run r records:
 //
 //	/             the dashboard page (embedded; it needs nothing else)
 //	/api/status   Status as JSON
@@ -66,12 +33,12 @@ func (r *Recorder) leave(s *subscriber) {
 //	/metrics      Prometheus text format
 //
 // Every other path is 404, every method but GET and HEAD 405.
-func (r *Recorder) Handler() http.Handler {
+func Handler(r *watch.Recorder) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", r.servePage)
-	mux.HandleFunc("GET /api/status", r.serveStatus)
-	mux.HandleFunc("GET /api/events", r.serveEvents)
-	mux.Handle("GET /metrics", r.metricsHandler())
+	mux.HandleFunc("GET /{$}", servePage)
+	mux.HandleFunc("GET /api/status", func(w http.ResponseWriter, req *http.Request) { serveStatus(r, w, req) })
+	mux.HandleFunc("GET /api/events", func(w http.ResponseWriter, req *http.Request) { serveEvents(r, w, req) })
+	mux.Handle("GET /metrics", metricsHandler(r))
 	return readOnly(mux)
 }
 
@@ -90,7 +57,14 @@ func readOnly(h http.Handler) http.Handler {
 	})
 }
 
-func (r *Recorder) serveStatus(w http.ResponseWriter, _ *http.Request) {
+func servePage(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' data:")
+	w.Write(watch.Page())
+}
+
+func serveStatus(r *watch.Recorder, w http.ResponseWriter, _ *http.Request) {
 	b, err := r.StatusJSON()
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -104,13 +78,13 @@ func (r *Recorder) serveStatus(w http.ResponseWriter, _ *http.Request) {
 
 // serveEvents streams the events published from now on. A comment line
 // goes out every 15 s so that proxies and browsers keep the stream open.
-func (r *Recorder) serveEvents(w http.ResponseWriter, req *http.Request) {
-	s := r.subscribe()
+func serveEvents(r *watch.Recorder, w http.ResponseWriter, req *http.Request) {
+	s := r.Subscribe()
 	if s == nil {
-		http.Error(w, fmt.Sprintf("already %d event streams open", MaxSubscribers), http.StatusServiceUnavailable)
+		http.Error(w, fmt.Sprintf("already %d event streams open", watch.MaxSubscribers), http.StatusServiceUnavailable)
 		return
 	}
-	defer r.leave(s)
+	defer r.Unsubscribe(s)
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -132,15 +106,15 @@ func (r *Recorder) serveEvents(w http.ResponseWriter, req *http.Request) {
 	var buf bytes.Buffer
 	for {
 		select {
-		case m, ok := <-s.ch:
+		case m, ok := <-s.C():
 			if !ok {
 				return // dropped: too slow
 			}
 			buf.Reset()
 			buf.WriteString("id: ")
-			buf.WriteString(strconv.FormatUint(m.id, 10))
+			buf.WriteString(strconv.FormatUint(m.ID, 10))
 			buf.WriteString("\ndata: ")
-			buf.Write(m.data) // JSON has no raw newline
+			buf.Write(m.Data) // JSON has no raw newline
 			buf.WriteString("\n\n")
 			if !write(buf.Bytes()) {
 				return

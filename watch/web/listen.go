@@ -1,4 +1,4 @@
-package watch
+package web
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/cotrain/cotrain/watch"
 )
 
 // CheckAddr refuses a --http value that is not HOST:PORT; empty (off) is
@@ -22,18 +24,18 @@ func CheckAddr(addr string) error {
 	return nil
 }
 
-// Serve starts r's Handler on addr and returns its URL and a function that
+// Serve starts Handler(r) on addr and returns its URL and a function that
 // stops it. The server is read-only; nothing it does reaches the driver
 // (the Recorder sits behind the Bus). A listener on every interface is
 // shown with its wildcard address, which browsers do not open: the docs and
 // the log say to use the machine's LAN address. Errors of the server after
 // it started go to log.
-func (r *Recorder) Serve(addr string, log *slog.Logger) (url string, stop func(), err error) {
+func Serve(r *watch.Recorder, addr string, log *slog.Logger) (url string, stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, fmt.Errorf("--http %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 5 * time.Second,
+	srv := &http.Server{Handler: Handler(r), ReadHeaderTimeout: 5 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
