@@ -25,9 +25,21 @@ type fakeHub struct {
 
 func newFakeHub(t testing.TB) *fakeHub { return newFakeHubModel(t, "lenet5") }
 
+// serialCPU is a CPU backend whose kernels all run on the calling
+// goroutine. The tests that run in a testing/synctest bubble need it: a
+// parallel kernel would start the GEMM pool's helper goroutines inside the
+// bubble, whose end waits for them, or hand its WaitGroup to helpers
+// outside it (gpu/internal/sgemm/pool.go). Results do not depend on the
+// thread count.
+func serialCPU() *gpu.CPU {
+	b := gpu.NewCPU()
+	b.SetThreads(1)
+	return b
+}
+
 // newFakeHubModel is a fake hub for a model with 28×28 inputs.
 func newFakeHubModel(t testing.TB, model string) *fakeHub {
-	b := gpu.NewCPU()
+	b := serialCPU()
 	net, err := models.Build(b, model, models.Config{})
 	if err != nil {
 		t.Fatal(err)

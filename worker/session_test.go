@@ -6,9 +6,9 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
-	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/sync/transport"
 	"github.com/cotrain/cotrain/sync/wire"
 )
@@ -80,7 +80,7 @@ func newSessionRig(t *testing.T, reconnect time.Duration) *sessionRig {
 	r := &sessionRig{t: t, mn: mn, done: make(chan error, 1)}
 	r.s = &Session{
 		Config:  DefaultConfig(),
-		Backend: gpu.NewCPU(),
+		Backend: serialCPU(),
 		Data:    &randBatches{r: rand.New(rand.NewPCG(1, 1))},
 		Dial: func(ctx context.Context) (transport.Conn, error) {
 			r.dials.Add(1)
@@ -130,8 +130,13 @@ func (r *sessionRig) wait(limit time.Duration) error {
 
 // TestSessionReconnects: the hub's connection drops mid-run; the worker
 // dials again with backoff, registers afresh and finishes with the new
-// connection's Goodbye.
-func TestSessionReconnects(t *testing.T) {
+// connection's Goodbye. It runs in a synctest bubble, as the session tests
+// below do: the backoff's waits, the hub's absence and the timeouts are
+// virtual time, which passes only when every goroutine waits, so a loaded
+// machine cannot stretch or squeeze them and the dials are counted exactly.
+func TestSessionReconnects(t *testing.T) { synctest.Test(t, testSessionReconnects) }
+
+func testSessionReconnects(t *testing.T) {
 	r := newSessionRig(t, 5*time.Second)
 	var connects []int
 	r.s.OnConnect = func(n int) { connects = append(connects, n) }
@@ -148,9 +153,9 @@ func TestSessionReconnects(t *testing.T) {
 		t.Fatal(err)
 	}
 	recv(t, c1, wire.KindPush)
-	// The hub goes away: nothing listens for a while (long enough for
-	// a refused dial after the first wait of 5–10 ms, also on a loaded
-	// machine).
+	// The hub goes away: nothing listens for half a second, in which the
+	// worker's dials (backoff 10 ms doubling to 40 ms, less jitter) are
+	// refused.
 	c1.Close()
 	ln.Close()
 	time.Sleep(500 * time.Millisecond)
@@ -175,17 +180,18 @@ func TestSessionReconnects(t *testing.T) {
 	if w, _ := r.s.Core().Final(); len(w) != f.n || r.s.Core().Iteration() != 1 {
 		t.Fatalf("final weights of %d values at iteration %d, want %d at 1", len(w), r.s.Core().Iteration(), f.n)
 	}
-	if len(connects) != 2 || r.dials.Load() < 3 {
-		t.Fatalf("connections %v after %d dials, want [0 1] after at least 3 (some refused)", connects, r.dials.Load())
+	// 1 dial, then in 500 ms waits of 5–10, 10–20, then 20–40 ms.
+	if len(connects) != 2 || r.dials.Load() < 14 {
+		t.Fatalf("connections %v after %d dials, want [0 1] after at least 14 (the others refused)", connects, r.dials.Load())
 	}
 }
 
 // TestSessionGivesUp: with the hub gone for good, Run ends with ErrHubGone
 // once ReconnectTimeout passes, having retried; the first dial is never
 // retried.
-func TestSessionGivesUp(t *testing.T) {
-	// A timeout of 1 s against waits of at most 40 ms leaves room for
-	// several dials also when a loaded machine fires the timers late.
+func TestSessionGivesUp(t *testing.T) { synctest.Test(t, testSessionGivesUp) }
+
+func testSessionGivesUp(t *testing.T) {
 	r := newSessionRig(t, time.Second)
 	ln, err := r.mn.Listen("hub")
 	if err != nil {
@@ -201,8 +207,10 @@ func TestSessionGivesUp(t *testing.T) {
 	if !errors.Is(err, ErrHubGone) || !errors.Is(err, transport.ErrRefused) {
 		t.Fatalf("Run: %v, want ErrHubGone wrapping the last dial's refusal", err)
 	}
-	if took := time.Since(start); took < 950*time.Millisecond || r.dials.Load() < 4 {
-		t.Fatalf("gave up after %v and %d dials, want about 1s and several", took, r.dials.Load())
+	// Virtual time: Run ends at the timeout exactly, after the first dial
+	// and the redials its waits of at most 40 ms leave room for.
+	if took := time.Since(start); took != time.Second || r.dials.Load() < 25 {
+		t.Fatalf("gave up after %v and %d dials, want 1s and at least 25", took, r.dials.Load())
 	}
 
 	first := newSessionRig(t, time.Minute)
@@ -213,8 +221,24 @@ func TestSessionGivesUp(t *testing.T) {
 }
 
 // TestSessionLeavesCleanly: when ctx ends (SIGINT), the worker tells the
-// hub Goodbye before it closes, even in the middle of a compute.
-func TestSessionLeavesCleanly(t *testing.T) {
+// hub Goodbye before it closes, even in the middle of a compute: ctx ends
+// as the pass draws its batch, so the forward and backward passes are
+// still to run.
+func TestSessionLeavesCleanly(t *testing.T) { synctest.Test(t, testSessionLeavesCleanly) }
+
+// cancelOnNext is a data source that calls cancel when the pass draws its
+// first batch.
+type cancelOnNext struct {
+	*randBatches
+	cancel context.CancelFunc
+}
+
+func (c cancelOnNext) Next(x []float32, labels []int32) (int, bool) {
+	c.cancel()
+	return c.randBatches.Next(x, labels)
+}
+
+func testSessionLeavesCleanly(t *testing.T) {
 	r := newSessionRig(t, time.Minute)
 	f := newFakeHub(t)
 	ln, err := r.mn.Listen("hub")
@@ -223,15 +247,14 @@ func TestSessionLeavesCleanly(t *testing.T) {
 	}
 	defer ln.Close()
 	ctx, cancel := context.WithCancel(context.Background())
+	r.s.Data = cancelOnNext{r.s.Data.(*randBatches), cancel}
 	r.run(ctx)
 	c := r.accept(ln)
 	defer c.Close()
 	recv(t, c, wire.KindRegister)
-	if err := c.Send(ctx, f.welcome(64)); err != nil {
+	if err := c.Send(context.Background(), f.welcome(64)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(5 * time.Millisecond) // the compute has started
-	cancel()
 	rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer rcancel()
 	for {
