@@ -36,7 +36,7 @@ func TestWorkerFindsHubOnAnotherDevice(t *testing.T) {
 		t.Skip("this is the child")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("needs iproute2's ip to make a veth pair")
+		t.Skip("no ip on PATH: the veth pair needs iproute2's ip (Debian: apt-get install iproute2; scripts/test.sh installs it)")
 	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to create network namespaces and a veth pair")

@@ -56,7 +56,7 @@ func TestMixedArchitectureSession(t *testing.T) {
 	}
 	for _, q := range []string{"qemu-aarch64", "qemu-arm"} {
 		if _, err := exec.LookPath(q); err != nil {
-			t.Skipf("%s not found (Debian: apt-get install qemu-user; .ci/run installs it)", q)
+			t.Skipf("%s not found (Debian: apt-get install qemu-user; scripts/test.sh installs it)", q)
 		}
 	}
 	hubBin, workerBin := buildBinaries(t)

@@ -21,7 +21,7 @@ func Chromium(t testing.TB, what string) string {
 			return p
 		}
 	}
-	t.Skipf("no chromium on PATH: %s needs it (apt-get install chromium)", what)
+	t.Skipf("no chromium on PATH: %s needs it (Debian: apt-get install chromium; scripts/test.sh installs it)", what)
 	return ""
 }
 
