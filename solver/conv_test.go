@@ -147,7 +147,8 @@ func BenchmarkConv2DLayer(b *testing.B) {
 		b.Fatal(err)
 	}
 	n.InitParams(rand.New(rand.NewPCG(1, 1)))
-	// Random data: gonum's Sgemm skips zeros, so zeroed inputs time less work.
+	// Random data, as training gives: zeroed inputs would time ReLU's and the
+	// products' best case.
 	r := rand.New(rand.NewPCG(2, 2))
 	x, dy := be.Alloc(64*20*144), be.Alloc(64*50*64)
 	for _, buf := range []gpu.Buffer{x, dy} {
