@@ -23,6 +23,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/cotrain/cotrain/internal/limits"
 )
 
 // Buffer is float32 memory owned by a Backend. Len is in elements.
@@ -348,7 +350,13 @@ type ConvGeom struct {
 	OH, OW           int // output height and width, set by Setup
 }
 
-// Setup checks g and computes the output size.
+// Setup checks g and computes the output size. Zero strides and Groups
+// mean 1 (an in-code default of this package's tests and benchmarks; the
+// layer descriptions read from files and messages refuse zeros before they
+// get here, models.GraphNodes). Every size is checked against the limits of
+// internal/limits first, and the sizes derived from them (a sample's input
+// and output, the weights, one sample's column matrix) must stay within
+// limits.MaxElements, so that no kernel indexes with an overflowed product.
 func (g *ConvGeom) Setup() error {
 	if g.Groups == 0 {
 		g.Groups = 1
@@ -362,15 +370,41 @@ func (g *ConvGeom) Setup() error {
 	switch {
 	case g.C <= 0 || g.H <= 0 || g.W <= 0 || g.K <= 0 || g.R <= 0 || g.S <= 0:
 		return fmt.Errorf("%w: conv sizes must be positive (C=%d H=%d W=%d K=%d R=%d S=%d)", ErrGeometry, g.C, g.H, g.W, g.K, g.R, g.S)
-	case g.PadH < 0 || g.PadW < 0 || g.StrideH < 0 || g.StrideW < 0:
-		return fmt.Errorf("%w: conv stride and padding must not be negative", ErrGeometry)
-	case g.C%g.Groups != 0 || g.K%g.Groups != 0:
+	case g.PadH < 0 || g.PadW < 0 || g.StrideH < 0 || g.StrideW < 0 || g.Groups < 0:
+		return fmt.Errorf("%w: conv stride, padding and groups must not be negative", ErrGeometry)
+	}
+	if err := geomLimits("conv", g.N, g.C, g.K, g.Groups, g.H, g.W, g.R, g.S, g.StrideH, g.StrideW, g.PadH, g.PadW); err != nil {
+		return err
+	}
+	if g.C%g.Groups != 0 || g.K%g.Groups != 0 {
 		return fmt.Errorf("%w: conv channels in %d and out %d are not multiples of groups %d", ErrGeometry, g.C, g.K, g.Groups)
 	}
+	// Every term is at most limits.MaxExtent: these sums cannot overflow.
 	g.OH = (g.H+2*g.PadH-g.R)/g.StrideH + 1
 	g.OW = (g.W+2*g.PadW-g.S)/g.StrideW + 1
-	if g.OH <= 0 || g.OW <= 0 {
+	if g.H+2*g.PadH < g.R || g.W+2*g.PadW < g.S || g.OH <= 0 || g.OW <= 0 {
 		return fmt.Errorf("%w: conv kernel %dx%d larger than padded input %dx%d", ErrGeometry, g.R, g.S, g.H+2*g.PadH, g.W+2*g.PadW)
+	}
+	for _, p := range [][]int{{g.C, g.H, g.W}, {g.K, g.OH, g.OW}, {g.K, g.C / g.Groups, g.R, g.S}, {g.C / g.Groups, g.R, g.S, g.OH, g.OW}} {
+		if _, err := limits.Product("conv sizes", p...); err != nil {
+			return fmt.Errorf("%w: %w", ErrGeometry, err)
+		}
+	}
+	return nil
+}
+
+// geomLimits checks a geometry's counts (batch, channels, groups) and
+// extents (sizes, kernel, strides, pads) against internal/limits; v holds
+// the four counts first.
+func geomLimits(what string, v ...int) error {
+	for i, x := range v {
+		check, name := limits.Extent, "extent"
+		if i < 4 {
+			check, name = limits.Count, "count"
+		}
+		if _, err := check(what+" "+name, int64(x), false); err != nil {
+			return fmt.Errorf("%w: %w", ErrGeometry, err)
+		}
 	}
 	return nil
 }
@@ -399,13 +433,24 @@ func (g *PoolGeom) Setup() error {
 	switch {
 	case g.C <= 0 || g.H <= 0 || g.W <= 0 || g.KH <= 0 || g.KW <= 0 || g.StrideH <= 0 || g.StrideW <= 0:
 		return fmt.Errorf("%w: pool sizes must be positive", ErrGeometry)
-	case g.PadH < 0 || g.PadW < 0 || 2*g.PadH > g.KH || 2*g.PadW > g.KW:
+	case g.PadH < 0 || g.PadW < 0:
+		return fmt.Errorf("%w: pool padding %dx%d must not be negative", ErrGeometry, g.PadH, g.PadW)
+	}
+	if err := geomLimits("pool", g.N, g.C, 0, 0, g.H, g.W, g.KH, g.KW, g.StrideH, g.StrideW, g.PadH, g.PadW); err != nil {
+		return err
+	}
+	if 2*g.PadH > g.KH || 2*g.PadW > g.KW {
 		return fmt.Errorf("%w: pool padding %dx%d must be at most half the window %dx%d", ErrGeometry, g.PadH, g.PadW, g.KH, g.KW)
 	}
 	g.OH = poolOut(g.H, g.KH, g.StrideH, g.PadH, g.CeilMode)
 	g.OW = poolOut(g.W, g.KW, g.StrideW, g.PadW, g.CeilMode)
 	if g.OH <= 0 || g.OW <= 0 {
 		return fmt.Errorf("%w: pool window %dx%d larger than input %dx%d", ErrGeometry, g.KH, g.KW, g.H, g.W)
+	}
+	for _, p := range [][]int{{g.C, g.H, g.W}, {g.C, g.OH, g.OW}} {
+		if _, err := limits.Product("pool sizes", p...); err != nil {
+			return fmt.Errorf("%w: %w", ErrGeometry, err)
+		}
 	}
 	return nil
 }

@@ -140,11 +140,15 @@ func Describe(nodes []solver.Node) ([]Layer, error) {
 }
 
 // GraphNodes turns a description back into layers, not yet set up: ready
-// for solver.NewNet. An unknown kind or a pool without a window is an error
-// wrapping ErrGraph; shapes are checked later, by NewNet.
+// for solver.NewNet. An unknown kind, a number out of internal/limits or a
+// convolution or pool without positive strides (checkLayer) is an error
+// wrapping ErrGraph; shapes are checked later, by solver.PlanNet.
 func GraphNodes(layers []Layer) ([]solver.Node, error) {
 	nodes := make([]solver.Node, len(layers))
 	for i, d := range layers {
+		if err := checkLayer(i, d); err != nil {
+			return nil, err
+		}
 		var l solver.Layer
 		switch d.Kind {
 		case "conv2d":

@@ -14,6 +14,7 @@ import (
 	"slices"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/internal/limits"
 	"github.com/cotrain/cotrain/solver"
 )
 
@@ -36,17 +37,9 @@ const (
 	magic = "COTRAINW"
 	// FormatVersion is the version this cotrain writes and the newest it reads.
 	FormatVersion = 1
-	// maxTensor caps one tensor's elements (2^31): a corrupt count must not
-	// make the reader allocate without bound.
-	maxTensor = 1 << 31
-	maxString = 1 << 16
-	maxCount  = 1 << 16
+	maxString     = 1 << 16
+	maxCount      = 1 << 16
 )
-
-// maxTensorBytes is the most bytes one tensor may take on this platform: on
-// 32-bit ARM (int of 32 bits) a slice's byte offsets stop at 2 GiB, so a
-// larger tensor is refused with ErrTooLarge instead of overflowing.
-const maxTensorBytes int64 = math.MaxInt
 
 // Weight file errors; the returned errors wrap these and say more.
 var (
@@ -156,16 +149,12 @@ func (f *File) Apply(net *solver.Net, opt solver.Optimizer) error {
 
 // flatten checks tensors against the network's table and lays them out flat.
 func flatten(what string, got []NamedTensor, want []solver.Tensor, n int) ([]float32, error) {
-	flat := make([]float32, n)
-	for i := range min(len(got), len(want)) {
-		g, w := got[i], want[i]
-		if g.Name != w.Name || !slices.Equal(g.Dims, w.Dims) {
-			return nil, fmt.Errorf("%w: %s %d is %s %v, the model has %s %v", ErrModelMismatch, what, i, g.Name, g.Dims, w.Name, w.Dims)
-		}
-		copy(flat[w.Off:], g.Data)
+	if err := checkTensors(what, got, want); err != nil {
+		return nil, err
 	}
-	if len(got) != len(want) {
-		return nil, fmt.Errorf("%w: %d %s tensors, the model has %d", ErrModelMismatch, len(got), what, len(want))
+	flat := make([]float32, n)
+	for i, g := range got {
+		copy(flat[want[i].Off:], g.Data)
 	}
 	return flat, nil
 }
@@ -278,21 +267,25 @@ func Read(r io.Reader) (*File, error) {
 		for i := 0; i < n && d.err == nil; i++ {
 			t := NamedTensor{Name: d.str()}
 			nd := d.count("dimension")
-			// Sizes are counted in int64 and checked before they become
-			// ints, so that a 32-bit reader cannot overflow on them.
+			// Sizes are counted in int64 through internal/limits and
+			// checked before they become ints, so that a 32-bit reader
+			// cannot overflow on them.
 			size := int64(1)
 			dims := make([]int64, 0, nd)
 			for j := 0; j < nd && d.err == nil; j++ {
 				dim := int64(d.u32())
-				if dim <= 0 || size*dim > maxTensor {
+				next, err := limits.Product64("tensor "+t.Name, size, dim)
+				if dim <= 0 || err != nil {
 					d.fail(fmt.Errorf("%w: tensor %s has dimension %d", ErrCorrupt, t.Name, dim))
 					break
 				}
-				size *= dim
+				size = next
 				dims = append(dims, dim)
 			}
-			if d.err == nil && 4*size > maxTensorBytes {
-				d.fail(fmt.Errorf("%w: tensor %s of shape %v takes %d bytes, this build holds at most %d", ErrTooLarge, t.Name, dims, 4*size, maxTensorBytes))
+			if d.err == nil {
+				if _, err := limits.Bytes64("tensor "+t.Name, size, 4); err != nil {
+					d.fail(fmt.Errorf("%w: tensor %s of shape %v: %w", ErrTooLarge, t.Name, dims, err))
+				}
 			}
 			if d.err != nil {
 				break
@@ -471,8 +464,20 @@ func (f *File) Check(model string) error {
 // Build makes the file's network on b and loads the weights and state into
 // it: a registered model with the file's config, or, for a GraphModel file,
 // the layers stored in its Meta (FileNodes). The network's output must have
-// as many values as the file's config has classes.
+// as many values as the file's config has classes. The file's tensors are
+// compared with the network's layout (Plan) before anything is allocated,
+// so a description that asks for more than its weights fill is refused.
 func (f *File) Build(b gpu.Backend) (*solver.Net, error) {
+	lay, err := f.Plan()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkTensors("parameter", f.Params, lay.Params); err != nil {
+		return nil, err
+	}
+	if err := checkTensors("state", f.State, lay.State); err != nil {
+		return nil, err
+	}
 	net, err := f.Net(b)
 	if err != nil {
 		return nil, err
@@ -485,10 +490,14 @@ func (f *File) Build(b gpu.Backend) (*solver.Net, error) {
 
 // Net makes the file's network on b as Build does, without loading any
 // weights (they are zero): f needs only its Model, Config and Meta. It is
-// how a worker builds the model a hub describes.
+// how a worker builds the model a hub describes, after comparing the
+// weights that came with the description with Plan.
 func (f *File) Net(b gpu.Backend) (*solver.Net, error) {
 	if f.Model != GraphModel {
 		return Build(b, f.Model, f.Config)
+	}
+	if _, err := f.Plan(); err != nil {
+		return nil, err
 	}
 	c, nodes, err := FileNodes(f)
 	if err != nil {
@@ -498,8 +507,39 @@ func (f *File) Net(b gpu.Backend) (*solver.Net, error) {
 	if err != nil {
 		return nil, fmt.Errorf("models: %s: %w", GraphModel, err)
 	}
-	if net.Out.Size() != c.Classes {
-		return nil, fmt.Errorf("%w: the graph outputs %v, the file says %d classes", ErrModelMismatch, net.Out, c.Classes)
-	}
 	return net, nil
+}
+
+// Plan returns the layout of the file's network (solver.PlanNet) without
+// allocating it: its output, and the parameter and state tensors it will
+// hold. Every size in the description goes through internal/limits, and a
+// graph's output must have as many values as the config has classes.
+func (f *File) Plan() (*solver.Layout, error) {
+	c, nodes, err := FileNodes(f)
+	if err != nil {
+		return nil, err
+	}
+	lay, err := solver.PlanNet(c.Input, nodes)
+	if err != nil {
+		return nil, fmt.Errorf("models: %s: %w", f.Model, err)
+	}
+	if f.Model == GraphModel && lay.Out.Size() != c.Classes {
+		return nil, fmt.Errorf("%w: the graph outputs %v, the file says %d classes", ErrModelMismatch, lay.Out, c.Classes)
+	}
+	return lay, nil
+}
+
+// checkTensors compares a file's tensors with a layout's, names and dims,
+// without allocating.
+func checkTensors(what string, got []NamedTensor, want []solver.Tensor) error {
+	for i := range min(len(got), len(want)) {
+		g, w := got[i], want[i]
+		if g.Name != w.Name || !slices.Equal(g.Dims, w.Dims) {
+			return fmt.Errorf("%w: %s %d is %s %v, the model has %s %v", ErrModelMismatch, what, i, g.Name, g.Dims, w.Name, w.Dims)
+		}
+	}
+	if len(got) != len(want) {
+		return fmt.Errorf("%w: %d %s tensors, the model has %d", ErrModelMismatch, len(got), what, len(want))
+	}
+	return nil
 }

@@ -2,7 +2,6 @@ package solver
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
 
@@ -123,64 +122,25 @@ type Net struct {
 }
 
 // NewNet checks the graph, sets the layers up and allocates the flat buffers
-// (zeroed: call InitParams or load weights next).
+// (zeroed: call InitParams or load weights next). Nothing is allocated
+// before every layer is set up and every size checked (PlanNet).
 func NewNet(b gpu.Backend, in Shape, nodes []Node) (*Net, error) {
-	if in.Size() <= 0 {
-		return nil, fmt.Errorf("solver: input shape %v", in)
+	lay, err := PlanNet(in, nodes)
+	if err != nil {
+		return nil, err
 	}
-	n := &Net{B: b, In: in, rand: rand.New(rand.NewPCG(1, 2)), fuser: gpu.Fuser(b)}
-	names := map[string]bool{}
-	var nParams, nState int
+	n := &Net{B: b, In: in, rand: rand.New(rand.NewPCG(1, 2)), fuser: gpu.Fuser(b), tensors: lay.Params, states: lay.State}
 	for i, nd := range nodes {
 		l := nd.Layer
-		if names[l.Name()] {
-			return nil, fmt.Errorf("solver: duplicate layer name %q", l.Name())
-		}
-		names[l.Name()] = true
 		inputs := nd.Inputs
 		if inputs == nil {
 			inputs = []int{i - 1}
 		}
-		seen := map[int]bool{}
-		var inShapes []Shape
-		for _, j := range inputs {
-			if j < Input || j >= i {
-				return nil, fmt.Errorf("solver: layer %s: input %d is not an earlier node", l.Name(), j)
-			}
-			if seen[j] {
-				return nil, fmt.Errorf("solver: layer %s: input %d given twice", l.Name(), j)
-			}
-			seen[j] = true
-			if j == Input {
-				inShapes = append(inShapes, in)
-			} else {
-				inShapes = append(inShapes, n.nodes[j].shape)
-			}
-		}
-		out, err := l.Setup(inShapes)
-		if err != nil {
-			return nil, fmt.Errorf("solver: layer %s (%s): %w", l.Name(), l.Kind(), err)
-		}
-		nn := node{layer: l, inputs: inputs, shape: out, fwdSec: l.Name() + " forward", bwdSec: l.Name() + " backward"}
-		nn.params.Off = nParams
-		for _, p := range l.Params() {
-			n.tensors = append(n.tensors, Tensor{Name: l.Name() + "." + p.Name, Dims: p.Dims, Off: nParams, Spec: p})
-			nParams += p.Size()
-		}
-		nn.params.Len = nParams - nn.params.Off
-		nn.state.Off = nState
-		for _, p := range l.State() {
-			n.states = append(n.states, Tensor{Name: l.Name() + "." + p.Name, Dims: p.Dims, Off: nState, Spec: p})
-			nState += p.Size()
-		}
-		nn.state.Len = nState - nn.state.Off
-		n.nodes = append(n.nodes, nn)
+		n.nodes = append(n.nodes, node{layer: l, inputs: inputs, shape: lay.shapes[i], params: lay.params[i], state: lay.state[i],
+			fwdSec: l.Name() + " forward", bwdSec: l.Name() + " backward"})
 	}
-	if len(n.nodes) == 0 {
-		return nil, errors.New("solver: a network needs at least one layer")
-	}
-	n.Out = n.nodes[len(n.nodes)-1].shape
-	n.Params, n.Grads, n.State = b.Alloc(nParams), b.Alloc(nParams), b.Alloc(nState)
+	n.Out = lay.Out
+	n.Params, n.Grads, n.State = b.Alloc(lay.NumParams), b.Alloc(lay.NumParams), b.Alloc(lay.NumState)
 	for i := range n.nodes {
 		nd := &n.nodes[i]
 		var ps, gs, ss []gpu.Buffer

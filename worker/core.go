@@ -264,7 +264,21 @@ func (c *Core) build(m *wire.Welcome) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrModel, err)
 	}
-	net, err := (&models.File{Model: m.Model, Config: mc, Meta: meta}).Net(c.b)
+	// The description is checked as a local file is: every size through
+	// internal/limits (File.Plan), and the layout against the weights that
+	// came with it, before the net is allocated. A hub cannot make this
+	// worker allocate more than it sent, nor index with a size that
+	// overflowed.
+	f := &models.File{Model: m.Model, Config: mc, Meta: meta}
+	lay, err := f.Plan()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrModel, err)
+	}
+	if len(m.ModelState.Weights) != lay.NumParams || len(m.ModelState.State) != lay.NumState {
+		return fmt.Errorf("%w: the Welcome carries %d weights and %d state values, the model it describes has %d and %d",
+			ErrModel, len(m.ModelState.Weights), len(m.ModelState.State), lay.NumParams, lay.NumState)
+	}
+	net, err := f.Net(c.b)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrModel, err)
 	}

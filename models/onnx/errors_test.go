@@ -163,7 +163,7 @@ func TestBuildErrors(t *testing.T) {
 		{"no graph", withGraph(""), models.ErrGraph},
 		{"bad json", withGraph("[{"), models.ErrGraph},
 		{"unknown kind", withGraph(`[{"kind":"lstm","name":"r"}]`), models.ErrGraph},
-		{"weights do not fit", withGraph(`[{"kind":"conv2d","name":"stem","out":9,"kh":3,"kw":3},{"kind":"globalavgpool","name":"g"},{"kind":"linear","name":"fc","out":5}]`),
+		{"weights do not fit", withGraph(`[{"kind":"conv2d","name":"stem","out":9,"kh":3,"kw":3,"sh":1,"sw":1,"groups":1},{"kind":"globalavgpool","name":"g"},{"kind":"linear","name":"fc","out":5}]`),
 			models.ErrModelMismatch},
 	}
 	for _, tc := range cases {

@@ -10,7 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/internal/limits"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/models/onnx/onnxpb"
 	"github.com/cotrain/cotrain/solver"
@@ -213,7 +213,20 @@ func (im *importer) inputs(g *onnxpb.GraphProto) (solver.Shape, error) {
 		if i > 0 && d.GetDimValue() <= 0 {
 			return solver.Shape{}, fmt.Errorf("%w: input %q dimension %d is not fixed (only the batch may vary)", ErrUnsupported, real[0].GetName(), i)
 		}
-		dims = append(dims, int(d.GetDimValue()))
+		// The batch is not read; the others are sizes of a sample, checked
+		// (each and their product) before any arithmetic on them.
+		v := max(d.GetDimValue(), 0)
+		if i > 0 {
+			if _, err := limits.Count(fmt.Sprintf("input %q dimension %d", real[0].GetName(), i), v, true); err != nil {
+				return solver.Shape{}, fmt.Errorf("%w: %w", ErrMalformed, err)
+			}
+		}
+		dims = append(dims, int(min(v, limits.MaxElements)))
+	}
+	if len(dims) > 1 {
+		if _, err := limits.Elements(fmt.Sprintf("input %q sample", real[0].GetName()), dims[1:]); err != nil {
+			return solver.Shape{}, fmt.Errorf("%w: %w", ErrMalformed, err)
+		}
 	}
 	v := &value{act: true, layer: solver.Input, rank: len(dims)}
 	switch len(dims) {
@@ -362,7 +375,7 @@ func (im *importer) push(d models.Layer, ins []*value, rank int, dims []int) (*v
 	if err != nil {
 		return nil, err
 	}
-	out, err := nodes[0].Layer.Setup(shapes)
+	out, err := solver.SetupLayer(nodes[0].Layer, shapes)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrShape, err)
 	}
@@ -399,7 +412,9 @@ func (im *importer) file(in solver.Shape, producer string) (*models.File, error)
 	if err != nil {
 		return nil, err
 	}
-	net, err := solver.NewNet(gpu.NewCPU(), in, nodes)
+	// The layout alone: nothing is allocated before the initializers are
+	// known to fill it.
+	lay, err := solver.PlanNet(in, nodes)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrShape, err)
 	}
@@ -407,7 +422,7 @@ func (im *importer) file(in solver.Shape, producer string) (*models.File, error)
 		want []solver.Tensor
 		have map[string]*tensor
 		dst  *[]models.NamedTensor
-	}{{net.Tensors(), im.params, &f.Params}, {net.StateTensors(), im.state, &f.State}} {
+	}{{lay.Params, im.params, &f.Params}, {lay.State, im.state, &f.State}} {
 		for _, t := range g.want {
 			src, ok := g.have[t.Name]
 			if !ok {

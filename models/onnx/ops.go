@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cotrain/cotrain/internal/limits"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/models/onnx/onnxpb"
 )
@@ -209,8 +210,13 @@ func (im *importer) conv(n *onnxpb.NodeProto, a attrs) error {
 	if k != [2]int{w.dims[2], w.dims[3]} {
 		return fmt.Errorf("%w: kernel_shape %v, weight %v", ErrShape, k, w.dims)
 	}
+	// A group of 0 is refused, not read as ONNX's default of 1.
+	groups, err := limits.Count("group", a.int("group", 1), true)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
 	d := models.Layer{Kind: "conv2d", Name: im.layerName(n, w.name), Out: w.dims[0], KH: k[0], KW: k[1], SH: s[0], SW: s[1],
-		PH: p[0] + x.pad[0], PW: p[1] + x.pad[1], Groups: int(a.int("group", 1)), NoBias: b == nil}
+		PH: p[0] + x.pad[0], PW: p[1] + x.pad[1], Groups: groups, NoBias: b == nil}
 	if b != nil {
 		if err := floatParam(b, "bias", w.dims[0]); err != nil {
 			return err

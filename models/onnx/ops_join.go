@@ -2,7 +2,9 @@ package onnx
 
 import (
 	"fmt"
+	"math"
 
+	"github.com/cotrain/cotrain/internal/limits"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/models/onnx/onnxpb"
 )
@@ -205,6 +207,11 @@ func (im *importer) padOp(n *onnxpb.NodeProto, a attrs) error {
 		}
 		if len(n.GetInput()) > 3 && n.GetInput()[3] != "" {
 			return fmt.Errorf("%w: Pad with an axes input", ErrUnsupported)
+		}
+	}
+	for _, v := range pads {
+		if _, err := limits.Extent("pads", max(v, -v), false); err != nil || v == math.MinInt64 {
+			return fmt.Errorf("%w: Pad %v: a pad beyond ±%d", ErrMalformed, pads, limits.MaxExtent)
 		}
 	}
 	if mode == "reflect" || mode == "edge" {

@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strconv"
 
+	"github.com/cotrain/cotrain/internal/limits"
 	"github.com/cotrain/cotrain/models/onnx/onnxpb"
 )
 
@@ -20,7 +22,7 @@ type tensor struct {
 func (t *tensor) size() int {
 	n := 1
 	for _, d := range t.dims {
-		n *= d
+		n *= d // decodeTensor checked the product
 	}
 	return n
 }
@@ -33,12 +35,12 @@ const maxElems = 1 << 30
 // other than float32 and integers, and data that does not fill the dims.
 func decodeTensor(p *onnxpb.TensorProto) (*tensor, error) {
 	t := &tensor{name: p.GetName()}
-	n := 1
+	n64, err := limits.Product64("tensor "+strconv.Quote(t.name), p.GetDims()...)
+	if err != nil || n64 > maxElems {
+		return nil, fmt.Errorf("%w: tensor %q has dimensions %v (at most %d elements)", ErrMalformed, t.name, p.GetDims(), maxElems)
+	}
+	n := int(n64)
 	for _, d := range p.GetDims() {
-		if d < 0 || d > maxElems || int64(n)*d > maxElems {
-			return nil, fmt.Errorf("%w: tensor %q has dimension %d", ErrMalformed, t.name, d)
-		}
-		n *= int(d)
 		t.dims = append(t.dims, int(d))
 	}
 	if p.GetDataLocation() == onnxpb.TensorProto_EXTERNAL || len(p.GetExternalData()) > 0 {
@@ -154,22 +156,36 @@ func window(a attrs, kernel []int) (k, s, p [2]int, err error) {
 		if len(ks) != 2 {
 			return k, s, p, fmt.Errorf("%w: kernel_shape %v (2-D only)", ErrUnsupported, ks)
 		}
-		kernel = []int{int(ks[0]), int(ks[1])}
-	}
-	if len(kernel) != 2 {
+		for i, v := range ks {
+			if k[i], err = limits.Extent("kernel_shape", v, true); err != nil {
+				return k, s, p, fmt.Errorf("%w: %w", ErrMalformed, err)
+			}
+		}
+	} else if len(kernel) == 2 {
+		k = [2]int{kernel[0], kernel[1]}
+	} else {
 		return k, s, p, fmt.Errorf("%w: no 2-D kernel_shape", ErrMalformed)
 	}
-	k = [2]int{kernel[0], kernel[1]}
 	s = [2]int{1, 1}
 	if st := a.ints("strides"); st != nil {
 		if len(st) != 2 {
 			return k, s, p, fmt.Errorf("%w: strides %v", ErrMalformed, st)
 		}
-		s = [2]int{int(st[0]), int(st[1])}
+		// A zero stride is refused, not read as ONNX's default of 1.
+		for i, v := range st {
+			if s[i], err = limits.Extent("strides", v, true); err != nil {
+				return k, s, p, fmt.Errorf("%w: %w", ErrMalformed, err)
+			}
+		}
 	}
 	if ps := a.ints("pads"); ps != nil {
 		if len(ps) != 4 {
 			return k, s, p, fmt.Errorf("%w: pads %v", ErrMalformed, ps)
+		}
+		for _, v := range ps {
+			if _, err := limits.Extent("pads", v, false); err != nil {
+				return k, s, p, fmt.Errorf("%w: %w", ErrMalformed, err)
+			}
 		}
 		if ps[0] != ps[2] || ps[1] != ps[3] {
 			return k, s, p, fmt.Errorf("%w: asymmetric pads %v", ErrUnsupported, ps)
