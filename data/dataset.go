@@ -16,6 +16,10 @@ var (
 	ErrInvalid = errors.New("data: invalid")
 	// ErrNotFound marks a data set that could not be located.
 	ErrNotFound = errors.New("data: not found")
+	// ErrTooLarge marks an image (or image file) larger than the limit it
+	// is read under (FolderOptions.MaxPixels): refused from its header,
+	// before it is decoded.
+	ErrTooLarge = errors.New("data: too large")
 )
 
 // kindError is an error whose text is msg and which errors.Is matches

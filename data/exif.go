@@ -109,6 +109,7 @@ func orient(planes [][]float32, w, h, o int) ([][]float32, int, int) {
 			}
 		}
 		out[c] = dst
+		planes[c] = nil // the caller keeps only out: one plane of a photo less held at a time
 	}
 	return out, ow, oh
 }

@@ -3,16 +3,20 @@ package data
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
 	"image/jpeg"
 	"image/png"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/cotrain/cotrain/internal/limits"
 )
 
 // FolderOptions says how LoadImageFolder shapes and normalises images.
@@ -28,7 +32,34 @@ type FolderOptions struct {
 	// (x/255 - Mean[c]) / Std[c]. Both empty means 0.5 for every channel,
 	// which maps [0,255] onto [-1,1].
 	Mean, Std []float32
+	// MaxPixels caps the width × height of an image, read from its header
+	// before it is decoded, and the size H×W: a larger one is an error
+	// wrapping ErrTooLarge. 0 means DefaultMaxPixels. A file is also
+	// refused without reading it when it holds more than 4 bytes per
+	// allowed pixel (maxImageBytes).
+	MaxPixels int
 }
+
+// DefaultMaxPixels is the largest image decoded when FolderOptions.MaxPixels
+// is 0: 16 megapixels (2^24), a 48-megapixel phone camera's usual binned
+// photo (12 MP) with room to spare. Decoding and resizing one takes at most
+// about 20 bytes a pixel (the decoded image, then three float32 planes),
+// some 340 MB; a PNG that declares 30000×30000 pixels in 875 KB is refused
+// from its header. The commands that read images raise it with --max-pixels.
+const DefaultMaxPixels = 1 << 24
+
+// maxPixels is o's pixel limit.
+func (o FolderOptions) maxPixels() int {
+	if o.MaxPixels == 0 {
+		return DefaultMaxPixels
+	}
+	return o.MaxPixels
+}
+
+// maxImageBytes is the largest image file read under a pixel limit: 4
+// bytes a pixel and 64 KiB of headers, more than any PNG or JPEG of that
+// many pixels holds short of uncompressed 16-bit colour.
+func maxImageBytes(maxPixels int) int64 { return 4*int64(maxPixels) + 64<<10 }
 
 // validate checks o and returns the per-channel mean and std to use.
 func (o FolderOptions) validate() (mean, std []float32, err error) {
@@ -37,6 +68,14 @@ func (o FolderOptions) validate() (mean, std []float32, err error) {
 	}
 	if o.H < 1 || o.W < 1 {
 		return nil, nil, errorf(ErrInvalid, "data: folder: size %dx%d, want positive H and W", o.H, o.W)
+	}
+	if o.MaxPixels < 0 {
+		return nil, nil, errorf(ErrInvalid, "data: folder: pixel limit %d, want 0 (the default) or more", o.MaxPixels)
+	}
+	// The resized images take C×H×W bytes each, and resizing a row
+	// H+W weights a pixel: the size must be a sane image's.
+	if px, err := limits.Product("image size", o.H, o.W); err != nil || px > o.maxPixels() {
+		return nil, nil, errorf(ErrTooLarge, "data: folder: images resized to %dx%d, more than the %d-pixel limit", o.H, o.W, o.maxPixels())
 	}
 	mean, std = o.Mean, o.Std
 	if len(mean) == 0 && len(std) == 0 {
@@ -90,8 +129,11 @@ func LoadImageFolder(dir string, opt FolderOptions) (*Images, error) {
 			if d.IsDir() {
 				return nil
 			}
+			if err := inFolder(dir, path, d); err != nil {
+				return err
+			}
 			pix = append(pix, make([]uint8, size)...)
-			if err := loadImageFile(pix[len(pix)-size:], path, opt.C, opt.H, opt.W); err != nil {
+			if err := loadImageFile(pix[len(pix)-size:], path, opt.C, opt.H, opt.W, opt.maxPixels()); err != nil {
 				return err
 			}
 			labels = append(labels, int32(class))
@@ -105,6 +147,35 @@ func LoadImageFolder(dir string, opt FolderOptions) (*Images, error) {
 		return nil, errorf(ErrInvalid, "data: folder: %s holds no images", dir)
 	}
 	return NewImages(pix, labels, opt.C, opt.H, opt.W, len(names), mean, std, names)
+}
+
+// inFolder refuses an entry of an image folder that is not a regular file,
+// or a symbolic link that leads out of the folder root (to /etc/passwd, say)
+// or to anything but a regular file: a folder of images reads images, and
+// only its own. A link within the folder is followed.
+func inFolder(root, path string, d fs.DirEntry) error {
+	if d.Type().IsRegular() {
+		return nil
+	}
+	if d.Type()&fs.ModeSymlink == 0 {
+		return errorf(ErrInvalid, "%s: not a regular file (%v)", path, d.Type())
+	}
+	target, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return err
+	}
+	base, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return err
+	}
+	rel, err := filepath.Rel(base, target)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return errorf(ErrInvalid, "%s: a symbolic link out of the folder %s (not followed)", path, root)
+	}
+	if st, err := os.Stat(target); err != nil || !st.Mode().IsRegular() {
+		return errorf(ErrInvalid, "%s: a symbolic link to something that is not a regular file", path)
+	}
+	return nil
 }
 
 // FolderClasses returns the class names of an image folder laid out as
@@ -135,11 +206,33 @@ func FolderClasses(dir string) ([]string, error) {
 }
 
 // loadImageFile decodes the PNG or JPEG at path into dst (c×h×w bytes):
-// turned upright as a JPEG's EXIF orientation says, then resized.
-func loadImageFile(dst []uint8, path string, c, h, w int) error {
-	raw, err := os.ReadFile(path)
+// turned upright as a JPEG's EXIF orientation says, then resized. The
+// file's size and the image's declared width × height are checked against
+// maxPixels before it is decoded (ErrTooLarge), so a small file that
+// declares a huge image (a PNG bomb) costs no memory.
+func loadImageFile(dst []uint8, path string, c, h, w, maxPixels int) error {
+	fh, err := os.Open(path)
 	if err != nil {
 		return err
+	}
+	defer fh.Close()
+	limit := maxImageBytes(maxPixels)
+	raw, err := io.ReadAll(io.LimitReader(fh, limit+1))
+	if err != nil {
+		return err
+	}
+	if int64(len(raw)) > limit {
+		return errorf(ErrTooLarge, "%s: a file of more than %d bytes, over the limit for images of %d pixels", path, limit, maxPixels)
+	}
+	cfg, err := decodeConfig(bytes.NewReader(raw))
+	if err != nil {
+		return &kindError{kind: ErrFormat, msg: path + ": " + err.Error()}
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 {
+		return errorf(ErrFormat, "%s: empty image (%dx%d)", path, cfg.Width, cfg.Height)
+	}
+	if px, err := limits.Product("image", cfg.Width, cfg.Height); err != nil || px > maxPixels {
+		return errorf(ErrTooLarge, "%s: an image of %dx%d pixels, more than the %d-pixel limit", path, cfg.Width, cfg.Height, maxPixels)
 	}
 	img, err := decodeImage(bufio.NewReader(bytes.NewReader(raw)))
 	if err != nil {
@@ -149,11 +242,39 @@ func loadImageFile(dst []uint8, path string, c, h, w int) error {
 		return errorf(ErrFormat, "%s: empty image", path)
 	}
 	ib := img.Bounds()
-	planes, iw, ih := orient(toPlanes(img, c), ib.Dx(), ib.Dy(), jpegOrientation(raw))
+	o := jpegOrientation(raw)
+	raw = nil // the planes below are what is kept; let the collector have the file
+	planes := toPlanes(img, c)
+	img = nil
+	planes, iw, ih := orient(planes, ib.Dx(), ib.Dy(), o)
 	for ch := range c {
 		resizeAA(dst[ch*h*w:(ch+1)*h*w], h, w, planes[ch], ih, iw)
+		planes[ch] = nil
 	}
 	return nil
+}
+
+// decodeConfig reads the width, height and colour model from a PNG's or
+// JPEG's header, without decoding the pixels.
+func decodeConfig(r *bytes.Reader) (image.Config, error) {
+	head := make([]byte, len(pngMagic))
+	n, _ := r.ReadAt(head, 0)
+	head = head[:n]
+	switch {
+	case bytes.HasPrefix(head, pngMagic):
+		cfg, err := png.DecodeConfig(r)
+		if err != nil {
+			return cfg, fmt.Errorf("png: %w", err)
+		}
+		return cfg, nil
+	case bytes.HasPrefix(head, jpegMagic):
+		cfg, err := jpeg.DecodeConfig(r)
+		if err != nil {
+			return cfg, fmt.Errorf("jpeg: %w", err)
+		}
+		return cfg, nil
+	}
+	return image.Config{}, errors.New("not a PNG or JPEG image (neither magic number)")
 }
 
 // Magic prefixes of the two formats read.
@@ -180,7 +301,9 @@ func decodeImage(r *bufio.Reader) (image.Image, error) {
 		}
 		return img, nil
 	}
-	return nil, fmt.Errorf("not a PNG or JPEG image (starts with % x)", head)
+	// Not the bytes themselves: the file may be anything (a link to a
+	// secret), and its content is not for a log.
+	return nil, errors.New("not a PNG or JPEG image (neither magic number)")
 }
 
 // toPlanes converts img to c planes of float32 values in [0,255], row-major

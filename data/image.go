@@ -11,7 +11,7 @@ func LoadImage(path string, opt FolderOptions) ([]float32, error) {
 		return nil, err
 	}
 	pix := make([]uint8, opt.C*opt.H*opt.W)
-	if err := loadImageFile(pix, path, opt.C, opt.H, opt.W); err != nil {
+	if err := loadImageFile(pix, path, opt.C, opt.H, opt.W, opt.maxPixels()); err != nil {
 		return nil, fmt.Errorf("data: image: %w", err)
 	}
 	img, err := NewImages(pix, []int32{0}, opt.C, opt.H, opt.W, 1, mean, std, nil)

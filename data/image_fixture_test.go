@@ -97,7 +97,7 @@ func TestEXIFOrientation(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := make([]uint8, 3*6*4)
-	if err := loadImageFile(got, filepath.Join(dir, "photo.jpg"), 3, 6, 4); err != nil {
+	if err := loadImageFile(got, filepath.Join(dir, "photo.jpg"), 3, 6, 4, DefaultMaxPixels); err != nil {
 		t.Fatal(err)
 	}
 	// The same decoder output, so the bytes agree up to the JPEG

@@ -27,8 +27,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	asJSON := fs.Bool("json", false, "print one JSON line")
 	device := fs.String("device", "auto", deviceUsage)
 	fp16 := fs.Bool("fp16", false, fp16Usage)
+	maxPixels := fs.Int("max-pixels", data.DefaultMaxPixels, cli.MaxPixelsUsage)
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *maxPixels < 1 {
+		return fmt.Errorf("%w: --max-pixels must be positive", errUsage)
 	}
 	if *weights == "" {
 		return fmt.Errorf("%w: eval needs --weights", errUsage)
@@ -49,7 +53,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("%s: %w", *weights, err)
 	}
-	ds, err := cli.LoadData(*dataSpec, net.In, norm, cls, 1)
+	ds, err := cli.LoadData(*dataSpec, net.In, norm, cls, 1, *maxPixels)
 	if err != nil {
 		return err
 	}
@@ -74,8 +78,12 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	asJSON := fs.Bool("json", false, `one JSON object per input with "logits" and "top5" (each entry's class number, "label" and "prob")`)
 	device := fs.String("device", "auto", deviceUsage)
 	fp16 := fs.Bool("fp16", false, fp16Usage)
+	maxPixels := fs.Int("max-pixels", data.DefaultMaxPixels, cli.MaxPixelsUsage)
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *maxPixels < 1 {
+		return fmt.Errorf("%w: --max-pixels must be positive", errUsage)
 	}
 	inputs = append(inputs, fs.Args()...)
 	if *weights == "" || len(inputs) == 0 {
@@ -98,7 +106,7 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	ev := cli.NewEvents(stdout)
 	classes := net.Out.Size()
 	for _, path := range inputs {
-		x, n, err := loadInput(path, net.In, norm)
+		x, n, err := loadInput(path, net.In, norm, *maxPixels)
 		if err != nil {
 			return err
 		}
@@ -128,8 +136,9 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 // loadInput reads a .npy tensor (n×C×H×W or C×H×W, used as is) or an image
-// (resized and normalised as the model's inputs are: norm).
-func loadInput(path string, in solver.Shape, norm models.Norm) ([]float32, int, error) {
+// of at most maxPixels pixels (resized and normalised as the model's inputs
+// are: norm).
+func loadInput(path string, in solver.Shape, norm models.Norm, maxPixels int) ([]float32, int, error) {
 	if strings.EqualFold(filepath.Ext(path), ".npy") {
 		fh, err := os.Open(path)
 		if err != nil {
@@ -145,7 +154,7 @@ func loadInput(path string, in solver.Shape, norm models.Norm) ([]float32, int, 
 		}
 		return x, len(x) / in.Size(), nil
 	}
-	opt := data.FolderOptions{C: in.C, H: in.H, W: in.W, Mean: norm.Mean, Std: norm.Std}
+	opt := data.FolderOptions{C: in.C, H: in.H, W: in.W, Mean: norm.Mean, Std: norm.Std, MaxPixels: maxPixels}
 	x, err := data.LoadImage(path, opt)
 	if err != nil {
 		return nil, 0, err

@@ -28,6 +28,7 @@ type trainConfig struct {
 	// checkpointEvery and resume: checkpoint.go.
 	checkpointEvery int
 	resume          bool
+	maxPixels       int // --max-pixels
 }
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer, finetune bool) error {
@@ -48,6 +49,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer, fine
 		fs.StringVar(&c.normalize, "normalize", "", models.NormUsage)
 	}
 	fs.StringVar(&c.dataSpec, "data", "mnist", `"mnist", a folder of MNIST IDX files, or an image folder (one subfolder per class: the sorted subfolder names are the classes)`)
+	fs.IntVar(&c.maxPixels, "max-pixels", data.DefaultMaxPixels, cli.MaxPixelsUsage)
 	fs.StringVar(&c.classes, "classes", "", `train and test only on these labels, e.g. "0-4" or "5,7"`)
 	fs.IntVar(&c.epochs, "epochs", 1, "passes over the training data")
 	fs.IntVar(&c.iterations, "iterations", 0, "stop after this many steps instead (0: use --epochs)")
@@ -83,6 +85,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer, fine
 	}
 	if err := cli.CheckFlags(
 		cli.FlagRule{Flag: "--batch", Value: c.batch, OK: c.batch >= 1, Want: "at least 1"},
+		cli.FlagRule{Flag: "--max-pixels", Value: c.maxPixels, OK: c.maxPixels >= 1, Want: "at least 1"},
 		cli.FlagRule{Flag: "--eval-batch", Value: c.evalBatch, OK: c.evalBatch >= 1, Want: "at least 1"},
 		cli.FlagRule{Flag: "--lr", Value: c.lr, OK: c.lr > 0, Want: "more than 0"},
 		cli.FlagRule{Flag: "--epochs", Value: c.epochs, OK: c.epochs >= 1 || c.iterations >= 1, Want: "at least 1 (or --iterations at least 1)"},
@@ -106,7 +109,7 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	setup, err := cli.PrepareModel(cli.ModelFlags{Weights: c.weights, Model: c.model, Normalize: c.normalize,
-		TrainLast: c.trainLast, Data: c.dataSpec, Classes: classes, Seed: c.seed}, b, stderr)
+		TrainLast: c.trainLast, Data: c.dataSpec, Classes: classes, Seed: c.seed, MaxPixels: c.maxPixels}, b, stderr)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cotrain/cotrain/cmd/internal/cli"
+	"github.com/cotrain/cotrain/data"
 	"github.com/cotrain/cotrain/hub"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/sync/compress"
@@ -63,6 +64,7 @@ type config struct {
 	nesterov, json, mdns, verbose                                             bool
 	http                                                                      string
 	seed                                                                      uint64
+	maxPixels                                                                 int // --max-pixels
 	deadline, tick                                                            time.Duration
 	// deadlineFactor and deadlineFloor: the measured deadline (hub/deadline.go).
 	deadlineFactor float64
@@ -83,6 +85,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		"when its last layer does not fit the data's classes it is replaced by a new one")
 	fs.StringVar(&c.trainLast, "train-last", cli.TrainLastDefault, "with --weights: "+cli.TrainLastUsage)
 	fs.StringVar(&c.normalize, "normalize", "", cli.WeightsNormUsage)
+	fs.IntVar(&c.maxPixels, "max-pixels", data.DefaultMaxPixels, cli.MaxPixelsUsage)
 	fs.StringVar(&c.dataSpec, "data", "mnist", "the hub's evaluation data: \"mnist\" or a folder; its classes (an image folder's sorted subfolder names) are the model's, and workers whose data has other classes are refused (workers bring the training data)")
 	fs.IntVar(&c.minWorkers, "min-workers", def.MinWorkers, "workers that must register before training starts")
 	fs.IntVar(&c.maxWorkers, "max-workers", def.MaxWorkers, "most workers at once")
@@ -151,6 +154,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if err := cli.CheckFlags(
 		cli.FlagRule{Flag: "--batch", Value: c.batch, OK: c.batch >= 1, Want: "at least 1"},
+		cli.FlagRule{Flag: "--max-pixels", Value: c.maxPixels, OK: c.maxPixels >= 1, Want: "at least 1"},
 		cli.FlagRule{Flag: "--min-workers", Value: c.minWorkers, OK: c.minWorkers >= 1, Want: "at least 1"},
 		cli.FlagRule{Flag: "--lr", Value: c.lr, OK: c.lr > 0, Want: "more than 0"},
 		cli.FlagRule{Flag: "--tick", Value: c.tick, OK: c.tick > 0, Want: "more than 0"},

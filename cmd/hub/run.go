@@ -252,7 +252,7 @@ func loadModel(c config, b gpu.Backend, stderr io.Writer) (hub.Model, *cli.Data,
 		}
 	}
 	s, err := cli.PrepareModel(cli.ModelFlags{Weights: c.weights, Model: c.model, Normalize: c.normalize,
-		TrainLast: c.trainLast, Data: c.dataSpec, Seed: c.seed, Say: "hub: "}, b, stderr)
+		TrainLast: c.trainLast, Data: c.dataSpec, Seed: c.seed, MaxPixels: c.maxPixels, Say: "hub: "}, b, stderr)
 	if err != nil {
 		return hub.Model{}, nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cotrain/cotrain/cmd/internal/cli"
+	"github.com/cotrain/cotrain/data"
 	"github.com/cotrain/cotrain/watch/web"
 	"github.com/cotrain/cotrain/worker"
 )
@@ -54,6 +55,7 @@ type config struct {
 	http                                                                string
 	listen                                                              []string
 	seed                                                                uint64
+	maxPixels                                                           int // --max-pixels
 	json, verbose                                                       bool
 	find, reconnect                                                     time.Duration
 	slowdown                                                            float64
@@ -84,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.psk, "psk", "", "swarm.key file of the hub's private network")
 	fs.Var((*cli.ListFlag)(&c.listen), "listen", "multiaddr for this worker's own host (repeatable; default loopback TCP and QUIC)")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed for this worker's shuffling")
+	fs.IntVar(&c.maxPixels, "max-pixels", data.DefaultMaxPixels, cli.MaxPixelsUsage)
 	fs.IntVar(&c.logEvery, "log-every", 10, "iterations between progress lines")
 	fs.BoolVar(&c.json, "json", false, "print JSON lines instead of progress: every event with its time, progress every --log-every pushes (docs/dashboard.md)")
 	fs.StringVar(&c.http, "http", "", "serve this worker's live dashboard, /api/status, /api/events and /metrics on this address (e.g. 127.0.0.1:8081, then open it in the phone's browser; :8081 exposes them to the LAN, read-only: docs/dashboard.md); empty: off")
@@ -100,6 +103,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	if c.maxPixels < 1 {
+		return c, fmt.Errorf("%w: --max-pixels must be at least 1", errUsage)
 	}
 	if c.slowdown < 1 || c.reconnect < 0 {
 		return c, fmt.Errorf("%w: --slowdown must be at least 1 and --reconnect-timeout not negative", errUsage)

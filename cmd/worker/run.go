@@ -96,7 +96,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	// The shard is loaded once the Welcome says which model (and so which
 	// input shape) the run trains: until then the data source is lazy.
-	src := &lazyShard{spec: c.dataSpec, i: si, n: sn, seed: c.seed + uint64(si)}
+	src := &lazyShard{spec: c.dataSpec, i: si, n: sn, seed: c.seed + uint64(si), maxPixels: c.maxPixels}
 	sess := &worker.Session{Config: wc, Backend: b, Data: src, Dial: dial, Log: log,
 		Backoff: worker.DefaultDriverConfig().Backoff, ReconnectTimeout: c.reconnect,
 		Rand: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), c.seed)), Slowdown: c.slowdown}
@@ -177,6 +177,7 @@ type lazyShard struct {
 	spec       string
 	i, n       int
 	seed       uint64
+	maxPixels  int // the largest image read (--max-pixels)
 	loader     *data.Loader
 	batch      int
 	err        error
@@ -200,7 +201,7 @@ func (s *lazyShard) load(core *worker.Core) error {
 		s.err = err
 		return err
 	}
-	ds, err := cli.LoadData(s.spec, tr.Net.In, norm, nil, s.seed)
+	ds, err := cli.LoadData(s.spec, tr.Net.In, norm, nil, s.seed, s.maxPixels)
 	if err != nil {
 		s.err = err
 		return err

@@ -33,7 +33,9 @@ type Data struct {
 //
 // Every sample is normalised with norm, the model's (models.InputNorm).
 // classes, when not empty, keeps only those labels (their numbers unchanged).
-func LoadData(spec string, input solver.Shape, norm models.Norm, classes []int, seed uint64) (*Data, error) {
+// maxPixels caps an image's width × height, read from its header before it
+// is decoded (data.FolderOptions.MaxPixels; 0 is data.DefaultMaxPixels).
+func LoadData(spec string, input solver.Shape, norm models.Norm, classes []int, seed uint64, maxPixels int) (*Data, error) {
 	if err := norm.Check(input.C); err != nil {
 		return nil, fmt.Errorf("cli: data %s: %w", spec, err)
 	}
@@ -80,7 +82,7 @@ func LoadData(spec string, input solver.Shape, norm models.Norm, classes []int, 
 		if !st.IsDir() {
 			return nil, fmt.Errorf("cli: --data %q is a file; want \"mnist\" or a folder", spec)
 		}
-		opt := data.FolderOptions{C: input.C, H: input.H, W: input.W, Mean: norm.Mean, Std: norm.Std}
+		opt := data.FolderOptions{C: input.C, H: input.H, W: input.W, Mean: norm.Mean, Std: norm.Std, MaxPixels: maxPixels}
 		if hasSplit(spec) {
 			train, err := data.LoadImageFolder(filepath.Join(spec, "train"), opt)
 			if err != nil {
@@ -120,6 +122,10 @@ func LoadData(spec string, input solver.Shape, norm models.Norm, classes []int, 
 	}
 	return &d, nil
 }
+
+// MaxPixelsUsage is the help of the --max-pixels flag of the commands that
+// read images.
+const MaxPixelsUsage = "the largest image read, in pixels (width × height, checked from the file's header before decoding it); larger images are refused"
 
 // DataLabels returns the class names of a --data value without loading its
 // samples: what LoadData's Labels will be. A worker sends them when it

@@ -164,6 +164,7 @@ type ModelFlags struct {
 	Data      string // --data
 	Classes   []int  // --classes: the labels kept (nil: all)
 	Seed      uint64 // the run's seed: the initial weights and a replaced head draw from it
+	MaxPixels int    // --max-pixels: the largest image read (0: data.DefaultMaxPixels)
 	Say       string // what the lines told to stderr start with ("hub: ")
 }
 
@@ -208,7 +209,7 @@ func PrepareModel(f ModelFlags, b gpu.Backend, stderr io.Writer) (*Setup, error)
 		}
 		s.File = &models.File{Model: f.Model, Config: cfg}
 	}
-	if s.Data, err = LoadData(f.Data, cfg.Input, s.Norm, f.Classes, f.Seed); err != nil {
+	if s.Data, err = LoadData(f.Data, cfg.Input, s.Norm, f.Classes, f.Seed, f.MaxPixels); err != nil {
 		return nil, err
 	}
 	if f.Weights == "" {
