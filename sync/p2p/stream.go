@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cotrain/cotrain/sync/transport"
@@ -101,10 +102,13 @@ func (h *Host) DialAny(ctx context.Context, addrs []string) (transport.Conn, err
 func connectHint(err error, private bool) string {
 	msg := err.Error()
 	switch {
+	case errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || strings.Contains(msg, "too many open files"):
+		return "this process is out of file descriptors (too many open files): raise ulimit -n or close what holds them; the key is not the cause"
 	case strings.Contains(msg, "peer id mismatch"):
 		return "another peer answers at that address: is the /p2p/ id current?"
 	case strings.Contains(msg, "negotiate security protocol"):
-		return "the handshake failed: do both sides hold the same swarm key (PSK), or both none?"
+		return "the handshake failed: do both sides hold the same swarm key (PSK), or both none? " +
+			"(a peer out of file descriptors drops handshakes too: its log says \"too many open files\")"
 	case private:
 		return "is the peer up, and does it hold the same swarm key (PSK)?"
 	}

@@ -81,6 +81,9 @@ func serveStatus(r *watch.Recorder, w http.ResponseWriter, _ *http.Request) {
 func serveEvents(r *watch.Recorder, w http.ResponseWriter, req *http.Request) {
 	s := r.Subscribe()
 	if s == nil {
+		// Closed after the answer: a refused client must not keep a
+		// connection (and a descriptor) open by keep-alive.
+		w.Header().Set("Connection", "close")
 		http.Error(w, fmt.Sprintf("already %d event streams open", watch.MaxSubscribers), http.StatusServiceUnavailable)
 		return
 	}
