@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/sync/transport"
 	"github.com/cotrain/cotrain/sync/wire"
 )
@@ -54,7 +55,11 @@ func (c *gatedConn) Send(ctx context.Context, m wire.Message) error {
 	return c.Conn.Send(ctx, m)
 }
 
-func newDriverRig(t *testing.T, slowdown float64, gate chan struct{}) *driverRig {
+// The worker's backend is serialCPU for the test that runs in a synctest
+// bubble, gpu.NewCPU (every core) for those on the wall clock, whose
+// passes, stretched by slowdown, must end well within recv's timeout also
+// under the race detector.
+func newDriverRig(t *testing.T, b gpu.Backend, slowdown float64, gate chan struct{}) *driverRig {
 	t.Helper()
 	mn, err := transport.NewMemNetwork(transport.DefaultMemConfig())
 	if err != nil {
@@ -76,7 +81,7 @@ func newDriverRig(t *testing.T, slowdown float64, gate chan struct{}) *driverRig
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { hc.Close() })
-	core, err := NewCore(DefaultConfig(), serialCPU())
+	core, err := NewCore(DefaultConfig(), b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +124,7 @@ func TestDriverOverlap(t *testing.T) {
 	// Playing a device 10× slower stretches the pass (lenet5, 64 samples)
 	// to tens of milliseconds, so the layers below the last take long
 	// after its part is out.
-	r := newDriverRig(t, 10, nil)
+	r := newDriverRig(t, gpu.NewCPU(), 10, nil)
 	r.start(context.Background())
 	parts := r.f.layerParts()
 	type arrival struct {
@@ -199,7 +204,7 @@ func TestDriverPassDoesNotWaitForTheLink(t *testing.T) {
 
 func testDriverPassDoesNotWaitForTheLink(t *testing.T) {
 	gate := make(chan struct{})
-	r := newDriverRig(t, 1, gate)
+	r := newDriverRig(t, serialCPU(), 1, gate)
 	r.start(context.Background())
 	const hold = time.Second
 	time.Sleep(hold)
@@ -226,7 +231,7 @@ func testDriverPassDoesNotWaitForTheLink(t *testing.T) {
 // with a Goodbye and returns ctx's error), and only once the pass is over
 // and has unhooked the net.
 func TestDriverOverlapErrors(t *testing.T) {
-	r := newDriverRig(t, 10, nil)
+	r := newDriverRig(t, gpu.NewCPU(), 10, nil)
 	r.start(context.Background())
 	recv(t, r.hub, wire.KindPush) // the last layer's part: the pass goes on
 	r.hub.Close()
@@ -237,7 +242,7 @@ func TestDriverOverlapErrors(t *testing.T) {
 		t.Error("Run returned while the pass still had the net")
 	}
 
-	r = newDriverRig(t, 10, nil)
+	r = newDriverRig(t, gpu.NewCPU(), 10, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	r.start(ctx)
 	recv(t, r.hub, wire.KindPush)

@@ -106,9 +106,13 @@ func (r *sessionRig) accept(ln transport.Listener) transport.Conn {
 	return c
 }
 
+// recv returns the next message the hub's end c receives, failing t if it
+// is not of kind want or none comes within 30 s: a bound for a hung test,
+// not a measurement (a pass slowed tenfold under the race detector on a
+// loaded machine has taken over 5 s).
 func recv(t *testing.T, c transport.Conn, want wire.Kind) wire.Message {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	m, err := c.Recv(ctx)
 	if err != nil || m.Kind() != want {
