@@ -125,7 +125,7 @@ has chromium || uncovered+=("the browser tests (no chromium)")
 
 [ $# -gt 0 ] || set -- ./...
 go version
-say "go test ${tags[*]} $*"
+say "go test ${tags[*]:+${tags[*]} }$*"
 status=0
 go test "${tags[@]}" "$@" || status=$?
 if [ ${#uncovered[@]} -gt 0 ]; then
