@@ -143,7 +143,30 @@ func (m *Images) setNorm(mean, std []float32) error {
 	for ch := range m.lut {
 		mu, sd := float64(mean[ch]), float64(std[ch])
 		for p := range 256 {
-			m.lut[ch][p] = float32((float64(p)/255 - mu) / sd)
+			v := float32((float64(p)/255 - mu) / sd)
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				// A std so small (a subnormal) that a pixel overflows:
+				// training on it would be training on infinities.
+				return errorf(ErrInvalid, "data: mean %v and std %v map pixel value %d of channel %d to %v, want finite values",
+					mean[ch], std[ch], p, ch, v)
+			}
+			m.lut[ch][p] = v
+		}
+	}
+	return nil
+}
+
+// CheckFinite returns an error wrapping ErrInvalid that names the first
+// NaN or infinity of x, a batch of samples of c×h×w values, by sample and
+// position; nil when every value is finite. Inputs read from a file (a
+// .npy tensor) go through it before a network sees them.
+func CheckFinite(x []float32, c, h, w int) error {
+	for i, v := range x {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			size := max(c*h*w, 1)
+			k := i % size
+			return errorf(ErrInvalid, "element %d (sample %d, channel %d, row %d, column %d) is %v: inputs must be finite",
+				i, i/size, k/max(h*w, 1), k%max(h*w, 1)/max(w, 1), k%max(w, 1), v)
 		}
 	}
 	return nil

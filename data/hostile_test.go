@@ -7,6 +7,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,5 +135,27 @@ func TestFolderSymlinks(t *testing.T) {
 	_, err = LoadImageFolder(dir, opt)
 	if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "notes.png") || strings.Contains(err.Error(), "72 6f 6f 74") {
 		t.Errorf("a text file: %v, want ErrFormat naming it without its bytes", err)
+	}
+}
+
+// TestNonFiniteData: a normalisation that turns pixels into infinities (a
+// subnormal std) is refused, so training never sees non-finite inputs;
+// CheckFinite names the first NaN or infinity of a batch by sample and
+// position.
+func TestNonFiniteData(t *testing.T) {
+	pix := make([]uint8, 2*4)
+	pix[5] = 255
+	if _, err := NewImages(pix, []int32{0, 1}, 1, 2, 2, 2, []float32{0}, []float32{1e-45}, nil); !errors.Is(err, ErrInvalid) ||
+		!strings.Contains(err.Error(), "want finite values") {
+		t.Errorf("std 1e-45: %v, want ErrInvalid", err)
+	}
+	x := make([]float32, 2*3*4*5)
+	if err := CheckFinite(x, 3, 4, 5); err != nil {
+		t.Fatal(err)
+	}
+	x[60+20+2*5+3] = float32(math.Inf(-1))
+	err := CheckFinite(x, 3, 4, 5)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "element 93 (sample 1, channel 1, row 2, column 3) is -Inf") {
+		t.Errorf("CheckFinite: %v", err)
 	}
 }

@@ -446,6 +446,13 @@ func LoadFile(path string) (*File, error) {
 		return nil, fmt.Errorf("models: %w", err)
 	}
 	defer fh.Close()
+	if st, err := fh.Stat(); err == nil && !st.Mode().IsRegular() {
+		what := "not a regular file"
+		if st.IsDir() {
+			what = "a directory"
+		}
+		return nil, fmt.Errorf("%w: %s is %s", ErrNotWeights, path, what)
+	}
 	f, err := Read(fh)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

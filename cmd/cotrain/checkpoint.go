@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -63,7 +64,7 @@ const (
 // flag added later is checked without touching this file.
 var ignoredFields = map[string]bool{
 	"out": true, "json": true, "device": true, "evalBatch": true,
-	"checkpointEvery": true, "resume": true,
+	"checkpointEvery": true, "resume": true, "maxPixels": true,
 	"weights": true, // the path may move; its content's hash is compared
 }
 
@@ -141,10 +142,7 @@ func (k *checkpointer) save(smooth float64, curve []float64) error {
 	if err := os.MkdirAll(k.dir, 0o755); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	buf := make([]byte, 8*len(curve))
-	for i, y := range curve {
-		binary.LittleEndian.PutUint64(buf[8*i:], math.Float64bits(y))
-	}
+	buf := encodeCurve(curve)
 	if err := models.WriteFileAtomic(k.curvePath(), func(w io.Writer) error { _, err := w.Write(buf); return err }); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
@@ -249,17 +247,67 @@ func (k *checkpointer) restore(total int) (smooth float64, curve []float64, warn
 	}
 
 	// The curve was written before the checkpoint, so it is at least as
-	// long; a shorter or missing one only costs the plot its beginning.
-	buf, err := os.ReadFile(k.curvePath())
-	if err != nil || len(buf) < 8*iter {
-		return smooth, nil, fmt.Sprintf("the loss curve of the first %d steps is lost (%s); the plot starts at step %d",
-			iter, k.curvePath(), iter+1), nil
+	// long; a shorter, missing or damaged one only costs the plot its
+	// beginning, and is dropped with a warning.
+	curve, err = readCurve(k.curvePath(), iter, total)
+	if err != nil {
+		return smooth, nil, fmt.Sprintf("the loss curve of the first %d steps is dropped (%v); the plot starts at step %d",
+			iter, err, iter+1), nil
 	}
-	curve = make([]float64, iter)
+	return smooth, curve[:iter], "", nil
+}
+
+// The loss curve's side file: curveMagic, the number of values (uint64),
+// the values (float64), all little-endian, then the IEEE CRC-32 of
+// everything before it. The checksum makes a damaged file (a flipped
+// byte, another program's file) fail to read instead of plotting
+// garbage, and the count bounds what is read.
+const curveMagic = "CTLOSS01"
+
+func encodeCurve(curve []float64) []byte {
+	buf := make([]byte, 0, len(curveMagic)+8+8*len(curve)+4)
+	buf = append(buf, curveMagic...)
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(len(curve)))
+	for _, y := range curve {
+		buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(y))
+	}
+	return binary.LittleEndian.AppendUint32(buf, crc32.ChecksumIEEE(buf))
+}
+
+// readCurve reads the curve at path, which must hold at least min values
+// and at most max (the run's steps): no more than such a file's bytes are
+// read, whatever its size.
+func readCurve(path string, min, max int) ([]float64, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	limit := int64(len(curveMagic)) + 8 + 8*int64(max) + 4
+	buf, err := io.ReadAll(io.LimitReader(fh, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	head := len(curveMagic) + 8
+	if len(buf) < head+4 || string(buf[:len(curveMagic)]) != curveMagic {
+		return nil, fmt.Errorf("%s: not a loss curve", path)
+	}
+	if int64(len(buf)) > limit {
+		return nil, fmt.Errorf("%s: longer than a curve of %d steps", path, max)
+	}
+	n := binary.LittleEndian.Uint64(buf[len(curveMagic):])
+	if n < uint64(min) || n > uint64(max) || uint64(len(buf)) != uint64(head)+8*n+4 {
+		return nil, fmt.Errorf("%s: %d bytes for %d values, want %d to %d values", path, len(buf), n, min, max)
+	}
+	body := buf[:len(buf)-4]
+	if got, want := binary.LittleEndian.Uint32(buf[len(body):]), crc32.ChecksumIEEE(body); got != want {
+		return nil, fmt.Errorf("%s: checksum %08x, content sums to %08x", path, got, want)
+	}
+	curve := make([]float64, n)
 	for i := range curve {
-		curve[i] = math.Float64frombits(binary.LittleEndian.Uint64(buf[8*i:]))
+		curve[i] = math.Float64frombits(binary.LittleEndian.Uint64(body[head+8*i:]))
 	}
-	return smooth, curve, "", nil
+	return curve, nil
 }
 
 // remove deletes the checkpoint once the run's weights are saved: a

@@ -152,6 +152,9 @@ func loadInput(path string, in solver.Shape, norm models.Norm, maxPixels int) ([
 		if len(x) == 0 || len(x)%in.Size() != 0 {
 			return nil, 0, fmt.Errorf("%s: tensor of shape %v does not hold whole %v samples", path, shape, in)
 		}
+		if err := data.CheckFinite(x, in.C, in.H, in.W); err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", path, err)
+		}
 		return x, len(x) / in.Size(), nil
 	}
 	opt := data.FolderOptions{C: in.C, H: in.H, W: in.W, Mean: norm.Mean, Std: norm.Std, MaxPixels: maxPixels}

@@ -3,6 +3,7 @@ package chart
 import (
 	"fmt"
 	"image/color"
+	"math"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -32,9 +33,13 @@ func LinePlot(path, title, xLabel, yLabel string, series ...Series) error {
 		if len(s.X) != len(s.Y) {
 			return fmt.Errorf("chart: plot %s: series %s has %d x and %d y", path, s.Name, len(s.X), len(s.Y))
 		}
-		pts := make(plotter.XYs, len(s.X))
+		// A NaN or infinite point (a diverged loss) is left out, not an
+		// error: the plot is a view of the run, never a reason to fail it.
+		pts := make(plotter.XYs, 0, len(s.X))
 		for j := range s.X {
-			pts[j].X, pts[j].Y = s.X[j], s.Y[j]
+			if finite(s.X[j]) && finite(s.Y[j]) {
+				pts = append(pts, plotter.XY{X: s.X[j], Y: s.Y[j]})
+			}
 		}
 		l, err := plotter.NewLine(pts)
 		if err != nil {
@@ -51,3 +56,5 @@ func LinePlot(path, title, xLabel, yLabel string, series ...Series) error {
 	}
 	return nil
 }
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
