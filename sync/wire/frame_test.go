@@ -213,8 +213,10 @@ func TestTooLargeAllocatesNothing(t *testing.T) {
 	if r.body != nil {
 		t.Errorf("a body buffer of %d bytes was allocated", cap(r.body))
 	}
-	// The allocations are the error value and its text, not the body.
-	if allocs > 6 {
+	// The allocations are the error value and its text, not the body. The
+	// race detector adds its own (7 in all there): the count is checked
+	// without it, the body above with it too.
+	if allocs > 6 && !raceEnabled {
 		t.Errorf("%v allocations per refused frame", allocs)
 	}
 }
