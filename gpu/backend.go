@@ -1,11 +1,17 @@
-// Package gpu is cotrain's compute seam: the kernels a network needs to train and
-// run, behind one Backend interface, with a pure-Go CPU implementation (this
-// package) and an OpenCL one (build tag opencl).
+// Package gpu is cotrain's compute seam: the contract every backend keeps
+// (the Backend interface, Buffer, the geometry types and their checks,
+// activations, the optional interfaces a backend may add) and the registry
+// binaries open backends from. The backends are packages of their own: the
+// pure-Go CPU backend gpu/cpu, and the OpenCL backend gpu/opencl (built with
+// the tag opencl). Each registers a Driver in its init function, as
+// database/sql drivers do.
 //
 // Caller's duties:
-//  1. Create one Backend per network instance (NewCPU, or Open for a device) and
-//     pass it explicitly; there is no global backend, because the simulator runs
-//     many phones in one process.
+//  1. Import the backends the binary offers (gpu/cpu; gpu/opencl in a file
+//     built with -tags opencl), then create one Backend per network
+//     instance (Open with a --device value, or the backend package's
+//     constructor) and pass it explicitly; there is no global backend,
+//     because the simulator runs many phones in one process.
 //  2. Allocate every tensor with Alloc and address parts of it with View; a
 //     Buffer belongs to the backend that made it and must not be mixed.
 //  3. Move data across the host boundary only with Upload and Download. On the
@@ -31,6 +37,12 @@ import (
 type Buffer interface {
 	Len() int
 }
+
+// Host is a Buffer in host memory: the CPU backend's buffers are Host values.
+type Host []float32
+
+// Len returns the number of elements.
+func (h Host) Len() int { return len(h) }
 
 // ActKind names an elementwise activation function; Act adds its parameters.
 type ActKind uint8
@@ -130,6 +142,14 @@ func (a Act) Validate() error {
 		return nil
 	}
 	return fmt.Errorf("gpu: unknown activation kind %d", uint8(a.Kind))
+}
+
+// MustValid panics on an invalid activation: layers validate theirs at
+// construction, so one reaching a kernel is our bug.
+func (a Act) MustValid() {
+	if err := a.Validate(); err != nil {
+		panic(err.Error())
+	}
 }
 
 // FromOutput reports whether ActivateBackward takes the activation's output
@@ -408,6 +428,21 @@ func geomLimits(what string, v ...int) error {
 	}
 	return nil
 }
+
+// GroupCount is Groups, or 1 before Setup has set it.
+func (g *ConvGeom) GroupCount() int { return max(g.Groups, 1) }
+
+// Depthwise reports whether every group has one input channel.
+func (g *ConvGeom) Depthwise() bool { return g.GroupCount() == g.C && g.C > 1 }
+
+// Pointwise reports whether the column matrix equals the input (a 1×1
+// filter at stride 1 without padding).
+func (g *ConvGeom) Pointwise() bool {
+	return g.R == 1 && g.S == 1 && g.StrideH == 1 && g.StrideW == 1 && g.PadH == 0 && g.PadW == 0
+}
+
+// ColRows is the number of rows of a group's column matrix: C/G·R·S.
+func (g *ConvGeom) ColRows() int { return g.C / g.GroupCount() * g.R * g.S }
 
 // PoolGeom describes a 2-D pooling window. Setup validates it and fills OH, OW.
 type PoolGeom struct {

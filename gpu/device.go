@@ -4,22 +4,29 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
-// Device selection. This file has no build tag: a binary built without
-// -tags opencl still understands every --device value and says why it
-// cannot honour "opencl".
+// Device selection: a registry of drivers, as database/sql has.
 //
-// The OpenCL implementation registers itself through openCLDriver, set by an
-// init function in opencl_register.go (build tag opencl). It is the only
-// package-level variable of the package: it describes what was compiled in,
-// never run-time state, so it does not break "no globals" (every backend is
-// still created and passed explicitly).
+// Each backend package registers a Driver under its name in an init
+// function (gpu/cpu as "cpu"; gpu/opencl as "opencl", in a build with -tags
+// opencl), and a binary picks backends by importing their packages. The
+// registry is the only package-level variable of the package: it describes
+// what was compiled in, never run-time state, so it does not break "no
+// globals" (every backend is still created and passed explicitly, and what
+// each one is opened with comes in OpenOptions).
+//
+// This file has no build tag: a binary built without -tags opencl still
+// understands every --device value and says why it cannot honour "opencl".
 
 // ErrNoOpenCL is returned when OpenCL cannot be used at all because the
-// binary was built without it. (A binary built with -tags opencl links the
+// binary was built without it (no "opencl" driver is registered). (A
+// binary built with -tags opencl links the
 // OpenCL ICD loader, libOpenCL.so.1, and does not start without it; with the
 // loader but no vendor driver, Open reports ErrNoDevice.)
 var ErrNoOpenCL = errors.New("gpu: OpenCL unavailable")
@@ -53,7 +60,7 @@ type DeviceInfo struct {
 	// CorrectDivSqrt is CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT: the device can
 	// build with -cl-fp32-correctly-rounded-divide-sqrt, which the backend
 	// then does, so that float division and sqrt round as Go's do (the Adam
-	// step must match the CPU backend's bits; see kernels/elementwise.cl).
+	// step must match the CPU backend's bits; see gpu/opencl/kernels/elementwise.cl).
 	CorrectDivSqrt bool
 	// HostUnified is CL_DEVICE_HOST_UNIFIED_MEMORY: the device works in the
 	// host's memory (an integrated or phone GPU, a CPU device) rather than
@@ -66,26 +73,6 @@ type DeviceInfo struct {
 func (d DeviceInfo) String() string {
 	return fmt.Sprintf("opencl:%d %s (%s, %s, %d CU @ %d MHz, %d MiB, fp16=%v fp64=%v)",
 		d.Index, d.Name, d.Type, d.Platform, d.ComputeUnits, d.ClockMHz, d.GlobalMem>>20, d.FP16, d.FP64)
-}
-
-// openCLRequest is what Open asks of the OpenCL driver.
-type openCLRequest struct {
-	Index   int  // device index, or -1 for the first suitable one
-	GPUOnly bool // "auto": accept GPUs and accelerators only, never a CPU device
-	Half    bool // OpenOptions.HalfStorage
-	Log     *slog.Logger
-}
-
-// OpenOptions are OpenWith's options beyond the device spec.
-type OpenOptions struct {
-	Log *slog.Logger // where the choice and any fallback are logged; nil: nowhere
-	// HalfStorage asks an OpenCL backend to store every tensor as IEEE
-	// half floats (fp16), computing in float32: half the device memory and
-	// memory traffic, for inference only (see StoresHalf). It needs no
-	// cl_khr_fp16 (half loads and stores are core OpenCL), so every OpenCL
-	// device honours it. The CPU backend stores float32 whatever this says;
-	// when auto falls back to it, the log says so.
-	HalfStorage bool
 }
 
 // StoresHalf reports whether b keeps its tensors as half floats (an OpenCL
@@ -112,88 +99,179 @@ func OverlapsUploads(b Backend) bool {
 	return ok && o.OverlapsUploads()
 }
 
-// ErrOpenCLConfig is wrapped by the errors of an OpenCL configuration that
-// names something it cannot mean (a staging or Winograd mode, a
-// COTRAIN_OPENCL_* variable's value): a user's mistake, which Open reports
-// even for "auto" instead of falling back to the CPU.
-var ErrOpenCLConfig = errors.New("gpu: opencl: bad configuration")
+// ErrConfig is wrapped by the errors of a backend configuration that names
+// something it cannot mean (an OpenCL staging or Winograd mode, a value
+// the binary read from a COTRAIN_OPENCL_* variable): a user's mistake,
+// which Open reports even for "auto" instead of falling back to the CPU.
+var ErrConfig = errors.New("gpu: bad backend configuration")
 
-// openCLDriver is set when the package is built with -tags opencl.
-var openCLDriver struct {
-	open func(req openCLRequest) (Backend, error)
-	list func() ([]DeviceInfo, error)
+// OpenRequest is what Open asks of a Driver.
+type OpenRequest struct {
+	Index       int  // N of "name:N", or -1 for the first suitable device
+	GPUOnly     bool // "auto": accept GPUs and accelerators only, never a CPU device
+	HalfStorage bool // OpenOptions.HalfStorage
+	Log         *slog.Logger
+	// Config is OpenOptions.Config[name] for the driver's name: a value of
+	// the type the driver documents (opencl.Config), or nil for its
+	// defaults. A driver refuses a value of another type with ErrConfig.
+	Config any
+}
+
+// Driver opens the backends of one kind. Backend packages implement it and
+// register it with Register in an init function.
+type Driver interface {
+	// Open returns the backend req asks for. Errors wrap ErrNoDevice when
+	// no device fits, ErrConfig for a configuration the driver cannot mean.
+	Open(req OpenRequest) (Backend, error)
+	// Devices lists the devices the driver can open, in "name:N" order
+	// (nil for a driver with a single device, such as "cpu").
+	Devices() ([]DeviceInfo, error)
+}
+
+// drivers holds the registered drivers by name (Register).
+var drivers struct {
+	mu sync.RWMutex
+	m  map[string]Driver
+}
+
+// Register makes a driver available under name to Open. It panics when
+// called twice for one name or with a nil driver, as sql.Register does:
+// both are bugs of the program, caught when it starts.
+func Register(name string, d Driver) {
+	drivers.mu.Lock()
+	defer drivers.mu.Unlock()
+	if d == nil {
+		panic("gpu: Register driver is nil")
+	}
+	if _, dup := drivers.m[name]; dup {
+		panic("gpu: Register called twice for driver " + name)
+	}
+	if drivers.m == nil {
+		drivers.m = map[string]Driver{}
+	}
+	drivers.m[name] = d
+}
+
+// Drivers returns the names of the registered drivers, sorted.
+func Drivers() []string {
+	drivers.mu.RLock()
+	defer drivers.mu.RUnlock()
+	return slices.Sorted(maps.Keys(drivers.m))
+}
+
+func driver(name string) Driver {
+	drivers.mu.RLock()
+	defer drivers.mu.RUnlock()
+	return drivers.m[name]
+}
+
+// OpenOptions are Open's options beyond the device spec.
+type OpenOptions struct {
+	Log *slog.Logger // where the choice and any fallback are logged; nil: nowhere
+	// HalfStorage asks an OpenCL backend to store every tensor as IEEE
+	// half floats (fp16), computing in float32: half the device memory and
+	// memory traffic, for inference only (see StoresHalf). It needs no
+	// cl_khr_fp16 (half loads and stores are core OpenCL), so every OpenCL
+	// device honours it. The CPU backend stores float32 whatever this says;
+	// when auto falls back to it, the log says so.
+	HalfStorage bool
+	// Config holds each driver's configuration by driver name, e.g.
+	// {"opencl": opencl.Config{...}} (the binaries build it from their
+	// flags and environment: cmd/internal/cli). A driver without an entry
+	// opens with its defaults.
+	Config map[string]any
 }
 
 // Open returns the backend a --device value names:
 //
-//   - "cpu": the pure-Go CPU backend;
+//   - "cpu": the pure-Go CPU backend (package gpu/cpu);
 //   - "opencl": the first OpenCL GPU or accelerator, else the first OpenCL
 //     device of any type (PoCL's CPU device included);
 //   - "opencl:N": OpenCL device N, counted over all platforms (see Devices);
-//   - "auto" (or ""): an OpenCL GPU or accelerator when one works, otherwise
-//     the CPU backend, logging why at Info level. A CPU OpenCL device is never
-//     chosen by auto: the pure-Go backend is the better CPU path.
+//   - "auto" (or ""): a GPU or accelerator of a registered driver other than
+//     "cpu" when one works, otherwise the CPU backend, logging why at Info
+//     level. A CPU OpenCL device is never chosen by auto: the pure-Go
+//     backend is the better CPU path.
 //
-// Errors wrap ErrNoOpenCL, ErrNoDevice, ErrDeviceSpec or an OpenCL failure.
-func Open(spec string, log *slog.Logger) (Backend, error) {
-	return OpenWith(spec, OpenOptions{Log: log})
-}
-
-// OpenWith is Open with options: Open(spec, log) is OpenWith(spec,
-// OpenOptions{Log: log}).
-func OpenWith(spec string, opts OpenOptions) (Backend, error) {
+// Any other registered driver's name (and "name:N") is understood as
+// "opencl" is. The binary must import the backends it names (gpu/cpu;
+// gpu/opencl, built with -tags opencl). Errors wrap ErrNoOpenCL,
+// ErrNoDevice, ErrDeviceSpec, ErrConfig or the driver's failure.
+func Open(spec string, opts OpenOptions) (Backend, error) {
 	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cpu := func(reason string) Backend {
+	req := func(name string, idx int, gpuOnly bool) OpenRequest {
+		return OpenRequest{Index: idx, GPUOnly: gpuOnly, HalfStorage: opts.HalfStorage, Log: log, Config: opts.Config[name]}
+	}
+	cpu := func(reason string) (Backend, error) {
+		d := driver("cpu")
+		if d == nil {
+			return nil, fmt.Errorf("%w: %s, and the CPU backend is not linked in (import gpu/cpu)", ErrNoDevice, reason)
+		}
 		if opts.HalfStorage {
 			reason += "; it stores float32 (fp16 storage needs OpenCL)"
 		}
 		log.Info("gpu: using the CPU backend", "reason", reason)
-		return NewCPU()
+		return d.Open(req("cpu", -1, false))
 	}
 	spec = strings.ToLower(strings.TrimSpace(spec))
-	switch {
-	case spec == "cpu":
+	switch spec {
+	case "cpu":
 		if opts.HalfStorage {
 			return nil, fmt.Errorf("%w: fp16 storage needs an OpenCL device; the CPU backend stores float32", ErrDeviceSpec)
 		}
-		return NewCPU(), nil
-	case spec == "auto" || spec == "":
-		if openCLDriver.open == nil {
-			return cpu("built without OpenCL support (rebuild with -tags opencl)"), nil
+		if driver("cpu") == nil {
+			return nil, fmt.Errorf("%w: %q: the CPU backend is not linked in (import gpu/cpu)", ErrDeviceSpec, spec)
 		}
-		b, err := openCLDriver.open(openCLRequest{Index: -1, GPUOnly: true, Half: opts.HalfStorage, Log: log})
-		if errors.Is(err, ErrOpenCLConfig) {
-			return nil, err
-		}
-		if err != nil {
-			return cpu(err.Error()), nil
-		}
-		log.Info("gpu: using OpenCL", "device", b.Name(), "fp16_storage", opts.HalfStorage)
-		return b, nil
-	case spec == "opencl" || strings.HasPrefix(spec, "opencl:"):
-		idx := -1
-		if n, ok := strings.CutPrefix(spec, "opencl:"); ok {
-			v, err := strconv.Atoi(n)
-			if err != nil || v < 0 {
-				return nil, fmt.Errorf("%w: %q: want opencl:N with N a device index", ErrDeviceSpec, spec)
+		return driver("cpu").Open(req("cpu", -1, false))
+	case "auto", "":
+		var reasons []string
+		for _, name := range Drivers() {
+			if name == "cpu" {
+				continue
 			}
-			idx = v
+			b, err := driver(name).Open(req(name, -1, true))
+			if errors.Is(err, ErrConfig) {
+				return nil, err
+			}
+			if err != nil {
+				reasons = append(reasons, err.Error())
+				continue
+			}
+			log.Info("gpu: using "+name, "device", b.Name(), "fp16_storage", opts.HalfStorage)
+			return b, nil
 		}
-		if openCLDriver.open == nil {
-			return nil, fmt.Errorf("%w: built without OpenCL support: rebuild with -tags opencl", ErrNoOpenCL)
+		if len(reasons) == 0 {
+			return cpu("built without OpenCL support (rebuild with -tags opencl)")
 		}
-		return openCLDriver.open(openCLRequest{Index: idx, Half: opts.HalfStorage, Log: log})
+		return cpu(strings.Join(reasons, "; "))
 	}
-	return nil, fmt.Errorf("%w: %q (want auto, cpu, opencl or opencl:N)", ErrDeviceSpec, spec)
+	name, n, indexed := strings.Cut(spec, ":")
+	idx := -1
+	if indexed {
+		v, err := strconv.Atoi(n)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("%w: %q: want %s:N with N a device index", ErrDeviceSpec, spec, name)
+		}
+		idx = v
+	}
+	d := driver(name)
+	switch {
+	case d == nil && name == "opencl":
+		return nil, fmt.Errorf("%w: built without OpenCL support: rebuild with -tags opencl", ErrNoOpenCL)
+	case d == nil || name == "cpu":
+		return nil, fmt.Errorf("%w: %q (want auto, cpu, opencl or opencl:N)", ErrDeviceSpec, spec)
+	}
+	return d.Open(req(name, idx, false))
 }
 
 // Devices lists the OpenCL devices Open can address, in "opencl:N" order.
 func Devices() ([]DeviceInfo, error) {
-	if openCLDriver.list == nil {
+	d := driver("opencl")
+	if d == nil {
 		return nil, fmt.Errorf("%w: built without OpenCL support: rebuild with -tags opencl", ErrNoOpenCL)
 	}
-	return openCLDriver.list()
+	return d.Devices()
 }

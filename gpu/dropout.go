@@ -6,7 +6,7 @@ import (
 	"math/bits"
 )
 
-// Dropout masks, made where the mask lives (kernels/dropout.cl on OpenCL).
+// Dropout masks, made where the mask lives (gpu/opencl/kernels/dropout.cl on OpenCL).
 //
 // A mask used to be drawn on the host and uploaded every training step,
 // which put a tensor of the activations' size on the bus (1 MB a step for
@@ -35,7 +35,7 @@ const (
 // philoxKeys returns the round keys of Philox4x32-10 for key (k0, k1):
 // round r uses (k0 + r·W0, k1 + r·W1), wrapping. They depend on the key
 // alone, so the CPU computes them once per mask instead of once per block
-// (kernels/dropout.cl bumps the key in every work-item's rounds: the same
+// (gpu/opencl/kernels/dropout.cl bumps the key in every work-item's rounds: the same
 // words).
 func philoxKeys(k0, k1 uint32) (ks [20]uint32) {
 	for r := 0; r < 10; r++ {
@@ -47,7 +47,7 @@ func philoxKeys(k0, k1 uint32) (ks [20]uint32) {
 }
 
 // philox4x32 returns Philox4x32-10 of counter c under the round keys ks
-// (philoxKeys). kernels/dropout.cl's philox4x32 is the same integer math.
+// (philoxKeys). gpu/opencl/kernels/dropout.cl's philox4x32 is the same integer math.
 func philox4x32(c [4]uint32, ks *[20]uint32) [4]uint32 {
 	c0, c1, c2, c3 := c[0], c[1], c[2], c[3]
 	for r := 0; r < 10; r++ {
@@ -58,31 +58,21 @@ func philox4x32(c [4]uint32, ks *[20]uint32) [4]uint32 {
 	return [4]uint32{c0, c1, c2, c3}
 }
 
-// dropoutParams returns the drop threshold and the kept value for drop
+// DropoutParams returns the drop threshold and the kept value for drop
 // probability p: element i is dropped when its 32-bit word is below thr,
 // which happens with probability p (to 2⁻³²), and is keep = 1/(1-p)
 // otherwise. It panics unless 0 <= p < 1 (the layer checks p at Setup).
-func dropoutParams(p float32) (thr uint32, keep float32) {
+func DropoutParams(p float32) (thr uint32, keep float32) {
 	if !(p >= 0 && p < 1) {
 		panic(fmt.Sprintf("gpu: DropoutMask: probability %v, want in [0, 1)", p))
 	}
 	return uint32(math.Ldexp(float64(p), 32)), float32(1 / (1 - float64(p)))
 }
 
-// DropoutMask implements Backend, split over ranges of Philox blocks.
-func (c *CPU) DropoutMask(mask Buffer, seed uint64, p float32) {
-	m := h(mask)
-	j := &c.job
-	j.op, j.y, j.seed = opDropoutMask, m, seed
-	j.thr, j.keep = dropoutParams(p)
-	blocks := (len(m) + 3) / 4
-	// About 10 times an elementwise kernel's work per element: the part
-	// size says when a helper thread pays.
-	c.run(j, blocks, 10*len(m))
-}
-
-// dropoutMask sets the elements of Philox blocks [lo, hi) of m.
-func dropoutMask(m []float32, seed uint64, thr uint32, keep float32, lo, hi int) {
+// DropoutMaskBlocks sets the elements of Philox blocks [lo, hi) of m (block
+// b is elements [4b, 4b+4)), the reference every backend's DropoutMask
+// computes: thr and keep are DropoutParams(p).
+func DropoutMaskBlocks(m []float32, seed uint64, thr uint32, keep float32, lo, hi int) {
 	ks := philoxKeys(uint32(seed), uint32(seed>>32))
 	for b := lo; b < hi; b++ {
 		w := philox4x32([4]uint32{uint32(b), 0, 0, 0}, &ks)

@@ -50,7 +50,9 @@ type ActFuser interface {
 // that clipping before the store gives the bits of clipping after it.
 func FusesAct(a Act) bool { return a.Kind == KindReLU || a.Kind == KindReLU6 }
 
-func mustFuse(op string, a Act) {
+// MustFuse panics unless FusesAct(a): the ActFuser methods of every backend
+// call it, since a caller that passes another activation is our bug.
+func MustFuse(op string, a Act) {
 	if !FusesAct(a) {
 		panic(fmt.Sprintf("gpu: %s: activation %v is not fused (ReLU and ReLU6 are)", op, a))
 	}
@@ -72,7 +74,7 @@ func Unfused(b Backend) ActFuser { return unfused{b} }
 type unfused struct{ b Backend }
 
 func (u unfused) ConvForwardAct(a Act, g ConvGeom, y, x, w, bias, ws, cols Buffer) {
-	mustFuse("ConvForwardAct", a)
+	MustFuse("ConvForwardAct", a)
 	if cols != nil {
 		k, ok := u.b.(ConvColumnKeeper)
 		if !ok {
@@ -86,7 +88,7 @@ func (u unfused) ConvForwardAct(a Act, g ConvGeom, y, x, w, bias, ws, cols Buffe
 }
 
 func (u unfused) BiasAct(a Act, x, bias Buffer, n, c, hw int) {
-	mustFuse("BiasAct", a)
+	MustFuse("BiasAct", a)
 	if bias != nil {
 		u.b.AddBias(x, bias, n, c, hw)
 	}
@@ -94,13 +96,13 @@ func (u unfused) BiasAct(a Act, x, bias Buffer, n, c, hw int) {
 }
 
 func (u unfused) LinearForwardAct(a Act, y, x, w, bias Buffer, n, in, out int) {
-	mustFuse("LinearForwardAct", a)
+	MustFuse("LinearForwardAct", a)
 	u.b.Gemm(false, true, n, out, in, 1, x, w, 0, y)
 	u.BiasAct(a, y, bias, n, out, 1)
 }
 
 func (u unfused) ActivateBackwardBias(a Act, dx, dbias, dy, y Buffer, n, c, hw int) {
-	mustFuse("ActivateBackwardBias", a)
+	MustFuse("ActivateBackwardBias", a)
 	u.b.ActivateBackward(a, dx, dy, y)
 	u.b.BiasGrad(dbias, dx, n, c, hw)
 }

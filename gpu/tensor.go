@@ -107,12 +107,13 @@ func ContiguousStrides(dims []int) []int {
 	return s
 }
 
-// canonGeom is an index space with up to MaxRank axes, merged and padded at
-// the front with axes of size 1: the form the kernels run.
-type canonGeom struct {
-	dims    [MaxRank]int
-	strides [3][MaxRank]int // per operand
-	total   int             // elements of the index space
+// IndexSpace is an index space with up to MaxRank axes, merged and padded at
+// the front with axes of size 1: the form every backend's structural kernels
+// run (StridedGeom.Canon, BroadcastGeom.Canon, ReduceGeom.Canon make one).
+type IndexSpace struct {
+	Dims    [MaxRank]int
+	Strides [3][MaxRank]int // per operand
+	Total   int             // elements of the index space
 }
 
 // maxAxes is the most axes a caller may pass before merging.
@@ -122,8 +123,8 @@ const maxAxes = 2 * MaxRank
 // axes of size 1 and pads to MaxRank. It panics (a bug of the caller) when
 // lengths disagree, a stride is negative, or more than MaxRank axes remain.
 // It works in fixed arrays, so a kernel call allocates nothing.
-func canon(op string, dims []int, strides ...[]int) canonGeom {
-	var g canonGeom
+func canon(op string, dims []int, strides ...[]int) IndexSpace {
+	var g IndexSpace
 	var d [maxAxes]int
 	var s [3][maxAxes]int
 	m, total := 0, 1
@@ -164,7 +165,7 @@ func canon(op string, dims []int, strides ...[]int) canonGeom {
 		}
 		m++
 	}
-	g.total = total
+	g.Total = total
 	if total == 0 {
 		return g
 	}
@@ -173,11 +174,11 @@ func canon(op string, dims []int, strides ...[]int) canonGeom {
 	}
 	pad := MaxRank - m
 	for k := range MaxRank {
-		g.dims[k] = 1
+		g.Dims[k] = 1
 		if k >= pad {
-			g.dims[k] = d[k-pad]
+			g.Dims[k] = d[k-pad]
 			for j := range strides {
-				g.strides[j][k] = s[j][k-pad]
+				g.Strides[j][k] = s[j][k-pad]
 			}
 		}
 	}
@@ -201,18 +202,18 @@ func contiguous(dst []int, dims []int) []int {
 }
 
 // extent is one more than the largest element offset of operand j.
-func (g *canonGeom) extent(j int) int {
+func (g *IndexSpace) extent(j int) int {
 	e := 1
 	for k := range MaxRank {
-		e += (g.dims[k] - 1) * g.strides[j][k]
+		e += (g.Dims[k] - 1) * g.Strides[j][k]
 	}
 	return e
 }
 
 // checkFits panics unless operand j, starting at off, lies inside a buffer
 // of n elements.
-func (g *canonGeom) checkFits(op, what string, j, off, n int) {
-	if g.total == 0 {
+func (g *IndexSpace) checkFits(op, what string, j, off, n int) {
+	if g.Total == 0 {
 		return
 	}
 	if off < 0 || off+g.extent(j) > n {
@@ -220,22 +221,25 @@ func (g *canonGeom) checkFits(op, what string, j, off, n int) {
 	}
 }
 
-// canonStrided checks g against buffers of nd and ns elements.
-func canonStrided(op string, g StridedGeom, nd, ns int) canonGeom {
+// Canon merges g's index space and checks it against buffers of nd and ns
+// elements; it panics (a bug of the caller) where they do not fit.
+func (g StridedGeom) Canon(op string, nd, ns int) IndexSpace {
 	c := canon(op, g.Dims, g.Dst, g.Src)
 	c.checkFits(op, "destination", 0, g.DstOff, nd)
 	c.checkFits(op, "source", 1, g.SrcOff, ns)
 	return c
 }
 
-// canonBroadcast checks g against buffers of nd, na and nb elements.
-func canonBroadcast(op string, g BroadcastGeom, nd, na, nb int) canonGeom {
+// Canon merges g's index space (operand 0 the contiguous destination, 1
+// a, 2 b) and checks it against buffers of nd, na and nb elements; it
+// panics (a bug of the caller) where they do not fit.
+func (g BroadcastGeom) Canon(op string, nd, na, nb int) IndexSpace {
 	if len(g.Dims) > maxAxes {
 		panic(fmt.Sprintf("gpu: %s: %d axes (at most %d before merging)", op, len(g.Dims), maxAxes))
 	}
 	var buf [maxAxes]int
 	c := canon(op, g.Dims, contiguous(buf[:], g.Dims), g.A, g.B)
-	if c.total != nd {
+	if c.Total != nd {
 		panic(fmt.Sprintf("gpu: %s: destination of %d elements for dims %v", op, nd, show(g.Dims)))
 	}
 	c.checkFits(op, "a", 1, 0, na)
@@ -243,15 +247,18 @@ func canonBroadcast(op string, g BroadcastGeom, nd, na, nb int) canonGeom {
 	return c
 }
 
-// reduceCanon splits a reduction into its kept axes (strides into source and
-// destination) and its reduced axes (strides into the source), each merged
-// and padded to MaxRank.
-type reduceCanon struct {
-	keep, red  canonGeom // keep: strides[0] source, strides[1] destination; red: strides[0] source
-	out, inner int       // destination elements, elements summed into each
+// ReduceSpace is a reduction split into its kept axes (strides into source
+// and destination) and its reduced axes (strides into the source), each
+// merged and padded to MaxRank.
+type ReduceSpace struct {
+	Keep, Red  IndexSpace // Keep: Strides[0] source, Strides[1] destination; Red: Strides[0] source
+	Out, Inner int        // destination elements, elements summed into each
 }
 
-func canonReduce(op string, g ReduceGeom, nd, ns int) reduceCanon {
+// Canon splits g into its kept and reduced axes and checks them against
+// buffers of nd and ns elements; it panics (a bug of the caller) where they
+// do not fit.
+func (g ReduceGeom) Canon(op string, nd, ns int) ReduceSpace {
 	if len(g.In) != len(g.Out) || len(g.In) > maxAxes {
 		panic(fmt.Sprintf("gpu: %s: in %v and out %v differ in rank or have over %d axes", op, show(g.In), show(g.Out), maxAxes))
 	}
@@ -270,21 +277,21 @@ func canonReduce(op string, g ReduceGeom, nd, ns int) reduceCanon {
 			panic(fmt.Sprintf("gpu: %s: out %v is not in %v with some axes reduced to 1", op, show(g.Out), show(g.In)))
 		}
 	}
-	r := reduceCanon{keep: canon(op, kd[:nk], ks[:nk], kdst[:nk]), red: canon(op, rd[:nr], rs[:nr])}
-	r.out, r.inner = r.keep.total, r.red.total
-	if r.out != nd || r.out*r.inner != ns {
+	r := ReduceSpace{Keep: canon(op, kd[:nk], ks[:nk], kdst[:nk]), Red: canon(op, rd[:nr], rs[:nr])}
+	r.Out, r.Inner = r.Keep.Total, r.Red.Total
+	if r.Out != nd || r.Out*r.Inner != ns {
 		panic(fmt.Sprintf("gpu: %s: buffers of %d and %d elements for in %v, out %v", op, ns, nd, show(g.In), show(g.Out)))
 	}
 	return r
 }
 
-// offsets returns the element offset of linear index i of g's index space
+// Offset returns the element offset of linear index i of g's index space
 // for operand j (the row-major decomposition the kernels use).
-func (g *canonGeom) offset(j, i int) int {
+func (g *IndexSpace) Offset(j, i int) int {
 	off := 0
 	for k := MaxRank - 1; k >= 0; k-- {
-		n := g.dims[k]
-		off += (i % n) * g.strides[j][k]
+		n := g.Dims[k]
+		off += (i % n) * g.Strides[j][k]
 		i /= n
 	}
 	return off

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/hub"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
@@ -19,7 +19,7 @@ import (
 // trainLast is set.
 func newBNHub(t *testing.T, cfg hub.Config, trainLast bool) *hub.Core {
 	t.Helper()
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	mc := models.Config{Classes: 10, Input: solver.Shape{C: 1, H: 28, W: 28}, Width: 0.25}
 	m, err := models.Build(b, "mobilenet-small", mc)
 	if err != nil {

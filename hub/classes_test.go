@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/hub"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
@@ -26,7 +26,7 @@ func TestRegisterClasses(t *testing.T) {
 		{[]string{"bee", "ant", "cat"}, "another order"},
 		{nil, "sent none"},
 	} {
-		b := gpu.NewCPU()
+		b := cpu.NewCPU()
 		net, err := models.Build(b, "lenet5", models.Config{Classes: 3})
 		if err != nil {
 			t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/hub"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
@@ -228,7 +228,7 @@ func TestMomentumCorrection(t *testing.T) {
 	// on top of the workers'.
 	cfg = trainConfig(2, 8)
 	cfg.Compression, cfg.WorkerMomentum = "topk:0.05", 0.9
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	m, err := models.Build(b, "lenet5", models.Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -116,8 +116,8 @@
 // # Determinism
 //
 // Identical inputs give bit-identical weights on the same architecture: the
-// merge has a fixed order and the optimizer steps run in gpu.CPU's SGDStep
-// and AdamStep. Across architectures they may not: Go may fuse a
+// merge has a fixed order and the optimizer steps run in the CPU backend's
+// SGDStep and AdamStep (gpu/cpu). Across architectures they may not: Go may fuse a
 // multiply-add into one FMA instruction on arm64 (most phones) but not on
 // amd64, so a phone and a laptop can round one step differently. That is
 // what the hash in every Merged is for: a worker whose weights drift asks

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/data"
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/hub"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
@@ -82,7 +82,7 @@ type envelope struct {
 
 func newHubCore(t testing.TB, cfg hub.Config, seed uint64) *hub.Core {
 	t.Helper()
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	m, err := models.Build(b, "lenet5", models.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ func (n *net) addNode(ds data.Dataset, i, of int) *node {
 	}
 	cfg := worker.DefaultConfig()
 	cfg.Name = fmt.Sprintf("w%d", i)
-	core, err := worker.NewCore(cfg, gpu.NewCPU())
+	core, err := worker.NewCore(cfg, cpu.NewCPU())
 	if err != nil {
 		n.t.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/hub"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
@@ -16,7 +16,7 @@ import (
 // (b) does; freeze, when set, is called instead to freeze by name.
 func newFrozenHub(t testing.TB, cfg hub.Config, seed uint64, trainLast int, freeze ...string) *hub.Core {
 	t.Helper()
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	m, err := models.Build(b, "lenet5", models.Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/hub"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
@@ -23,7 +23,7 @@ import (
 // parameters: 156, 2,416, 48,120, 10,164 and 850 values) frozen in
 // several ways.
 func TestSessionParts(t *testing.T) {
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	m, err := models.Build(b, "lenet5", models.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +183,7 @@ func TestFrozenMatchesSingleDevice(t *testing.T) {
 			if len(n.hubErrs) != 0 {
 				t.Fatalf("hub refused: %v", n.hubErrs)
 			}
-			b := gpu.NewCPU()
+			b := cpu.NewCPU()
 			m, err := models.Build(b, "lenet5", models.Config{})
 			if err != nil {
 				t.Fatal(err)

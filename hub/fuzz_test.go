@@ -6,7 +6,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/hub"
 	"github.com/cotrain/cotrain/solver"
 	"github.com/cotrain/cotrain/sync/state"
@@ -24,7 +24,7 @@ var fuzzPeers = [...]string{"w0", "w1", "w2", "mallory"}
 // lenet5 for NewCore's sake.
 func tinyCore(t testing.TB) *hub.Core {
 	t.Helper()
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	net, err := solver.NewNet(b, solver.Shape{C: 1, H: 2, W: 2},
 		[]solver.Node{{Layer: solver.NewFlatten("flat")}, {Layer: solver.NewLinear("fc", 3)}})
 	if err != nil {

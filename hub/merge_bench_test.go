@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/hub"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
@@ -27,7 +27,7 @@ type mergeBench struct {
 
 func newMergeBench(b *testing.B, workers int) *mergeBench {
 	b.Helper()
-	be := gpu.NewCPU()
+	be := cpu.NewCPU()
 	net, err := models.Build(be, "lenet-caffe", models.Config{})
 	if err != nil {
 		b.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/hub"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
@@ -30,7 +30,7 @@ func trainConfig(workers int, iters uint64) hub.Config {
 // of the workers' batches, iteration by iteration, in worker id order.
 func reference(t *testing.T, seed uint64, nodes []*node, iters uint64) []float32 {
 	t.Helper()
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	m, err := models.Build(b, "lenet5", models.Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/solver"
 )
 
@@ -31,7 +31,7 @@ var trainStepCases = []struct {
 func BenchmarkTrainStep(b *testing.B) {
 	for _, tc := range trainStepCases {
 		b.Run(tc.name, func(b *testing.B) {
-			be := gpu.NewCPU()
+			be := cpu.NewCPU()
 			net, err := Build(be, tc.model, tc.cfg)
 			if err != nil {
 				b.Fatal(err)

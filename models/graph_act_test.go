@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/solver"
 )
 
@@ -76,7 +77,7 @@ func TestGraphActivationsRoundTrip(t *testing.T) {
 		}
 	}
 	run := func(nodes []solver.Node) []float32 {
-		net, err := solver.NewNet(gpu.NewCPU(), solver.Shape{C: 2, H: 4, W: 4}, nodes)
+		net, err := solver.NewNet(cpu.NewCPU(), solver.Shape{C: 2, H: 4, W: 4}, nodes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +105,7 @@ func TestGraphActivationErrors(t *testing.T) {
 	} {
 		nodes, err := GraphNodes([]Layer{tc.layer})
 		if err == nil {
-			_, err = solver.NewNet(gpu.NewCPU(), solver.Shape{C: 3, H: 2, W: 2}, nodes)
+			_, err = solver.NewNet(cpu.NewCPU(), solver.Shape{C: 3, H: 2, W: 2}, nodes)
 		}
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want one containing %q", tc.layer, err, tc.want)

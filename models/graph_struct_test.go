@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/solver"
 )
 
@@ -47,7 +48,7 @@ func TestGraphStructuralRoundTrip(t *testing.T) {
 	}
 	outs := make([][]float32, 2)
 	for i, nd := range [][]solver.Node{nodes, rebuilt} {
-		net, err := solver.NewNet(gpu.NewCPU(), in, nd)
+		net, err := solver.NewNet(cpu.NewCPU(), in, nd)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +85,7 @@ func FuzzGraphStructural(f *testing.F) {
 		{Layer: solver.NewBinary("gate", gpu.BinMul, []int{5, 4, 3}, []int{5, 1, 1}), Inputs: []int{4, 5}},
 		{Layer: solver.NewBinaryConst("scale", gpu.BinDiv, []int{5, 4, 3}, []int{1, 1, 1}, []float32{2}, true)},
 	}
-	if _, err := solver.NewNet(gpu.NewCPU(), solver.Shape{C: 4, H: 3, W: 2}, nodes); err != nil {
+	if _, err := solver.NewNet(cpu.NewCPU(), solver.Shape{C: 4, H: 3, W: 2}, nodes); err != nil {
 		f.Fatalf("the seed network: %v", err)
 	}
 	layers, err := Describe(nodes)
@@ -111,7 +112,7 @@ func FuzzGraphStructural(f *testing.F) {
 		if err != nil {
 			return
 		}
-		b := gpu.NewCPU()
+		b := cpu.NewCPU()
 		net, err := solver.NewNet(b, solver.Shape{C: 4, H: 3, W: 2}, nodes)
 		if err != nil || net.Out.Size() > 1<<16 || net.NumParams() > 1<<20 {
 			return // an error, or a network too large to step quickly

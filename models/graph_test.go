@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/solver"
 )
 
@@ -42,7 +42,7 @@ func randomFile(t *testing.T, model string, c Config) (*File, *solver.Net) {
 		t.Fatal(err)
 	}
 	c = s.Resolve(c)
-	net, err := Build(gpu.NewCPU(), model, c)
+	net, err := Build(cpu.NewCPU(), model, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestGraphFileBuildsTheSameNetwork(t *testing.T) {
 				t.Fatal(err)
 			}
 			for name, file := range map[string]*File{"graph": g, "graph after write and read": back} {
-				got, err := file.Build(gpu.NewCPU())
+				got, err := file.Build(cpu.NewCPU())
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
@@ -135,12 +135,12 @@ func TestGraphErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := tc.file.Build(gpu.NewCPU()); !errors.Is(err, tc.want) {
+			if _, err := tc.file.Build(cpu.NewCPU()); !errors.Is(err, tc.want) {
 				t.Errorf("error %v, want %v", err, tc.want)
 			}
 		})
 	}
-	if _, err := Build(gpu.NewCPU(), GraphModel, good.Config); !errors.Is(err, ErrUnknownModel) || !strings.Contains(err.Error(), "File.Build") {
+	if _, err := Build(cpu.NewCPU(), GraphModel, good.Config); !errors.Is(err, ErrUnknownModel) || !strings.Contains(err.Error(), "File.Build") {
 		t.Errorf("Build(%s): %v, want ErrUnknownModel pointing to File.Build", GraphModel, err)
 	}
 	if _, err := Lookup(GraphModel); !errors.Is(err, ErrUnknownModel) {

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/solver"
 )
 
@@ -79,7 +79,7 @@ func Retarget(f *File, labels []string, r *rand.Rand) (*File, bool, error) {
 	} else if cfg, nodes, err = Nodes(f.Model, cfg); err != nil {
 		return nil, false, err
 	}
-	net, err := solver.NewNet(gpu.NewCPU(), cfg.Input, nodes)
+	net, err := solver.NewNet(cpu.NewCPU(), cfg.Input, nodes)
 	if err != nil {
 		return nil, false, fmt.Errorf("models: new head of %d classes: %w", len(labels), err)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/internal/limits"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -91,16 +91,16 @@ func TestBuildHostileFile(t *testing.T) {
 			if _, err := tc.f.Plan(); !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.text) {
 				t.Errorf("Plan: %v, want %v saying %q", err, tc.want, tc.text)
 			}
-			if _, err := tc.f.Net(gpu.NewCPU()); !errors.Is(err, tc.want) {
+			if _, err := tc.f.Net(cpu.NewCPU()); !errors.Is(err, tc.want) {
 				t.Errorf("Net: %v, want %v", err, tc.want)
 			}
-			if _, err := tc.f.Build(gpu.NewCPU()); !errors.Is(err, tc.want) {
+			if _, err := tc.f.Build(cpu.NewCPU()); !errors.Is(err, tc.want) {
 				t.Errorf("Build: %v, want %v", err, tc.want)
 			}
 		})
 	}
 	// A registered model takes the same path: 2^32 input channels.
-	if _, err := Build(gpu.NewCPU(), "lenet5", Config{Classes: 10, Input: solver.Shape{C: 1 << 32, H: 28, W: 28}}); !errors.Is(err, limits.ErrTooLarge) {
+	if _, err := Build(cpu.NewCPU(), "lenet5", Config{Classes: 10, Input: solver.Shape{C: 1 << 32, H: 28, W: 28}}); !errors.Is(err, limits.ErrTooLarge) {
 		t.Errorf("lenet5 on 2^32 channels: %v, want limits.ErrTooLarge", err)
 	}
 }
@@ -124,7 +124,7 @@ func TestBuildChecksWeightsFirst(t *testing.T) {
 	if lay.NumParams < 400<<20 {
 		t.Fatalf("plan of %d parameters, want over %d", lay.NumParams, 400<<20)
 	}
-	if _, err := f.Build(gpu.NewCPU()); !errors.Is(err, ErrModelMismatch) || !strings.Contains(err.Error(), "fc1.weight") {
+	if _, err := f.Build(cpu.NewCPU()); !errors.Is(err, ErrModelMismatch) || !strings.Contains(err.Error(), "fc1.weight") {
 		t.Fatalf("Build: %v, want ErrModelMismatch naming fc1.weight", err)
 	}
 }

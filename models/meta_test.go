@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 )
 
 func TestParseNorm(t *testing.T) {
@@ -53,7 +53,7 @@ func TestOldFileLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Build(gpu.NewCPU()); err != nil {
+	if _, err := f.Build(cpu.NewCPU()); err != nil {
 		t.Fatal(err)
 	}
 	names, named, err := f.Labels()
@@ -149,7 +149,7 @@ func TestRetarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	net, err := Build(b, "lenet5", Config{})
 	if err != nil {
 		t.Fatal(err)

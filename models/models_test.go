@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/solver"
 )
 
@@ -21,7 +21,7 @@ func TestParamCounts(t *testing.T) {
 		{"lenet5", 61706},
 		{"lenet-caffe", 431080},
 	} {
-		net, err := Build(gpu.NewCPU(), tc.model, Config{})
+		net, err := Build(cpu.NewCPU(), tc.model, Config{})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.model, err)
 		}
@@ -32,11 +32,11 @@ func TestParamCounts(t *testing.T) {
 }
 
 func TestBuildErrors(t *testing.T) {
-	if _, err := Build(gpu.NewCPU(), "resnet-9000", Config{}); !errors.Is(err, ErrUnknownModel) {
+	if _, err := Build(cpu.NewCPU(), "resnet-9000", Config{}); !errors.Is(err, ErrUnknownModel) {
 		t.Errorf("unknown model: %v", err)
 	}
 	// LeNet-5 on 8x8 inputs: the second conv's kernel no longer fits.
-	if _, err := Build(gpu.NewCPU(), "lenet5", Config{Input: solver.Shape{C: 1, H: 8, W: 8}}); err == nil {
+	if _, err := Build(cpu.NewCPU(), "lenet5", Config{Input: solver.Shape{C: 1, H: 8, W: 8}}); err == nil {
 		t.Error("lenet5 on 8x8 built")
 	}
 }
@@ -54,7 +54,7 @@ func TestConfigPairsRoundTrip(t *testing.T) {
 
 func trainedLeNet(t testing.TB) (*solver.Net, solver.Optimizer) {
 	t.Helper()
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	net, err := Build(b, "lenet5", Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestWeightsRoundTrip(t *testing.T) {
 		t.Fatalf("header: %+v", g)
 	}
 	// Into a fresh network and optimizer: every float equal.
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	net2, err := g.Build(b)
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +157,7 @@ func TestWeightsRefused(t *testing.T) {
 func TestWeightsOfAnotherModel(t *testing.T) {
 	net, _ := trainedLeNet(t)
 	f := Snapshot("lenet5", Config{Classes: 10, Input: net.In}, net, nil)
-	other, err := Build(gpu.NewCPU(), "lenet-caffe", Config{})
+	other, err := Build(cpu.NewCPU(), "lenet-caffe", Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

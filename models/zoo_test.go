@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/solver"
 )
 
@@ -42,7 +42,7 @@ func TestZooParamCountsMatchPyTorch(t *testing.T) {
 	seen := map[string]bool{}
 	for _, r := range rows {
 		c := Config{Classes: r.Classes, Input: solver.Shape{C: r.Input[0], H: r.Input[1], W: r.Input[2]}, Width: r.Width}
-		net, err := Build(gpu.NewCPU(), r.Model, c)
+		net, err := Build(cpu.NewCPU(), r.Model, c)
 		if err != nil {
 			t.Errorf("%s %+v: %v", r.Model, c, err)
 			continue
@@ -79,7 +79,7 @@ func TestZooDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		net, err := Build(gpu.NewCPU(), tc.model, Config{})
+		net, err := Build(cpu.NewCPU(), tc.model, Config{})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.model, err)
 		}
@@ -114,7 +114,7 @@ func TestAlexNetInputSizes(t *testing.T) {
 		{64, false, "1x1 features"},
 		{32, false, "too small"},
 	} {
-		net, err := Build(gpu.NewCPU(), "alexnet", Config{Classes: 10, Input: solver.Shape{C: 3, H: tc.side, W: tc.side}})
+		net, err := Build(cpu.NewCPU(), "alexnet", Config{Classes: 10, Input: solver.Shape{C: 3, H: tc.side, W: tc.side}})
 		if tc.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("%d: error %v, want one containing %q", tc.side, err, tc.wantErr)
@@ -157,7 +157,7 @@ func TestMobileNetChannels(t *testing.T) {
 			t.Errorf("MobileNetChannels(%d, %g) = %d, want %d", tc.c, tc.alpha, got, tc.want)
 		}
 	}
-	if _, err := Build(gpu.NewCPU(), "mobilenet-v1", Config{Width: -1}); err == nil {
+	if _, err := Build(cpu.NewCPU(), "mobilenet-v1", Config{Width: -1}); err == nil {
 		t.Error("negative width built")
 	}
 }
@@ -167,7 +167,7 @@ func TestMobileNetChannels(t *testing.T) {
 // parameter tensor must receive a non-zero gradient.
 func TestSmallModelsTrainStep(t *testing.T) {
 	for _, name := range []string{"alexnet-small", "mobilenet-small"} {
-		net, err := Build(gpu.NewCPU(), name, Config{})
+		net, err := Build(cpu.NewCPU(), name, Config{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -56,7 +56,7 @@ func BenchmarkSimOverhead(b *testing.B) {
 	// bare does the work of the run in one trainer, with the batch split
 	// in parts (one part: the global batch).
 	bare := func(parts []int) {
-		be := gpu.NewCPU()
+		be := cpu.NewCPU()
 		net, err := models.Build(be, sc.Model, models.Config{})
 		if err != nil {
 			b.Fatal(err)

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/sync/compress"
 	"github.com/cotrain/cotrain/sync/wire"
@@ -45,7 +45,7 @@ func TestCheckerParts(t *testing.T) {
 // the fully connected ones before half the step, the first conv layer's at
 // its end.
 func TestPartReadyAt(t *testing.T) {
-	net, err := models.Build(gpu.NewCPU(), "lenet-caffe", models.Config{})
+	net, err := models.Build(cpu.NewCPU(), "lenet-caffe", models.Config{})
 	if err != nil {
 		t.Skip("model needs a backend:", err)
 	}

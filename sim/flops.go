@@ -3,7 +3,7 @@ package sim
 import (
 	"fmt"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -37,7 +37,7 @@ func layerFLOPs(model string, c models.Config) ([]float64, error) {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	// NewNet sets the layers up: their geometry is known afterwards.
-	net, err := solver.NewNet(gpu.NewCPU(), c.Input, nodes)
+	net, err := solver.NewNet(cpu.NewCPU(), c.Input, nodes)
 	if err != nil {
 		return nil, fmt.Errorf("sim: model %s: %w", model, err)
 	}

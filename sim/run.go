@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/cotrain/cotrain/data"
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/hub"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
@@ -85,7 +85,7 @@ type runner struct {
 	err     error
 	air     int64       // ns of airtime of pushes and merged gradients
 	memo    *memo       // shared with the runs that train identically; nil if none
-	cpus    []*gpu.CPU  // every backend of the run: its threads follow setThreads
+	cpus    []*cpu.CPU  // every backend of the run: its threads follow setThreads
 	threads int         // the backends' thread cap (0: GOMAXPROCS)
 	ft      *faultState // network faults (faults.go); nil without
 }
@@ -384,8 +384,8 @@ func (r *runner) fault(f Fault) {
 
 // newCPU returns a CPU backend for one of the run's networks, capped at
 // the run's threads.
-func (r *runner) newCPU() *gpu.CPU {
-	b := gpu.NewCPU()
+func (r *runner) newCPU() *cpu.CPU {
+	b := cpu.NewCPU()
 	b.SetThreads(r.threads)
 	r.cpus = append(r.cpus, b)
 	return b
@@ -393,7 +393,7 @@ func (r *runner) newCPU() *gpu.CPU {
 
 // setThreads caps the threads of every backend of the run at n (0:
 // GOMAXPROCS): the run's share of the cores, while other runs go on
-// beside it. Results do not depend on it (gpu.CPU.SetThreads); a share
+// beside it. Results do not depend on it (cpu.CPU.SetThreads); a share
 // keeps several runs' matrix products from spinning for the same cores.
 func (r *runner) setThreads(n int) {
 	if n == r.threads {

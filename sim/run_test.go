@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 	"github.com/cotrain/cotrain/sync/compress"
@@ -229,7 +229,7 @@ func TestCheckerCatches(t *testing.T) {
 	}
 	// Weights: equal passes, one flipped bit fails, an unknown iteration
 	// fails.
-	net, err := models.Build(gpu.NewCPU(), "lenet5", models.Config{})
+	net, err := models.Build(cpu.NewCPU(), "lenet5", models.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 )
 
 // TestActivationGrads checks every activation kind and the softmax layer
@@ -39,7 +40,7 @@ func TestActivationGrads(t *testing.T) {
 // inputs in ±0.4), so perturbing a parameter never crosses HardSwish's
 // kinks at ±3; the later kinds are smooth.
 func TestActivationNetGrads(t *testing.T) {
-	n, err := NewNet(gpu.NewCPU(), Shape{1, 4, 4}, chain(
+	n, err := NewNet(cpu.NewCPU(), Shape{1, 4, 4}, chain(
 		NewConv2D("c1", ConvConfig{Out: 3, KH: 1}),
 		NewActivation("hs", gpu.HardSwish),
 		NewConv2D("c2", ConvConfig{Out: 3, KH: 3, PadH: 1, PadW: 1}),
@@ -74,7 +75,7 @@ func TestActivationSharing(t *testing.T) {
 				NewActivation(a.String()+string(rune('a'+i)), a))
 		}
 		ls = append(ls, NewSoftmax("sm", nil, 0, 0), NewLinear("fc", 3))
-		n, err := NewNet(gpu.NewCPU(), Shape{2, 5, 5}, chain(ls...))
+		n, err := NewNet(cpu.NewCPU(), Shape{2, 5, 5}, chain(ls...))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 )
 
 // normHarness binds one layer standalone on the CPU backend, with its
 // parameters and state initialised from their specs, for batches up to capN.
 type normHarness struct {
-	b        *gpu.CPU
+	b        *cpu.CPU
 	l        Layer
 	out      Shape
 	p, g, s  []gpu.Buffer
@@ -27,7 +28,7 @@ func newNormHarness(t testing.TB, l Layer, in Shape, capN int) *normHarness {
 	if err != nil {
 		t.Fatalf("Setup: %v", err)
 	}
-	h := &normHarness{b: gpu.NewCPU(), l: l, out: out, capN: capN}
+	h := &normHarness{b: cpu.NewCPU(), l: l, out: out, capN: capN}
 	for _, sp := range l.Params() {
 		host := make([]float32, sp.Size())
 		fill(host, sp, nil)
@@ -185,7 +186,7 @@ func bnStats(x []float32, n, c, hw int) (mean, biased, unbiased []float64) {
 func TestBatchNormRunningStatistics(t *testing.T) {
 	in := Shape{3, 2, 2}
 	const momentum = 0.2
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	net, err := NewNet(b, in, []Node{{Layer: NewBatchNorm("bn", 0, momentum)}})
 	if err != nil {
 		t.Fatal(err)
@@ -347,7 +348,7 @@ func TestBatchNormNoAllocation(t *testing.T) {
 // Inside a Net, the gradients of the layers below batch norm and dropout flow
 // through both (the checker reseeds the dropout generator per evaluation).
 func TestBatchNormDropoutInNet(t *testing.T) {
-	net, err := NewNet(gpu.NewCPU(), Shape{4, 1, 1}, []Node{
+	net, err := NewNet(cpu.NewCPU(), Shape{4, 1, 1}, []Node{
 		{Layer: NewLinear("fc1", 6)},
 		{Layer: NewBatchNorm("bn", 0, 0)},
 		{Layer: NewDropout("drop", 0.3)},

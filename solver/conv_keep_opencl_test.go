@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/opencl"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -31,17 +32,17 @@ func groupedNodes() []solver.Node {
 }
 
 // openCLForSolverTest opens a backend, Winograd in the given mode
-// (gpu.OpenCLConfig.Winograd).
-func openCLForSolverTest(t *testing.T, winograd string) *gpu.OpenCL {
-	return openCLForSolverModes(t, winograd, gpu.FFTAuto)
+// (opencl.Config.Winograd).
+func openCLForSolverTest(t *testing.T, winograd string) *opencl.OpenCL {
+	return openCLForSolverModes(t, winograd, opencl.FFTAuto)
 }
 
 // openCLForSolverModes opens a backend, Winograd and FFT in the given
-// modes (gpu.OpenCLConfig.Winograd, FFT).
-func openCLForSolverModes(t *testing.T, winograd, fft string) *gpu.OpenCL {
-	cfg := gpu.DefaultOpenCLConfig()
+// modes (opencl.Config.Winograd, FFT).
+func openCLForSolverModes(t *testing.T, winograd, fft string) *opencl.OpenCL {
+	cfg := opencl.DefaultConfig()
 	cfg.Tune, cfg.Winograd, cfg.FFT = false, winograd, fft
-	o, err := gpu.NewOpenCL(cfg)
+	o, err := opencl.New(cfg)
 	if errors.Is(err, gpu.ErrNoOpenCL) || errors.Is(err, gpu.ErrNoDevice) {
 		t.Skipf("no OpenCL device: %v", err)
 	}
@@ -64,7 +65,7 @@ func openCLForSolverModes(t *testing.T, winograd, fft string) *gpu.OpenCL {
 // all (all three passes by FFT).
 func TestConvKeptColumnsOnOpenCL(t *testing.T) {
 	for _, mode := range []struct{ name, winograd, fft string }{
-		{"winograd=0", gpu.WinogradOff, gpu.FFTOff}, {"winograd=1", gpu.WinogradOn, gpu.FFTOff}, {"fft=1", gpu.WinogradOff, gpu.FFTOn},
+		{"winograd=0", opencl.WinogradOff, opencl.FFTOff}, {"winograd=1", opencl.WinogradOn, opencl.FFTOff}, {"fft=1", opencl.WinogradOff, opencl.FFTOn},
 	} {
 		t.Run(mode.name, func(t *testing.T) { testConvKeptColumnsOnOpenCL(t, mode.winograd, mode.fft) })
 	}
@@ -103,9 +104,9 @@ func testConvKeptColumnsOnOpenCL(t *testing.T, winograd, fft string) {
 		im2col := steadyStepLaunches(t, o, b, n, "im2col")
 		want := 4 * (k + 1)
 		switch {
-		case fft == gpu.FFTOn:
+		case fft == opencl.FFTOn:
 			want = 0
-		case winograd == gpu.WinogradOn:
+		case winograd == opencl.WinogradOn:
 			want = 4
 		}
 		if im2col != want {
@@ -118,7 +119,7 @@ func testConvKeptColumnsOnOpenCL(t *testing.T, winograd, fft string) {
 // third training step (batch 4, SGD with momentum) of n, built on b, launches
 // on o, the OpenCL backend under b: a steady step, after the first has
 // asked for what is kept and the second has used it.
-func steadyStepLaunches(t *testing.T, o *gpu.OpenCL, b gpu.Backend, n *solver.Net, prefix string) int {
+func steadyStepLaunches(t *testing.T, o *opencl.OpenCL, b gpu.Backend, n *solver.Net, prefix string) int {
 	t.Helper()
 	r := rand.New(rand.NewPCG(5, 6))
 	n.InitParams(r)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -19,7 +20,7 @@ import (
 // Forward that filled it, so any stale use shows in the gradients. It grants
 // buffers for batches up to grant and records every request.
 type copyKeeper struct {
-	*gpu.CPU
+	*cpu.CPU
 	grant      int
 	asks       []int // the batch of every ConvKeepColumns
 	fwd, bwd   int   // ConvForwardKeep and ConvBackwardFilterCols calls
@@ -67,9 +68,9 @@ func TestConvKeptColumnsRule(t *testing.T) {
 	}
 	for _, model := range []string{"lenet5", "residual"} {
 		for _, last := range []int{-1, 2} { // -1: all layers learn
-			k := &copyKeeper{CPU: gpu.NewCPU(), grant: 1 << 30}
+			k := &copyKeeper{CPU: cpu.NewCPU(), grant: 1 << 30}
 			var runs [2][][]float32
-			for i, b := range []gpu.Backend{k, gpu.NewCPU()} {
+			for i, b := range []gpu.Backend{k, cpu.NewCPU()} {
 				runs[i] = frozenFingerprint(t, build[model], b, last)
 			}
 			sameFingerprint(t, fmt.Sprintf("%s (last %d)", model, last), runs[0], runs[1], "with kept columns", "without")
@@ -81,7 +82,7 @@ func TestConvKeptColumnsRule(t *testing.T) {
 
 	// The asking rule, on lenet5's two convolutions; the parameters end as
 	// on a backend without a keeper.
-	k := &copyKeeper{CPU: gpu.NewCPU(), grant: 6}
+	k := &copyKeeper{CPU: cpu.NewCPU(), grant: 6}
 	const convs = 2
 	steps := []struct {
 		forwardFirst bool // a training Forward at 6 without a Backward first (its columns kept, never read)
@@ -99,7 +100,7 @@ func TestConvKeptColumnsRule(t *testing.T) {
 		{true, 10, []int{6, 6, 10, 10}, convs, 0, "a kept training Forward alone, then a step at 10: expands x"},
 	}
 	var params [2][]float32
-	for bi, b := range []gpu.Backend{k, gpu.NewCPU()} {
+	for bi, b := range []gpu.Backend{k, cpu.NewCPU()} {
 		net, err := models.Build(b, "lenet5", models.Config{})
 		if err != nil {
 			t.Fatal(err)
@@ -146,7 +147,7 @@ func TestConvKeptColumnsRule(t *testing.T) {
 // that no Backward read, drops the buffer, and asks again once it learns
 // again.
 func TestConvFrozenDropsKeptColumns(t *testing.T) {
-	k := &copyKeeper{CPU: gpu.NewCPU(), grant: 1 << 30}
+	k := &copyKeeper{CPU: cpu.NewCPU(), grant: 1 << 30}
 	net, err := models.Build(k, "lenet5", models.Config{})
 	if err != nil {
 		t.Fatal(err)

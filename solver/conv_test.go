@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 )
 
 func TestConv2DShapesAndParams(t *testing.T) {
@@ -111,7 +112,7 @@ func TestConv2DGradients(t *testing.T) {
 // shared workspace and the flat parameter buffer. It has no kinks, so
 // moving a parameter cannot cross one.
 func TestConvNetGradients(t *testing.T) {
-	n, err := NewNet(gpu.NewCPU(), Shape{2, 7, 7}, []Node{
+	n, err := NewNet(cpu.NewCPU(), Shape{2, 7, 7}, []Node{
 		{Layer: NewConv2D("conv1", ConvConfig{Out: 4, KH: 3, PadH: 1, PadW: 1})},
 		{Layer: NewAvgPool2D("pool1", PoolConfig{KH: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1, CeilMode: true})},
 		{Layer: NewConv2D("conv2", ConvConfig{Out: 4, KH: 3, PadH: 1, PadW: 1, Groups: 4})},
@@ -128,7 +129,7 @@ func TestConvNetGradients(t *testing.T) {
 
 // TestConv2DWorkspaceAfterBind: Workspace asks the backend that Bind gave.
 func TestConv2DWorkspaceAfterBind(t *testing.T) {
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	l := NewConv2D("c", ConvConfig{Out: 4, KH: 3})
 	if _, err := l.Setup([]Shape{{2, 6, 6}}); err != nil {
 		t.Fatal(err)
@@ -141,7 +142,7 @@ func TestConv2DWorkspaceAfterBind(t *testing.T) {
 
 func BenchmarkConv2DLayer(b *testing.B) {
 	// lenet-caffe's conv2 at batch 64, forward and backward through a Net.
-	be := gpu.NewCPU()
+	be := cpu.NewCPU()
 	n, err := NewNet(be, Shape{20, 12, 12}, []Node{{Layer: NewConv2D("conv2", ConvConfig{Out: 50, KH: 5})}})
 	if err != nil {
 		b.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/opencl"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -17,9 +18,9 @@ import (
 // a backend whose fusing is off (OpenCLConfig.NoFuse, COTRAIN_OPENCL_FUSE=0).
 func TestFusedMatchesUnfusedOnOpenCL(t *testing.T) {
 	for _, noFuse := range []bool{false, true} {
-		cfg := gpu.DefaultOpenCLConfig()
+		cfg := opencl.DefaultConfig()
 		cfg.Tune, cfg.NoFuse = false, noFuse
-		o, err := gpu.NewOpenCL(cfg)
+		o, err := opencl.New(cfg)
 		if errors.Is(err, gpu.ErrNoOpenCL) || errors.Is(err, gpu.ErrNoDevice) {
 			t.Skipf("no OpenCL device: %v", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -52,7 +53,7 @@ const fusedPairs = 7
 // calls and runs them unfused, and counts the separate calls that fusing
 // replaces.
 type countingBackend struct {
-	*gpu.CPU
+	*cpu.CPU
 	fused, act, actBack, bias, biasGrad int
 }
 
@@ -138,12 +139,12 @@ func TestFusedMatchesUnfused(t *testing.T) {
 		return models.Build(b, "alexnet-small", models.Config{})
 	}
 	for _, freeze := range []string{"", "last2", "c2", "c1", "fc1"} {
-		fuseRuns(t, "fuse", gpu.NewCPU(), fuseNet, freeze)
-		fuseRuns(t, "fuse, counting", &countingBackend{CPU: gpu.NewCPU()}, fuseNet, freeze)
-		fuseRuns(t, "fuse, keeping columns", &copyKeeper{CPU: gpu.NewCPU(), grant: 1 << 30}, fuseNet, freeze)
+		fuseRuns(t, "fuse", cpu.NewCPU(), fuseNet, freeze)
+		fuseRuns(t, "fuse, counting", &countingBackend{CPU: cpu.NewCPU()}, fuseNet, freeze)
+		fuseRuns(t, "fuse, keeping columns", &copyKeeper{CPU: cpu.NewCPU(), grant: 1 << 30}, fuseNet, freeze)
 	}
-	fuseRuns(t, "alexnet-small", gpu.NewCPU(), alexnet, "")
-	fuseRuns(t, "residual", gpu.NewCPU(), func(b gpu.Backend) (*solver.Net, error) {
+	fuseRuns(t, "alexnet-small", cpu.NewCPU(), alexnet, "")
+	fuseRuns(t, "residual", cpu.NewCPU(), func(b gpu.Backend) (*solver.Net, error) {
 		return solver.NewNet(b, solver.Shape{C: 3, H: 8, W: 8}, residualNodes())
 	}, "")
 }
@@ -154,7 +155,7 @@ func TestFusedMatchesUnfused(t *testing.T) {
 // none. The shared buffers of the fused plan are smaller.
 func TestFusingReplacesCalls(t *testing.T) {
 	for _, on := range []bool{true, false} {
-		c := &countingBackend{CPU: gpu.NewCPU()}
+		c := &countingBackend{CPU: cpu.NewCPU()}
 		n, err := solver.NewNet(c, solver.Shape{C: 3, H: 17, W: 17}, fuseNodes())
 		if err != nil {
 			t.Fatal(err)
@@ -183,7 +184,7 @@ func TestFusingReplacesCalls(t *testing.T) {
 	}
 	var use [2]solver.BufferUse
 	for i, on := range []bool{true, false} {
-		n, err := solver.NewNet(gpu.NewCPU(), solver.Shape{C: 3, H: 17, W: 17}, fuseNodes())
+		n, err := solver.NewNet(cpu.NewCPU(), solver.Shape{C: 3, H: 17, W: 17}, fuseNodes())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,7 +212,7 @@ func TestModelsFuse(t *testing.T) {
 		{"lenet-caffe", models.Config{}, 1, 0},
 		{"mobilenet-v1", models.Config{Width: 0.25}, 0, 27},
 	} {
-		b := &countingBackend{CPU: gpu.NewCPU()}
+		b := &countingBackend{CPU: cpu.NewCPU()}
 		n, err := models.Build(b, c.model, c.cfg)
 		if err != nil {
 			t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -67,7 +68,7 @@ func runStructCase(t *testing.T, fx *structCase) {
 		t.Fatal(err)
 	}
 	l := nodes[0].Layer
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	shapes := make([]solver.Shape, len(fx.Ins))
 	for i, d := range fx.Ins {
 		shapes[i] = solver.DimsShape(d)

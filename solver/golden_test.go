@@ -41,6 +41,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -257,7 +258,7 @@ func keys(m map[string][]float32) []string {
 // runGoldenLayer drives l through one forward and, for training fixtures with
 // a dy, one backward, and compares everything the fixture recorded.
 func runGoldenLayer(t *testing.T, l solver.Layer, fx *goldenFixture) {
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	n, in := shapeOf(t, fx.InShape)
 	out, err := l.Setup([]solver.Shape{in})
 	if err != nil {
@@ -402,7 +403,7 @@ func TestGoldenCrossEntropy(t *testing.T) {
 	for _, file := range []string{"xent_random", "xent_large_logits"} {
 		t.Run(file, func(t *testing.T) {
 			fx := loadGolden(t, file)
-			b := gpu.NewCPU()
+			b := cpu.NewCPU()
 			logits := b.Alloc(len(fx.Logits))
 			b.Upload(logits, fx.Logits)
 			l := solver.NewSoftmaxCrossEntropy(fx.Classes)
@@ -419,7 +420,7 @@ func TestGoldenOptimizers(t *testing.T) {
 		t.Run(file, func(t *testing.T) {
 			fx := loadGolden(t, file)
 			c := fx.Config
-			b := gpu.NewCPU()
+			b := cpu.NewCPU()
 			n := len(fx.P0)
 			opt, err := solver.NewOptimizer(b, c.Name, n, c.Momentum, c.WeightDecay, c.Nesterov)
 			if err != nil {
@@ -610,7 +611,7 @@ func TestGoldenErrMetric(t *testing.T) {
 // parameter order and names are PyTorch's parameters().
 func TestGoldenLeNet5(t *testing.T) {
 	fx := loadGolden(t, "model_lenet5")
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	net, err := models.Build(b, fx.Model, models.Config{})
 	if err != nil {
 		t.Fatal(err)

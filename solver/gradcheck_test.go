@@ -35,6 +35,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 )
 
 // gradCheck configures a finite-difference gradient check. Zero fields take
@@ -149,7 +150,7 @@ const sentinel = 1e3
 // the CPU backend with inputs of the given per-sample shapes.
 func (c gradCheck) layer(l Layer, ins []Shape, batch int) ([]gradMismatch, error) {
 	c = c.withDefaults()
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	outShape, err := l.Setup(ins)
 	if err != nil {
 		return nil, err
@@ -365,7 +366,7 @@ func TestGradCheckCatchesWrongGradients(t *testing.T) {
 func TestNetGradCheckCatchesWrongGradients(t *testing.T) {
 	for _, scale := range []float32{1, 1.03} {
 		l := &brokenLinear{Linear: NewLinear("fc2", 3), scaleDX: 1, scaleDW: scale}
-		n, err := NewNet(gpu.NewCPU(), Shape{4, 1, 1}, []Node{{Layer: NewLinear("fc1", 5)}, {Layer: l}})
+		n, err := NewNet(cpu.NewCPU(), Shape{4, 1, 1}, []Node{{Layer: NewLinear("fc1", 5)}, {Layer: l}})
 		if err != nil {
 			t.Fatal(err)
 		}

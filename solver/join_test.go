@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 )
 
 // Tests of the layers that join several inputs: Add and Concat.
@@ -47,7 +48,7 @@ func TestJoinSetup(t *testing.T) {
 // runJoin runs l forward on host inputs and returns the output.
 func runJoin(t *testing.T, l Layer, ins []Shape, xs [][]float32, n int) []float32 {
 	t.Helper()
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	out, err := l.Setup(ins)
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +107,7 @@ func TestResidualNetGradients(t *testing.T) {
 		{Layer: NewConcat("cat"), Inputs: []int{2, 3, -1}}, // 4: 2+1+2 channels
 		{Layer: NewLinear("fc", 2)},                        // 5
 	}
-	n, err := NewNet(gpu.NewCPU(), Shape{2, 3, 3}, nodes)
+	n, err := NewNet(cpu.NewCPU(), Shape{2, 3, 3}, nodes)
 	if err != nil {
 		t.Fatal(err)
 	}

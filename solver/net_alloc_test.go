@@ -5,13 +5,13 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 )
 
 // A steady-state step allocates nothing, also in a residual network whose
 // fan-out gradients go through the net's scratch buffers.
 func TestResidualNetStepAllocatesNothing(t *testing.T) {
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	net, err := NewNet(b, Shape{C: 8, H: 1, W: 1}, []Node{
 		{Layer: NewLinear("fc1", 8)},
 		{Layer: NewReLU("relu1")},
@@ -40,7 +40,7 @@ func TestResidualNetStepAllocatesNothing(t *testing.T) {
 // appendTrainable (the trainer's allocation-free copy of Trainable's loop)
 // agrees with Trainable whatever is frozen, also appending after a prefix.
 func TestAppendTrainableMatchesTrainable(t *testing.T) {
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	net, err := NewNet(b, Shape{C: 4, H: 1, W: 1}, []Node{
 		{Layer: NewLinear("a", 4)},
 		{Layer: NewReLU("r")},

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 )
 
 // hookNet is a residual network (fc1's output fans out, so its gradient is
@@ -50,7 +51,7 @@ func hookInputs(b gpu.Backend, batch int) (x, dy gpu.Buffer) {
 // called is what Backward leaves there: those gradients are final. A net
 // with the hook computes the same bits as one without.
 func TestOnGradsDone(t *testing.T) {
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	const batch = 5
 	ref := hookNet(t, b)
 	x, dy := hookInputs(b, batch)
@@ -109,7 +110,7 @@ func TestOnGradsDone(t *testing.T) {
 // A steady-state step with a hook set allocates nothing more than one
 // without (none).
 func TestOnGradsDoneAllocatesNothing(t *testing.T) {
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	net := hookNet(t, b)
 	const batch = 5
 	x, dy := hookInputs(b, batch)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -118,7 +119,7 @@ func TestSharedBuffersMatchUnsharedOnModels(t *testing.T) {
 	for _, model := range []string{"lenet5", "mobilenet-small", "residual"} {
 		for _, last := range []int{-1, 2} { // -1: all layers learn
 			net := func(share bool) *solver.Net {
-				n, err := build[model](gpu.NewCPU())
+				n, err := build[model](cpu.NewCPU())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -149,7 +150,7 @@ func BenchmarkTrainStepSharing(b *testing.B) {
 	for _, share := range []bool{true, false} {
 		name := map[bool]string{true: "shared", false: "unshared"}[share]
 		b.Run(name, func(b *testing.B) {
-			be := gpu.NewCPU()
+			be := cpu.NewCPU()
 			net, err := models.Build(be, "mobilenet-small", models.Config{})
 			if err != nil {
 				b.Fatal(err)

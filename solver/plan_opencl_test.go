@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/opencl"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -15,9 +16,9 @@ import (
 // the device's queue and its views of the shared buffers must keep a
 // tensor's memory untouched for as long as the plan says it lives.
 func TestSharedBuffersMatchUnsharedOnOpenCL(t *testing.T) {
-	cfg := gpu.DefaultOpenCLConfig()
+	cfg := opencl.DefaultConfig()
 	cfg.Tune = false
-	o, err := gpu.NewOpenCL(cfg)
+	o, err := opencl.New(cfg)
 	if errors.Is(err, gpu.ErrNoOpenCL) || errors.Is(err, gpu.ErrNoDevice) {
 		t.Skipf("no OpenCL device: %v", err)
 	}

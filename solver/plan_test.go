@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 )
 
 // sharing never puts two tensors whose lives overlap in one buffer, every
@@ -59,7 +59,7 @@ func TestSharingKeepsLiveTensorsApart(t *testing.T) {
 // and frozen layers below the trainable ones keep nothing; an inference
 // Forward's outputs take two buffers used in turn.
 func TestChainPlan(t *testing.T) {
-	n, err := NewNet(gpu.NewCPU(), Shape{3, 8, 8}, []Node{
+	n, err := NewNet(cpu.NewCPU(), Shape{3, 8, 8}, []Node{
 		{Layer: NewConv2D("c1", ConvConfig{Out: 4, KH: 3, PadH: 1, PadW: 1})}, // 4x8x8 = 256: the largest
 		{Layer: NewReLU("r1")}, // 256
 		{Layer: NewMaxPool2D("p1", PoolConfig{KH: 2, StrideH: 2})},            // 4x4x4 = 64
@@ -184,7 +184,7 @@ func randomDAG(t *testing.T, r *rand.Rand, layers int) *Net {
 		nodes = append(nodes, Node{Layer: NewReLU("headrelu"), Inputs: head})
 	}
 	nodes = append(nodes, Node{Layer: NewLinear("head", 3)})
-	n, err := NewNet(gpu.NewCPU(), Shape{inW, 1, 1}, nodes)
+	n, err := NewNet(cpu.NewCPU(), Shape{inW, 1, 1}, nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func TestSharedBuffersMatchUnsharedOnRandomDAGs(t *testing.T) {
 // every gradient in one buffer changes the result.
 func TestSharedComparisonCatchesOverlap(t *testing.T) {
 	build := func() *Net {
-		n, err := NewNet(gpu.NewCPU(), Shape{3, 1, 1}, []Node{
+		n, err := NewNet(cpu.NewCPU(), Shape{3, 1, 1}, []Node{
 			{Layer: NewLinear("a", 4)},
 			{Layer: NewReLU("r")},
 			{Layer: NewLinear("b", 4)},
@@ -328,7 +328,7 @@ func TestSharedComparisonCatchesOverlap(t *testing.T) {
 // Training steps and evaluations at other batch sizes alternate without
 // allocating once each has run, on a residual network.
 func TestTrainAndEvalAlternateWithoutAllocating(t *testing.T) {
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	net, err := NewNet(b, Shape{C: 8, H: 1, W: 1}, []Node{
 		{Layer: NewLinear("fc1", 8)},
 		{Layer: NewReLU("relu1")},
@@ -358,7 +358,7 @@ func TestTrainAndEvalAlternateWithoutAllocating(t *testing.T) {
 // An inference Forward does not keep what Backward reads: Backward after it
 // is refused instead of reading overwritten outputs.
 func TestBackwardAfterInferenceForwardPanics(t *testing.T) {
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	net, err := NewNet(b, Shape{C: 3, H: 1, W: 1}, []Node{{Layer: NewLinear("a", 4)}, {Layer: NewReLU("r")}, {Layer: NewLinear("b", 2)}})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/opencl"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -16,7 +17,7 @@ import (
 // finds the windows' maxima again in the backward, as before positions
 // were kept. Every other interface of the backend stays.
 type countingIndexer struct {
-	*gpu.OpenCL
+	*opencl.OpenCL
 	refuse                bool
 	asked, fwdIdx, bwdIdx int
 }
@@ -61,7 +62,7 @@ func poolNodes() []solver.Node {
 // buffers), partly frozen or not; and a steady training step then runs no
 // maxpool_argmax, where it runs one per pool without positions.
 func TestMaxPoolIndicesOnOpenCL(t *testing.T) {
-	o := openCLForSolverTest(t, gpu.WinogradOff)
+	o := openCLForSolverTest(t, opencl.WinogradOff)
 	defer o.Close()
 	build := map[string]func(gpu.Backend) (*solver.Net, error){
 		"lenet5": func(b gpu.Backend) (*solver.Net, error) { return models.Build(b, "lenet5", models.Config{}) },

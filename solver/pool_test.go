@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 )
 
 func TestPool2DShapes(t *testing.T) {
@@ -105,7 +106,7 @@ func TestPool2DGradients(t *testing.T) {
 // TestPool2DValues checks forward passes on a 4×4 ramp against values
 // computed by hand (the padded ones agree with PyTorch 1.13's F.avg_pool2d).
 func TestPool2DValues(t *testing.T) {
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	x := make([]float32, 16)
 	for i := range x {
 		x[i] = float32(i)
@@ -140,7 +141,7 @@ func TestPool2DValues(t *testing.T) {
 func TestPool2DSkipsNilInputGradient(t *testing.T) {
 	// A pooling layer right after the input needs no gradient: Backward must
 	// do nothing rather than write through a nil buffer.
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	l := NewMaxPool2D("p", PoolConfig{KH: 2})
 	if _, err := l.Setup([]Shape{{1, 4, 4}}); err != nil {
 		t.Fatal(err)

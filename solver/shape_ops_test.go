@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 )
 
 // The structural layers: forward values on small hand-checked cases, and
@@ -172,7 +173,7 @@ func TestShapeOpsGradients(t *testing.T) {
 // layer and a channel concat (a convolution first, so that gradients flow
 // to parameters) takes steady-state steps on the CPU without allocating.
 func TestStructuralNetStepAllocatesNothing(t *testing.T) {
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	net, err := NewNet(b, Shape{C: 4, H: 3, W: 2}, []Node{
 		{Layer: NewConv2D("conv", ConvConfig{Out: 4, KH: 1, KW: 1})},
 		{Layer: NewReshape("view", []int{2, 2, 3, 2})},

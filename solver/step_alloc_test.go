@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -24,7 +25,7 @@ func TestTrainerStepAllocatesNothing(t *testing.T) {
 	for _, model := range []string{"lenet5", "lenet-caffe"} {
 		for optName, newOpt := range opts {
 			for _, trainLast := range []int{0, 1} { // 0: every layer learns
-				be := gpu.NewCPU()
+				be := cpu.NewCPU()
 				net, err := models.Build(be, model, models.Config{})
 				if err != nil {
 					t.Fatal(err)
@@ -69,7 +70,7 @@ func TestTrainerStepAllocatesNothing(t *testing.T) {
 // optimizers, one fed alternating buffers and one fresh per buffer, must
 // leave identical weights.
 func TestOptimizerViewsFollowTheirBuffers(t *testing.T) {
-	be := gpu.NewCPU()
+	be := cpu.NewCPU()
 	const n = 10
 	host := func(v ...float32) gpu.Buffer { b := be.Alloc(n); be.Upload(b, v); return b }
 	seq := func(scale float32) []float32 {
@@ -123,7 +124,7 @@ func TestTrainerStepAllocatesNothingOnTwoThreads(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	defer func(r int) { runtime.MemProfileRate = r }(runtime.MemProfileRate)
 	for _, model := range []string{"lenet5", "lenet-caffe", "mobilenet-small"} {
-		be := gpu.NewCPU()
+		be := cpu.NewCPU()
 		cfg := models.Config{}
 		if model == "mobilenet-small" {
 			cfg.Width = 0.25

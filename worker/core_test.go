@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 	"github.com/cotrain/cotrain/sync/state"
@@ -31,8 +31,8 @@ func newFakeHub(t testing.TB) *fakeHub { return newFakeHubModel(t, "lenet5") }
 // bubble, whose end waits for them, or hand its WaitGroup to helpers
 // outside it (gpu/internal/sgemm/pool.go). Results do not depend on the
 // thread count.
-func serialCPU() *gpu.CPU {
-	b := gpu.NewCPU()
+func serialCPU() *cpu.CPU {
+	b := cpu.NewCPU()
 	b.SetThreads(1)
 	return b
 }
@@ -83,7 +83,7 @@ func (f *fakeHub) merged(scale float32, next int) *wire.Merged {
 }
 
 func newWorker(t *testing.T) *Core {
-	c, err := NewCore(DefaultConfig(), gpu.NewCPU())
+	c, err := NewCore(DefaultConfig(), cpu.NewCPU())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/sync/transport"
 	"github.com/cotrain/cotrain/sync/wire"
 )
@@ -56,7 +57,7 @@ func (c *gatedConn) Send(ctx context.Context, m wire.Message) error {
 }
 
 // The worker's backend is serialCPU for the test that runs in a synctest
-// bubble, gpu.NewCPU (every core) for those on the wall clock, whose
+// bubble, cpu.NewCPU (every core) for those on the wall clock, whose
 // passes, stretched by slowdown, must end well within recv's timeout also
 // under the race detector.
 func newDriverRig(t *testing.T, b gpu.Backend, slowdown float64, gate chan struct{}) *driverRig {
@@ -126,7 +127,7 @@ func TestDriverOverlap(t *testing.T) {
 	// Playing a device 10× slower stretches the pass (lenet5, 64 samples)
 	// to tens of milliseconds, so the layers below the last take long
 	// after its part is out.
-	r := newDriverRig(t, gpu.NewCPU(), 10, nil)
+	r := newDriverRig(t, cpu.NewCPU(), 10, nil)
 	r.start(context.Background())
 	parts := r.f.layerParts()
 	type arrival struct {
@@ -233,7 +234,7 @@ func testDriverPassDoesNotWaitForTheLink(t *testing.T) {
 // with a Goodbye and returns ctx's error), and only once the pass is over
 // and has unhooked the net.
 func TestDriverOverlapErrors(t *testing.T) {
-	r := newDriverRig(t, gpu.NewCPU(), 10, nil)
+	r := newDriverRig(t, cpu.NewCPU(), 10, nil)
 	r.start(context.Background())
 	recv(t, r.hub, wire.KindPush) // the last layer's part: the pass goes on
 	r.hub.Close()
@@ -244,7 +245,7 @@ func TestDriverOverlapErrors(t *testing.T) {
 		t.Error("Run returned while the pass still had the net")
 	}
 
-	r = newDriverRig(t, gpu.NewCPU(), 10, nil)
+	r = newDriverRig(t, cpu.NewCPU(), 10, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	r.start(ctx)
 	recv(t, r.hub, wire.KindPush)

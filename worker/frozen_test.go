@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/sync/state"
 	"github.com/cotrain/cotrain/sync/wire"
 )
@@ -46,7 +46,7 @@ func TestDriverZeroParts(t *testing.T) {
 		{"frozen middle layer, overlap", names[2:3], layers, []int{2}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newDriverRig(t, gpu.NewCPU(), 1, nil)
+			r := newDriverRig(t, cpu.NewCPU(), 1, nil)
 			if err := r.f.tr.Net.Freeze(tt.frozen...); err != nil {
 				t.Fatal(err)
 			}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/sync/compress"
 	"github.com/cotrain/cotrain/sync/transport"
 	"github.com/cotrain/cotrain/sync/wire"
@@ -95,7 +95,7 @@ func benchOverlap(b *testing.B, f *fakeHub, codec string, parts []int, slowdown,
 	wc := transport.NewStreamConn(&throttled{Conn: wEnd, rate: rate}, "hub", 64<<20)
 	hc := transport.NewStreamConn(hEnd, "worker", 64<<20)
 	defer hc.Close()
-	core, err := NewCore(DefaultConfig(), gpu.NewCPU())
+	core, err := NewCore(DefaultConfig(), cpu.NewCPU())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func median(v []float64) float64 {
 //	go test ./worker -run '^$' -bench 'Pass$' -benchtime 20x
 func BenchmarkPass(b *testing.B) {
 	f := newFakeHubModel(b, "lenet-caffe")
-	core, err := NewCore(DefaultConfig(), gpu.NewCPU())
+	core, err := NewCore(DefaultConfig(), cpu.NewCPU())
 	if err != nil {
 		b.Fatal(err)
 	}

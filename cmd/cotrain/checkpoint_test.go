@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/cotrain/cotrain/data"
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -399,7 +399,7 @@ func TestCheckpointKeepsTheDropoutGenerator(t *testing.T) {
 // blank images, and its trainer and loader.
 func testCheckpointer(t testing.TB, c trainConfig) (*checkpointer, *solver.Trainer, *data.Loader) {
 	t.Helper()
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	spec, _ := models.Lookup(c.model)
 	mcfg := spec.Resolve(models.Config{})
 	net, err := models.Build(b, c.model, mcfg)

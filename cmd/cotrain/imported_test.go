@@ -15,6 +15,7 @@ import (
 
 	"github.com/cotrain/cotrain/data"
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 )
 
@@ -143,7 +144,7 @@ func TestFinetuneImportedModel(t *testing.T) {
 	cotrain(t, "export", "--weights", tuned, "--onnx", filepath.Join(dir, "ft.onnx"), "--json")
 
 	// predict gives the fine-tuned network's own logits.
-	net, err := after.Build(gpu.NewCPU())
+	net, err := after.Build(cpu.NewCPU())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cotrain/cotrain/cmd/internal/cli"
 	"github.com/cotrain/cotrain/gpu"
+	_ "github.com/cotrain/cotrain/gpu/cpu" // the driver "cpu" (--device cpu, and auto without a GPU)
 )
 
 const usage = `cotrain: train and run neural networks on this device
@@ -137,7 +138,7 @@ const fp16Usage = "store weights and activations as half floats on the OpenCL de
 // openDeviceWith is openDevice, with half storage when fp16 is set.
 func openDeviceWith(spec string, fp16 bool, stderr io.Writer) (gpu.Backend, func(), error) {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	b, err := gpu.OpenWith(spec, gpu.OpenOptions{Log: log, HalfStorage: fp16})
+	b, err := gpu.Open(spec, gpu.OpenOptions{Log: log, HalfStorage: fp16})
 	if errors.Is(err, gpu.ErrDeviceSpec) {
 		return nil, nil, fmt.Errorf("%w: --device: %w", errUsage, err)
 	}

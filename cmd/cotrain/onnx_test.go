@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/models/onnx"
 )
@@ -63,7 +63,7 @@ func TestImportExportCommands(t *testing.T) {
 // imports it back: same outputs bit for bit.
 func TestExportRegisteredModel(t *testing.T) {
 	dir := t.TempDir()
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	net, err := models.Build(b, "mobilenet-small", models.Config{Width: 0.25})
 	if err != nil {
 		t.Fatal(err)

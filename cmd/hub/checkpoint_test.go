@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/cmd/internal/cli"
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 	"github.com/cotrain/cotrain/sync/p2p"
@@ -22,7 +22,7 @@ import (
 // taken steps steps on random data.
 func lenetTrainer(t *testing.T, opt string, steps int, seed uint64) *solver.Trainer {
 	t.Helper()
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	net, err := models.Build(b, "lenet5", models.Config{})
 	if err != nil {
 		t.Fatal(err)

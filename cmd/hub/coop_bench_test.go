@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/hub"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
@@ -102,7 +102,7 @@ const loopbackTick = 10 * time.Millisecond
 // host.
 func loopbackHub(tb testing.TB, ctx context.Context, workers, perWorker int, iterations uint64) (*p2p.Host, *hub.Core, int) {
 	threads := max(1, runtime.GOMAXPROCS(0)/workers)
-	be := gpu.NewCPU()
+	be := cpu.NewCPU()
 	be.SetThreads(threads)
 	net, err := models.Build(be, "lenet5", models.Config{})
 	if err != nil {
@@ -155,7 +155,7 @@ func startLoopbackWorkers(tb testing.TB, ctx context.Context, hh *p2p.Host, work
 		}
 		wc := worker.DefaultConfig()
 		wc.Name, wc.Hub = wh.ID(), conn.RemotePeer()
-		wbe := gpu.NewCPU()
+		wbe := cpu.NewCPU()
 		wbe.SetThreads(threads)
 		wcore, err := worker.NewCore(wc, wbe)
 		if err != nil {

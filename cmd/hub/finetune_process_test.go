@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/cotrain/cotrain/data"
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 )
 
@@ -392,7 +392,7 @@ func TestFlagsFinetune(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := loadModel(c, gpu.NewCPU(), io.Discard); err == nil || !strings.Contains(err.Error(), "--normalize") {
+	if _, _, err := loadModel(c, cpu.NewCPU(), io.Discard); err == nil || !strings.Contains(err.Error(), "--normalize") {
 		t.Errorf("--normalize imagenet,1: %v", err)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -167,7 +167,7 @@ func imageFolder(t *testing.T, dir string, classes, n int) string {
 func tinyMobileNet(t *testing.T, path string) {
 	t.Helper()
 	cfg := models.Config{Classes: 3, Input: solver.Shape{C: 3, H: 16, W: 16}, Width: 0.25}
-	net, err := models.Build(gpu.NewCPU(), "mobilenet-small", cfg)
+	net, err := models.Build(cpu.NewCPU(), "mobilenet-small", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/cotrain/cotrain/cmd/internal/cli"
 	"github.com/cotrain/cotrain/cmd/internal/peer"
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/hub"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
@@ -45,7 +46,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	// its own copy. The OpenCL optimizer kernels give the CPU's bits where the
 	// device rounds division and sqrt correctly (docs/opencl.md,
 	// "Determinism"); elsewhere a worker's hash differs and it resyncs.
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	m, ds, err := loadModel(c, b, stderr)
 	if err != nil {
 		return err

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cotrain/cotrain/cmd/internal/cli"
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 	"github.com/cotrain/cotrain/watch"
@@ -84,7 +84,7 @@ func (e *evaluator) offer(ctx context.Context, params, state []float32, publish 
 // samples of ds, with a network of its own on a CPU backend of its own.
 func newEvaluator(model string, mcfg models.Config, meta [][2]string, ds *cli.Data) (*evaluator, error) {
 	// The model's file description builds imported graphs too.
-	net, err := (&models.File{Model: model, Config: mcfg, Meta: meta}).Net(gpu.NewCPU())
+	net, err := (&models.File{Model: model, Config: mcfg, Meta: meta}).Net(cpu.NewCPU())
 	if err != nil {
 		return nil, err
 	}

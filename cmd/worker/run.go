@@ -13,6 +13,7 @@ import (
 	"github.com/cotrain/cotrain/cmd/internal/peer"
 	"github.com/cotrain/cotrain/data"
 	"github.com/cotrain/cotrain/gpu"
+	_ "github.com/cotrain/cotrain/gpu/cpu" // the driver "cpu" (--device cpu, and auto without a GPU)
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/sync/discovery"
 	"github.com/cotrain/cotrain/sync/p2p"
@@ -51,7 +52,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	// correctly rounded division and sqrt; on others Adam may differ in the
 	// last bit, the weight hash then differs and this worker resyncs
 	// (docs/opencl.md, "Determinism").
-	b, err := gpu.Open(c.device, log)
+	b, err := gpu.Open(c.device, gpu.OpenOptions{Log: log})
 	if errors.Is(err, gpu.ErrDeviceSpec) {
 		return fmt.Errorf("%w: --device: %w", errUsage, err)
 	}

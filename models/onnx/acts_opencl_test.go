@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
+	"github.com/cotrain/cotrain/gpu/opencl"
 )
 
 // TestActivationsOnOpenCL runs every activation fixture (testdata/acts)
@@ -34,7 +36,7 @@ func TestActivationsOnOpenCL(t *testing.T) {
 			if e := relErr(forward(dev, x), want); !(e <= 1e-4) {
 				t.Errorf("logits: relative error %.3g > 1e-4 against PyTorch", e)
 			}
-			cpu, err := f.Build(gpu.NewCPU())
+			cpu, err := f.Build(cpu.NewCPU())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,11 +85,11 @@ func errFloor(got, want []float32, floor float64) float64 {
 // openCL opens the OpenCL backend untuned (the imported networks' tests
 // compare numbers, not speed), closed when t ends, or skips t when there is
 // no device.
-func openCL(t testing.TB) *gpu.OpenCL {
+func openCL(t testing.TB) *opencl.OpenCL {
 	t.Helper()
-	cfg := gpu.DefaultOpenCLConfig()
+	cfg := opencl.DefaultConfig()
 	cfg.Tune = false
-	o, err := gpu.NewOpenCL(cfg)
+	o, err := opencl.New(cfg)
 	if errors.Is(err, gpu.ErrNoOpenCL) || errors.Is(err, gpu.ErrNoDevice) {
 		t.Skipf("no OpenCL device: %v", err)
 	}

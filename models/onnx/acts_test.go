@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/models/onnx/onnxpb"
 )
@@ -67,7 +67,7 @@ func TestImportActivations(t *testing.T) {
 			f := importFile(t, base+".onnx")
 			x, _ := readNPY(t, base+".x.npy")
 			want, _ := readNPY(t, base+".y.npy")
-			net, err := f.Build(gpu.NewCPU())
+			net, err := f.Build(cpu.NewCPU())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +92,7 @@ func TestImportActivations(t *testing.T) {
 			if bk := kinds(t, back); !slices.Equal(bk, ks) {
 				t.Errorf("layers after export and import %v, want %v", bk, ks)
 			}
-			net2, err := back.Build(gpu.NewCPU())
+			net2, err := back.Build(cpu.NewCPU())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,13 +149,13 @@ func TestSoftmaxAxes(t *testing.T) {
 				f.Params[i].Data[k] = float32(k%5) - 2
 			}
 		}
-		net, err := f.Build(gpu.NewCPU())
+		net, err := f.Build(cpu.NewCPU())
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := forward(net, x)
 		back := reimport(t, f)
-		net2, err := back.Build(gpu.NewCPU())
+		net2, err := back.Build(cpu.NewCPU())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +179,7 @@ func TestMobileBlocks(t *testing.T) {
 	f := importFile(t, base+".onnx")
 	x, _ := readNPY(t, base+".x.npy")
 	want, _ := readNPY(t, base+".y.npy")
-	net, err := f.Build(gpu.NewCPU())
+	net, err := f.Build(cpu.NewCPU())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestMobileBlocks(t *testing.T) {
 		}
 	}
 	back := reimport(t, f)
-	net2, err := back.Build(gpu.NewCPU())
+	net2, err := back.Build(cpu.NewCPU())
 	if err != nil {
 		t.Fatal(err)
 	}

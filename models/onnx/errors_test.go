@@ -9,11 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/protobuf/proto"
-
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/models/onnx/onnxpb"
+	"google.golang.org/protobuf/proto"
 )
 
 // tiny builds a model: input "x" (batch×2×4×4), the given nodes, output "y".
@@ -139,7 +138,7 @@ func TestImportTinyGraphs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	net, err := f.Build(gpu.NewCPU())
+	net, err := f.Build(cpu.NewCPU())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +167,7 @@ func TestBuildErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := tc.file.Build(gpu.NewCPU()); !errors.Is(err, tc.want) {
+			if _, err := tc.file.Build(cpu.NewCPU()); !errors.Is(err, tc.want) {
 				t.Errorf("error %v, want %v", err, tc.want)
 			}
 			if err := Export(&bytes.Buffer{}, tc.file); err == nil {
@@ -200,7 +199,7 @@ func FuzzImport(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		if file, err := Import(bytes.NewReader(raw)); err == nil {
-			if _, err := file.Build(gpu.NewCPU()); err != nil {
+			if _, err := file.Build(cpu.NewCPU()); err != nil {
 				t.Errorf("imported file does not build: %v", err)
 			}
 		}

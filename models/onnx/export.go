@@ -6,12 +6,12 @@ import (
 	"math"
 	"strconv"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/models/onnx/onnxpb"
 	"github.com/cotrain/cotrain/solver"
+	"google.golang.org/protobuf/proto"
 )
 
 // ExportOpset is the opset Export writes (IR version 7): 14, the first
@@ -33,7 +33,7 @@ func Export(w io.Writer, f *models.File) error {
 	if err != nil {
 		return err
 	}
-	net, err := solver.NewNet(gpu.NewCPU(), c.Input, nodes)
+	net, err := solver.NewNet(cpu.NewCPU(), c.Input, nodes)
 	if err != nil {
 		return fmt.Errorf("onnx: export: %w", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -16,7 +16,7 @@ import (
 // batch-norm statistics, as a weight file.
 func randomFile(t testing.TB, model string, c models.Config) *models.File {
 	t.Helper()
-	net, err := models.Build(gpu.NewCPU(), model, c)
+	net, err := models.Build(cpu.NewCPU(), model, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,12 +60,12 @@ func TestExportRoundTrip(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			want, err := c.file.Build(gpu.NewCPU())
+			want, err := c.file.Build(cpu.NewCPU())
 			if err != nil {
 				t.Fatal(err)
 			}
 			back := reimport(t, c.file)
-			got, err := back.Build(gpu.NewCPU())
+			got, err := back.Build(cpu.NewCPU())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,11 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/protobuf/proto"
-
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models/onnx/onnxpb"
 	"github.com/cotrain/cotrain/solver"
+	"google.golang.org/protobuf/proto"
 )
 
 // generatedFixture is one entry of testdata/generated.json: a MobileNet
@@ -153,7 +152,7 @@ func TestImportGeneratedMatchesPyTorch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			net, err := f.Build(gpu.NewCPU())
+			net, err := f.Build(cpu.NewCPU())
 			if err != nil {
 				t.Fatal(err)
 			}

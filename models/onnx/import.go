@@ -8,12 +8,11 @@ import (
 	"strconv"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/cotrain/cotrain/internal/limits"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/models/onnx/onnxpb"
 	"github.com/cotrain/cotrain/solver"
+	"google.golang.org/protobuf/proto"
 )
 
 // maxModelBytes caps what Import reads (protobuf's own limit is 2 GiB; a

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/data"
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -118,7 +118,7 @@ func TestImportMatchesPyTorch(t *testing.T) {
 			f := importFile(t, base+".onnx")
 			x, _ := readNPY(t, base+".x.npy")
 			want, _ := readNPY(t, base+".y.npy")
-			net, err := f.Build(gpu.NewCPU())
+			net, err := f.Build(cpu.NewCPU())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,7 +150,7 @@ func TestImportMatchesPyTorch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			net2, err := back.Build(gpu.NewCPU())
+			net2, err := back.Build(cpu.NewCPU())
 			if err != nil {
 				t.Fatal(err)
 			}

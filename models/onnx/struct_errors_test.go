@@ -7,11 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/protobuf/proto"
-
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models/onnx/onnxpb"
 	"github.com/cotrain/cotrain/solver"
+	"google.golang.org/protobuf/proto"
 )
 
 func constInts(name string, v ...int64) *onnxpb.NodeProto {
@@ -83,7 +82,7 @@ func runTiny(t *testing.T, raw []byte, x []float32) []float32 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	net, err := f.Build(gpu.NewCPU())
+	net, err := f.Build(cpu.NewCPU())
 	if err != nil {
 		t.Fatal(err)
 	}

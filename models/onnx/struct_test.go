@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -84,7 +84,7 @@ func TestImportStructuralMatchesPyTorch(t *testing.T) {
 		t.Run(fx.Name, func(t *testing.T) {
 			f := importFile(t, filepath.Join("testdata", "struct", fx.Name+".onnx"))
 			g := readGolden(t, fx.Name)
-			net, err := f.Build(gpu.NewCPU())
+			net, err := f.Build(cpu.NewCPU())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +127,7 @@ func TestExportStructuralRoundTrip(t *testing.T) {
 			back := reimport(t, f)
 			var outs [2][]float32
 			for i, file := range []*models.File{f, back} {
-				net, err := file.Build(gpu.NewCPU())
+				net, err := file.Build(cpu.NewCPU())
 				if err != nil {
 					t.Fatal(err)
 				}

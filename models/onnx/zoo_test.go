@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 )
 
 // zooModel is one entry of zoo.json (scripts/onnx_zoo.py).
@@ -76,7 +76,7 @@ func zooCheck(t *testing.T, dir string, m zooModel) string {
 		t.Errorf("import: %v", err)
 		return "NOT IMPORTED: " + err.Error()
 	}
-	net, err := f.Build(gpu.NewCPU())
+	net, err := f.Build(cpu.NewCPU())
 	if err != nil {
 		t.Errorf("build: %v", err)
 		return "NOT BUILT: " + err.Error()

@@ -18,7 +18,7 @@
 # Compute's issue-slot use and the warp stall samples in total and by
 # instruction (ncu on PATH, or
 # CUDA=/usr/local/cuda-13.0). GEMM_SRC overrides the kernel source (default:
-# gpu/kernels/common.cl then gemm.cl, as the backend builds it).
+# gpu/opencl/kernels/common.cl then gemm.cl, as the backend builds it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 profile=0
@@ -39,7 +39,7 @@ trap 'rm -rf "$work"' EXIT
 src=${GEMM_SRC:-}
 if [ -z "$src" ]; then
 	src=$work/gemm_full.cl
-	cat gpu/kernels/common.cl gpu/kernels/gemm.cl >"$src"
+	cat gpu/opencl/kernels/common.cl gpu/opencl/kernels/gemm.cl >"$src"
 fi
 gcc -O2 -o "$work/dumpptx" scripts/nvgemm/dumpptx.c -lOpenCL
 nvcc -O2 -o "$work/harness" scripts/nvgemm/harness.cu -lcuda -lcublas

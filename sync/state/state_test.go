@@ -9,7 +9,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 	"github.com/cotrain/cotrain/sync/wire"
@@ -86,7 +86,7 @@ func TestHashSeesOneBit(t *testing.T) {
 
 func newNet(t *testing.T, opt string) (*solver.Net, solver.Optimizer) {
 	t.Helper()
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	net, err := models.Build(b, "lenet5", models.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +185,7 @@ func TestConfigRoundTrip(t *testing.T) {
 }
 
 func TestDescribeRoundTrip(t *testing.T) {
-	b := gpu.NewCPU()
+	b := cpu.NewCPU()
 	cases := []struct {
 		opt   solver.Optimizer
 		sched solver.Schedule

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/models/onnx"
 	"github.com/cotrain/cotrain/solver"
@@ -90,7 +91,7 @@ func ImportONNX(path, normalize string) (*models.File, *solver.Net, error) {
 		}
 	}
 	f.Meta = models.WithNorm(f.Meta, norm)
-	net, err := f.Build(gpu.NewCPU())
+	net, err := f.Build(cpu.NewCPU())
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -85,7 +86,7 @@ func TestFrozenPrefixCostsNoGradientWork(t *testing.T) {
 	for _, name := range []string{"imported", "built-in"} {
 		counts := map[string]*workCounter{}
 		for _, spec := range []string{"1", "2", "all"} {
-			wc := &workCounter{Backend: gpu.NewCPU()}
+			wc := &workCounter{Backend: cpu.NewCPU()}
 			net := fineTuneNets(t, wc)[name]
 			if err := TrainLast(net, spec); err != nil {
 				t.Fatal(err)
@@ -94,7 +95,7 @@ func TestFrozenPrefixCostsNoGradientWork(t *testing.T) {
 			counts[spec] = wc
 		}
 		var convs int
-		for _, l := range fineTuneNets(t, gpu.NewCPU())[name].Layers() {
+		for _, l := range fineTuneNets(t, cpu.NewCPU())[name].Layers() {
 			if l.Kind == "conv2d" {
 				convs++
 			}
@@ -125,7 +126,7 @@ func BenchmarkFinetuneStep(b *testing.B) {
 	for _, name := range []string{"imported", "built-in"} {
 		for _, spec := range []string{"1", "all"} {
 			b.Run(name+"/train-last="+spec, func(b *testing.B) {
-				net := fineTuneNets(b, gpu.NewCPU())[name]
+				net := fineTuneNets(b, cpu.NewCPU())[name]
 				if err := TrainLast(net, spec); err != nil {
 					b.Fatal(err)
 				}

@@ -26,6 +26,7 @@ import (
 	"github.com/cotrain/cotrain/cmd/internal/chart"
 	"github.com/cotrain/cotrain/data"
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/sim"
 	"github.com/cotrain/cotrain/solver"
@@ -474,7 +475,7 @@ func bytesText(n int64) string {
 
 // newCPU is the backend of the experiment: the CPU, as on a phone without
 // OpenCL, so that rows compare.
-func newCPU() gpu.Backend { return gpu.NewCPU() }
+func newCPU() gpu.Backend { return cpu.NewCPU() }
 
 // writeAdaptReport writes results.json, table.md and one plot per task.
 func writeAdaptReport(c AdaptConfig, tasks []*adaptTask, rows []AdaptResult, stdout io.Writer) error {

@@ -1,0 +1,529 @@
+//go:build opencl
+
+package opencl
+
+import "github.com/cotrain/cotrain/gpu"
+
+import "fmt"
+
+// Convolution, pooling and batch normalisation on OpenCL.
+//
+// A convolution runs as GEMMs over whole batches, not per sample as on the
+// CPU (gpu/cpu/conv.go): im2col writes the column matrix of nb samples side by
+// side, (C/G·R·S)×(nb·OH·OW), and one product per group covers them. The
+// batch tensors themselves (x, y, dy, dx, stored N×C×(H·W)) enter the
+// products in place as segmented matrices (see mat and gemm.cl): y of nb
+// samples is read and written as one K×(nb·OH·OW) matrix. A step is then a
+// few large launches per layer instead of two per sample and group, which is
+// what a fast GPU needs:
+//
+//	forward:         y_g  = W_g · col                 (K/G × nb·OH·OW)
+//	backward data:   col  = W_gᵀ · dy_g, then col2im
+//	backward filter: dW_g = dy_g · colᵀ               (k runs over nb·OH·OW)
+//
+// nb is the whole batch unless the column matrix would exceed
+// convWorkspaceCap; then the batch is cut into chunks of nb samples (the
+// filter gradient accumulating over chunks with beta 1). Pointwise
+// convolutions use x itself as the column matrix; depthwise ones run direct
+// kernels; 3×3 stride-1 ones may run the forward and the data gradient by
+// Winograd (winograd.go); stride-1 ones with small planes may run
+// all three passes by FFT (fft.go).
+
+// convWorkspaceCap is the largest column matrix (elements) ConvWorkspace asks
+// for: an eighth of the device's memory, at most 64 Mi elements (256 MiB).
+func (o *OpenCL) convWorkspaceCap() int {
+	c := int64(64 << 20)
+	if o.info.GlobalMem > 0 {
+		c = min(c, o.info.GlobalMem/4/8)
+	}
+	return int(c)
+}
+
+// ConvWorkspace implements Backend: the column matrix of as many samples as
+// fit under convWorkspaceCap, at least one; for a convolution that runs
+// Winograd (winograd.go), room for its transformed tiles too; for
+// one that runs FFT (fft.go), room for its spectra.
+func (o *OpenCL) ConvWorkspace(g gpu.ConvGeom) int {
+	if g.Depthwise() || g.Pointwise() {
+		return 0
+	}
+	per := g.ColRows() * g.OH * g.OW
+	n := per * max(1, min(g.N, o.convWorkspaceCap()/per))
+	if o.fft(&g) {
+		n = max(n, o.fftWorkspace(&g))
+	} else if o.winograd(&g) {
+		n = max(n, o.winoWorkspace(&g))
+	}
+	return n
+}
+
+// convBufs unwraps and checks the convolution's buffers (bias may be nil)
+// and returns how many samples one column matrix of the workspace holds.
+func (o *OpenCL) convBufs(op string, g *gpu.ConvGeom, x, w, y, bias, ws gpu.Buffer) (xs, wsl, ys, bs, col *clBuf, nb int) {
+	xs, wsl, ys, bs, col = o.buf(x), o.buf(w), o.buf(y), o.buf(bias), o.buf(ws)
+	okBias := bs == nil || bs.n == g.K
+	if xs.n != g.N*g.C*g.H*g.W || wsl.n != g.K*g.ColRows() || ys.n != g.N*g.K*g.OH*g.OW || !okBias || g.OH <= 0 || g.OW <= 0 {
+		panic(fmt.Sprintf("gpu: %s: buffers x %d, w %d, y %d do not fit %+v", op, xs.n, wsl.n, ys.n, *g))
+	}
+	return xs, wsl, ys, bs, col, o.chunk(op, g, col)
+}
+
+// chunk is how many samples one column matrix of the workspace ws holds: the
+// batch is expanded and multiplied in chunks of that many (the whole batch
+// for convolutions without a column matrix).
+func (o *OpenCL) chunk(op string, g *gpu.ConvGeom, ws *clBuf) int {
+	if g.Depthwise() || g.Pointwise() {
+		return g.N
+	}
+	per := g.ColRows() * g.OH * g.OW
+	if ws == nil || ws.n < per {
+		panic(fmt.Sprintf("gpu: %s: workspace too small for %+v", op, *g))
+	}
+	return min(g.N, ws.n/per)
+}
+
+// batchMat is the segmented matrix of channels [ch, ch+rowsOf) of samples
+// [n0, n0+cnt) of an N×chans×hw tensor: row = channel, column = (sample, pixel).
+func batchMat(b *clBuf, n0, cnt, ch, chans, hw int) mat {
+	m := mat{m: b.m, off: b.off + (n0*chans+ch)*hw, ld: hw}
+	if cnt > 1 {
+		m.segl, m.segs = hw, chans*hw
+	}
+	return m
+}
+
+// plainRows is batchMat as a plain matrix: when the channels' planes of
+// hw positions are not whole float4 groups (hw%4 ≠ 0: AlexNet's 55², 27²
+// and 13² planes, MobileNet's 7²) and the matrix spans several samples,
+// every load of the segmented matrix is 4 scalar loads, each with the
+// segment's division; copying the rows×(cnt·hw) matrix into scratch s once
+// (a plain copy: the product's bits do not change) lets the GEMM read it as
+// float4 groups without divisions. Only for operands a GEMM reads.
+func (o *OpenCL) plainRows(s **clMem, b *clBuf, n0, cnt, ch, rows, chans, hw int) mat {
+	if !copyPlainRows || cnt == 1 || hw%4 == 0 {
+		return batchMat(b, n0, cnt, ch, chans, hw)
+	}
+	dst := o.scratch(s, rows*cnt*hw)
+	o.runPlanes("rows_plain", cnt*hw, rows, 1, dst, b.m, b.off+(n0*chans+ch)*hw, cnt, chans, hw)
+	return plainMat(dst, 0, cnt*hw)
+}
+
+// chunkCols is the column matrix (rows × cnt·OH·OW) of samples [n0,
+// n0+cnt) and group gi, as the forward and the filter gradient read it: x
+// itself for a pointwise convolution, the kept matrix's columns, or im2col
+// into the workspace col.
+func (o *OpenCL) chunkCols(g *gpu.ConvGeom, xs, col *clBuf, kept bool, n0, cnt, gi int) mat {
+	cg, rows, ohw := g.C/g.GroupCount(), g.ColRows(), g.OH*g.OW
+	switch {
+	case g.Pointwise():
+		return o.plainRows(&o.rowsB, xs, n0, cnt, gi*cg, cg, g.C, ohw)
+	case kept:
+		return plainMat(col.m, col.off+gi*rows*g.N*ohw+n0*ohw, g.N*ohw)
+	default:
+		o.im2col(g, rows, cnt, ohw, col.m, col.off, xs.m, xs.off+(n0*g.C+gi*cg)*g.H*g.W)
+		return plainMat(col.m, col.off, cnt*ohw)
+	}
+}
+
+// copyPlainRows switches plainRows' copy; a variable only so that tests can
+// compare both ways in one run.
+var copyPlainRows = true
+
+// colArgs are the arguments of im2col and col2im after the two buffers:
+// samples, sample stride and geometry.
+func colArgs(g gpu.ConvGeom, cnt int) []any {
+	return []any{cnt, g.C * g.H * g.W, g.C / g.GroupCount(), g.H, g.W, g.R, g.S, g.StrideH, g.StrideW, g.PadH, g.PadW, g.OH, g.OW}
+}
+
+// dw3Kernel names the suffix of the depthwise kernels specialised for 3×3
+// filters with stride 1 or 2 in both directions (conv.cl), "" when g is not
+// such a convolution.
+func dw3Kernel(g gpu.ConvGeom) string {
+	if g.R != 3 || g.S != 3 || g.StrideH != g.StrideW || g.StrideH < 1 || g.StrideH > 2 {
+		return ""
+	}
+	return fmt.Sprintf("_s%d", g.StrideH)
+}
+
+// dwArgs are the trailing arguments of the depthwise kernels.
+func dwArgs(g gpu.ConvGeom) []any {
+	return []any{g.N, g.C, g.K, g.H, g.W, g.R, g.S, g.StrideH, g.StrideW, g.PadH, g.PadW, g.OH, g.OW}
+}
+
+// im2colWinTaps is about how many elements one item of im2col_win copies:
+// a block of max(1, im2colWinTaps/S) filter rows (all R of a 3×3 or 5×5
+// filter, two rows of AlexNet's 11×11). More per item divides less often;
+// fewer gives more items (parallelism) to small batches. A variable only
+// so that BenchmarkOpenCLIm2col can compare block sizes in one run.
+var im2colWinTaps = 32
+
+// im2col writes the column matrix of cnt samples of one group at col[coloff:]:
+// a block of filter rows at one column per item (im2col_win), or one item
+// per element (im2col) when the matrix has fewer than 32 columns, too few
+// for a work-group.
+func (o *OpenCL) im2col(g *gpu.ConvGeom, rows, cnt, ohw int, col *clMem, coloff int, x *clMem, xoff int) {
+	args := append([]any{col, coloff, x, xoff}, colArgs(*g, cnt)...)
+	if cnt*ohw >= 32 {
+		rb := min(g.R, max(1, im2colWinTaps/g.S))
+		o.runPlanes("im2col_win", cnt*ohw, g.C/g.GroupCount(), (g.R+rb-1)/rb, append(args, rb)...)
+		return
+	}
+	o.run1("im2col", rows*cnt*ohw, args...)
+}
+
+// col2im sets dx (cnt samples of one group, at dxoff) from the column matrix
+// at col[coloff:]: over a sample's group per grid row (col2im_planes, _s1
+// for stride 1) when it has at least 32 elements, else one item per
+// element.
+func (o *OpenCL) col2im(g *gpu.ConvGeom, cnt int, dx *clMem, dxoff int, col *clMem, coloff int) {
+	args := append([]any{dx, dxoff, col, coloff}, colArgs(*g, cnt)...)
+	per := g.C / g.GroupCount() * g.H * g.W
+	if per < 32 {
+		o.run1("col2im", cnt*per, args...)
+		return
+	}
+	name := "col2im_planes"
+	if g.StrideH == 1 && g.StrideW == 1 {
+		name += "_s1"
+	}
+	o.runPlanes(name, per, cnt, 1, args...)
+}
+
+// ConvForward implements Backend.
+func (o *OpenCL) ConvForward(g gpu.ConvGeom, y, x, w, bias, ws gpu.Buffer) {
+	o.convForwardAct(g, y, x, w, bias, ws, 0)
+}
+
+// convForwardAct is ConvForward, then the ReLU (act 1) or ReLU6 (act 2)
+// fused into the kernel that adds the bias (fuse.go); act 0 is
+// ConvForward itself.
+func (o *OpenCL) convForwardAct(g gpu.ConvGeom, y, x, w, bias, ws gpu.Buffer, act int) {
+	xs, wsl, ys, bs, col, nb := o.convBufs("ConvForward", &g, x, w, y, bias, ws)
+	if o.fft(&g) {
+		o.fftForward(&g, ys, xs, wsl, bs, col, act)
+		return
+	}
+	if o.winograd(&g) {
+		o.winoForward(&g, ys, xs, wsl, bs, col, act)
+		return
+	}
+	o.convForward(&g, ys, xs, wsl, bs, col, nb, false, act)
+}
+
+// convForward runs the forward of a convolution in chunks of nb samples,
+// adding the bias bs (nil: none) and applying the activation act (0 none, 1
+// ReLU, 2 ReLU6): in the GEMMs' epilogue where it may run (epilogueOn),
+// else in a bias_act pass after them (depthwise convolutions, which have no
+// GEMM, too). Unless kept, each chunk and group is expanded into col in
+// turn; kept (ConvForwardKeep), col receives every group's matrix of the
+// whole batch (group gi's at gi·rows·N·OH·OW) and each chunk's product reads
+// its columns there: the same products, so the same bits.
+func (o *OpenCL) convForward(g *gpu.ConvGeom, ys, xs, wsl, bs, col *clBuf, nb int, kept bool, act int) {
+	if g.Depthwise() {
+		args := append([]any{ys.m, ys.off, xs.m, xs.off, wsl.m, wsl.off}, dwArgs(*g)...)
+		if sfx := dw3Kernel(*g); sfx != "" {
+			o.runPlanes("dw_forward3"+sfx, g.OH*g.OW, g.K, g.N, args...)
+		} else {
+			o.run1("dw_forward", ys.n, args...)
+		}
+		o.biasAct(ys, bs, g.N, g.K, g.OH*g.OW, act)
+		return
+	}
+	grp := g.GroupCount()
+	cg, kg, rows, ohw := g.C/grp, g.K/grp, g.ColRows(), g.OH*g.OW
+	if kept {
+		for gi := 0; gi < grp; gi++ {
+			o.im2col(g, rows, g.N, ohw, col.m, col.off+gi*rows*g.N*ohw, xs.m, xs.off+gi*cg*g.H*g.W)
+		}
+	}
+	epi := o.epilogueOn()
+	for n0 := 0; n0 < g.N; n0 += nb {
+		cnt := min(nb, g.N-n0)
+		for gi := 0; gi < grp; gi++ {
+			var e epilogue
+			if epi {
+				e.act = act
+				if bs != nil { // row r of group gi's product is output channel gi·kg + r
+					e.bias, e.off = bs.m, bs.off+gi*kg
+				}
+			}
+			src := o.chunkCols(g, xs, col, kept, n0, cnt, gi)
+			o.gemmEpi(false, false, kg, cnt*ohw, rows, 1, plainMat(wsl.m, wsl.off+gi*kg*rows, rows), src,
+				0, batchMat(ys, n0, cnt, gi*kg, g.K, ohw), e)
+		}
+	}
+	if !epi {
+		o.biasAct(ys, bs, g.N, g.K, ohw, act)
+	}
+}
+
+// ConvBackwardData implements Backend.
+func (o *OpenCL) ConvBackwardData(g gpu.ConvGeom, dx, dy, w, ws gpu.Buffer) {
+	dxs, wsl, dys, _, col, nb := o.convBufs("ConvBackwardData", &g, dx, w, dy, nil, ws)
+	if o.fft(&g) {
+		o.fftBackwardData(&g, dxs, dys, wsl, col)
+		return
+	}
+	if o.winograd(&g) {
+		o.winoBackwardData(&g, dxs, dys, wsl, col)
+		return
+	}
+	if g.Depthwise() {
+		args := append([]any{dxs.m, dxs.off, dys.m, dys.off, wsl.m, wsl.off}, dwArgs(g)...)
+		if sfx := dw3Kernel(g); sfx != "" {
+			o.runPlanes("dw_backward_data3"+sfx, g.H*g.W, g.C, g.N, args...)
+		} else {
+			o.run1("dw_backward_data", dxs.n, args...)
+		}
+		return
+	}
+	grp := g.GroupCount()
+	cg, kg, rows, ohw := g.C/grp, g.K/grp, g.ColRows(), g.OH*g.OW
+	for n0 := 0; n0 < g.N; n0 += nb {
+		cnt := min(nb, g.N-n0)
+		for gi := 0; gi < grp; gi++ {
+			wt := plainMat(wsl.m, wsl.off+gi*kg*rows, rows) // W_g (kg×rows), read transposed
+			src := o.plainRows(&o.rowsB, dys, n0, cnt, gi*kg, kg, g.K, ohw)
+			if g.Pointwise() {
+				o.gemm(true, false, rows, cnt*ohw, kg, 1, wt, src, 0, batchMat(dxs, n0, cnt, gi*cg, g.C, ohw))
+				continue
+			}
+			// W_gᵀ made explicit (rows×kg): gemm_nn instead of gemm_tn (conv.cl's transpose).
+			wT := o.scratch(&o.convWT, rows*kg)
+			o.run1("transpose", rows*kg, wT, 0, wsl.m, wsl.off+gi*kg*rows, kg, rows)
+			o.gemm(false, false, rows, cnt*ohw, kg, 1, plainMat(wT, 0, kg), src, 0, plainMat(col.m, col.off, cnt*ohw))
+			o.col2im(&g, cnt, dxs.m, dxs.off+(n0*g.C+gi*cg)*g.H*g.W, col.m, col.off)
+		}
+	}
+}
+
+// ConvBackwardFilter implements Backend.
+func (o *OpenCL) ConvBackwardFilter(g gpu.ConvGeom, dw, dbias, dy, x, ws gpu.Buffer) {
+	xs, dws, dys, dbs, col, nb := o.convBufs("ConvBackwardFilter", &g, x, dw, dy, dbias, ws)
+	if dbs != nil {
+		o.BiasGrad(dbias, dy, g.N, g.K, g.OH*g.OW)
+	}
+	if o.fft(&g) {
+		o.fftBackwardFilter(&g, dws, dys, xs, col)
+		return
+	}
+	o.convFilter(&g, dws, dys, xs, col, nb, false)
+}
+
+// convFilter sets dw from dy and the column matrices of x in chunks of nb
+// samples (the gradient accumulating over them): expanded here into col
+// chunk by chunk unless kept, else already in col as convForward kept them,
+// each chunk's product reading its columns there.
+func (o *OpenCL) convFilter(g *gpu.ConvGeom, dws, dys, xs, col *clBuf, nb int, kept bool) {
+	if g.Depthwise() {
+		if l, p := redParts(g.N * g.OH * g.OW); p > 1 || (g.R == 3 && g.S == 3) {
+			part := o.scratch(&o.redPart, 2*dws.n*p) // acc_t: room for double
+			args := append(append([]any{part, dys.m, dys.off, xs.m, xs.off}, dwArgs(*g)...), l, p)
+			if g.R == 3 && g.S == 3 {
+				o.runGroups("dw_backward_filter3_part", g.K*p, args...)
+			} else {
+				o.runGroups("dw_backward_filter_part", dws.n*p, args...)
+			}
+			o.run1("dw_backward_filter_final", dws.n, dws.m, dws.off, part, dws.n, p)
+			return
+		}
+		o.runGroups("dw_backward_filter", dws.n, append([]any{dws.m, dws.off, dys.m, dys.off, xs.m, xs.off}, dwArgs(*g)...)...)
+		return
+	}
+	grp := g.GroupCount()
+	kg, rows, ohw := g.K/grp, g.ColRows(), g.OH*g.OW
+	for n0 := 0; n0 < g.N; n0 += nb {
+		cnt := min(nb, g.N-n0)
+		beta := float32(1)
+		if n0 == 0 {
+			beta = 0
+		}
+		for gi := 0; gi < grp; gi++ {
+			src := o.chunkCols(g, xs, col, kept, n0, cnt, gi) // read transposed
+			o.gemm(false, true, kg, rows, cnt*ohw, 1, o.plainRows(&o.rowsA, dys, n0, cnt, gi*kg, kg, g.K, ohw), src,
+				beta, plainMat(dws.m, dws.off+gi*kg*rows, rows))
+		}
+	}
+}
+
+// poolArgs are the trailing geometry arguments of the pooling kernels.
+func poolArgs(g gpu.PoolGeom) []any {
+	return []any{g.N * g.C, g.H, g.W, g.KH, g.KW, g.StrideH, g.StrideW, g.PadH, g.PadW, g.OH, g.OW}
+}
+
+func (o *OpenCL) poolBufs(op string, g *gpu.PoolGeom, x, y gpu.Buffer) (xs, ys *clBuf) {
+	xs, ys = o.buf(x), o.buf(y)
+	if xs.n != g.N*g.C*g.H*g.W || ys.n != g.N*g.C*g.OH*g.OW || g.OH <= 0 || g.OW <= 0 {
+		panic(fmt.Sprintf("gpu: %s: buffers x %d, y %d do not fit %+v", op, xs.n, ys.n, *g))
+	}
+	return xs, ys
+}
+
+// MaxPoolForward implements Backend.
+func (o *OpenCL) MaxPoolForward(g gpu.PoolGeom, y, x gpu.Buffer) {
+	xs, ys := o.poolBufs("MaxPoolForward", &g, x, y)
+	o.run1("maxpool_forward", ys.n, append([]any{ys.m, ys.off, xs.m, xs.off}, poolArgs(g)...)...)
+}
+
+// MaxPoolBackward implements Backend: each input element gathers the dy of
+// the windows whose first maximum it is, in window order; the maxima's
+// offsets are found once per window first (maxpool_argmax).
+func (o *OpenCL) MaxPoolBackward(g gpu.PoolGeom, dx, dy, x gpu.Buffer) {
+	xs, dys := o.poolBufs("MaxPoolBackward", &g, x, dy)
+	dxs := o.buf(dx)
+	sameN("MaxPoolBackward", dxs, xs)
+	// Each window's first maximum once, then the gather (pool.cl): over
+	// planes when a plane has at least 32 positions (one division per item
+	// instead of three; stride 2 has its own gather), else one item per
+	// element, so that small planes do not leave work-groups idle.
+	idx := o.scratch(&o.poolIdx, dys.n)
+	nc := g.N * g.C
+	argArgs := append([]any{idx, xs.m, xs.off}, poolArgs(g)...)
+	if g.OH*g.OW >= 32 {
+		o.runPlanes("maxpool_argmax_planes", g.OH*g.OW, nc, 1, argArgs...)
+	} else {
+		o.run1("maxpool_argmax", dys.n, argArgs...)
+	}
+	o.maxPoolGather(&g, dxs, dys, idx)
+}
+
+// maxPoolGather is max-pool backward's second pass: dx from dy and the
+// windows' first maxima in idx.
+func (o *OpenCL) maxPoolGather(g *gpu.PoolGeom, dxs, dys *clBuf, idx *clMem) {
+	nc := g.N * g.C
+	bwdArgs := append([]any{dxs.m, dxs.off, dys.m, dys.off, idx}, poolArgs(*g)...)
+	switch {
+	case g.H*g.W < 32:
+		o.run1("maxpool_backward_idx", dxs.n, bwdArgs...)
+	case g.StrideH == 2 && g.StrideW == 2:
+		o.runPlanes("maxpool_backward_idx_planes_s2", g.H*g.W, nc, 1, bwdArgs...)
+	default:
+		o.runPlanes("maxpool_backward_idx_planes", g.H*g.W, nc, 1, bwdArgs...)
+	}
+}
+
+// AvgPoolForward implements Backend.
+func (o *OpenCL) AvgPoolForward(g gpu.PoolGeom, y, x gpu.Buffer) {
+	xs, ys := o.poolBufs("AvgPoolForward", &g, x, y)
+	o.run1("avgpool_forward", ys.n, append(append([]any{ys.m, ys.off, xs.m, xs.off}, poolArgs(g)...), b2i(g.CountIncludePad))...)
+}
+
+// AvgPoolBackward implements Backend.
+func (o *OpenCL) AvgPoolBackward(g gpu.PoolGeom, dx, dy gpu.Buffer) {
+	dxs, dys := o.poolBufs("AvgPoolBackward", &g, dx, dy)
+	o.run1("avgpool_backward", dxs.n, append(append([]any{dxs.m, dxs.off, dys.m, dys.off}, poolArgs(g)...), b2i(g.CountIncludePad))...)
+}
+
+// bnBufs checks the per-channel buffers; a nil one is our bug unless allowed.
+func (o *OpenCL) bnBufs(op string, g gpu.BNGeom, x *clBuf, per ...gpu.Buffer) []*clBuf {
+	if g.N <= 0 || g.C <= 0 || g.HW <= 0 || x.n != g.N*g.C*g.HW {
+		panic(fmt.Sprintf("gpu: %s: %d elements for N=%d C=%d HW=%d", op, x.n, g.N, g.C, g.HW))
+	}
+	out := make([]*clBuf, len(per))
+	for i, p := range per {
+		out[i] = o.buf(p)
+		if out[i] != nil && out[i].n != g.C {
+			panic(fmt.Sprintf("gpu: %s: per-channel buffer of %d for C=%d", op, out[i].n, g.C))
+		}
+	}
+	return out
+}
+
+func nonNil(op string, bs ...*clBuf) {
+	for _, b := range bs {
+		if b == nil {
+			panic("gpu: " + op + ": nil buffer")
+		}
+	}
+}
+
+// redPartLen is the length of one part of a two-level reduction: a channel
+// of batch norm (or a depthwise filter tap) reducing over more elements than
+// twice this is split into parts that separate work-groups reduce, and a
+// second kernel adds the parts in order (norm.cl). The same on every device,
+// so that the split, and so the summation order, depends on the shape alone.
+// At 8192 elements a part gives each item of a work-group of 256 at least 16
+// elements. A variable only so that benchmarks can compare lengths in one
+// run (BenchmarkOpenCLTrainStep, COTRAIN_BENCH_RED_PART); changing it
+// changes the bits of batch norm and depthwise filter gradients.
+var redPartLen = 8192
+
+// redParts splits a reduction over m elements: parts of l elements, the last
+// one shorter; p is 1 (one work-group reduces it all) up to 2·redPartLen.
+func redParts(m int) (l, p int) {
+	if m <= 2*redPartLen {
+		return m, 1
+	}
+	return redPartLen, (m + redPartLen - 1) / redPartLen
+}
+
+// bnElementwise launches bn_apply or bn_backward_dx, four elements per item
+// (bn_apply4, bn_backward_dx4) when a plane's length is a multiple of 4, so
+// that the four share a channel.
+func (o *OpenCL) bnElementwise(name string, g gpu.BNGeom, args ...any) {
+	if g.HW%4 == 0 {
+		o.run1(name+"4", g.N*g.C*g.HW/4, args...)
+		return
+	}
+	o.run1(name, g.N*g.C*g.HW, args...)
+}
+
+// BatchNormTrain implements Backend.
+func (o *OpenCL) BatchNormTrain(g gpu.BNGeom, y, x, gamma, beta, runMean, runVar, saveMean, saveInvStd gpu.Buffer) {
+	ys, xs := o.buf(y), o.buf(x)
+	p := o.bnBufs("BatchNormTrain", g, xs, gamma, beta, runMean, runVar, saveMean, saveInvStd)
+	nonNil("BatchNormTrain", p...)
+	sameN("BatchNormTrain", ys, xs)
+	coef := o.scratch(&o.coef, 4*g.C)
+	if l, np := redParts(g.N * g.HW); np > 1 {
+		part := o.scratch(&o.redPart, 4*g.C*np)
+		o.runGroups("bn_stats_part", g.C*np, xs.m, xs.off, part, g.N, g.C, g.HW, l, np)
+		o.run1("bn_stats_final", g.C, part, p[0].m, p[0].off, p[1].m, p[1].off, p[2].m, p[2].off, p[3].m, p[3].off,
+			p[4].m, p[4].off, p[5].m, p[5].off, coef, g.N, g.C, g.HW, l, np, g.Eps, g.Momentum)
+		o.bnElementwise("bn_apply", g, ys.m, ys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)
+		return
+	}
+	o.runGroups("bn_stats", g.C, xs.m, xs.off, p[0].m, p[0].off, p[1].m, p[1].off, p[2].m, p[2].off, p[3].m, p[3].off,
+		p[4].m, p[4].off, p[5].m, p[5].off, coef, g.N, g.C, g.HW, g.Eps, g.Momentum)
+	o.bnElementwise("bn_apply", g, ys.m, ys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)
+}
+
+// BatchNormInfer implements Backend.
+func (o *OpenCL) BatchNormInfer(g gpu.BNGeom, y, x, gamma, beta, runMean, runVar gpu.Buffer) {
+	ys, xs := o.buf(y), o.buf(x)
+	p := o.bnBufs("BatchNormInfer", g, xs, gamma, beta, runMean, runVar)
+	nonNil("BatchNormInfer", p...)
+	sameN("BatchNormInfer", ys, xs)
+	coef := o.scratch(&o.coef, 4*g.C)
+	o.run1("bn_infer_coef", g.C, p[0].m, p[0].off, p[1].m, p[1].off, p[2].m, p[2].off, p[3].m, p[3].off, coef, g.C, g.Eps)
+	o.bnElementwise("bn_apply", g, ys.m, ys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)
+}
+
+// BatchNormBackward implements Backend. dx, dgamma and dbeta may be nil.
+func (o *OpenCL) BatchNormBackward(g gpu.BNGeom, dx, dgamma, dbeta, dy, x, gamma, saveMean, saveInvStd gpu.Buffer) {
+	dxs, dys, xs := o.buf(dx), o.buf(dy), o.buf(x)
+	p := o.bnBufs("BatchNormBackward", g, xs, dgamma, dbeta, gamma, saveMean, saveInvStd)
+	nonNil("BatchNormBackward", p[2:]...)
+	sameN("BatchNormBackward", dys, xs)
+	coef := o.scratch(&o.coef, 4*g.C)
+	want, dg, db := 0, p[2], p[2] // a nil output is replaced by a buffer that is not written
+	if p[0] != nil {
+		want, dg = want|1, p[0]
+	}
+	if p[1] != nil {
+		want, db = want|2, p[1]
+	}
+	if l, np := redParts(g.N * g.HW); np > 1 {
+		part := o.scratch(&o.redPart, 4*g.C*np)
+		o.runGroups("bn_backward_part", g.C*np, dys.m, dys.off, xs.m, xs.off, p[3].m, p[3].off, part, g.N, g.C, g.HW, l, np)
+		o.run1("bn_backward_final", g.C, part, p[2].m, p[2].off, p[3].m, p[3].off, p[4].m, p[4].off,
+			dg.m, dg.off, db.m, db.off, coef, g.N, g.C, g.HW, np, want)
+	} else {
+		o.runGroups("bn_backward_reduce", g.C, dys.m, dys.off, xs.m, xs.off, p[2].m, p[2].off, p[3].m, p[3].off,
+			p[4].m, p[4].off, dg.m, dg.off, db.m, db.off, coef, g.N, g.C, g.HW, want)
+	}
+	if dxs != nil {
+		sameN("BatchNormBackward", dxs, xs)
+		o.bnElementwise("bn_backward_dx", g, dxs.m, dxs.off, dys.m, dys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)
+	}
+}

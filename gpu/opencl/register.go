@@ -1,0 +1,354 @@
+//go:build opencl
+
+package opencl
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cotrain/cotrain/gpu"
+)
+
+// Creating an OpenCL backend, and registering it with Open.
+
+func init() { gpu.Register("opencl", driver{}) }
+
+// driver opens OpenCL backends for gpu.Open ("opencl", "opencl:N", "auto").
+type driver struct{}
+
+// Open implements gpu.Driver: New with req.Config (a Config; nil:
+// DefaultConfig()) and the device, GPU-only rule, storage and logger of req.
+func (driver) Open(req gpu.OpenRequest) (gpu.Backend, error) {
+	cfg := DefaultConfig()
+	if req.Config != nil {
+		c, ok := req.Config.(Config)
+		if !ok {
+			return nil, fmt.Errorf("%w: opencl takes an opencl.Config, got a %T", gpu.ErrConfig, req.Config)
+		}
+		cfg = c
+	}
+	cfg.Index, cfg.GPUOnly, cfg.HalfStorage, cfg.Log = req.Index, req.GPUOnly, req.HalfStorage, req.Log
+	return New(cfg)
+}
+
+// Devices implements gpu.Driver.
+func (driver) Devices() ([]gpu.DeviceInfo, error) { return listDeviceInfo() }
+
+// Config says which device to use and how to prepare it.
+type Config struct {
+	Index    int    // device index over all platforms, or -1 for the first suitable one
+	GPUOnly  bool   // with Index -1: accept GPUs and accelerators only
+	CacheDir string // program binaries and tuning; "" for none
+	Tune     bool   // time the GEMM variants when no saved choice exists
+	// GemmVariants names the GEMM tilings to build ("128x128/8x8/k16": see
+	// parseGemmVariant); empty means the built-in candidates.
+	GemmVariants []string
+	// GemmOptions is appended to the GEMM programs' build options (a
+	// vendor's flags, e.g. NVIDIA's -cl-nv-verbose or -cl-nv-maxrregcount=N).
+	GemmOptions string
+	// ReductionWG caps the work-group size of the reduction kernels (bias
+	// and batch-norm gradients and statistics: one work-group per channel);
+	// 0 means 256. The largest power of two up to it that the device and
+	// every reduction kernel accept is used. It sets the reductions' summation
+	// tree, so devices that end with the same size give the same bits. (1024
+	// was no faster on the H100: docs/opencl.md.)
+	ReductionWG int
+	// HalfStorage stores every Buffer as half floats (OpenOptions.HalfStorage):
+	// the kernels are built with -D STORE_HALF (kernels/common.cl), Upload
+	// and Download convert on the device through a float staging buffer,
+	// and split products keep float partial sums.
+	HalfStorage bool
+	// Staging says whether Upload and Download move large buffers (32 MiB
+	// and more) through pinned host memory, in chunks whose copies overlap
+	// the bus transfers (stage.go): StagingAuto (or "") where the
+	// device has memory of its own, StagingOn, StagingOff. Where the driver
+	// refuses pinned memory, transfers go straight from Go memory.
+	Staging string
+	// OneQueue puts uploads on the kernels' queue, as before the transfer
+	// queue existed (xfer.go): for measuring what the second queue
+	// gains, and for a driver that mishandles two queues.
+	OneQueue bool
+	// NoFuse runs the ActFuser methods (fuse.go) as the separate
+	// kernels they stand for (Unfused): the same bits, more launches and
+	// passes over memory. For measuring what fusing gains.
+	NoFuse bool
+	// NoEpilogue keeps the GEMMs of convolutions and fully connected layers
+	// from adding the bias and applying a fused activation as they store
+	// their output (gemm.cl's epilogue): a bias_act or add_bias pass
+	// follows them instead, as before the epilogue existed. The same bits;
+	// for measuring what the epilogue gains. Half storage never uses it.
+	NoEpilogue bool
+	// Winograd says where 3×3 stride-1 ungrouped convolutions run their
+	// forward and data gradient by Winograd F(2×2, 3×3)
+	// (winograd.go): WinogradAuto (or "") where enough channels and
+	// large enough planes make it win, WinogradOn everywhere it applies,
+	// WinogradOff nowhere. Never with HalfStorage.
+	Winograd string
+	// FFT says where stride-1 ungrouped convolutions whose padded plane
+	// fits 32×32 run their three passes by FFT (fft.go): FFTAuto
+	// (or "") for filters of 5×5 and larger with enough channels, FFTOn
+	// everywhere it applies (before Winograd), FFTOff nowhere. Never with
+	// HalfStorage.
+	FFT string
+	Log *slog.Logger
+
+	// envErr names the COTRAIN_OPENCL_* variables DefaultConfig read
+	// whose values those variables do not take; New returns it.
+	envErr error
+}
+
+// ErrEnv is returned by New, for a configuration from
+// DefaultConfig, when a COTRAIN_OPENCL_* variable holds a value it
+// does not take (COTRAIN_OPENCL_TUNE=false would otherwise have meant
+// tuning on).
+var ErrEnv = fmt.Errorf("%w: environment variable", gpu.ErrConfig)
+
+// envFlag reads a 0/1 variable: def when unset.
+func envFlag(name string, def bool) (bool, error) {
+	switch v := os.Getenv(name); v {
+	case "":
+		return def, nil
+	case "0":
+		return false, nil
+	case "1":
+		return true, nil
+	default:
+		return def, fmt.Errorf("%w: %s=%q: want 0 or 1", ErrEnv, name, v)
+	}
+}
+
+// DefaultConfig is the first suitable device of any type, the user's
+// cache folder (COTRAIN_OPENCL_CACHE overrides it; "off" disables it),
+// tuning on unless COTRAIN_OPENCL_TUNE=0 (1 or unset: on), and the built-in GEMM candidates
+// unless COTRAIN_OPENCL_GEMM lists others (comma-separated names), with
+// COTRAIN_OPENCL_GEMM_OPTS appended to their build options, staging as
+// COTRAIN_OPENCL_STAGING says (auto when unset; New refuses a value
+// that is not a mode), one queue if COTRAIN_OPENCL_ONE_QUEUE=1,
+// Winograd as COTRAIN_OPENCL_WINOGRAD says (0, 1 or auto; auto when unset;
+// New refuses another value), FFT as COTRAIN_OPENCL_FFT says (0, 1
+// or auto; auto when unset; New refuses another value), bias and
+// activation fused (NoFuse) unless COTRAIN_OPENCL_FUSE=0 (1 or unset:
+// fused), and the GEMMs' epilogue on (NoEpilogue) unless
+// COTRAIN_OPENCL_EPILOGUE=0 (1 or unset: on).
+func DefaultConfig() Config {
+	cfg := Config{Index: -1, CacheDir: defaultCacheDir(), GemmOptions: os.Getenv("COTRAIN_OPENCL_GEMM_OPTS"),
+		Staging: os.Getenv("COTRAIN_OPENCL_STAGING"), Winograd: os.Getenv("COTRAIN_OPENCL_WINOGRAD"),
+		FFT: os.Getenv("COTRAIN_OPENCL_FFT")}
+	var errTune, errQueue, errWG, errFuse, errEpi error
+	cfg.Tune, errTune = envFlag("COTRAIN_OPENCL_TUNE", true)
+	cfg.OneQueue, errQueue = envFlag("COTRAIN_OPENCL_ONE_QUEUE", false)
+	fuse, errFuse := envFlag("COTRAIN_OPENCL_FUSE", true)
+	cfg.NoFuse = !fuse
+	epi, errEpi := envFlag("COTRAIN_OPENCL_EPILOGUE", true)
+	cfg.NoEpilogue = !epi
+	if v := os.Getenv("COTRAIN_OPENCL_RED_WG"); v != "" { // sets ReductionWG
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			errWG = fmt.Errorf("%w: COTRAIN_OPENCL_RED_WG=%q: want a positive work-group size", ErrEnv, v)
+		}
+		cfg.ReductionWG = n
+	}
+	cfg.envErr = errors.Join(errTune, errQueue, errWG, errFuse, errEpi)
+	if v := os.Getenv("COTRAIN_OPENCL_GEMM"); v != "" {
+		cfg.GemmVariants = strings.Split(v, ",")
+	}
+	return cfg
+}
+
+// storeHalfOption builds the programs for half storage (kernels/common.cl).
+const storeHalfOption = "-D STORE_HALF"
+
+// mainKernels are the kernels of the main program (everything but GEMM).
+var mainKernels = []string{
+	"fill", "from_float", "to_float", "axpy", "scale", "mul", "add_bias", "bias_grad", "act", "act_backward",
+	"softmax_xent", "sum_pairs", "softmax_xent_backward", "sgd_step", "adam_step",
+	"im2col", "col2im", "dw_forward", "dw_backward_data", "dw_backward_filter", "dw_backward_filter_part",
+	"dw_backward_filter3_part", "dw_backward_filter_final", "dw_forward3_s1", "dw_forward3_s2", "dw_backward_data3_s1",
+	"dw_backward_data3_s2",
+	"maxpool_forward", "maxpool_forward_idx", "maxpool_backward", "avgpool_forward", "avgpool_backward",
+	"bn_stats", "bn_infer_coef", "bn_apply", "bn_backward_reduce", "bn_backward_dx",
+	"copy_strided", "broadcast", "reduce_sum",
+	"act_param", "act_param_backward", "softmax_axis", "softmax_axis_backward",
+	"bn_stats_part", "bn_stats_final", "bn_backward_part", "bn_backward_final",
+	"im2col_planes", "im2col_win", "rows_plain", "col2im_planes", "col2im_planes_s1", "bn_apply4", "bn_backward_dx4", "act4", "act_backward4", "transpose", "maxpool_argmax", "maxpool_backward_idx",
+	"maxpool_argmax_planes", "maxpool_backward_idx_planes", "maxpool_backward_idx_planes_s2",
+	"wino_filter", "wino_input", "wino_output", "dropout_mask", "bias_act", "bias_act_planes", "act_bias_grad", "bias_grad_part",
+	"act_bias_grad_part", "bias_grad_cols", "act_bias_grad_cols",
+}
+
+// reductionKernels run in work-groups of redWG items.
+var reductionKernels = []string{"bias_grad", "act_bias_grad", "bias_grad_part", "act_bias_grad_part", "sum_pairs", "dw_backward_filter", "bn_stats", "bn_backward_reduce",
+	"dw_backward_filter_part", "dw_backward_filter3_part", "bn_stats_part", "bn_backward_part", "softmax_xent"}
+
+func listDeviceInfo() ([]gpu.DeviceInfo, error) {
+	devs, err := listDevices()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]gpu.DeviceInfo, len(devs))
+	for i, d := range devs {
+		out[i] = d.info()
+		out[i].Index = i
+	}
+	return out, nil
+}
+
+// pickDevice applies cfg's Index and GPUOnly rules.
+func pickDevice(cfg Config) (clDevice, gpu.DeviceInfo, error) {
+	devs, err := listDevices()
+	if err != nil {
+		return clDevice{}, gpu.DeviceInfo{}, err
+	}
+	if len(devs) == 0 {
+		return clDevice{}, gpu.DeviceInfo{}, fmt.Errorf("%w: the OpenCL platforms list no device", gpu.ErrNoDevice)
+	}
+	infos := make([]gpu.DeviceInfo, len(devs))
+	for i, d := range devs {
+		infos[i] = d.info()
+		infos[i].Index = i
+	}
+	if cfg.Index >= 0 {
+		if cfg.Index >= len(devs) {
+			return clDevice{}, gpu.DeviceInfo{}, fmt.Errorf("%w: opencl:%d requested, %d devices present", gpu.ErrNoDevice, cfg.Index, len(devs))
+		}
+		return devs[cfg.Index], infos[cfg.Index], nil
+	}
+	for i, in := range infos {
+		if in.Type == "gpu" || in.Type == "accelerator" {
+			return devs[i], in, nil
+		}
+	}
+	if cfg.GPUOnly {
+		return clDevice{}, gpu.DeviceInfo{}, fmt.Errorf("%w: no GPU among %d OpenCL device(s) (first: %s, a %s device; the Go CPU backend is preferred over it)",
+			gpu.ErrNoDevice, len(infos), infos[0].Name, infos[0].Type)
+	}
+	return devs[0], infos[0], nil
+}
+
+// New opens a device, builds (or loads) every kernel and tunes GEMM.
+// Errors wrap ErrNoOpenCL, ErrNoDevice, a *CLError or a *BuildError.
+func New(cfg Config) (*OpenCL, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.envErr != nil {
+		return nil, cfg.envErr
+	}
+	cands, err := gemmCandidateList(cfg.GemmVariants)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := stagingOn(cfg.Staging, gpu.DeviceInfo{}); err != nil {
+		return nil, err
+	}
+	wino, err := winogradMode(cfg.Winograd)
+	if err != nil {
+		return nil, err
+	}
+	fftSetting, err := fftMode(cfg.FFT)
+	if err != nil {
+		return nil, err
+	}
+	dev, info, err := pickDevice(cfg)
+	if err != nil {
+		return nil, err
+	}
+	staging, _ := stagingOn(cfg.Staging, info) // checked above
+	ctx, err := newContext(dev)
+	if err != nil {
+		return nil, fmt.Errorf("gpu: opencl: %s: %w", info.Name, err)
+	}
+	// Collect dropped buffers before the live ones pass half the device's
+	// memory (mem.go).
+	ctx.mem.budget = info.GlobalMem / 2
+	_ = ctx.setupStaging(staging, defaultStageMin, defaultStageChunk, defaultStageSlots, cfg.Log) // nothing to release yet
+	if cfg.OneQueue {
+		_ = ctx.oneQueue() // nothing enqueued yet
+	}
+	o := &OpenCL{ctx: ctx, info: info, log: cfg.Log, k: map[string]*clKernel{}, half: cfg.HalfStorage, wino: wino,
+		fftSetting: fftSetting, noFuse: cfg.NoFuse, noEpilogue: cfg.NoEpilogue}
+	o.keepBudget = info.GlobalMem / 8 // ConvKeepColumns
+	gemmOpts := cfg.GemmOptions
+	if o.half {
+		gemmOpts += " " + storeHalfOption
+	}
+	start := time.Now()
+	if err := o.buildMain(cfg.CacheDir, cfg.ReductionWG); err != nil {
+		o.Close()
+		return nil, fmt.Errorf("gpu: opencl: %s: kernels: %w", info.Name, err)
+	}
+	if err := o.buildGemms(cfg.CacheDir, cands, gemmOpts); err != nil {
+		o.Close()
+		return nil, fmt.Errorf("gpu: opencl: %s: gemm: %w", info.Name, err)
+	}
+	built := time.Since(start)
+	o.tuneGemm(cfg.CacheDir, cfg.Tune)
+	_, sel := o.GemmVariants()
+	cfg.Log.Debug("gpu: opencl: ready", "device", info.String(), "build", built, "gemm", sel, "reduction_wg", o.redWG, "fp16_storage", o.half, "staging", staging, "transfer_queue", ctx.xfer != nil, "winograd", wino, "fft", fftSetting, "fuse", !cfg.NoFuse, "epilogue", o.epilogueOn())
+	return o, nil
+}
+
+// buildMain builds the main program with the largest reduction work-group
+// (maxWG, or 256 when 0, then halving down to 16) that the device and every
+// reduction kernel accept.
+func (o *OpenCL) buildMain(dir string, maxWG int) error {
+	src := kernelSource("elementwise.cl", "conv.cl", "pool.cl", "norm.cl", "tensor.cl", "activation.cl", "winograd.cl", "dropout.cl") + fftSource(o.info)
+	if maxWG <= 0 {
+		maxWG = 256
+	}
+	wg := 16
+	for wg*2 <= maxWG {
+		wg *= 2
+	}
+	for wg > o.info.MaxWorkGroup && wg > 16 {
+		wg /= 2
+	}
+	// Correctly rounded float division and sqrt where the device offers
+	// them: the Adam step then rounds as the CPU backend's does (see
+	// kernels/elementwise.cl). Never -cl-mad-enable or -cl-fast-relaxed-math.
+	var opts string
+	if o.info.CorrectDivSqrt {
+		opts = " -cl-fp32-correctly-rounded-divide-sqrt"
+	}
+	if o.half {
+		opts += " " + storeHalfOption
+	}
+	for ; wg >= 16; wg /= 2 {
+		p, _, err := o.ctx.buildCached(o.info, dir, src, fmt.Sprintf("-D RED_WG=%d", wg)+opts, o.log)
+		if err != nil {
+			return err
+		}
+		ks := map[string]*clKernel{}
+		fits := true
+		for _, name := range append(mainKernels[:len(mainKernels):len(mainKernels)], fftKernels()...) {
+			k, err := o.ctx.kernel(p, name)
+			if err != nil {
+				releaseAll(ks)
+				p.release()
+				return err
+			}
+			ks[name] = k
+		}
+		for _, name := range reductionKernels {
+			fits = fits && ks[name].maxWG >= wg
+		}
+		if fits {
+			o.progs, o.k, o.redWG = append(o.progs, p), ks, wg
+			return nil
+		}
+		releaseAll(ks)
+		p.release()
+	}
+	return errors.New("no reduction work-group size fits the device")
+}
+
+func releaseAll(ks map[string]*clKernel) {
+	for _, k := range ks {
+		k.release()
+	}
+}
