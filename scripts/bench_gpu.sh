@@ -25,7 +25,7 @@
 #   PROFILE=1 bash scripts/bench_gpu.sh     # then per-kernel times of the two large steps
 #
 # It runs the opencl-tagged test binary .dev/gpu.test (GPU_TEST overrides;
-# built with `go test -c -tags opencl -o .dev/gpu.test ./gpu` where Go is
+# built with `go test -c -tags opencl -o .dev/gpu.test ./gpu/opencl` where Go is
 # installed: the device machine may have no Go) and python3 with a CUDA
 # torch (PYTHON overrides). When no OpenCL vendor file names NVIDIA's
 # library, it registers libnvidia-opencl.so.1 through OCL_ICD_VENDORS (the
@@ -38,7 +38,7 @@ steps=${2:-30}
 bin=${GPU_TEST:-.dev/gpu.test}
 py=${PYTHON:-python3}
 if [ ! -x "$bin" ]; then
-	go test -c -tags opencl -o "$bin" ./gpu
+	go test -c -tags opencl -o "$bin" ./gpu/opencl
 fi
 if ! grep -qs nvidia /etc/OpenCL/vendors/*.icd && [ -z "${OCL_ICD_VENDORS:-}" ]; then
 	icd=$(mktemp -d)
