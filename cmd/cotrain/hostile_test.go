@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/data"
-	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 )
 
@@ -23,7 +23,7 @@ import (
 // "0 (NaN), 1 (NaN)" and exited 0).
 func TestPredictNonFinite(t *testing.T) {
 	dir := t.TempDir()
-	net, err := models.Build(gpu.NewCPU(), "lenet5", models.Config{})
+	net, err := models.Build(cpu.NewCPU(), "lenet5", models.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
