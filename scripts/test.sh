@@ -3,7 +3,7 @@
 # runs the whole suite with the OpenCL backend (its kernels on PoCL). The
 # README gives it, .ci/run calls it, and a developer runs the same thing:
 #
-#   scripts/test.sh                      # go test -tags opencl ./...
+#   scripts/test.sh                      # go test -tags opencl -timeout 30m ./...
 #   scripts/test.sh -run Mixed ./cmd/hub # arguments go to go test
 #   scripts/test.sh --deps-only          # install (or print) what is missing, run nothing
 #
@@ -124,10 +124,16 @@ has chromium || uncovered+=("the browser tests (no chromium)")
 [ "$(id -u)" = 0 ] || uncovered+=("the network-namespace tests (they need root)")
 
 [ $# -gt 0 ] || set -- ./...
+# go test stops a package after 10 minutes; cmd/hub's process tests take
+# longer than that on a busy 2-core machine. A -timeout given wins.
+timeout=(-timeout 30m)
+for a in "$@"; do
+	case $a in -timeout | -timeout=* | -test.timeout | -test.timeout=*) timeout=() ;; esac
+done
 go version
-say "go test ${tags[*]:+${tags[*]} }$*"
+say "go test ${tags[*]:+${tags[*]} }${timeout[*]:+${timeout[*]} }$*"
 status=0
-go test "${tags[@]}" "$@" || status=$?
+go test "${tags[@]}" "${timeout[@]}" "$@" || status=$?
 if [ ${#uncovered[@]} -gt 0 ]; then
 	say "NOT covered by this run:"
 	printf '    %s\n' "${uncovered[@]}"
