@@ -224,6 +224,12 @@ func loadImageFile(dst []uint8, path string, c, h, w, maxPixels int) error {
 	if int64(len(raw)) > limit {
 		return errorf(ErrTooLarge, "%s: a file of more than %d bytes, over the limit for images of %d pixels", path, limit, maxPixels)
 	}
+	return loadImageBytes(dst, raw, path, c, h, w, maxPixels)
+}
+
+// loadImageBytes is loadImageFile on the file's bytes; name names it in
+// errors.
+func loadImageBytes(dst []uint8, raw []byte, path string, c, h, w, maxPixels int) error {
 	cfg, err := decodeConfig(bytes.NewReader(raw))
 	if err != nil {
 		return &kindError{kind: ErrFormat, msg: path + ": " + err.Error()}

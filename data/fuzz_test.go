@@ -56,3 +56,28 @@ func FuzzReadIDX(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLoadImage feeds arbitrary bytes to the image loader (header check,
+// decoding, EXIF orientation, resizing) under a small pixel limit: it must
+// never panic, never decode past the limit, and fill its destination with
+// an accepted image.
+func FuzzLoadImage(f *testing.F) {
+	for _, name := range []string{"photo_40x30.png", "exif_6.jpg"} {
+		b, err := readFixtureBytes(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, uint8(3))
+	}
+	f.Add(pngBomb(300, 300), uint8(1)) // over the limit below
+	f.Add(pngBomb(60, 40), uint8(1))
+	f.Add([]byte("\x89PNG\r\n\x1a\n"), uint8(1))
+	f.Fuzz(func(t *testing.T, raw []byte, c uint8) {
+		ch := 1 + 2*int(c%2) // 1 or 3 channels
+		dst := make([]uint8, ch*5*7)
+		err := loadImageBytes(dst, raw, "fuzz", ch, 5, 7, 1<<14)
+		if err == nil && !bytes.HasPrefix(raw, pngMagic) && !bytes.HasPrefix(raw, jpegMagic) {
+			t.Fatalf("accepted %d bytes that are neither PNG nor JPEG", len(raw))
+		}
+	})
+}

@@ -178,8 +178,26 @@ func TestBuildErrors(t *testing.T) {
 }
 
 // FuzzImport feeds arbitrary bytes to Import: it must return an error or a
-// file, never panic.
+// file, never panic nor allocate without bound, and a file it returns must
+// lay out (models.File.Plan) exactly the tensors it holds and build. Its
+// seeds include the real exports under testdata of at most 300 KB (larger
+// ones make mutation slow) and issue 28's crafted models.
 func FuzzImport(f *testing.F) {
+	for _, pattern := range []string{"testdata/*.onnx", "testdata/hostile/*.onnx"} {
+		paths, err := filepath.Glob(pattern)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, path := range paths {
+			if st, err := os.Stat(path); err == nil && st.Size() <= 300<<10 {
+				raw, err := os.ReadFile(path)
+				if err != nil {
+					f.Fatal(err)
+				}
+				f.Add(raw)
+			}
+		}
+	}
 	f.Add(tiny(13, headInits, withHead(nd("Relu", "r", []string{"x"}, "h"))...))
 	f.Add([]byte{0x08, 0x07})
 	// Activations: the fused x*HardSigmoid(x), clips, a softmax inside.
@@ -198,10 +216,24 @@ func FuzzImport(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		if file, err := Import(bytes.NewReader(raw)); err == nil {
-			if _, err := file.Build(cpu.NewCPU()); err != nil {
-				t.Errorf("imported file does not build: %v", err)
+		file, err := Import(bytes.NewReader(raw))
+		if err != nil {
+			return
+		}
+		lay, err := file.Plan()
+		if err != nil {
+			t.Fatalf("imported a model that does not lay out: %v", err)
+		}
+		if len(lay.Params) != len(file.Params) {
+			t.Fatalf("%d parameter tensors for a layout of %d", len(file.Params), len(lay.Params))
+		}
+		for i, p := range file.Params {
+			if len(p.Data) != lay.Params[i].Spec.Size() {
+				t.Fatalf("tensor %s: %d values for %v", p.Name, len(p.Data), lay.Params[i].Dims)
 			}
+		}
+		if _, err := file.Build(cpu.NewCPU()); err != nil {
+			t.Errorf("imported file does not build: %v", err)
 		}
 	})
 }
