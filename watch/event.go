@@ -118,6 +118,9 @@ const (
 	KindResumed  = "worker-resumed" // *Peer: a parked worker gets a batch again
 	KindProbed   = "worker-probed"  // *Peer: a parked worker gets one batch to be measured
 	KindEval     = "eval"           // *Eval: an evaluation on held-out data
+	// KindCheckpoint is published by the binaries that checkpoint (the
+	// hub): the recorder's log keeps only the latest.
+	KindCheckpoint = "checkpoint"
 )
 
 // Session describes the run being watched. Fields that do not apply are

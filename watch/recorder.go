@@ -238,6 +238,11 @@ func (r *Recorder) apply(e Event) {
 	case *Peer:
 		r.peer(e, d)
 	}
+	if e.Kind == KindCheckpoint {
+		// A checkpoint every few iterations would push every other event
+		// out of the log: only the latest is kept.
+		r.st.Log = slices.DeleteFunc(r.st.Log, func(x Event) bool { return x.Kind == KindCheckpoint })
+	}
 	r.st.Log = appendBounded(r.st.Log, e, LogLen)
 }
 

@@ -330,3 +330,26 @@ func BenchmarkEventMarshal(b *testing.B) {
 		})
 	}
 }
+
+// TestRecorderKeepsOneCheckpoint: checkpoints every few iterations do not
+// flood the log; the latest is kept, and every other event stays.
+func TestRecorderKeepsOneCheckpoint(t *testing.T) {
+	r := NewRecorder("hub", nil)
+	t0 := time.Now()
+	r.Handle(Event{Kind: KindJoined, Time: t0, Data: &Peer{ID: "a"}})
+	for i := 1; i <= 2*LogLen; i++ {
+		r.Handle(Event{Kind: KindCheckpoint, Time: t0, Data: map[string]any{"iteration": i}})
+	}
+	r.Handle(Event{Kind: KindLate, Time: t0, Data: &Peer{ID: "a", Iteration: 7}})
+	st := r.Status()
+	var kinds []string
+	for _, e := range st.Log {
+		kinds = append(kinds, e.Kind)
+	}
+	if len(st.Log) != 3 || kinds[0] != KindJoined || kinds[1] != KindCheckpoint || kinds[2] != KindLate {
+		t.Fatalf("log %v; want joined, the last checkpoint, late", kinds)
+	}
+	if it := st.Log[1].Data.(map[string]any)["iteration"]; it != 2*LogLen {
+		t.Errorf("the checkpoint kept is at iteration %v, want the latest, %d", it, 2*LogLen)
+	}
+}
