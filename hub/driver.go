@@ -152,7 +152,9 @@ func (d *Driver) Run(ctx context.Context) error {
 		if conns[p.id] == p {
 			delete(conns, p.id)
 		}
-		log.Info("connection refused", "peer", p.id)
+		// A refused worker is someone's mistake to fix (other classes, a
+		// full run, not allowed): a warning, not news.
+		log.Warn("connection refused", "peer", p.id)
 	}
 	closeConn := func(p *peerConn, why string) {
 		if p.gone {

@@ -26,7 +26,26 @@ const (
 	// is (pixel/255 - mean[c]) / std[c].
 	MetaMean = "input.mean"
 	MetaStd  = "input.std"
+	// MetaName is the model's name for people, where Model is not one: an
+	// imported ONNX model is built as GraphModel ("onnx-graph") from its
+	// layer list, and is shown by the name of the file it came from.
+	MetaName = "model.name"
 )
+
+// DisplayName returns the name to show for the model: MetaName where the
+// file records one, else Model.
+func (f *File) DisplayName() string {
+	if n := MetaValue(f.Meta, MetaName); n != "" {
+		return n
+	}
+	return f.Model
+}
+
+// DisplayName is File.DisplayName for a model known by its name and meta
+// (a hub's Welcome).
+func DisplayName(model string, meta [][2]string) string {
+	return (&File{Model: model, Meta: meta}).DisplayName()
+}
 
 // ErrMeta is wrapped by errors about a malformed class list or
 // normalisation, in a file or on the command line.
@@ -272,7 +291,7 @@ func NumberedLabels(n int) []string {
 // write the same bytes.
 func DefiningMeta(meta [][2]string) [][2]string {
 	var out [][2]string
-	for _, k := range []string{MetaGraph, MetaLabels, MetaMean, MetaStd} {
+	for _, k := range []string{MetaGraph, MetaName, MetaLabels, MetaMean, MetaStd} {
 		if v := MetaValue(meta, k); v != "" {
 			out = append(out, [2]string{k, v})
 		}

@@ -11,7 +11,7 @@ func init() {
 	register(Spec{
 		Name: "mobilenet-v1",
 		Description: "MobileNet v1: conv 32@3x3/2, 13 depthwise-separable blocks, global avg pool, classes; " +
-			"width multiplier α (--width), channels max(int(c·α), 8) (4,231,976 parameters at α=1, 1000 classes)",
+			"width multiplier α (train, hub and profile --width), channels max(int(c·α), 8) (4,231,976 parameters at α=1, 1000 classes)",
 		Default: Config{Classes: 1000, Input: imagenet.Input, Width: 1},
 		layers:  mobilenetV1(2),
 	})

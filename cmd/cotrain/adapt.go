@@ -13,7 +13,8 @@ import (
 // cmd/internal/experiment's (Adapt).
 func runAdapt(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c experiment.AdaptConfig
-	fs := newFlags("adapt", stderr, "cotrain adapt [--out DIR] [--tasks lenet,mobilenet] [sizes] [--json]")
+	fs := newFlags("adapt", stderr, "cotrain adapt [--out DIR] [--tasks lenet,mobilenet] [sizes] [--json]",
+		"Compares the four ways to adapt a pretrained model to new data, on this device alone and on 3 simulated phones, and writes plots to --out.")
 	fs.StringVar(&c.Out, "out", "cotrain-adapt", "folder for the pretrained weights, results.json, table.md and the plots")
 	fs.StringVar(&c.Tasks, "tasks", "lenet,mobilenet", "tasks to run: lenet (digits 0-4 to 5-9), mobilenet (MNIST to contrast-inverted MNIST)")
 	fs.IntVar(&c.Pretrain, "pretrain", 6000, "training images of the source task")

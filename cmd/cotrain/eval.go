@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 
@@ -19,7 +18,8 @@ import (
 )
 
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("eval", stderr, "cotrain eval --weights FILE --data mnist|DIR [flags]")
+	fs := newFlags("eval", stderr, "cotrain eval --weights FILE --data mnist|DIR [flags]",
+		"Evaluates a model on a data set (all of an image folder; MNIST's and a train/test folder's test part) and prints its accuracy and loss.")
 	weights := fs.String("weights", "", "weight file (required)")
 	dataSpec := fs.String("data", "mnist", `"mnist", a folder of MNIST IDX files, or an image folder (its classes must be the model's)`)
 	classes := fs.String("classes", "", `evaluate only on these labels, e.g. "5-9"`)
@@ -53,27 +53,42 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("%s: %w", *weights, err)
 	}
-	ds, err := cli.LoadData(*dataSpec, net.In, norm, cls, 1, *maxPixels)
+	// The input and the classes are checked before any image is decoded:
+	// a folder of photos takes a while to load, and a mismatch needs none.
+	if err := cli.CheckFit(*dataSpec, net.In); err != nil {
+		return fmt.Errorf("%s: %w", *weights, err)
+	}
+	labels, err := cli.DataLabels(*dataSpec)
 	if err != nil {
 		return err
 	}
-	if err := fitsData(f, ds, *dataSpec); err != nil {
+	if err := cli.CheckClasses(f, labels, *dataSpec); err != nil {
+		return fmt.Errorf("%s: %w", *weights, err)
+	}
+	// Evaluation uses all of a folder it is given (holdout 0); MNIST, IDX
+	// files and a train/test folder are evaluated on their test part.
+	ds, err := cli.LoadData(*dataSpec, net.In, norm, cls, 0, 1, *maxPixels)
+	if err != nil {
+		return err
+	}
+	if err := cli.CheckClasses(f, ds.Labels, *dataSpec); err != nil {
 		return fmt.Errorf("%s: %w", *weights, err)
 	}
 	acc, loss := solver.NewTrainer(net, nil, nil).Evaluate(ds.Test, *batch)
 	if *asJSON {
 		return cli.NewEvents(stdout).Emit("done", map[string]any{"test_accuracy": acc, "test_loss": loss,
-			"samples": ds.Test.Len(), "model": f.Model})
+			"samples": ds.Test.Len(), "split": ds.Split, "model": f.DisplayName()})
 	}
-	fmt.Fprintf(stdout, "%s on %s: accuracy %.4f, loss %.4f over %d test samples\n", f.Model, *dataSpec, acc, loss, ds.Test.Len())
+	fmt.Fprintf(stdout, "%s on %s: accuracy %.4f, loss %.4f over %d test samples (%s)\n", f.DisplayName(), *dataSpec, acc, loss, ds.Test.Len(), testPart(ds))
 	return nil
 }
 
 func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("predict", stderr, "cotrain predict --weights FILE --input FILE... [--json]")
+	fs := newFlags("predict", stderr, "cotrain predict --weights FILE [--input] FILE... [--json]",
+		"Runs a model on images or .npy tensors and prints each one's most probable classes.")
 	weights := fs.String("weights", "", "weight file (required)")
 	var inputs multiFlag
-	fs.Var(&inputs, "input", "PNG or JPEG image, or .npy float32 NCHW tensor used as is (repeatable; more may follow the flags)")
+	fs.Var(&inputs, "input", "PNG or JPEG image, or .npy float32 NCHW tensor used as is (repeatable; more may be given without --input, before or after the flags)")
 	top := fs.Int("top", 5, "how many classes to show")
 	asJSON := fs.Bool("json", false, `one JSON object per input with "logits" and "top5" (each entry's class number, "label" and "prob")`)
 	device := fs.String("device", "auto", deviceUsage)
@@ -173,25 +188,13 @@ type classProb struct {
 	Prob  float64 `json:"prob"`
 }
 
-// fitsData refuses to evaluate a model on data whose classes are not the
-// model's: a model that names its classes must see the same names in the
-// same order; one that does not (a file from before names were stored)
-// must have an output for every class of the data.
-func fitsData(f *models.File, ds *cli.Data, spec string) error {
-	names, named, err := f.Labels()
-	if err != nil {
-		return err
+// testPart says which part of the data eval measured: all of a folder, or
+// the test part of data that comes split.
+func testPart(ds *cli.Data) string {
+	if ds.Test == ds.Train {
+		return ds.Split
 	}
-	if !named {
-		if len(ds.Labels) > len(names) {
-			return fmt.Errorf("data %s has %d classes, the model has %d outputs", spec, len(ds.Labels), len(names))
-		}
-		return nil
-	}
-	if slices.Equal(names, ds.Labels) {
-		return nil
-	}
-	return fmt.Errorf("data %s has other classes than the model: %s", spec, models.DescribeLabelDiff(names, ds.Labels, "the model"))
+	return "the test part of " + ds.Split
 }
 
 func softmax(v []float32) []float64 {
@@ -227,7 +230,15 @@ type multiFlag []string
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
 
-func runModels(stdout io.Writer) error {
+func runModels(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("models", stderr, "cotrain models",
+		"Lists the built-in models, with their layers, sizes and the flags that shape them (train --width).")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
 	for _, name := range models.Names() {
 		s, _ := models.Lookup(name)
 		fmt.Fprintf(stdout, "%-14s %s\n", name, s.Description)

@@ -17,7 +17,8 @@ import (
 // the hub and to every worker with --psk. It refuses to overwrite a key,
 // since replacing one locks out every worker that holds the old.
 func runKeygen(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	flags := newFlags("cotrain keygen", stderr, "cotrain keygen [--out swarm.key] [--force]")
+	flags := newFlags("cotrain keygen", stderr, "cotrain keygen [--out swarm.key] [--force]",
+		"Writes a new private-network key for hub --psk and worker --psk: only peers holding the same key can connect.")
 	out := flags.String("out", "swarm.key", "file to write the key to")
 	force := flags.Bool("force", false, "overwrite an existing file")
 	if err := parse(flags, args); err != nil {

@@ -16,9 +16,11 @@ import (
 	_ "github.com/cotrain/cotrain/gpu/cpu" // the driver "cpu" (--device cpu, and auto without a GPU)
 )
 
-const usage = `cotrain: train and run neural networks on this device
+const usage = `Usage: cotrain COMMAND [flags] (flags may come before or after other arguments)
 
-Usage:
+cotrain trains, fine-tunes, evaluates and runs neural networks on this device.
+
+Commands:
   cotrain train    --model lenet5 --data mnist|DIR --epochs 1 --seed 1 [--normalize mnist|imagenet|unit|M,S] [--out DIR] [--json]
   (train and finetune checkpoint to --out on Ctrl-C/SIGTERM and every --checkpoint-every steps; --resume continues)
   cotrain finetune --weights FILE|MODEL.onnx --data mnist|DIR --train-last N|all [flags]
@@ -86,7 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "profile":
 		return runProfile(ctx, rest, stdout, stderr)
 	case "models":
-		return runModels(stdout)
+		return runModels(rest, stdout, stderr)
 	case "keygen":
 		return runKeygen(ctx, rest, stdout, stderr)
 	case "-h", "-help", "--help", "help":
@@ -100,20 +102,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
 }
 
-// newFlags returns a flag set whose errors come back to run instead of exiting.
-func newFlags(name string, stderr io.Writer, synopsis string) *flag.FlagSet {
+// newFlags returns a flag set whose errors come back to run instead of
+// exiting; its --help prints the usage line synopsis, the sentence about
+// and the flags (cli.SetUsage).
+func newFlags(name string, stderr io.Writer, synopsis, about string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s\n\nFlags:\n", synopsis)
-		fs.PrintDefaults()
-	}
+	cli.SetUsage(fs, stderr, synopsis, about)
 	return fs
 }
 
-// parse parses flags, mapping bad flags to errUsage.
+// parse parses flags, which may also follow positional arguments
+// (cli.ParseArgs), mapping bad flags to errUsage.
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	if err := cli.ParseArgs(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}

@@ -16,7 +16,8 @@ import (
 // onnx-graph. It builds the result once before saving, so a file that is
 // written always loads.
 func runImport(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("import", stderr, "cotrain import --onnx FILE --out WEIGHTS [--normalize imagenet] [--json]")
+	fs := newFlags("import", stderr, "cotrain import --onnx FILE --out WEIGHTS [--normalize imagenet] [--json]",
+		"Converts an ONNX model (a PyTorch export) into a cotrain weight file.")
 	in := fs.String("onnx", "", "ONNX model to read (required)")
 	out := fs.String("out", "", "weight file to write (required)")
 	normalize := fs.String("normalize", "", models.NormUsage+"; PyTorch models pretrained on ImageNet want imagenet; a file from cotrain export keeps the normalisation its metadata records unless this is given")
@@ -45,7 +46,7 @@ func runImport(_ context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	if *asJSON {
-		return cli.NewEvents(stdout).Emit("done", map[string]any{"weights": *out, "model": f.Model,
+		return cli.NewEvents(stdout).Emit("done", map[string]any{"weights": *out, "model": f.DisplayName(),
 			"input": net.In.String(), "classes": net.Out.Size(), "layers": len(net.Layers()),
 			"params": net.NumParams(), "notes": notes, "mean": norm.Mean, "std": norm.Std})
 	}
@@ -59,7 +60,8 @@ func runImport(_ context.Context, args []string, stdout, stderr io.Writer) error
 
 // runExport writes a weight file's network as an ONNX model (onnx.ExportOpset).
 func runExport(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("export", stderr, "cotrain export --weights FILE --onnx OUT [--json]")
+	fs := newFlags("export", stderr, "cotrain export --weights FILE --onnx OUT [--json]",
+		"Writes a cotrain weight file as an ONNX model, with its class names and input normalisation, for PyTorch or onnxruntime.")
 	weights := fs.String("weights", "", "weight file to read (required)")
 	out := fs.String("onnx", "", "ONNX file to write (required)")
 	asJSON := fs.Bool("json", false, "print one JSON line")
@@ -81,9 +83,9 @@ func runExport(_ context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if *asJSON {
-		return cli.NewEvents(stdout).Emit("done", map[string]any{"onnx": *out, "model": f.Model,
+		return cli.NewEvents(stdout).Emit("done", map[string]any{"onnx": *out, "model": f.DisplayName(),
 			"opset": onnx.ExportOpset, "bytes": buf.Len()})
 	}
-	fmt.Fprintf(stdout, "%s (%s) -> %s: ONNX opset %d, %d bytes\n", *weights, f.Model, *out, onnx.ExportOpset, buf.Len())
+	fmt.Fprintf(stdout, "%s (%s) -> %s: ONNX opset %d, %d bytes\n", *weights, f.DisplayName(), *out, onnx.ExportOpset, buf.Len())
 	return nil
 }

@@ -31,7 +31,7 @@ func TestImportExportCommands(t *testing.T) {
 		t.Errorf("import notes: %v", done["notes"])
 	}
 	done, _ = cotrain(t, "export", "--weights", w1, "--onnx", x, "--json")
-	if done["opset"] != float64(onnx.ExportOpset) || done["model"] != models.GraphModel {
+	if done["opset"] != float64(onnx.ExportOpset) || done["model"] != "lenet5_softmax_op9" {
 		t.Errorf("export: %v", done)
 	}
 	var text, errb bytes.Buffer

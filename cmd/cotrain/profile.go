@@ -21,7 +21,8 @@ import (
 // figures to set beside PyTorch's (scripts/mem_step.sh). It is a
 // measurement tool: the data are noise and the result is not saved.
 func runProfile(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("profile", stderr, "cotrain profile --model NAME [--width A] [--input CxHxW] [--batch N] [--steps K] [--json]")
+	fs := newFlags("profile", stderr, "cotrain profile --model NAME [--width A] [--input CxHxW] [--batch N] [--steps K] [--json]",
+		"Times training steps of a built-in model on random data and reports their peak memory.")
 	model := fs.String("model", "mobilenet-v1", "model: "+fmt.Sprint(models.Names()))
 	width := fs.Float64("width", 0, "width multiplier (0: the model's default)")
 	classes := fs.Int("classes", 0, "classes (0: the model's default)")

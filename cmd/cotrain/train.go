@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -22,23 +23,33 @@ type trainConfig struct {
 	model, weights, dataSpec, classes, out, optimizer, schedule, trainLast, device string
 	normalize                                                                      string
 	epochs, iterations, batch, stepEvery, evalBatch                                int
-	lr, momentum, weightDecay, gamma                                               float64
+	lr, momentum, weightDecay, gamma, width, holdout                               float64
 	nesterov, json                                                                 bool
 	seed                                                                           uint64
 	// checkpointEvery and resume: checkpoint.go.
 	checkpointEvery int
 	resume          bool
 	maxPixels       int // --max-pixels
+	// autoLength: finetune without --epochs or --iterations (runTrain).
+	autoLength bool
 }
+
+// minFinetuneSteps is the fewest steps `cotrain finetune` takes when no
+// --epochs or --iterations says otherwise: enough for a new last layer to
+// learn a small folder's classes (a few dozen photos give one or two steps
+// an epoch).
+const minFinetuneSteps = 100
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer, finetune bool) error {
 	var c trainConfig
 	name, synopsis := "train", "cotrain train --model NAME --data mnist|DIR [flags]"
+	about := "Trains a built-in model from scratch on this device and writes its weights, with the class names, to --out."
 	defLR := 0.05
 	if finetune {
 		name, synopsis, defLR = "finetune", "cotrain finetune --weights FILE --data mnist|DIR --train-last N|all [flags]", 0.01
+		about = "Fine-tunes a trained model (a cotrain weight file or an ONNX export) on new data on this device; a last layer that does not fit the data's classes is replaced."
 	}
-	fs := newFlags(name, stderr, synopsis)
+	fs := newFlags(name, stderr, synopsis, about)
 	if finetune {
 		fs.StringVar(&c.weights, "weights", "", "weight file or ONNX model (.onnx, imported as cotrain import does) to start from (required); "+
 			"when its last layer does not fit the data's classes, it is replaced by a new one")
@@ -47,13 +58,21 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer, fine
 	} else {
 		fs.StringVar(&c.model, "model", "lenet5", "model: "+fmt.Sprint(models.Names())+"; its head is sized to the data's classes")
 		fs.StringVar(&c.normalize, "normalize", "", models.NormUsage)
+		fs.Float64Var(&c.width, "width", 0, "width multiplier α of mobilenet-v1 and mobilenet-small (0: the model's default)")
 	}
 	fs.StringVar(&c.dataSpec, "data", "mnist", `"mnist", a folder of MNIST IDX files, or an image folder (one subfolder per class: the sorted subfolder names are the classes)`)
 	fs.IntVar(&c.maxPixels, "max-pixels", data.DefaultMaxPixels, cli.MaxPixelsUsage)
 	fs.StringVar(&c.classes, "classes", "", `train and test only on these labels, e.g. "0-4" or "5,7"`)
-	fs.IntVar(&c.epochs, "epochs", 1, "passes over the training data")
+	fs.Float64Var(&c.holdout, "holdout", 0.1, "fraction of a single image folder held out to test, drawn by --seed (0: none; test figures are then on the training images); "+
+		"MNIST, IDX files and a folder with train/ and test/ come split. The split is printed and stored in the weight file")
+	epochsUsage, batchUsage := "passes over the training data", "mini-batch size"
+	if finetune {
+		epochsUsage = fmt.Sprintf("passes over the training data (default: 1, but at least %d steps)", minFinetuneSteps)
+		batchUsage = "mini-batch size (at most the number of training images)"
+	}
+	fs.IntVar(&c.epochs, "epochs", 1, epochsUsage)
 	fs.IntVar(&c.iterations, "iterations", 0, "stop after this many steps instead (0: use --epochs)")
-	fs.IntVar(&c.batch, "batch", 64, "mini-batch size")
+	fs.IntVar(&c.batch, "batch", 64, batchUsage)
 	fs.StringVar(&c.optimizer, "optimizer", "sgd", "sgd or adam")
 	fs.Float64Var(&c.lr, "lr", defLR, "learning rate")
 	fs.Float64Var(&c.momentum, "momentum", 0.9, "SGD momentum")
@@ -75,6 +94,12 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer, fine
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	// finetune's length, when neither --epochs nor --iterations is given, is
+	// one epoch of at least minFinetuneSteps steps: one epoch of a folder of
+	// 36 photos would be a single step.
+	c.autoLength = finetune && !set["epochs"] && !set["iterations"]
 	if finetune && c.weights == "" {
 		return fmt.Errorf("%w: finetune needs --weights", errUsage)
 	}
@@ -109,7 +134,7 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	setup, err := cli.PrepareModel(cli.ModelFlags{Weights: c.weights, Model: c.model, Normalize: c.normalize,
-		TrainLast: c.trainLast, Data: c.dataSpec, Classes: classes, Seed: c.seed, MaxPixels: c.maxPixels}, b, stderr)
+		TrainLast: c.trainLast, Width: c.width, Data: c.dataSpec, Holdout: c.holdout, Classes: classes, Seed: c.seed, MaxPixels: c.maxPixels}, b, stderr)
 	if err != nil {
 		return err
 	}
@@ -124,10 +149,18 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 	drop := rand.NewPCG(c.seed, 0xd40)
 	net.SetRand(rand.New(drop))
 
+	if c.batch > ds.Train.Len() {
+		// A batch larger than the training set would repeat images within
+		// a step; the loader serves at most the set.
+		c.batch = ds.Train.Len()
+	}
 	perEpoch := (ds.Train.Len() + c.batch - 1) / c.batch
 	total := c.iterations
 	if total == 0 {
 		total = c.epochs * perEpoch
+	}
+	if c.autoLength {
+		total = max(total, minFinetuneSteps)
 	}
 	opt, err := solver.NewOptimizer(b, c.optimizer, net.NumParams(), float32(c.momentum), float32(c.weightDecay), c.nesterov)
 	if err != nil {
@@ -155,14 +188,16 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 	if c.json {
 		ev = cli.NewEvents(stdout)
 	} else {
-		fmt.Fprintf(stderr, "%s: %d parameters (%d trainable), %d training and %d test samples, %d steps of %d\n",
-			model, net.NumParams(), net.NumTrainable(), ds.Train.Len(), ds.Test.Len(), total, c.batch)
+		fmt.Fprintf(stderr, "%s: %d parameters (%d trainable), %d training and %d test samples, %s of %d\n",
+			file.DisplayName(), net.NumParams(), net.NumTrainable(), ds.Train.Len(), ds.Test.Len(), plural(total, "step"), c.batch)
+		fmt.Fprintf(stderr, "data %s: %s\n", c.dataSpec, ds.Split)
 		if f, ok := stderr.(*os.File); ok && cli.IsTerminal(f) {
 			bar = cli.NewProgress(stderr, "train", total*c.batch, "img")
 		}
 	}
-	ev.Emit("start", map[string]any{"model": model, "params": net.NumParams(), "trainable": net.NumTrainable(),
-		"train_samples": ds.Train.Len(), "test_samples": ds.Test.Len(), "iterations": total, "batch": c.batch})
+	ev.Emit("start", map[string]any{"model": file.DisplayName(), "params": net.NumParams(), "trainable": net.NumTrainable(),
+		"train_samples": ds.Train.Len(), "test_samples": ds.Test.Len(), "split": ds.Split, "holdout": ds.Holdout,
+		"iterations": total, "batch": c.batch})
 
 	loader := data.NewLoader(ds.Train, c.batch, c.seed, true)
 	x := make([]float32, c.batch*net.In.Size())
@@ -234,7 +269,11 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 	}
 	f := models.Snapshot(model, mcfg, net, opt)
 	f.Meta = [][2]string{{"iterations", strconv.Itoa(tr.Iter)}, {"epoch", strconv.Itoa(loader.Epoch())},
-		{"data", c.dataSpec}, {"seed", strconv.FormatUint(c.seed, 10)}}
+		{"data", c.dataSpec}, {"seed", strconv.FormatUint(c.seed, 10)},
+		// The split travels with the weights: a test figure quoted later
+		// says what it was measured on.
+		{"split", ds.Split}, {"holdout", strconv.FormatFloat(ds.Holdout, 'g', -1, 64)},
+		{"test_samples", strconv.Itoa(ds.Test.Len())}}
 	if file != nil {
 		f.Meta = carryMeta(f.Meta, file.Meta)
 	}
@@ -254,15 +293,23 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 		return err
 	}
 	ck.remove()
-	result := map[string]any{"test_accuracy": acc, "test_loss": testLoss, "iterations": tr.Iter,
+	result := map[string]any{"test_accuracy": acc, "test_loss": testLoss, "test_samples": ds.Test.Len(), "split": ds.Split, "iterations": tr.Iter,
 		"seconds": elapsed.Seconds(), "samples_per_sec": float64((tr.Iter-first)*c.batch) / elapsed.Seconds(),
 		"weights": path, "weights_sha256": sum, "loss_plot": plotPath}
 	if c.json {
 		return ev.Emit("done", result)
 	}
-	fmt.Fprintf(stdout, "test accuracy %.4f, test loss %.4f after %d steps in %.1fs (%.0f img/s)\nweights %s (sha256 %s)\nloss curve %s\n",
-		acc, testLoss, tr.Iter, elapsed.Seconds(), result["samples_per_sec"], path, sum, plotPath)
+	fmt.Fprintf(stdout, "test accuracy %.4f, test loss %.4f on %d test samples after %s in %.1fs (%.0f img/s)\nweights %s (sha256 %s)\nloss curve %s\n",
+		acc, testLoss, ds.Test.Len(), plural(tr.Iter, "step"), elapsed.Seconds(), result["samples_per_sec"], path, sum, plotPath)
 	return nil
+}
+
+// plural writes n and the noun, with an s unless n is 1: "1 step", "100 steps".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // carryMeta appends to meta the entries of the fine-tuned file's meta whose

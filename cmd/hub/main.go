@@ -60,7 +60,7 @@ type config struct {
 	minWorkers, maxWorkers, batch, epochs, patience, evalEvery, logEvery      int
 	maxMisses                                                                 int
 	iterations                                                                uint64
-	lr, momentum, weightDecay                                                 float64
+	lr, momentum, weightDecay, width                                          float64
 	nesterov, json, mdns, verbose                                             bool
 	http                                                                      string
 	seed                                                                      uint64
@@ -74,11 +74,9 @@ type config struct {
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("hub", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: hub --model lenet5|--weights FILE|MODEL.onnx [--train-last N|all] --data mnist|DIR --min-workers 2 --batch 192 --iterations 300 [--listen MULTIADDR] [--out DIR] [--json] [--http 127.0.0.1:8080]\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
+	cli.SetUsage(fs, stderr, "hub --model lenet5|--weights FILE|MODEL.onnx [--train-last N|all] --data mnist|DIR --min-workers 2 --batch 192 --iterations 300 [--listen MULTIADDR] [--out DIR] [--json] [--http 127.0.0.1:8080]",
+		"Coordinates a cooperative training run: workers register with it, push gradients, and it merges them behind a per-iteration barrier, "+
+			"broadcasts the merged update, evaluates the model on --data and advertises itself over mDNS.")
 	def, ddef := hub.DefaultConfig(), hub.DefaultDriverConfig()
 	fs.StringVar(&c.model, "model", "lenet5", "built-in model trained from scratch: "+fmt.Sprint(models.Names())+"; its head is sized to the data's classes")
 	fs.StringVar(&c.weights, "weights", "", "fine-tune this model instead of --model: a cotrain weight file or an ONNX model (.onnx, imported as cotrain import does); "+
@@ -86,7 +84,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.trainLast, "train-last", cli.TrainLastDefault, "with --weights: "+cli.TrainLastUsage)
 	fs.StringVar(&c.normalize, "normalize", "", cli.WeightsNormUsage)
 	fs.IntVar(&c.maxPixels, "max-pixels", data.DefaultMaxPixels, cli.MaxPixelsUsage)
-	fs.StringVar(&c.dataSpec, "data", "mnist", "the hub's evaluation data: \"mnist\" or a folder; its classes (an image folder's sorted subfolder names) are the model's, and workers whose data has other classes are refused (workers bring the training data)")
+	fs.Float64Var(&c.width, "width", 0, "with --model mobilenet-v1 or mobilenet-small: the width multiplier α (0: the model's default)")
+	fs.StringVar(&c.dataSpec, "data", "mnist", "the hub's evaluation data: \"mnist\" (its test set), a folder with train/ and test/ (test/) or an image folder (all of it); "+
+		"its classes (an image folder's sorted subfolder names) are the model's, and workers whose data has other classes are refused (workers bring the training data)")
 	fs.IntVar(&c.minWorkers, "min-workers", def.MinWorkers, "workers that must register before training starts")
 	fs.IntVar(&c.maxWorkers, "max-workers", def.MaxWorkers, "most workers at once")
 	fs.IntVar(&c.batch, "batch", 192, "global batch: samples per iteration, split between the workers")
@@ -126,7 +126,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.http, "http", "", "serve the live dashboard, /api/status, /api/events and /metrics on this address (e.g. 127.0.0.1:8080; :8080 exposes them to the LAN, read-only, without authentication: docs/dashboard.md); empty: off")
 	fs.BoolVar(&c.verbose, "v", false, "log every merge")
 	version := cli.VersionFlag(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.ParseArgs(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, err
 		}

@@ -103,7 +103,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 			log.Error("checkpoint failed", "err", err)
 			return
 		}
-		bus.Publish("checkpoint", map[string]any{"iteration": tr.Iter, "path": path})
+		bus.Publish(watch.KindCheckpoint, map[string]any{"iteration": tr.Iter, "path": path})
 	}
 
 	hc.MinWorkers, hc.MaxWorkers, hc.GlobalBatch = c.minWorkers, max(c.maxWorkers, c.minWorkers), c.batch
@@ -147,7 +147,8 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	ln := host.Listen()
 	defer ln.Close()
 	addrs := host.Addrs()
-	bus.Publish("listening", &watch.Session{Role: "hub", Name: c.session, Model: m.Name, Policy: c.policy, Codec: c.compress,
+	shown := models.DisplayName(m.Name, m.Meta) // an imported model by its file's name
+	bus.Publish("listening", &watch.Session{Role: "hub", Name: c.session, Model: shown, Policy: c.policy, Codec: c.compress,
 		PeerID: host.ID(), Addrs: addrs, Batch: c.batch, Iterations: iterations, MinWorkers: c.minWorkers, Iteration: uint64(tr.Iter),
 		Classes: ds.Labels, Params: net.NumParams(), Trainable: net.NumTrainable()})
 	if rec != nil {
@@ -162,12 +163,13 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		}
 	}
 	if !c.json {
-		fmt.Fprintf(stdout, "hub %s (session %q, model %s) listening on:\n  %s\n", host.ID(), c.session, m.Name, strings.Join(addrs, "\n  "))
+		fmt.Fprintf(stdout, "hub %s (session %q, model %s) listening on:\n  %s\n", host.ID(), c.session, shown, strings.Join(addrs, "\n  "))
 		fmt.Fprintf(stdout, "classes: %s; %d of %d parameters train\n", strings.Join(ds.Labels, ", "), net.NumTrainable(), net.NumParams())
+		fmt.Fprintf(stdout, "evaluating on %s: %s\n", c.dataSpec, evalPart(ds))
 		fmt.Fprintf(stdout, "waiting for %d workers; %d iterations of %d samples\n", c.minWorkers, iterations, c.batch)
 	}
 	if c.mdns {
-		stopMDNS, err := discovery.Advertise(ctx, discovery.Info{Session: c.session, Model: m.Name, PeerID: host.ID(), Addrs: addrs})
+		stopMDNS, err := discovery.Advertise(ctx, discovery.Info{Session: c.session, Model: shown, PeerID: host.ID(), Addrs: addrs})
 		if err != nil {
 			log.Warn("mDNS advertising failed; workers need --hub", "err", err)
 		} else {
@@ -223,7 +225,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		return err
 	}
 	result := map[string]any{"iterations": tr.Iter, "weights_sha256": sum, "weights": path,
-		"test_accuracy": acc, "test_loss": testLoss, "seconds": time.Since(p.start).Seconds(),
+		"test_accuracy": acc, "test_loss": testLoss, "test_samples": ds.Test.Len(), "seconds": time.Since(p.start).Seconds(),
 		"samples_per_sec": float64(p.samples) / time.Since(p.start).Seconds(), "refused": p.refused,
 		"compression": c.compress, "overlap": c.overlap, "bytes_up": p.bytesUp, "bytes_down": p.bytesDown,
 		"bytes_up_per_iteration": perIteration(p.bytesUp, p.merges), "bytes_down_per_iteration": perIteration(p.bytesDown, p.merges)}
@@ -252,13 +254,23 @@ func loadModel(c config, b gpu.Backend, stderr io.Writer) (hub.Model, *cli.Data,
 			return hub.Model{}, nil, fmt.Errorf("%w: %v", errUsage, err)
 		}
 	}
+	// Holdout 0: the hub's --data is evaluation data, all of it used.
 	s, err := cli.PrepareModel(cli.ModelFlags{Weights: c.weights, Model: c.model, Normalize: c.normalize,
-		TrainLast: c.trainLast, Data: c.dataSpec, Seed: c.seed, MaxPixels: c.maxPixels, Say: "hub: "}, b, stderr)
+		TrainLast: c.trainLast, Width: c.width, Data: c.dataSpec, Seed: c.seed, MaxPixels: c.maxPixels, Say: "hub: "}, b, stderr)
 	if err != nil {
 		return hub.Model{}, nil, err
 	}
 	meta := models.DefiningMeta(models.WithNorm(models.WithLabels(s.File.Meta, s.Data.Labels), s.Norm))
 	return hub.Model{Name: s.File.Model, Config: s.File.Config, Meta: meta, Trainer: &solver.Trainer{Net: s.Net}}, s.Data, nil
+}
+
+// evalPart says which part of the hub's --data it evaluates on: all of an
+// image folder, or the test part of data that comes split.
+func evalPart(ds *cli.Data) string {
+	if ds.Test == ds.Train {
+		return ds.Split
+	}
+	return fmt.Sprintf("the %d test images of %s", ds.Test.Len(), ds.Split)
 }
 
 // firstN is the first n samples of a data set.

@@ -35,7 +35,11 @@ func main() {
 	flag.StringVar(&cfg.Overlap, "overlap", "", "layer-wise push and merge: on or off (default: the scenario's)")
 	flag.BoolVar(&cfg.List, "list", false, "list the built-in scenarios and device profiles")
 	version := cli.VersionFlag(flag.CommandLine)
-	flag.Parse()
+	cli.SetUsage(flag.CommandLine, os.Stderr, "sim [--scenario NAME|FILE] [--seed N] [--policies solo,adaptive] [--out DIR] [--json] [flags]",
+		"Runs a cotrain scenario in the simulator (the real hub and worker code, real gradients, simulated phones and Wi-Fi on a virtual clock) "+
+			"and prints a table comparing each phone alone with co-training; plots and index.html go to --out.")
+	// flag.CommandLine exits on a bad flag (2) and on --help (0).
+	cli.ParseArgs(flag.CommandLine, os.Args[1:])
 	if *version {
 		fmt.Println(cli.Version("sim"))
 		return

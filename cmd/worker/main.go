@@ -65,11 +65,9 @@ type config struct {
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: worker [--hub MULTIADDR] [--session NAME] --data mnist --shard I/N [--out DIR] [--json] [--http 127.0.0.1:8081]\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
+	cli.SetUsage(fs, stderr, "worker [--hub MULTIADDR] [--session NAME] --data mnist|DIR --shard I/N [--out DIR] [--json] [--http 127.0.0.1:8081]",
+		"Joins a hub's cooperative training run with this device's data: it checks the data, registers, trains on its shard, "+
+			"pushes gradients and applies the hub's merged updates.")
 	host, _ := os.Hostname()
 	fs.StringVar(&c.hubAddr, "hub", "", "the hub's multiaddr (with /p2p/<peer id>); empty: find it over mDNS")
 	fs.StringVar(&c.session, "session", "", "with no --hub: join the hub of this session (empty: the only hub found)")
@@ -80,7 +78,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.dataSpec, "data", "mnist", `training data: "mnist", a folder of MNIST IDX files, or an image folder (one subfolder per class; the hub refuses a worker whose classes differ from its model's)`)
 	fs.StringVar(&c.shard, "shard", "0/1", "this worker's shard I/N of the training data (I from 0 to N-1)")
 	fs.StringVar(&c.out, "out", "cotrain-worker", "folder for the final weights")
-	fs.StringVar(&c.name, "name", host, "device name shown on the hub")
+	fs.StringVar(&c.name, "name", "", "device name shown on the hub (default: this host's name and the shard's number, "+host+"-I, so that two workers on one host differ)")
 	fs.StringVar(&c.device, "device", "auto", "compute device: auto (an OpenCL GPU if this build and the phone have one, else the CPU), cpu, opencl or opencl:N")
 	fs.StringVar(&c.identity, "identity", "", "libp2p key file (created if missing); empty: a new identity each run")
 	fs.StringVar(&c.psk, "psk", "", "swarm.key file of the hub's private network")
@@ -92,7 +90,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.http, "http", "", "serve this worker's live dashboard, /api/status, /api/events and /metrics on this address (e.g. 127.0.0.1:8081, then open it in the phone's browser; :8081 exposes them to the LAN, read-only: docs/dashboard.md); empty: off")
 	fs.BoolVar(&c.verbose, "v", false, "log every push and merge")
 	version := cli.VersionFlag(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.ParseArgs(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, err
 		}
@@ -119,5 +117,19 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if len(c.listen) == 0 {
 		c.listen = []string{"/ip4/0.0.0.0/tcp/0"}
 	}
+	if c.name == "" {
+		c.name = defaultName(host, c.shard)
+	}
 	return c, nil
+}
+
+// defaultName is the device name of a worker given no --name: the host's
+// name and its shard's number ("phone-1" for --shard 1/2), so that workers
+// started on one host show as different devices on the hub.
+func defaultName(host, shard string) string {
+	if host == "" {
+		host = "worker"
+	}
+	i, _, _ := strings.Cut(shard, "/")
+	return host + "-" + i
 }

@@ -63,6 +63,22 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		defer cl.Close()
 	}
 
+	// Every file of the data set is read and decoded before this worker
+	// dials the hub: a broken photo stops it here, named, instead of after
+	// it has registered and the run counts on it. The model (and so the
+	// size images are resized to) is not known yet: the shard is loaded
+	// for real after the Welcome.
+	if !c.json {
+		fmt.Fprintf(stderr, "checking the data set %s\n", c.dataSpec)
+	}
+	var bar io.Writer
+	if !c.json {
+		bar = stderr
+	}
+	if err := cli.CheckData(c.dataSpec, c.maxPixels, bar); err != nil {
+		return fmt.Errorf("%w; not joining", err)
+	}
+
 	host, err := peer.NewHost(ctx, p2p.HostConfig{Listen: c.listen, Logger: log}, c.identity, c.psk)
 	if err != nil {
 		return err
@@ -202,7 +218,8 @@ func (s *lazyShard) load(core *worker.Core) error {
 		s.err = err
 		return err
 	}
-	ds, err := cli.LoadData(s.spec, tr.Net.In, norm, nil, s.seed, s.maxPixels)
+	// A worker trains on all of its data (holdout 0): the hub evaluates.
+	ds, err := cli.LoadData(s.spec, tr.Net.In, norm, nil, 0, s.seed, s.maxPixels)
 	if err != nil {
 		s.err = err
 		return err

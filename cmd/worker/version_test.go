@@ -16,16 +16,8 @@ func TestVersionOfEveryBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds four binaries")
 	}
-	dir := t.TempDir()
-	bins := []string{"cotrain", "hub", "worker", "sim"}
-	build := exec.Command("go", "build", "-o", dir)
-	for _, b := range bins {
-		build.Args = append(build.Args, "github.com/cotrain/cotrain/cmd/"+b)
-	}
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	for _, b := range bins {
+	dir := buildAll(t)
+	for _, b := range allBinaries {
 		bin := filepath.Join(dir, b)
 		meta, err := exec.Command("go", "version", "-m", bin).Output()
 		if err != nil {

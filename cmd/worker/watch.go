@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/sync/wire"
 	"github.com/cotrain/cotrain/watch"
 	"github.com/cotrain/cotrain/worker"
@@ -57,7 +58,8 @@ func (o *observer) ready(core *worker.Core, rd worker.Ready) {
 	for _, e := range rd.Events {
 		switch e.Kind {
 		case worker.EventWelcomed:
-			name, _, _ := core.Model()
+			name, _, meta := core.Model()
+			name = models.DisplayName(name, meta)
 			ses := core.Session()
 			o.session.Model, o.session.Codec, o.session.Batch = name, ses.Compression, ses.GlobalBatch
 			o.session.Iterations, o.session.Iteration, o.session.PeerID = ses.Iterations, e.Iteration, e.Text
@@ -102,7 +104,9 @@ func (o *observer) merged(core *worker.Core, k uint64, now time.Time) {
 	}
 	o.total += int64(o.samples)
 	compute := time.Duration(o.compute)
-	pr := &watch.Progress{Iteration: k, Loss: o.loss, Samples: o.samples, Pushes: o.pushes, BytesUp: o.bytes,
+	// Iteration counts the iterations done, as the hub's progress does:
+	// merging iteration k (from 0) makes k+1 of them.
+	pr := &watch.Progress{Iteration: k + 1, Loss: o.loss, Samples: o.samples, Pushes: o.pushes, BytesUp: o.bytes,
 		Seconds: now.Sub(o.cycle).Seconds(),
 		Workers: []watch.Tick{{ID: core.ID(), Name: o.session.WorkerName, Batch: o.samples, Next: o.batch,
 			ComputeMS: ms(compute), WaitMS: ms(max(now.Sub(o.cycle)-compute, 0)), BytesUp: o.bytes}}}

@@ -21,6 +21,16 @@ type Data struct {
 	// Labels names the classes, indexed by label: an image folder's sorted
 	// class sub-folder names, "0".."9" for MNIST and IDX files.
 	Labels []string
+	// Split says, for a person, where Train and Test came from: "MNIST's
+	// training and test sets", "train/ and test/", "32 of 36 images to
+	// train, 4 held out (--holdout 0.1)" or "all 36 images". Commands print
+	// it and store it with the run, so that a test figure is never read as
+	// covering more than it does.
+	Split string
+	// Holdout is the fraction of a single image folder held out for
+	// testing; 0 where none was (the folder is both Train and Test, or the
+	// data came split).
+	Holdout float64
 }
 
 // LoadData resolves a --data value:
@@ -28,14 +38,25 @@ type Data struct {
 //   - a folder with MNIST-named IDX files (train-images-idx3-ubyte[.gz], ...);
 //   - an image folder (one subfolder per class), or one with train/ and test/
 //     subfolders of that layout (with the same classes); images are resized
-//     to input. A single folder is split 90/10 into train and test by a
-//     seeded shuffle.
+//     to input. A single folder is split only when holdout is above 0: that
+//     fraction of it, drawn by a shuffle seeded with seed, is Test and the
+//     rest Train. With holdout 0 the whole folder is both Train and Test:
+//     what evaluation (the hub's --data, cotrain eval) and a worker's
+//     training want.
 //
 // Every sample is normalised with norm, the model's (models.InputNorm).
 // classes, when not empty, keeps only those labels (their numbers unchanged).
 // maxPixels caps an image's width × height, read from its header before it
 // is decoded (data.FolderOptions.MaxPixels; 0 is data.DefaultMaxPixels).
-func LoadData(spec string, input solver.Shape, norm models.Norm, classes []int, seed uint64, maxPixels int) (*Data, error) {
+// Data whose fixed shape the model cannot take (MNIST for an RGB model) is
+// refused in plain words first (CheckFit).
+func LoadData(spec string, input solver.Shape, norm models.Norm, classes []int, holdout float64, seed uint64, maxPixels int) (*Data, error) {
+	if err := CheckFit(spec, input); err != nil {
+		return nil, err
+	}
+	if !(holdout >= 0 && holdout < 1) {
+		return nil, fmt.Errorf("%w: --holdout %v: want a fraction from 0 (none) up to, not including, 1", ErrUsage, holdout)
+	}
 	if err := norm.Check(input.C); err != nil {
 		return nil, fmt.Errorf("cli: data %s: %w", spec, err)
 	}
@@ -58,6 +79,7 @@ func LoadData(spec string, input solver.Shape, norm models.Norm, classes []int, 
 			return nil, err
 		}
 		d.Labels = train.ClassNames()
+		d.Split = fmt.Sprintf("MNIST's %d training and %d test images", train.Len(), test.Len())
 	case isIDXDir(spec):
 		train, err := data.LoadIDX(idxPath(spec, "train-images-idx3-ubyte"), idxPath(spec, "train-labels-idx1-ubyte"))
 		if err != nil {
@@ -74,6 +96,7 @@ func LoadData(spec string, input solver.Shape, norm models.Norm, classes []int, 
 			return nil, err
 		}
 		d.Labels = train.ClassNames()
+		d.Split = fmt.Sprintf("the IDX files' %d training and %d test images", train.Len(), test.Len())
 	default:
 		st, err := os.Stat(spec)
 		if err != nil {
@@ -96,13 +119,24 @@ func LoadData(spec string, input solver.Shape, norm models.Norm, classes []int, 
 				return nil, err
 			}
 			d.Train, d.Test, d.Labels = train, test, train.ClassNames()
+			d.Split = fmt.Sprintf("train/ (%d images) and test/ (%d images)", train.Len(), test.Len())
 		} else {
 			all, err := data.LoadImageFolder(spec, opt)
 			if err != nil {
 				return nil, err
 			}
-			d.Train, d.Test = split(all, 0.9, seed)
 			d.Labels = all.ClassNames()
+			if holdout == 0 {
+				d.Train, d.Test = all, all
+				d.Split = fmt.Sprintf("all %d images", all.Len())
+			} else {
+				if d.Train, d.Test, err = split(all, holdout, seed); err != nil {
+					return nil, fmt.Errorf("cli: data %s: %w", spec, err)
+				}
+				d.Holdout = holdout
+				d.Split = fmt.Sprintf("%d of %d images to train, %d held out to test (--holdout %v)",
+					d.Train.Len(), all.Len(), d.Test.Len(), holdout)
+			}
 		}
 	}
 	if len(classes) > 0 {
@@ -216,10 +250,16 @@ func ParseClasses(s string) ([]int, error) {
 	return out, nil
 }
 
-// split divides ds into a train and a test part by a seeded shuffle; frac of
-// the samples go to train.
-func split(ds data.Dataset, frac float64, seed uint64) (train, test data.Dataset) {
-	perm := rand.New(rand.NewPCG(seed, 0x5eed)).Perm(ds.Len())
-	cut := int(frac * float64(ds.Len()))
-	return data.Subset(ds, perm[:cut]), data.Subset(ds, perm[cut:])
+// split divides ds into a train and a test part by a seeded shuffle: the
+// fraction 1-holdout of the samples (rounded down) goes to train, the rest
+// to test. Both parts must get a sample.
+func split(ds data.Dataset, holdout float64, seed uint64) (train, test data.Dataset, err error) {
+	n := ds.Len()
+	cut := int((1 - holdout) * float64(n))
+	if cut < 1 || cut >= n {
+		return nil, nil, fmt.Errorf("%w: --holdout %v of %d images leaves %d to train on and %d to test: give a fraction that leaves some of each",
+			ErrUsage, holdout, n, cut, n-cut)
+	}
+	perm := rand.New(rand.NewPCG(seed, 0x5eed)).Perm(n)
+	return data.Subset(ds, perm[:cut]), data.Subset(ds, perm[cut:]), nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -47,4 +48,52 @@ func CheckFlags(rules ...FlagRule) error {
 		}
 	}
 	return nil
+}
+
+// SetUsage makes fs's --help (and a bad flag's message) print, on w, a usage
+// line, a sentence on what the command does, and the flags:
+//
+//	Usage: cotrain eval --weights FILE --data mnist|DIR [flags]
+//
+//	Evaluates a model on a data set and prints its accuracy and loss.
+//
+//	Flags:
+//	  ...
+//
+// Every binary and subcommand starts its help this way, so that a newcomer
+// sees how to call it and what it is for before the list of flags.
+func SetUsage(fs *flag.FlagSet, w io.Writer, synopsis, about string) {
+	fs.SetOutput(w)
+	fs.Usage = func() {
+		fmt.Fprintf(w, "Usage: %s\n\n%s\n\nFlags:\n", synopsis, about)
+		fs.PrintDefaults()
+	}
+}
+
+// ParseArgs parses args into fs as fs.Parse does, except that flags may
+// also follow positional arguments ("predict photo.jpg --json" sets --json
+// rather than taking it for a file). Everything after a "--" is positional.
+// Afterwards fs.Args() holds the positional arguments, in order.
+func ParseArgs(fs *flag.FlagSet, args []string) error {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		// fs.Parse stops at the first non-flag or just after a "--": in the
+		// second case everything left is positional.
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	// A last Parse of only the positional arguments, after a "--", leaves
+	// them in fs.Args() and every flag as set above.
+	return fs.Parse(append([]string{"--"}, pos...))
 }

@@ -31,11 +31,22 @@ const WeightsNormUsage = models.NormUsage + "; with --weights only for an .onnx 
 
 // TrainLast freezes net as a --train-last value says: "all" trains every
 // layer, N the last N layers with parameters. Anything else is an error
-// (CheckTrainLast tells before any work).
+// (CheckTrainLast tells before any work), and so is an N above the number
+// of layers with parameters the model has: "--train-last 500" on a model of
+// 12 such layers is refused rather than silently training all of them.
 func TrainLast(net *solver.Net, spec string) error {
 	n, err := parseTrainLast(spec)
 	if err != nil {
 		return err
+	}
+	layers := 0
+	for _, l := range net.Layers() {
+		if l.Params > 0 {
+			layers++
+		}
+	}
+	if n > layers {
+		return fmt.Errorf("--train-last %d: the model has %d layers with parameters; give at most %d, or all", n, layers, layers)
 	}
 	if n == 0 {
 		net.Unfreeze()
@@ -91,6 +102,10 @@ func ImportONNX(path, normalize string) (*models.File, *solver.Net, error) {
 		}
 	}
 	f.Meta = models.WithNorm(f.Meta, norm)
+	if f.MetaValue(models.MetaName) == "" {
+		// Shown as the file's name ("mobilenet_v2"), not as "onnx-graph".
+		f.Meta = models.SetMeta(f.Meta, models.MetaName, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+	}
 	net, err := f.Build(cpu.NewCPU())
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
@@ -158,11 +173,15 @@ var ErrUsage = errors.New("usage")
 
 // ModelFlags are the flags that say which model a run trains and on what.
 type ModelFlags struct {
-	Weights   string // a weight file or .onnx to fine-tune; "" trains Model from scratch
-	Model     string // a built-in model, when Weights is ""
-	Normalize string // --normalize ("" keeps the file's or the model's default)
-	TrainLast string // --train-last, with Weights
-	Data      string // --data
+	Weights   string  // a weight file or .onnx to fine-tune; "" trains Model from scratch
+	Model     string  // a built-in model, when Weights is ""
+	Normalize string  // --normalize ("" keeps the file's or the model's default)
+	TrainLast string  // --train-last, with Weights
+	Width     float64 // --width of a built-in Model (0: its default); refused for a model without one
+	Data      string  // --data
+	// Holdout is --holdout: the fraction of a single image folder held out
+	// to test (LoadData); 0 trains on, and evaluates on, all of it.
+	Holdout   float64
 	Classes   []int  // --classes: the labels kept (nil: all)
 	Seed      uint64 // the run's seed: the initial weights and a replaced head draw from it
 	MaxPixels int    // --max-pixels: the largest image read (0: data.DefaultMaxPixels)
@@ -204,13 +223,16 @@ func PrepareModel(f ModelFlags, b gpu.Backend, stderr io.Writer) (*Setup, error)
 		if err != nil {
 			return nil, err
 		}
-		cfg = spec.Resolve(models.Config{})
+		if f.Width != 0 && spec.Default.Width == 0 {
+			return nil, fmt.Errorf("%w: --width %v: model %s has no width multiplier (mobilenet-v1 and mobilenet-small have one)", ErrUsage, f.Width, f.Model)
+		}
+		cfg = spec.Resolve(models.Config{Width: f.Width})
 		if s.Norm, err = models.ParseNorm(f.Normalize, cfg.Input.C); err != nil {
 			return nil, fmt.Errorf("%w: --normalize: %v", ErrUsage, err)
 		}
 		s.File = &models.File{Model: f.Model, Config: cfg}
 	}
-	if s.Data, err = LoadData(f.Data, cfg.Input, s.Norm, f.Classes, f.Seed, f.MaxPixels); err != nil {
+	if s.Data, err = LoadData(f.Data, cfg.Input, s.Norm, f.Classes, f.Holdout, f.Seed, f.MaxPixels); err != nil {
 		return nil, err
 	}
 	if f.Weights == "" {
