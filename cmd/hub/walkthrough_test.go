@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,21 +43,20 @@ func TestFinetuneWalkthrough(t *testing.T) {
 	}
 	blocks := fenced(string(doc), "python")
 	cmds := fenced(string(doc), "sh")
-	if len(blocks) != 2 || len(cmds) != 6 {
-		t.Fatalf("docs/finetune.md has %d python blocks and %d commands, the test knows 2 and 6: update it", len(blocks), len(cmds))
+	if len(blocks) != 2 || len(cmds) != 7 {
+		t.Fatalf("docs/finetune.md has %d python blocks and %d commands, the test knows 2 and 7: update it", len(blocks), len(cmds))
 	}
+	// 0. The three commands, built as the walkthrough builds them.
+	binDir := buildAsDocumented(t, cmds[0])
+	cmds = cmds[1:]
 	// What the walkthrough shows the hub and the refused phone print.
 	shown := regexp.MustCompile("(?s)It prints the classes.*?```\n(hub: .*?)\nclasses: .*?; (\\d+) of (\\d+) parameters train\n```.*?```\n(worker: the hub refused: .*?)\n```").FindStringSubmatch(string(doc))
 	if shown == nil {
 		t.Fatal("docs/finetune.md no longer shows what the hub and a refused worker print: update the test")
 	}
 	replaced, trainable, params, refused := shown[1], shown[2], shown[3], shown[4]
-	hubBin, workerBin := buildBinaries(t)
-	cotrainPath, err := cotrainBin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bins := map[string]string{"hub": hubBin, "worker": workerBin, "cotrain": cotrainPath}
+	hubBin, workerBin := filepath.Join(binDir, "hub"), filepath.Join(binDir, "worker")
+	bins := map[string]string{"hub": hubBin, "worker": workerBin, "cotrain": filepath.Join(binDir, "cotrain")}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
@@ -162,6 +162,100 @@ np.save("torch_logits.npy", y.astype("<f4"))
 		}
 	}
 	t.Logf("PyTorch with the fine-tuned weights against cotrain: largest logit difference %.2g", worst)
+	if len(preds) != 2 || len(torchLogits) != 6 || worst > 1e-4 {
+		t.Errorf("%d predictions, %d PyTorch logits, largest difference %.2g; want 2, 6, <= 1e-4", len(preds), len(torchLogits), worst)
+	}
+}
+
+// buildAsDocumented runs the walkthrough's build line (go build -o bin/
+// ...) from the repository's root, into a temporary folder instead of
+// bin/, and returns that folder.
+func buildAsDocumented(t *testing.T, line string) string {
+	t.Helper()
+	dir := t.TempDir()
+	args := docArgs(t, line, "go", map[string]string{"-o": dir + "/"})
+	for _, b := range []string{"./cmd/hub", "./cmd/worker", "./cmd/cotrain"} {
+		if !slices.Contains(args, b) {
+			t.Fatalf("the walkthrough's build line %q does not build %s", line, b)
+		}
+	}
+	cmd := exec.Command("go", args...)
+	cmd.Dir = "../.."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", line, err, out)
+	}
+	return dir
+}
+
+// TestFinetuneWalkthroughSharedTensors runs step 6's way back into PyTorch
+// on a model whose batch norm still holds its defaults (weights 1, biases
+// 0, means 0, variances 1): PyTorch's exporter then shares equal tensors
+// between layers, cotrain names the later readers' copies anew, and a
+// plain copy by name would stop with a KeyError. The walkthrough's loop
+// pairs them; the PyTorch model must give cotrain's logits to 1e-4. The
+// model is fine-tuned for a step on one device (cotrain finetune) so that
+// its head has the walkthrough's three classes.
+func TestFinetuneWalkthroughSharedTensors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs PyTorch; skipped with -short")
+	}
+	python := torchPython(t)
+	doc, err := os.ReadFile("../../docs/finetune.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := fenced(string(doc), "python")
+	if len(blocks) != 2 {
+		t.Fatalf("docs/finetune.md has %d python blocks, the test knows 2", len(blocks))
+	}
+	cotrainPath, err := cotrainBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bins := map[string]string{"cotrain": cotrainPath}
+	dir := t.TempDir()
+	export := blocks[0]
+	for _, r := range [][2]string{{`weights="IMAGENET1K_V1"`, `weights=None`}, {"224, 224", "64, 64"}} {
+		if !strings.Contains(export, r[0]) {
+			t.Fatalf("the export block no longer has %q", r[0])
+		}
+		export = strings.Replace(export, r[0], r[1], 1)
+	}
+	runPython(t, python, dir, export)
+	rgb := map[string][3]float64{"cat": {200, 40, 40}, "dog": {90, 40, 160}, "rabbit": {80, 200, 60}}
+	writeImages(t, filepath.Join(dir, "photos"), []string{"cat", "dog", "rabbit"}, rgb, 2, 80)
+	runDoc(t, bins, dir, "cotrain import --onnx mymodel.onnx --normalize imagenet --out mymodel.ctw")
+	runDoc(t, bins, dir, "cotrain finetune --weights mymodel.ctw --data photos --iterations 1 --batch 4 --out result")
+	runDoc(t, bins, dir, "cotrain export --weights result/weights.ctw --onnx finetuned.onnx")
+	f, err := os.ReadFile(filepath.Join(dir, "finetuned.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(f, []byte("_2.weight")) {
+		t.Fatal("no tensor of finetuned.onnx was renamed (…_2.weight): PyTorch shared none, and this test checks nothing")
+	}
+	x := make([]float32, 2*3*64*64)
+	r := rand.New(rand.NewPCG(10, 10))
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	writeNPY(t, filepath.Join(dir, "x.npy"), x, 2, 3, 64, 64)
+	runPython(t, python, dir, blocks[1]+`
+import numpy as np
+with torch.no_grad():
+    y = model(torch.from_numpy(np.load("x.npy"))).numpy()
+np.save("torch_logits.npy", y.astype("<f4"))
+`)
+	torchLogits := readNPYFloats(t, filepath.Join(dir, "torch_logits.npy"))
+	preds := predictions(t, filepath.Join(dir, "result", "weights.ctw"), filepath.Join(dir, "x.npy"))
+	var worst float64
+	for i, p := range preds {
+		for j, v := range p["logits"].([]any) {
+			w := float64(torchLogits[i*3+j])
+			worst = math.Max(worst, math.Abs(v.(float64)-w)/math.Max(1, math.Abs(w)))
+		}
+	}
+	t.Logf("shared tensors: largest logit difference %.2g", worst)
 	if len(preds) != 2 || len(torchLogits) != 6 || worst > 1e-4 {
 		t.Errorf("%d predictions, %d PyTorch logits, largest difference %.2g; want 2, 6, <= 1e-4", len(preds), len(torchLogits), worst)
 	}
