@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/internal/limits"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 	"github.com/cotrain/cotrain/sync/state"
@@ -244,6 +245,9 @@ func (c *Core) welcome(m *wire.Welcome) error {
 	} else if m.Model != c.model || !slices.Equal(m.ModelConfig, c.mcfg) {
 		return fmt.Errorf("%w: Welcome for %s, this worker runs %s", ErrModel, m.Model, c.model)
 	}
+	if err := c.checkBatch(m.BatchSize); err != nil {
+		return fmt.Errorf("%w: Welcome: %w", ErrBadMessage, err)
+	}
 	if err := c.parts.setup(m.Session, c.tr.Net); err != nil {
 		c.send(&wire.Reject{Code: wire.CodeModel, Message: err.Error()})
 		c.err = err
@@ -291,6 +295,22 @@ func (c *Core) build(m *wire.Welcome) error {
 	}
 	c.tr = solver.NewTrainer(net, opt, &c.lr)
 	c.model, c.mcfg = m.Model, slices.Clone(m.ModelConfig)
+	return nil
+}
+
+// checkBatch refuses a batch size from the hub whose buffers would exceed
+// limits.MaxElements: b times the largest tensor of a sample (the input or
+// a layer's output) must stay within it, so that the driver's and the
+// net's per-batch buffers are sized by products that cannot overflow (a
+// hostile hub's batch of 2^40 made the driver's input buffer panic).
+func (c *Core) checkBatch(b int) error {
+	largest := c.tr.Net.In.Size()
+	for _, l := range c.tr.Net.Layers() {
+		largest = max(largest, l.Out.Size())
+	}
+	if _, err := limits.Product("batch × the largest tensor of a sample", b, largest); err != nil {
+		return fmt.Errorf("batch %d: %w", b, err)
+	}
 	return nil
 }
 
@@ -360,6 +380,9 @@ func (c *Core) merged(m *wire.Merged) error {
 	}
 	if err == nil && (math.IsNaN(float64(m.LR)) || math.IsInf(float64(m.LR), 0)) {
 		err = fmt.Errorf("learning rate %v", m.LR)
+	}
+	if err == nil {
+		err = c.checkBatch(m.BatchSizes[c.id])
 	}
 	if err == nil && len(m.State) > 0 {
 		if err = m.State.CheckLen("merged batch-norm state", c.tr.Net.State.Len()); err == nil {

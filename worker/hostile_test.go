@@ -87,3 +87,29 @@ func TestHostileWelcome(t *testing.T) {
 		t.Fatalf("the unedited graph: %v", err)
 	}
 }
+
+// TestHostileBatch: a batch size whose buffers would exceed 2^31 values
+// (issue 28's size arithmetic, in a Welcome or a Merged) is refused
+// before the driver sizes a buffer by it; the Merged changes nothing.
+func TestHostileBatch(t *testing.T) {
+	f := newFakeHub(t)
+	c := newWorker(t)
+	take(c)
+	w := f.welcome(1 << 40)
+	if err := c.Step("hub", w); !errors.Is(err, ErrBadMessage) || !strings.Contains(err.Error(), "batch 1099511627776") {
+		t.Fatalf("Welcome with batch 2^40: %v, want ErrBadMessage naming the batch", err)
+	}
+	if rd := take(c); rd.Compute != nil {
+		t.Fatalf("computing a batch of %d", rd.Compute.Batch)
+	}
+	c = idle(t, f)
+	before := state.NetHash(c.Trainer().Net)
+	m := f.merged(0.01, 1)
+	m.BatchSizes["w0"] = 1 << 55 // ×784 wraps int64
+	if err := c.Step("hub", m); !errors.Is(err, ErrBadMessage) || state.NetHash(c.Trainer().Net) != before {
+		t.Fatalf("Merged with batch 2^55: %v, want ErrBadMessage and no change", err)
+	}
+	if rd := take(c); rd.Compute != nil {
+		t.Fatalf("computing a batch of %d", rd.Compute.Batch)
+	}
+}
