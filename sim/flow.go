@@ -214,6 +214,7 @@ func (r *runner) sendDown(to string, m wire.Message, at int64) {
 	start, _, arrive := r.net.transfer(at, to, size)
 	p.stats.AirWait += r.span(at, start)
 	p.stats.Receive += r.span(start, arrive)
+	p.stats.BytesReceived += int64(size)
 	r.trainAir(m, start, arrive-r.net.latency)
 	r.res.HubBytesSent += int64(size)
 	r.countGrad(m, size)

@@ -144,10 +144,12 @@ type DeviceTime struct {
 	Compute, Send, Receive, AirWait, Idle float64
 	// Throttled counts computes run throttled.
 	Throttled int
-	// BytesSent counts the phone's frames.
-	BytesSent int64
-	ended     bool
-	endAt     int64
+	// BytesSent counts the phone's frames; BytesReceived the hub's frames
+	// to it. Summed over the phones they are the run's Bytes (on a
+	// network; a solo run's loopback counts none there).
+	BytesSent, BytesReceived int64
+	ended                    bool
+	endAt                    int64
 }
 
 // end marks the phone's end at t (once).

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,7 +31,9 @@ func dashboardRun(t *testing.T, ctx context.Context, iterations int) (hubURL, wo
 	dir := t.TempDir()
 	h = start(t, ctx, "hub", hubBin, "--model", "lenet5", "--data", "mnist", "--min-workers", "2", "--batch", "64",
 		"--iterations", fmt.Sprint(iterations), "--eval-every", "10", "--listen", "/ip4/127.0.0.1/tcp/0", "--mdns=false",
-		"--json", "--http", "127.0.0.1:0", "--out", filepath.Join(dir, "hub"))
+		"--json", "--http", "127.0.0.1:0", "--out", filepath.Join(dir, "hub"),
+		// Checkpoints every 5 iterations: the page must not list each.
+		"--checkpoint-every", "5")
 	addrs := h.until(t, "listening", 30*time.Second)["addrs"].([]any)
 	hubURL = h.until(t, "http", 10*time.Second)["url"].(string)
 	for i, name := range []string{"phone-a", "phone-b"} {
@@ -135,11 +138,49 @@ func TestDashboardInChromium(t *testing.T) {
 	if drawn.Points < 3 || drawn.Colored < 50 || drawn.Timeline < 3 || drawn.State != "training" {
 		t.Errorf("loss curve of %d points, %d pixels of its colour; timeline of %d iterations; state %q", drawn.Points, drawn.Colored, drawn.Timeline, drawn.State)
 	}
+
+	// The labels a newcomer misread: the header says what is served (not
+	// "cotrain hub cotrain"), the workers' rate says it is their computing
+	// speed (it does not add up to the session's), the timeline's title
+	// names the iterations drawn, the checkpoints every 5 iterations show
+	// as the latest one, and the loss axis does not go below 0.
+	if _, err := chromedp.Run(tab, chromedp.Poll[bool](`document.querySelector("#iteration").textContent.split(" ")[0] >= 20`,
+		chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+		t.Fatalf("the run never reached iteration 20: %v", err)
+	}
+	type labels struct {
+		Role, Rate, TimelineTitle string
+		Checkpoints               int
+		LossYMin                  float64
+	}
+	lb, err := chromedp.Run(tab, chromedp.Evaluate[labels](`({Role: document.querySelector("#role").textContent,
+		Rate: document.querySelectorAll("#workers thead th")[5].textContent,
+		TimelineTitle: document.querySelector("#timelinetitle").textContent,
+		Checkpoints: [...document.querySelectorAll("#log li")].filter((li) => li.textContent.includes("checkpoint at iteration")).length,
+		LossYMin: +document.querySelector("#losschart").dataset.ymin})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lb.Role != "hub of session cotrain" || lb.Rate != "samples/s computing" || lb.Checkpoints != 1 || lb.LossYMin < 0 ||
+		!regexp.MustCompile(`^Timeline: iterations \d+–\d+ of 2000, per worker$`).MatchString(lb.TimelineTitle) {
+		t.Errorf("the dashboard shows %+v; want role \"hub of session cotrain\", \"samples/s computing\", one checkpoint in the events, "+
+			"the loss axis from 0 or above and a timeline titled with its iterations", lb)
+	}
+	checkLayout(t, tab, "at 1280 px")
+	// On a laptop the workers' table fits its box: every column shows
+	// without scrolling sideways.
+	wide, err := chromedp.Run(tab, chromedp.Evaluate[int](`(() => { const b = document.querySelector("#workers").parentElement; return b.scrollWidth - b.clientWidth; })()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wide > 0 {
+		t.Errorf("at 1280 px the workers' table is %d px wider than its box", wide)
+	}
 	png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
 	}
-	save(t, "dashboard-laptop.png", png)
+	save(t, "dashboard-desktop.png", png)
 
 	// A phone's screen: 390 CSS pixels wide, nothing scrolls sideways but
 	// the workers' table inside its own box.
@@ -157,6 +198,7 @@ func TestDashboardInChromium(t *testing.T) {
 	if overflow > 0 {
 		t.Errorf("at 390 px the page is %d px wider than the screen", overflow)
 	}
+	checkLayout(t, tab, "at 390 px")
 	save(t, "dashboard-phone.png", png)
 
 	// phone-a's own page, on the phone's screen: its name, its iteration
@@ -184,16 +226,58 @@ func TestDashboardInChromium(t *testing.T) {
 	save(t, "worker-phone.png", png)
 }
 
+// docsImgEnv, set to 1, makes the browser tests also write their
+// screenshots into docs/img (the pictures docs/dashboard.md shows):
+//
+//	COTRAIN_DOCS_IMG=1 go test ./cmd/hub ./cmd/sim -run InChromium -count=1
+//
+// A plain go test leaves the tree alone.
+const docsImgEnv = "COTRAIN_DOCS_IMG"
+
+// save keeps a screenshot as a test artifact and, with docsImgEnv set, in
+// docs/img.
 func save(t *testing.T, name string, b []byte) {
 	t.Helper()
 	if len(b) < 8 || string(b[1:4]) != "PNG" {
 		t.Fatalf("%s: not a PNG (%d bytes)", name, len(b))
 	}
-	path := filepath.Join(t.ArtifactDir(), name)
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	dirs := []string{t.ArtifactDir()}
+	if os.Getenv(docsImgEnv) == "1" {
+		dirs = append(dirs, filepath.Join("..", "..", "docs", "img"))
+	}
+	for _, d := range dirs {
+		path := filepath.Join(d, name)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s (%d bytes)", path, len(b))
+	}
+}
+
+// checkLayout fails t where the page cuts what it shows: a session value
+// wider than its box (the iteration count once read "18460 / 10…"), a
+// chart's iteration labels outside its canvas, the page wider than the
+// window. (cmd/sim's report test has the same check.)
+func checkLayout(t *testing.T, tab context.Context, where string) {
+	t.Helper()
+	type layout struct {
+		Cut      []string
+		Labels   []string
+		Overflow int
+	}
+	got, err := chromedp.Run(tab, chromedp.Evaluate[layout](`(() => ({
+		Cut: [...document.querySelectorAll(".kv b")].filter((b) => b.scrollWidth > b.clientWidth + 1).map((b) => b.id + "=" + b.textContent),
+		Labels: [...document.querySelectorAll("canvas[data-xlabels]")].filter((c) => {
+			const [lo, hi, w] = c.dataset.xlabels.split(",").map(Number);
+			return lo < 0 || hi > w;
+		}).map((c) => c.id + " " + c.dataset.xlabels),
+		Overflow: document.documentElement.scrollWidth - window.innerWidth}))()`))
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("screenshot: %s (%d bytes)", path, len(b))
+	if len(got.Cut) > 0 || len(got.Labels) > 0 || got.Overflow > 0 {
+		t.Errorf("%s: values cut %q, labels outside their canvas %q, page %d px wider than the window", where, got.Cut, got.Labels, got.Overflow)
+	}
 }
 
 // TestDashboardEndpoints reads /api/status, /api/events and /metrics of a

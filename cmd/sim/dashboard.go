@@ -17,7 +17,7 @@ import (
 
 // writeDashboard writes index.html into dir: the same dashboard the hub
 // serves, static, showing the scenario's primary run (its phones, curves
-// and first iterations' timeline), a table of every run, and the plots
+// and first iterations' timeline, which the page's title names), a table of every run, and the plots
 // writePlots left beside it. images lists those plots' file names; planned
 // is the iterations each run was to make.
 func writeDashboard(dir string, sc *sim.Scenario, rep *sim.Report, planned int, images []string, now time.Time) error {
@@ -55,7 +55,12 @@ func dashboardStatus(sc *sim.Scenario, rep *sim.Report, planned int, images []st
 	st.Samples = int64(r.Samples)
 	st.SamplesPerSec = r.SamplesPerSecond()
 	st.TestAccuracy = r.FinalAccuracy()
-	st.BytesUp, st.BytesDown = r.GradBytesUp, r.GradBytesDown
+	// Every frame each way, as the phones' rows count them: the rows add
+	// up to these, and these to the runs table's MB sent (Bytes).
+	for _, d := range r.Devices {
+		st.BytesUp += d.BytesSent
+		st.BytesDown += d.BytesReceived
+	}
 	for _, p := range r.TrainLoss {
 		st.LossCurve = append(st.LossCurve, watch.Point{Iteration: uint64(p.Iteration), Value: p.Loss})
 		st.Loss = p.Loss
@@ -71,7 +76,7 @@ func dashboardStatus(sc *sim.Scenario, rep *sim.Report, planned int, images []st
 		w := watch.Worker{ID: d.Name, Name: d.Name, Backend: d.Profile, State: "ended",
 			Batch: int(math.Round(float64(d.Samples) / iters)), Samples: int64(d.Samples), Iterations: r.Iterations,
 			ComputeMS: 1e3 * d.Compute / iters, CommMS: 1e3 * (d.Send + d.Receive + d.AirWait) / iters, WaitMS: 1e3 * d.Idle / iters,
-			BytesUp: d.BytesSent}
+			BytesUp: d.BytesSent, BytesDown: d.BytesReceived}
 		if r.Samples > 0 {
 			w.Share = float64(d.Samples) / float64(r.Samples)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,11 +14,55 @@ import (
 	"github.com/cotrain/cotrain/internal/browsertest"
 )
 
+// docsImgEnv, set to 1, makes the browser tests also write their
+// screenshots into docs/img (the pictures docs/dashboard.md shows):
+//
+//	COTRAIN_DOCS_IMG=1 go test ./cmd/hub ./cmd/sim -run InChromium -count=1
+//
+// A plain go test leaves the tree alone.
+const docsImgEnv = "COTRAIN_DOCS_IMG"
+
+// shot saves a screenshot as a test artifact and, with docsImgEnv set, into
+// docs/img.
+func shot(t *testing.T, name string, png []byte) {
+	t.Helper()
+	if len(png) < 8 || string(png[1:4]) != "PNG" {
+		t.Fatalf("%s: not a PNG (%d bytes)", name, len(png))
+	}
+	dirs := []string{t.ArtifactDir()}
+	if os.Getenv(docsImgEnv) == "1" {
+		dirs = append(dirs, filepath.Join("..", "..", "docs", "img"))
+	}
+	for _, d := range dirs {
+		path := filepath.Join(d, name)
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s", path)
+	}
+}
+
+// reportScenario is tiny, run for 20 iterations: the report's timeline
+// (the first 10) is then not the whole run, and its title must say so.
+const reportScenario = `name tiny
+model lenet5
+data synthetic
+batch 32
+iterations 20
+eval every=5 test=100
+policies solo fixed adaptive
+device nexus-6p name=fast
+device meizu-mx3 name=slow
+`
+
 // TestReportPageInChromium opens the report's index.html from disk in
 // headless Chromium (no server: file://) and checks what a person sees: the
 // scenario, both phones, a loss curve with a point per iteration, the
-// timeline, every run in the table, the plots loaded. The screenshot is a
-// test artifact (go test -artifacts).
+// timeline under a title that names its iterations, every run in the table,
+// the plots loaded; counts that add up (each phone's bytes up and down to
+// the session's, those to the table's MB sent); no value cut, axes from 0
+// with their labels inside the canvas. Screenshots at 1280 and 390 px wide
+// are test artifacts (go test -artifacts), and docs/img's with docsImgEnv.
 func TestReportPageInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a simulation and a browser; skipped with -short")
@@ -25,7 +70,7 @@ func TestReportPageInChromium(t *testing.T) {
 	browser := browsertest.Chromium(t, "the report's browser test")
 	dir := t.TempDir()
 	sc := filepath.Join(dir, "tiny.txt")
-	if err := os.WriteFile(sc, []byte(tiny), 0o644); err != nil {
+	if err := os.WriteFile(sc, []byte(reportScenario), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "report")
@@ -41,37 +86,107 @@ func TestReportPageInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	type seen struct {
-		Role, State, Iteration string
-		Phones                 []string
-		LossPoints, Timeline   int
-		Runs, Images, Loaded   int
+		Role, State, Iteration, TimelineTitle, UpLabel, SentHeader string
+		Phones                                                     []string
+		LossPoints, Timeline                                       int
+		Runs, Images, Loaded                                       int
+		LossYMin                                                   float64
+		LossXLabels                                                string
+		// From the status the page drew: the session's bytes, the phones'
+		// sums, and the primary run's MB sent as the table shows it.
+		Up, Down, PhonesUp, PhonesDown float64
+		DownCells                      []string
+		PrimarySent                    string
 	}
 	got, err := chromedp.Run(tab, chromedp.Poll[seen](`(() => {
 		const imgs = [...document.querySelectorAll("#imgs img")];
 		if (!imgs.length || !imgs.every((i) => i.complete)) return null;
+		const st = JSON.parse(document.querySelector("#cotrain-status").textContent);
+		const rows = [...document.querySelectorAll("#runs tbody tr")];
+		const primary = rows.find((r) => r.cells[0].textContent === st.session.policy);
 		return {Role: document.querySelector("#role").textContent, State: document.querySelector("#state").textContent,
 			Iteration: document.querySelector("#iteration").textContent,
+			TimelineTitle: document.querySelector("#timelinetitle").textContent,
+			UpLabel: document.querySelector("#uplabel").textContent,
+			SentHeader: document.querySelectorAll("#runs thead th")[6].textContent,
 			Phones: [...document.querySelectorAll("#workers tbody td.name")].map((td) => td.firstChild.textContent),
 			LossPoints: +document.querySelector("#losschart").dataset.points,
+			LossYMin: +document.querySelector("#losschart").dataset.ymin,
+			LossXLabels: document.querySelector("#losschart").dataset.xlabels,
 			Timeline: +document.querySelector("#timeline").dataset.iterations,
-			Runs: document.querySelectorAll("#runs tbody tr").length,
-			Images: imgs.length, Loaded: imgs.filter((i) => i.naturalWidth > 0).length};
+			Runs: rows.length, Images: imgs.length, Loaded: imgs.filter((i) => i.naturalWidth > 0).length,
+			Up: st.bytes_up, Down: st.bytes_down,
+			PhonesUp: st.workers.reduce((a, w) => a + w.bytes_up, 0), PhonesDown: st.workers.reduce((a, w) => a + w.bytes_down, 0),
+			DownCells: [...document.querySelectorAll("#workers tbody td[data-label=down]")].map((td) => td.textContent),
+			PrimarySent: primary ? primary.cells[6].textContent : ""};
 	})()`, chromedp.WithPollingTimeout(30*time.Second)))
 	if err != nil {
 		t.Fatalf("the report page never finished drawing: %v", err)
 	}
-	if got.Role != "simulation tiny" || got.State != "ended" || got.Iteration != "10 / 10" || len(got.Phones) != 2 ||
-		got.Phones[0] != "fast" || got.Phones[1] != "slow" || got.LossPoints != 10 || got.Timeline == 0 || got.Runs != 4 ||
+	if got.Role != "simulation tiny" || got.State != "ended" || got.Iteration != "20 / 20" || len(got.Phones) != 2 ||
+		got.Phones[0] != "fast" || got.Phones[1] != "slow" || got.LossPoints != 20 || got.Timeline != 10 || got.Runs != 4 ||
 		got.Images != 3 || got.Loaded != 3 {
 		t.Errorf("the report page shows %+v", got)
 	}
+	if got.TimelineTitle != "Timeline: iterations 1–10 of 20, per worker" {
+		t.Errorf("timeline title %q: it must name the iterations it shows", got.TimelineTitle)
+	}
+	if got.UpLabel != "sent up (all frames)" || got.SentHeader != "MB sent (up + down)" {
+		t.Errorf("labels %q and %q", got.UpLabel, got.SentHeader)
+	}
+	if got.Up <= 0 || got.Down <= 0 || got.PhonesUp != got.Up || got.PhonesDown != got.Down {
+		t.Errorf("bytes: session up %v down %v, the phones' %v and %v: they must add up", got.Up, got.Down, got.PhonesUp, got.PhonesDown)
+	}
+	for _, c := range got.DownCells {
+		if c == "0" || c == "" {
+			t.Errorf("a phone's down column reads %q", c)
+		}
+	}
+	if want := fmt.Sprintf("%.1f", (got.Up+got.Down)/1e6); got.PrimarySent != want {
+		t.Errorf("the table's MB sent for the run shown is %q; sent up plus down is %s MB", got.PrimarySent, want)
+	}
+	if got.LossYMin < 0 {
+		t.Errorf("the loss axis starts at %v, below 0", got.LossYMin)
+	}
+	checkLayout(t, tab, "at 1280 px")
 	png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.ArtifactDir(), "report.png")
-	if err := os.WriteFile(path, png, 0o644); err != nil {
+	shot(t, "report-desktop.png", png)
+
+	if err := chromedp.Do(tab, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
+		chromedp.Sleep(500*time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("screenshot: %s", path)
+	checkLayout(t, tab, "at 390 px")
+	if png, err = chromedp.Run(tab, chromedp.FullScreenshot(100)); err != nil {
+		t.Fatal(err)
+	}
+	shot(t, "report-phone.png", png)
+}
+
+// checkLayout fails t where the page cuts what it shows: a session value
+// wider than its box, a chart's iteration labels outside its canvas, the
+// page wider than the window.
+func checkLayout(t *testing.T, tab context.Context, where string) {
+	t.Helper()
+	type layout struct {
+		Cut      []string
+		Labels   []string
+		Overflow int
+	}
+	got, err := chromedp.Run(tab, chromedp.Evaluate[layout](`(() => ({
+		Cut: [...document.querySelectorAll(".kv b")].filter((b) => b.scrollWidth > b.clientWidth + 1).map((b) => b.id + "=" + b.textContent),
+		Labels: [...document.querySelectorAll("canvas[data-xlabels]")].filter((c) => {
+			const [lo, hi, w] = c.dataset.xlabels.split(",").map(Number);
+			return lo < 0 || hi > w;
+		}).map((c) => c.id + " " + c.dataset.xlabels),
+		Overflow: document.documentElement.scrollWidth - window.innerWidth}))()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Cut) > 0 || len(got.Labels) > 0 || got.Overflow > 0 {
+		t.Errorf("%s: values cut %q, labels outside their canvas %q, page %d px wider than the window", where, got.Cut, got.Labels, got.Overflow)
+	}
 }

@@ -327,7 +327,11 @@ func writePlots(dir string, sc *sim.Scenario, rep *sim.Report) (images []string,
 		return nil, err
 	}
 	images = append(images, "accuracy.png")
+	// The segments' kinds, drawn in the dashboard's colours: compute, and
+	// communication's three parts in shades of its orange.
 	kinds := []string{"compute", "send", "receive", "wait-air"}
+	drawn := []chart.Kind{{Name: "compute", Color: chart.Compute}, {Name: "sending", Color: chart.Communication},
+		{Name: "receiving", Color: chart.Receive}, {Name: "waiting for the air", Color: chart.AirWait}}
 	for _, r := range rep.Runs {
 		if r.Policy == "solo" {
 			continue
@@ -344,13 +348,29 @@ func writePlots(dir string, sc *sim.Scenario, rep *sim.Report) (images []string,
 			}
 		}
 		name := "timeline-" + strings.ReplaceAll(r.Name, " ", "-") + ".png"
-		if err := chart.TimelinePlot(filepath.Join(dir, name), fmt.Sprintf("%s, %s: first iterations (blank: idle)", sc.Name, r.Name),
-			"simulated seconds from the first compute", rows, kinds, spans); err != nil {
+		if err := chart.TimelinePlot(filepath.Join(dir, name), fmt.Sprintf("%s, %s: the first %s", sc.Name, r.Name, timelineSpan(r)),
+			"simulated seconds from the first compute", rows, drawn, "waiting at the barrier (idle)", spans); err != nil {
 			return nil, err
 		}
 		images = append(images, name)
 	}
 	return images, nil
+}
+
+// timelineSpan says which iterations a run's recorded timeline covers:
+// "10 iterations (1-10 of 640)".
+func timelineSpan(r *sim.RunResult) string {
+	lo, hi := -1, -1
+	for _, s := range r.Timeline {
+		if lo < 0 || s.Iteration < lo {
+			lo = s.Iteration
+		}
+		hi = max(hi, s.Iteration)
+	}
+	if lo < 0 {
+		return "iterations (none recorded)"
+	}
+	return fmt.Sprintf("%d iterations (%d-%d of %d)", hi-lo+1, lo+1, hi+1, r.Iterations)
 }
 
 func index(list []string, s string) int {

@@ -124,6 +124,23 @@ func checkDashboard(t *testing.T, path string) {
 	if !slices.Contains(st.Images, "accuracy.png") || !slices.Contains(st.Images, "timeline-adaptive.png") {
 		t.Errorf("images %q", st.Images)
 	}
+	// The counts add up: each phone's frames up and down to the session's,
+	// and those to what the runs table says the run shown sent.
+	var up, down int64
+	for _, w := range st.Workers {
+		if w.BytesUp <= 0 || w.BytesDown <= 0 {
+			t.Errorf("phone %s: %d bytes up, %d down", w.Name, w.BytesUp, w.BytesDown)
+		}
+		up, down = up+w.BytesUp, down+w.BytesDown
+	}
+	if up != st.BytesUp || down != st.BytesDown {
+		t.Errorf("the phones sent %d and received %d bytes; the session says %d up and %d down", up, down, st.BytesUp, st.BytesDown)
+	}
+	for _, r := range st.Runs {
+		if r.Name == st.Session.Policy && r.Bytes != st.BytesUp+st.BytesDown {
+			t.Errorf("the runs table says %s sent %d bytes; up plus down is %d", r.Name, r.Bytes, st.BytesUp+st.BytesDown)
+		}
+	}
 }
 
 // TestRunTableAndErrors: the table names every run; a bad scenario is an

@@ -22,9 +22,13 @@ var palette = []color.Color{
 	color.RGBA{214, 39, 40, 255}, color.RGBA{148, 103, 189, 255}, color.RGBA{140, 86, 75, 255},
 }
 
-// LinePlot writes a PNG line plot of series to path.
+// LinePlot writes a PNG line plot of series to path, its legend beside
+// the axes (one series: the training loss, drawn in Loss's colour, needs
+// none). The y axis starts at 0 when no value is below it: a loss or an
+// accuracy has no negative values to show.
 func LinePlot(path, title, xLabel, yLabel string, series ...Series) error {
 	p := plot.New()
+	leg := plot.NewLegend()
 	p.Title.Text = title
 	p.X.Label.Text = xLabel
 	p.Y.Label.Text = yLabel
@@ -46,12 +50,21 @@ func LinePlot(path, title, xLabel, yLabel string, series ...Series) error {
 			return fmt.Errorf("chart: plot %s: %w", path, err)
 		}
 		l.Color = palette[i%len(palette)]
+		if len(series) == 1 {
+			l.Color = Loss
+		}
 		l.Width = vg.Points(1.5)
 		p.Add(l)
-		p.Legend.Add(s.Name, l)
+		leg.Add(s.Name, l)
 	}
-	p.Legend.Top = true
-	if err := p.Save(8*vg.Inch, 5*vg.Inch, path); err != nil {
+	if p.Y.Min >= 0 && p.Y.Min <= p.Y.Max { // some data, none below 0
+		p.Y.Min = 0
+	}
+	entries := len(series)
+	if entries == 1 {
+		entries = 0 // the title names the one line
+	}
+	if err := save(p, leg, entries, 8*vg.Inch, 5*vg.Inch, path); err != nil {
 		return fmt.Errorf("chart: plot %s: %w", path, err)
 	}
 	return nil

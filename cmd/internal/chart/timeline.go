@@ -17,22 +17,21 @@ type Span struct {
 	Start, End float64
 }
 
-// timelineColors are the kinds' colours, in order: distinguishable and
-// printable in grey.
-var timelineColors = []color.Color{
-	color.RGBA{44, 160, 44, 255},   // green
-	color.RGBA{31, 119, 180, 255},  // blue
-	color.RGBA{255, 127, 14, 255},  // orange
-	color.RGBA{214, 39, 40, 255},   // red
-	color.RGBA{148, 103, 189, 255}, // purple
-	color.RGBA{127, 127, 127, 255}, // grey
+// Kind is what a span's time was spent on, with its colour (Compute,
+// Communication and its shades, Waiting).
+type Kind struct {
+	Name  string
+	Color color.Color
 }
 
 // TimelinePlot writes a PNG timeline to path: one horizontal row per name in
 // rows (the first at the top), a filled bar per span coloured by its kind,
-// a legend of kinds. Time without a span is left blank.
-func TimelinePlot(path, title, xLabel string, rows, kinds []string, spans []Span) error {
+// and the legend of kinds beside the plot. idle, when not "", names the
+// time without a span, from 0 to the last span's end: every row is filled
+// in Waiting's grey under its spans, as the dashboard's timeline shows it.
+func TimelinePlot(path, title, xLabel string, rows []string, kinds []Kind, idle string, spans []Span) error {
 	p := plot.New()
+	leg := plot.NewLegend()
 	p.Title.Text = title
 	p.X.Label.Text = xLabel
 	n := len(rows)
@@ -42,6 +41,23 @@ func TimelinePlot(path, title, xLabel string, rows, kinds []string, spans []Span
 		names[n-1-i] = r
 	}
 	polys := make([][]plotter.XYer, len(kinds))
+	end := 0.0
+	for _, s := range spans {
+		end = max(end, s.End)
+	}
+	if idle != "" && end > 0 {
+		var bg []plotter.XYer
+		for i := range n {
+			y := float64(i)
+			bg = append(bg, plotter.XYs{{X: 0, Y: y - 0.35}, {X: end, Y: y - 0.35}, {X: end, Y: y + 0.35}, {X: 0, Y: y + 0.35}})
+		}
+		poly, err := plotter.NewPolygon(bg...)
+		if err != nil {
+			return fmt.Errorf("chart: timeline %s: %w", path, err)
+		}
+		poly.Color, poly.LineStyle.Width = Waiting, 0
+		p.Add(poly)
+	}
 	for _, s := range spans {
 		if s.Row < 0 || s.Row >= n || s.Kind < 0 || s.Kind >= len(kinds) {
 			return fmt.Errorf("chart: timeline %s: span %+v outside %d rows and %d kinds", path, s, n, len(kinds))
@@ -54,7 +70,8 @@ func TimelinePlot(path, title, xLabel string, rows, kinds []string, spans []Span
 			{X: s.Start, Y: y - 0.35}, {X: s.End, Y: y - 0.35}, {X: s.End, Y: y + 0.35}, {X: s.Start, Y: y + 0.35},
 		})
 	}
-	for k, name := range kinds {
+	entries := 0
+	for k, kind := range kinds {
 		if len(polys[k]) == 0 {
 			continue
 		}
@@ -62,16 +79,23 @@ func TimelinePlot(path, title, xLabel string, rows, kinds []string, spans []Span
 		if err != nil {
 			return fmt.Errorf("chart: timeline %s: %w", path, err)
 		}
-		poly.Color = timelineColors[k%len(timelineColors)]
+		poly.Color = kind.Color
 		poly.LineStyle.Width = 0
 		p.Add(poly)
-		p.Legend.Add(name, poly)
+		leg.Add(kind.Name, poly)
+		entries++
+	}
+	if idle != "" && end > 0 {
+		swatch, _ := plotter.NewPolygon(plotter.XYs{{}, {X: 1}, {X: 1, Y: 1}})
+		swatch.Color, swatch.LineStyle.Width = Waiting, 0
+		leg.Add(idle, swatch)
+		entries++
 	}
 	p.NominalY(names...)
-	p.Legend.Top = true
-	p.Legend.Left = false
-	h := vg.Length(2+0.35*float64(n)) * vg.Inch
-	if err := p.Save(10*vg.Inch, h, path); err != nil {
+	p.X.Min = 0
+	// The legend's rows need the height too.
+	h := vg.Length(2+0.35*float64(max(n, entries/2))) * vg.Inch
+	if err := save(p, leg, entries, 10*vg.Inch, h, path); err != nil {
 		return fmt.Errorf("chart: timeline %s: %w", path, err)
 	}
 	return nil

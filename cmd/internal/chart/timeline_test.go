@@ -12,7 +12,7 @@ import (
 func TestTimelinePlot(t *testing.T) {
 	dir := t.TempDir()
 	rows := []string{"hub", "phone-a", "phone-b"}
-	kinds := []string{"compute", "send"}
+	kinds := []Kind{{"compute", Compute}, {"send", Communication}}
 	cases := []struct {
 		name  string
 		spans []Span
@@ -25,7 +25,7 @@ func TestTimelinePlot(t *testing.T) {
 	}
 	for _, tc := range cases {
 		path := filepath.Join(dir, tc.name+".png")
-		err := TimelinePlot(path, "t", "s", rows, kinds, tc.spans)
+		err := TimelinePlot(path, "t", "s", rows, kinds, "idle", tc.spans)
 		if (err == nil) != tc.ok {
 			t.Fatalf("%s: err %v, want ok %v", tc.name, err, tc.ok)
 		}
