@@ -9,7 +9,7 @@
 // training images take 47 MB rather than 188 MB.
 //
 // Sources:
-//   - LoadMNIST("train" | "test"): MNIST, found automatically (FindMNIST:
+//   - LoadMNIST("train" | "test", getenv): MNIST, found automatically (FindMNIST:
 //     $COTRAIN_MNIST, then the Go module cache, then the go tool);
 //   - LoadIDX(images, labels): any IDX pair, gzipped or raw;
 //   - LoadImageFolder(dir, opts): one sub-folder per class of PNG/JPEG files;

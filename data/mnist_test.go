@@ -32,7 +32,7 @@ func TestLoadMNIST(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.split, func(t *testing.T) {
-			m, err := LoadMNIST(tt.split)
+			m, err := LoadMNIST(tt.split, os.Getenv)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +71,7 @@ func TestLoadMNIST(t *testing.T) {
 }
 
 func TestLoadMNISTBadSplit(t *testing.T) {
-	if _, err := LoadMNIST("validation"); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `"train" or "test"`) {
+	if _, err := LoadMNIST("validation", os.Getenv); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `"train" or "test"`) {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -191,7 +191,7 @@ func TestFindMNISTUsesRealFiles(t *testing.T) {
 	writeFile(t, dir, "train-images-idx3-ubyte", img)
 	writeFile(t, dir, "train-labels-idx1-ubyte", lab)
 	t.Setenv(MNISTEnv, dir)
-	m, err := LoadMNIST("test")
+	m, err := LoadMNIST("test", os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}

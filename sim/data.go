@@ -19,16 +19,17 @@ type Data struct {
 }
 
 // LoadData loads the scenario's data: real MNIST (found as data.FindMNIST
-// says), or a small seeded synthetic set of MNIST's shape.
-func LoadData(sc *Scenario) (*Data, error) {
+// says with getenv, os.Getenv in cmd/sim), or a small seeded synthetic set
+// of MNIST's shape.
+func LoadData(sc *Scenario, getenv func(string) string) (*Data, error) {
 	var train, test data.Dataset
 	switch sc.Data {
 	case "mnist":
-		tr, err := data.LoadMNIST("train")
+		tr, err := data.LoadMNIST("train", getenv)
 		if err != nil {
 			return nil, fmt.Errorf("sim: %w", err)
 		}
-		te, err := data.LoadMNIST("test")
+		te, err := data.LoadMNIST("test", getenv)
 		if err != nil {
 			return nil, fmt.Errorf("sim: %w", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -55,7 +56,7 @@ func faultRun(t *testing.T, extra string) (*RunResult, *runner) {
 
 // runOne runs sc's adaptive policy alone, without validating sc first.
 func runOne(sc *Scenario) (*RunResult, *runner, error) {
-	d, err := LoadData(sc)
+	d, err := LoadData(sc, os.Getenv)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"os"
 	"reflect"
 	"strings"
 	"sync"
@@ -32,7 +33,7 @@ device      meizu-mx3
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := LoadData(sc)
+	d, err := LoadData(sc, os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}

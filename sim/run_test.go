@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"runtime"
 	"slices"
@@ -27,7 +28,7 @@ var mnist = sync.OnceValues(func() (*Data, error) {
 	if err != nil {
 		return nil, err
 	}
-	return LoadData(sc)
+	return LoadData(sc, os.Getenv)
 })
 
 // simulate runs a built-in scenario (edited by edit) with opt on MNIST.
@@ -45,7 +46,7 @@ func simulate(t *testing.T, name string, opt Options, edit func(*Scenario)) *Rep
 		t.Skipf("MNIST not available: %v", err)
 	}
 	if sc.TestImages != d.Test.Len() {
-		if d, err = LoadData(sc); err != nil {
+		if d, err = LoadData(sc, os.Getenv); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -281,7 +282,7 @@ func TestMasterOptimizer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := LoadData(sc)
+	d, err := LoadData(sc, os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -139,7 +139,11 @@ const fp16Usage = "store weights and activations as half floats on the OpenCL de
 // openDeviceWith is openDevice, with half storage when fp16 is set.
 func openDeviceWith(spec string, fp16 bool, stderr io.Writer) (gpu.Backend, func(), error) {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	b, err := gpu.Open(spec, gpu.OpenOptions{Log: log, HalfStorage: fp16})
+	opts, err := cli.OpenOptions(gpu.OpenOptions{Log: log, HalfStorage: fp16}, os.LookupEnv)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	b, err := gpu.Open(spec, opts)
 	if errors.Is(err, gpu.ErrDeviceSpec) {
 		return nil, nil, fmt.Errorf("%w: --device: %w", errUsage, err)
 	}

@@ -85,7 +85,7 @@ func TestEvalAndPredict(t *testing.T) {
 	}
 
 	// Two real test digits as an NCHW .npy, used as is.
-	test, err := data.LoadMNIST("test")
+	test, err := data.LoadMNIST("test", os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		return err
 	}
 	start := time.Now()
-	d, err := sim.LoadData(sc)
+	d, err := sim.LoadData(sc, os.Getenv)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"time"
 
@@ -52,7 +53,11 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	// correctly rounded division and sqrt; on others Adam may differ in the
 	// last bit, the weight hash then differs and this worker resyncs
 	// (docs/opencl.md, "Determinism").
-	b, err := gpu.Open(c.device, gpu.OpenOptions{Log: log})
+	opts, err := cli.OpenOptions(gpu.OpenOptions{Log: log}, os.LookupEnv)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	b, err := gpu.Open(c.device, opts)
 	if errors.Is(err, gpu.ErrDeviceSpec) {
 		return fmt.Errorf("%w: --device: %w", errUsage, err)
 	}

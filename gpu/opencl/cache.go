@@ -44,16 +44,9 @@ func kernelSource(files ...string) string {
 	return b.String()
 }
 
-// defaultCacheDir is os.UserCacheDir()/cotrain/opencl, or "" (no disk cache)
-// when the platform has none. COTRAIN_OPENCL_CACHE overrides it; "off"
-// disables the disk cache.
-func defaultCacheDir() string {
-	if d := os.Getenv("COTRAIN_OPENCL_CACHE"); d != "" {
-		if d == "off" {
-			return ""
-		}
-		return d
-	}
+// DefaultCacheDir is os.UserCacheDir()/cotrain/opencl, or "" (no disk
+// cache) when the platform has none: DefaultConfig's CacheDir.
+func DefaultCacheDir() string {
 	d, err := os.UserCacheDir()
 	if err != nil {
 		return ""

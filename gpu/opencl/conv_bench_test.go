@@ -117,8 +117,8 @@ func BenchmarkOpenCLIm2col(b *testing.B) {
 		})
 		for _, taps := range benchTaps(b) {
 			b.Run(fmt.Sprintf("%s/new-taps=%d", c.name, taps), func(b *testing.B) {
-				defer func(v int) { im2colWinTaps = v }(im2colWinTaps)
-				im2colWinTaps = taps
+				defer func(v int) { o.kn.im2colWinTaps = v }(o.kn.im2colWinTaps)
+				o.kn.im2colWinTaps = taps
 				benchKernel(b, o, bytes, func() { o.im2col(&g, rows, g.N, ohw, col.m, col.off, x.m, x.off) })
 			})
 		}

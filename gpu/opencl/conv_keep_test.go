@@ -53,7 +53,7 @@ func TestOpenCLIm2colWin(t *testing.T) { bothStorages(t, testOpenCLIm2colWin) }
 
 func testOpenCLIm2colWin(t *testing.T, o *OpenCL) {
 	r := rand.New(rand.NewPCG(41, 42))
-	defer func(v int) { im2colWinTaps = v }(im2colWinTaps)
+	defer func(v int) { o.kn.im2colWinTaps = v }(o.kn.im2colWinTaps)
 	for _, g := range clColGeoms {
 		if err := g.Setup(); err != nil {
 			t.Fatal(err)
@@ -70,7 +70,7 @@ func testOpenCLIm2colWin(t *testing.T, o *OpenCL) {
 				want := im2colRef(g, xv, n0, cnt, gi)
 				xoff := x.off + (n0*g.C+gi*(g.C/g.GroupCount()))*g.H*g.W
 				for _, taps := range []int{1, 32, 1 << 20} {
-					im2colWinTaps = taps
+					o.kn.im2colWinTaps = taps
 					o.Fill(col, float32(math.NaN()))
 					o.im2col(&g, rows, cnt, ohw, col.m, col.off+coloff, x.m, xoff)
 					got := download(o, col)[coloff : coloff+len(want)]

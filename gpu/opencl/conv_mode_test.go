@@ -128,7 +128,7 @@ func benchModeStep(b *testing.B, name string, modes []string, set func(cfg *open
 	batch := opencl.BenchBatch(b)
 	for _, mode := range modes {
 		b.Run("alexnet/"+name+"="+mode, func(b *testing.B) {
-			cfg := opencl.DefaultConfig()
+			cfg := opencl.EnvConfig()
 			set(&cfg, mode)
 			o, err := opencl.New(cfg)
 			if err != nil {

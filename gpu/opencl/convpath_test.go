@@ -26,7 +26,7 @@ func checkModeSetting(t *testing.T, what string, parse func(string) error, set f
 			t.Errorf("mode %q: %v", m, err)
 		}
 	}
-	cfg := DefaultConfig()
+	cfg := envConfig()
 	set(&cfg, bad)
 	_, err := New(cfg)
 	if !errors.Is(err, want) || !strings.Contains(err.Error(), `"`+bad+`"`) {

@@ -38,7 +38,7 @@ func openForE2E(t testing.TB) *opencl.OpenCL {
 // OpenCL device.
 func openUntuned(t testing.TB, set func(*opencl.Config)) *opencl.OpenCL {
 	t.Helper()
-	cfg := opencl.DefaultConfig()
+	cfg := opencl.EnvConfig()
 	cfg.Tune = false
 	if set != nil {
 		set(&cfg)
@@ -158,15 +158,15 @@ func TestOpenCLLeNetTraining(t *testing.T) {
 func BenchmarkOpenCLTrainStep(b *testing.B) {
 	// COTRAIN_BENCH_RED_PART=n times the steps with parts of n elements in
 	// the two-level reductions (batch norm, depthwise filter gradients).
-	if n, err := strconv.Atoi(os.Getenv("COTRAIN_BENCH_RED_PART")); err == nil && n > 0 {
-		defer opencl.SetRedPartLen(n)()
-	}
-	cfg := opencl.DefaultConfig()
+	cfg := opencl.EnvConfig()
 	o, err := opencl.New(cfg)
 	if err != nil {
 		b.Skipf("no OpenCL device: %v", err)
 	}
 	defer o.Close()
+	if n, err := strconv.Atoi(os.Getenv("COTRAIN_BENCH_RED_PART")); err == nil && n > 0 {
+		opencl.SetRedPartLen(o, n)
+	}
 	cases := []struct {
 		name, model string
 		cfg         models.Config
@@ -369,7 +369,7 @@ var transferModes = []struct {
 // benchTransfer runs do (an Upload or Download of n floats) in every mode
 // of transferModes on one backend.
 func benchTransfer(b *testing.B, do func(o *opencl.OpenCL, buf gpu.Buffer, host []float32)) {
-	cfg := opencl.DefaultConfig()
+	cfg := opencl.EnvConfig()
 	cfg.Tune = false
 	o, err := opencl.New(cfg)
 	if err != nil {

@@ -117,7 +117,7 @@ func testOpenCLLinearEpilogue(t *testing.T, o *OpenCL) {
 	cpu := newCPU()
 	r := rand.New(rand.NewPCG(53, 54))
 	for _, s := range []struct{ n, in, out int }{{5, 37, 33}, {8, 100, 64}, {8, 1024, 64}, {3, 1024, 30}, {1, 9, 1}} {
-		splits, _ := gemmSplits(s.n, s.out, s.in)
+		splits, _ := o.kn.gemmSplits(s.n, s.out, s.in)
 		for _, a := range []gpu.Act{gpu.ReLU, gpu.ReLU6} {
 			for _, withBias := range []bool{true, false} {
 				name := fmt.Sprintf("%+v/split %d/%v/bias=%v", s, splits, a.Kind, withBias)

@@ -7,13 +7,9 @@ import (
 	"testing"
 )
 
-// SetRedPartLen sets the part length of two-level reductions (redPartLen)
-// for the external benchmarks, and returns a function restoring it.
-func SetRedPartLen(n int) (restore func()) {
-	old := redPartLen
-	redPartLen = n
-	return func() { redPartLen = old }
-}
+// SetRedPartLen sets the part length of o's two-level reductions
+// (knobs.redPartLen), for an external benchmark that opened o itself.
+func SetRedPartLen(o *OpenCL, n int) { o.kn.redPartLen = n }
 
 // SetStaging turns o's pinned staging on or off (stage.go) with the
 // given geometry in bytes (0: the default of each), for the external tests
@@ -36,3 +32,6 @@ func TransferQueued(o *OpenCL) int64 { return o.ctx.xferUp }
 // BenchBatch is benchBatch (COTRAIN_BENCH_BATCH, else 32) for the external
 // step benchmarks.
 func BenchBatch(b *testing.B) int { return benchBatch(b) }
+
+// EnvConfig is envConfig for the external tests and benchmarks.
+func EnvConfig() Config { return envConfig() }

@@ -148,7 +148,7 @@ func fftFits(p int, localMem int64) bool {
 // (fft.cl), computing the same bits.
 func (o *OpenCL) fftWG(k *clKernel, p, planes int) int {
 	n := planes * (p/2 + 1)
-	return max(1, min((n+31)/32*32, k.maxWG, fftWGCap))
+	return max(1, min((n+31)/32*32, k.maxWG, o.kn.fftWGCap))
 }
 
 // fftThinPlanes is the planes per work-group of fft_r2c_thin (FFT_TG in
@@ -161,10 +161,6 @@ const (
 	fftThinPlanes = 32
 	fftThinMax    = 8
 )
-
-// fftWGCap caps fftWG; a variable only so that tests can run the
-// kernels' passes in several rounds.
-var fftWGCap = 1 << 30
 
 // fftSource is fft.cl compiled once per FFT size (its kernels named with
 // the size: fft_r2c_32), for the main program.
@@ -269,29 +265,6 @@ func (o *OpenCL) fft(g *gpu.ConvGeom) bool {
 // fftFreqs is the number of frequencies of a P×P real FFT.
 func fftFreqs(p int) int { return p * (p/2 + 1) }
 
-// fftDupActs says whether a pass duplicates the activations' spectra
-// (else the filters', or for the filter gradient dy's): the smaller
-// operand, or as fftDupForce says.
-func fftDupActs(g *gpu.ConvGeom, pass int) bool {
-	switch fftDupForce {
-	case 1:
-		return true
-	case 2:
-		return false
-	}
-	switch pass {
-	case fftPassForward: // X is N×C, W K×C
-		return g.N <= g.K
-	case fftPassData: // dY is N×K, W K×C
-		return g.N <= g.C
-	}
-	return g.C <= g.K // X is N×C, dY N×K
-}
-
-// fftDupForce overrides fftDupActs for tests: 1 the activations, 2 the
-// other operand, 0 the smaller.
-var fftDupForce = 0
-
 // The passes, for fftDupActs and fftUnits.
 const (
 	fftPassForward = iota
@@ -304,13 +277,13 @@ const (
 // two operands' spectra: filter gradient), and fixed the elements of the
 // scratch buffer it takes besides (the filters' spectra, or the filter
 // gradient's sum).
-func fftUnits(g *gpu.ConvGeom, pass int) (unit, fixed int) {
+func (kn *knobs) fftUnits(g *gpu.ConvGeom, pass int) (unit, fixed int) {
 	f, c, k := fftFreqs(fftSize(g)), g.C, g.K
 	in, out := c, k // forward: channels of x and y
 	if pass == fftPassData {
 		in, out = k, c
 	}
-	dup := fftDupActs(g, pass)
+	dup := kn.fftDupActs(g, pass)
 	switch {
 	case pass == fftPassFilter && dup:
 		return 2 * f * (k + 2*c), 2 * f * k * c
@@ -327,7 +300,7 @@ func fftUnits(g *gpu.ConvGeom, pass int) (unit, fixed int) {
 func (o *OpenCL) fftWorkspace(g *gpu.ConvGeom) int {
 	per := 0
 	for pass := fftPassForward; pass <= fftPassFilter; pass++ {
-		u, _ := fftUnits(g, pass)
+		u, _ := o.kn.fftUnits(g, pass)
 		per = max(per, u)
 	}
 	return per*max(1, min(g.N, o.convWorkspaceCap()/per)) + 3 // 3: room to align a view's offset to 4
@@ -439,8 +412,8 @@ func (o *OpenCL) c2r(p int, dst fftPlanes, src *clMem, soff int, l fftOut, bias 
 func (o *OpenCL) fftForward(g *gpu.ConvGeom, ys, xs, wsl, bs, ws *clBuf, act int) {
 	p := fftSize(g)
 	f, c, k := fftFreqs(p), g.C, g.K
-	dup := fftDupActs(g, fftPassForward)
-	unit, fixed := fftUnits(g, fftPassForward)
+	dup := o.kn.fftDupActs(g, fftPassForward)
+	unit, fixed := o.kn.fftUnits(g, fftPassForward)
 	a := o.scratch(&o.fftS, fixed)
 	wl := fftLayout{kn: c, cn: k} // (c, o)
 	if !dup {
@@ -472,8 +445,8 @@ func (o *OpenCL) fftForward(g *gpu.ConvGeom, ys, xs, wsl, bs, ws *clBuf, act int
 func (o *OpenCL) fftBackwardData(g *gpu.ConvGeom, dxs, dys, wsl, ws *clBuf) {
 	p := fftSize(g)
 	f, c, k := fftFreqs(p), g.C, g.K
-	dup := fftDupActs(g, fftPassData)
-	unit, fixed := fftUnits(g, fftPassData)
+	dup := o.kn.fftDupActs(g, fftPassData)
+	unit, fixed := o.kn.fftUnits(g, fftPassData)
 	a := o.scratch(&o.fftS, fixed)
 	wl := fftLayout{swap: true, kn: k, cn: c} // (o, c)
 	if !dup {
@@ -507,8 +480,8 @@ func (o *OpenCL) fftBackwardData(g *gpu.ConvGeom, dxs, dys, wsl, ws *clBuf) {
 func (o *OpenCL) fftBackwardFilter(g *gpu.ConvGeom, dws, dys, xs, ws *clBuf) {
 	p := fftSize(g)
 	f, c, k := fftFreqs(p), g.C, g.K
-	dup := fftDupActs(g, fftPassFilter)
-	unit, fixed := fftUnits(g, fftPassFilter)
+	dup := o.kn.fftDupActs(g, fftPassFilter)
+	unit, fixed := o.kn.fftUnits(g, fftPassFilter)
 	sum := o.scratch(&o.fftS, fixed)
 	nb := fftBatch("ConvBackwardFilter", ws, unit, g.N)
 	base := (ws.off + 3) &^ 3

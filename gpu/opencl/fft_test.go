@@ -79,7 +79,7 @@ func TestOpenCLFFT(t *testing.T) {
 	cpu := newCPU()
 	r := rand.New(rand.NewPCG(51, 52))
 	sizes := map[int]bool{}
-	defer func() { fftDupForce = 0 }()
+	defer func() { o.kn.fftDupForce = 0 }()
 	for _, dup := range []int{1, 2} {
 		for _, g := range fftGeoms {
 			if err := g.Setup(); err != nil {
@@ -87,7 +87,7 @@ func TestOpenCLFFT(t *testing.T) {
 			}
 			sizes[fftSize(&g)] = true
 			t.Run(fmt.Sprintf("dup=%s/%+v", map[int]string{1: "acts", 2: "other"}[dup], g), func(t *testing.T) {
-				fftDupForce = dup
+				o.kn.fftDupForce = dup
 				if !o.fft(&g) {
 					t.Fatal("FFT not chosen with the mode forced on")
 				}
@@ -103,9 +103,9 @@ func TestOpenCLFFT(t *testing.T) {
 				wsC := cpu.Alloc(cpu.ConvWorkspace(g))
 				one := g
 				one.N = 1
-				fwd, _ := fftUnits(&g, fftPassForward)
-				data, _ := fftUnits(&g, fftPassData)
-				filter, _ := fftUnits(&g, fftPassFilter)
+				fwd, _ := o.kn.fftUnits(&g, fftPassForward)
+				data, _ := o.kn.fftUnits(&g, fftPassData)
+				filter, _ := o.kn.fftUnits(&g, fftPassFilter)
 				for _, ws := range []gpu.Buffer{o.Alloc(o.ConvWorkspace(g)), o.Alloc(o.ConvWorkspace(one))} {
 					chunks := fftChunks(o, &g, ws, fwd)
 					for _, withBias := range []bool{false, true} {
@@ -169,11 +169,11 @@ func TestOpenCLFFT(t *testing.T) {
 
 					// Work-groups of 32 items, fewer than a group's row tasks:
 					// the kernels' passes in several rounds, the same bits.
-					fftWGCap = 32
+					o.kn.fftWGCap = 32
 					o.ConvForward(g, y.cl, x.cl, w.cl, bias.cl, ws)
 					o.ConvBackwardData(g, dx.cl, dy.cl, w.cl, ws)
 					o.ConvBackwardFilter(g, dw.cl, nil, dy.cl, x.cl, ws)
-					fftWGCap = 1 << 30
+					o.kn.fftWGCap = 1 << 30
 					o.ConvForward(g, y2, x.cl, w.cl, bias.cl, ws)
 					o.ConvBackwardData(g, dx2, dy.cl, w.cl, ws)
 					o.ConvBackwardFilter(g, dw2, nil, dy.cl, x.cl, ws)

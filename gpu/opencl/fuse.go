@@ -106,11 +106,11 @@ func (o *OpenCL) ActivateBackwardBias(a gpu.Act, dx, dbias, dy, y gpu.Buffer, n,
 		o.Fill(dbias, 0)
 		return
 	}
-	if n*hw <= biasColsMax { // one item per channel, as BiasGrad
+	if n*hw <= o.kn.biasColsMax { // one item per channel, as BiasGrad
 		o.run1("act_bias_grad_cols", c, int(a.Kind), dxs.m, dxs.off, dbs.m, dbs.off, dys.m, dys.off, ys.m, ys.off, n, c, hw)
 		return
 	}
-	if l, p := redParts(n * hw); p > 1 { // in parts, as BiasGrad
+	if l, p := o.kn.redParts(n * hw); p > 1 { // in parts, as BiasGrad
 		part := o.scratch(&o.redPart, 2*c*p) // acc_t: room for double
 		o.runGroups("act_bias_grad_part", c*p, int(a.Kind), dxs.m, dxs.off, part, dys.m, dys.off, ys.m, ys.off, n, c, hw, l, p)
 		o.run1("dw_backward_filter_final", c, dbs.m, dbs.off, part, c, p)

@@ -23,7 +23,7 @@ import (
 // keeps the step to seconds).
 func BenchmarkOpenCLFuseStep(b *testing.B) {
 	batch := opencl.BenchBatch(b)
-	o, err := opencl.New(opencl.DefaultConfig())
+	o, err := opencl.New(opencl.EnvConfig())
 	if err != nil {
 		b.Skipf("no OpenCL device: %v", err)
 	}

@@ -73,14 +73,14 @@ func testOpenCLActFuser(t *testing.T, o *OpenCL) {
 			// of redPartLen.
 			path := []string{"items", "groups", "parts"}[i/2]
 			t.Run(fmt.Sprintf("%v/%+v/nobias=%v/%s", a, g, c.noBias, path), func(t *testing.T) {
-				defer func(part, cols int) { redPartLen, biasColsMax = part, cols }(redPartLen, biasColsMax)
+				defer func(part, cols int) { o.kn.redPartLen, o.kn.biasColsMax = part, cols }(o.kn.redPartLen, o.kn.biasColsMax)
 				switch path {
 				case "items":
-					biasColsMax = 1 << 30
+					o.kn.biasColsMax = 1 << 30
 				case "groups":
-					biasColsMax = 0
+					o.kn.biasColsMax = 0
 				default:
-					biasColsMax, redPartLen = 0, 16
+					o.kn.biasColsMax, o.kn.redPartLen = 0, 16
 				}
 				x := newTwin(o, scaled(clRand(r, g.N*g.C*g.H*g.W), 4))
 				w := newTwin(o, scaled(clRand(r, g.K*g.ColRows()), 2))
@@ -147,10 +147,10 @@ func testOpenCLActFuser(t *testing.T, o *OpenCL) {
 				gotDB := download(o, dbf)
 				sameBitsCL(t, "dbias", gotDB, download(o, dbu))
 				wantF := 1 // per channel, or parts and their sum
-				if _, p := redParts(g.N * g.OH * g.OW); p > 1 {
+				if _, p := o.kn.redParts(g.N * g.OH * g.OW); p > 1 {
 					wantF = 2
 				} else if path == "parts" {
-					t.Fatalf("%d elements per channel: not split in parts of %d", g.N*g.OH*g.OW, redPartLen)
+					t.Fatalf("%d elements per channel: not split in parts of %d", g.N*g.OH*g.OW, o.kn.redPartLen)
 				}
 				if fused != wantF || unfused != wantF+1 {
 					t.Errorf("backward: %d launches fused, %d unfused: want %d and %d", fused, unfused, wantF, wantF+1)
@@ -241,13 +241,13 @@ func testOpenCLFusedKinks(t *testing.T, o *OpenCL) {
 		o.Upload(y, vals)
 		o.Upload(dy, clRand(r, len(vals)))
 		// BiasGrad's three paths: items, work-groups, parts of one element.
-		for _, p := range [][2]int{{biasColsMax, redPartLen}, {0, redPartLen}, {0, 1}} {
-			oldCols, oldPart := biasColsMax, redPartLen
-			biasColsMax, redPartLen = p[0], p[1]
+		for _, p := range [][2]int{{o.kn.biasColsMax, o.kn.redPartLen}, {0, o.kn.redPartLen}, {0, 1}} {
+			oldCols, oldPart := o.kn.biasColsMax, o.kn.redPartLen
+			o.kn.biasColsMax, o.kn.redPartLen = p[0], p[1]
 			dxf, dxu, dbf, dbu := o.Alloc(len(vals)), o.Alloc(len(vals)), o.Alloc(c), o.Alloc(c)
 			o.ActivateBackwardBias(a, dxf, dbf, dy, y, n, c, 1)
 			gpu.Unfused(o).ActivateBackwardBias(a, dxu, dbu, dy, y, n, c, 1)
-			biasColsMax, redPartLen = oldCols, oldPart
+			o.kn.biasColsMax, o.kn.redPartLen = oldCols, oldPart
 			sameBitsCL(t, fmt.Sprintf("%v dx %v", a, p), download(o, dxf), download(o, dxu))
 			sameBitsCL(t, fmt.Sprintf("%v dbias %v", a, p), download(o, dbf), download(o, dbu))
 		}

@@ -454,34 +454,25 @@ func (o *OpenCL) timeVariants(launch func(*gemmVariant)) (int, map[string]time.D
 // that need many ranges: MobileNet's first pointwise layer at 224×224,
 // batch 32, is 64×32×401,408, one block of C; cut in 8 it ran in 16
 // work-groups on the H100's 132 SMs (3.5 ms of a 35 ms step).
-func gemmSplits(m, n, k int) (splits, kc int) {
+func (kn *knobs) gemmSplits(m, n, k int) (splits, kc int) {
 	tiles := ((m + 127) / 128) * ((n + 127) / 128)
 	splits = 1
-	for splits < maxSplits && tiles*splits < splitTiles && k/(2*splits) >= splitDepth {
+	for splits < maxSplits && tiles*splits < kn.splitTiles && k/(2*splits) >= kn.splitDepth {
 		splits *= 2
 	}
 	kc = ((k+splits-1)/splits + 31) / 32 * 32
 	return splits, kc
 }
 
-// gemmSplits' targets: a C with fewer blocks of 128×128 than splitTiles is
-// split in k, into ranges at least splitDepth deep. Variables only so that
-// the benchmarks can compare targets in one run; changing them changes the
-// bits of split products.
-var splitTiles, splitDepth = 256, 256
-
 // maxSplits caps the k-ranges of one product: the partial sums take
-// splits·m·n floats, at most splitTiles·2 blocks of 128×128 (32 MiB).
+// splits·m·n floats, at most 2·splitTiles blocks (knobs) of 128×128 (32 MiB).
 const maxSplits = 256
-
-// gemmSumWG is gemm_sum's work-group size.
-var gemmSumWG = 256
 
 // gemmRun runs a product with variant v, split in k as gemmSplits says: the
 // partial sums go to a workspace and gemm_sum adds them into C. The
 // epilogue e is applied by the kernel that writes C.
 func (o *OpenCL) gemmRun(v *gemmVariant, ta, tb bool, m, n, k int, alpha float32, a, b mat, beta float32, c mat, e epilogue) {
-	splits, kc := gemmSplits(m, n, k)
+	splits, kc := o.kn.gemmSplits(m, n, k)
 	if splits == 1 {
 		o.gemmWith(v, ta, tb, m, n, k, alpha, a, b, beta, c, k, 1, c.m, e)
 		return
@@ -494,7 +485,7 @@ func (o *OpenCL) gemmRun(v *gemmVariant, ta, tb bool, m, n, k int, alpha float32
 		layers = c
 	}
 	o.gemmWith(v, ta, tb, m, n, k, 1, a, b, 0, layers, kc, splits, ws, epilogue{})
-	wg, vec := min(gemmSumWG, v.sum.maxWG), c.vec(n)
+	wg, vec := min(o.kn.gemmSumWG, v.sum.maxWG), c.vec(n)
 	items := m * n / (1 + 3*vec) // 4 elements per item with vec
 	must(o.ctx.launch(v.sum, []int{(items + wg - 1) / wg * wg}, []int{wg}, append([]any{m, n, splits, alpha, ws, beta,
 		c.m, c.off, c.ld, c.segl, c.segs, vec}, e.args(c.m)...)...))
@@ -517,7 +508,7 @@ func (o *OpenCL) pickGemm(m, n, k int) int {
 			}
 		}
 	}
-	splits, _ := gemmSplits(m, n, k)
+	splits, _ := o.kn.gemmSplits(m, n, k)
 	for i > 0 && 2*blocks(o.gemms[i], m, n)*splits < o.info.ComputeUnits {
 		i--
 	}

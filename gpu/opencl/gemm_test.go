@@ -294,7 +294,8 @@ func TestGemmSplits(t *testing.T) {
 		{64, 32, 32 * 112 * 112, 256}, {192, 1600, 32 * 27 * 27, 16}, {1024, 1024, 32 * 7 * 7, 4},
 		{4, 8, 0, 1},
 	} {
-		s, kc := gemmSplits(c.m, c.n, c.k)
+		kn := defaultKnobs()
+		s, kc := kn.gemmSplits(c.m, c.n, c.k)
 		if s != c.splits || kc%32 != 0 || s*kc < c.k || (s > 1 && (s-1)*kc >= c.k) {
 			t.Errorf("%dx%dx%d: %d ranges of %d, want %d ranges of a multiple of 32 covering k", c.m, c.n, c.k, s, kc, c.splits)
 		}
@@ -397,7 +398,7 @@ func TestOpenCLTuner(t *testing.T) {
 func TestOpenCLProgramCache(t *testing.T) {
 	openCLForTest(t) // skips without a device
 	dir := t.TempDir()
-	cfg := DefaultConfig()
+	cfg := envConfig()
 	cfg.CacheDir, cfg.Tune = dir, false
 	cfg.Index = openCLForTest(t).info.Index
 	// A device whose reduction kernels refuse the first work-group size
@@ -437,7 +438,7 @@ func TestOpenCLProgramCache(t *testing.T) {
 // (with COTRAIN_OPENCL_GEMM_OPTS=-cl-nv-verbose, NVIDIA's register counts)
 // and the tuning.
 func benchOpenCL(b *testing.B) *OpenCL {
-	cfg := DefaultConfig()
+	cfg := envConfig()
 	if d := os.Getenv("COTRAIN_TEST_DEVICE"); d != "" {
 		fmt.Sscanf(d, "opencl:%d", &cfg.Index)
 	}
@@ -520,28 +521,26 @@ func BenchmarkOpenCLSgemmVariants(b *testing.B) {
 func BenchmarkOpenCLSgemmSplit(b *testing.B) {
 	o := benchOpenCL(b)
 	defer o.Close()
-	tiles0, depth0 := splitTiles, splitDepth
-	defer func() { splitTiles, splitDepth = tiles0, depth0 }()
 	for _, t := range [][2]int{{128, 512}, {256, 256}, {512, 128}} {
 		for _, v := range o.gemms {
-			splitTiles, splitDepth = t[0], t[1]
-			s, _ := gemmSplits(1024, 1024, 1024)
+			o.kn.splitTiles, o.kn.splitDepth = t[0], t[1]
+			s, _ := o.kn.gemmSplits(1024, 1024, 1024)
 			b.Run(fmt.Sprintf("split=%d/%s", s, v.Name), func(b *testing.B) {
-				splitTiles, splitDepth = t[0], t[1]
+				o.kn.splitTiles, o.kn.splitDepth = t[0], t[1]
 				sgemmBench(b, o, v, 1024, false, false)
 			})
 		}
 	}
 	// Where the time of 4 ranges goes: the product kernel alone (no sum),
 	// and gemm_sum in work-groups of 64, 128 and 256.
-	splitTiles, splitDepth = 256, 256
+	o.kn.splitTiles, o.kn.splitDepth = 256, 256
 	v := o.gemms[len(o.gemms)-1]
 	if i := o.gemmIndex("128x128/8x8/k16"); i >= 0 {
 		v = o.gemms[i]
 	}
 	b.Run("split=4/body-only/"+v.Name, func(b *testing.B) {
-		splitTiles, splitDepth = 256, 256
-		s, kc := gemmSplits(1024, 1024, 1024)
+		o.kn.splitTiles, o.kn.splitDepth = 256, 256
+		s, kc := o.kn.gemmSplits(1024, 1024, 1024)
 		ws := o.scratch(&o.splitWS, s*1024*1024)
 		a, bb := o.buf(o.Alloc(1024*1024)), o.buf(o.Alloc(1024*1024))
 		run := func() {
@@ -556,11 +555,9 @@ func BenchmarkOpenCLSgemmSplit(b *testing.B) {
 		must(o.Finish())
 		b.ReportMetric(2*1024*1024*1024*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
 	})
-	wg0 := gemmSumWG
-	defer func() { gemmSumWG = wg0 }()
 	for _, wg := range []int{64, 128, 256} {
 		b.Run(fmt.Sprintf("split=4/sum-wg=%d/%s", wg, v.Name), func(b *testing.B) {
-			splitTiles, splitDepth, gemmSumWG = 256, 256, wg
+			o.kn.splitTiles, o.kn.splitDepth, o.kn.gemmSumWG = 256, 256, wg
 			sgemmBench(b, o, v, 1024, false, false)
 		})
 	}
@@ -570,7 +567,8 @@ func TestRedParts(t *testing.T) {
 	for _, c := range []struct{ m, l, p int }{
 		{1, 1, 1}, {16384, 16384, 1}, {16385, 8192, 3}, {18000, 8192, 3}, {32 * 112 * 112, 8192, 49},
 	} {
-		if l, p := redParts(c.m); l != c.l || p != c.p || (p > 1 && ((p-1)*l >= c.m || p*l < c.m)) {
+		kn := defaultKnobs()
+		if l, p := kn.redParts(c.m); l != c.l || p != c.p || (p > 1 && ((p-1)*l >= c.m || p*l < c.m)) {
 			t.Errorf("redParts(%d) = %d, %d; want %d, %d", c.m, l, p, c.l, c.p)
 		}
 	}
@@ -582,7 +580,7 @@ func TestRedParts(t *testing.T) {
 // in every transpose case, exactly as the default one does.
 func TestOpenCLGemmOrderAgrees(t *testing.T) {
 	def := openCLForTest(t) // skips without a device
-	cfg := DefaultConfig()
+	cfg := envConfig()
 	cfg.CacheDir, cfg.Tune = t.TempDir(), false
 	cfg.Index = def.info.Index
 	cfg.GemmVariants = []string{"32x32/4x4/k16", "128x128/8x8/k16"}

@@ -27,7 +27,7 @@ type hideKeeper struct{ gpu.Backend }
 // keeps AlexNet's step to seconds).
 func BenchmarkOpenCLKeepColumnsStep(b *testing.B) {
 	batch := opencl.BenchBatch(b)
-	o, err := opencl.New(opencl.DefaultConfig())
+	o, err := opencl.New(opencl.EnvConfig())
 	if err != nil {
 		b.Skipf("no OpenCL device: %v", err)
 	}

@@ -26,7 +26,7 @@ func mustPanicWith(t *testing.T, what string, want error, f func()) {
 // every buffer, referenced or not, after which using one is a clear error.
 func TestOpenCLMemory(t *testing.T) {
 	shared := openCLForTest(t) // skips without a device
-	cfg := DefaultConfig()
+	cfg := envConfig()
 	cfg.Index, cfg.Tune, cfg.GemmVariants = shared.info.Index, false, []string{"32x32/4x4/k16"}
 	o, err := New(cfg)
 	if err != nil {

@@ -100,7 +100,7 @@ func batchMat(b *clBuf, n0, cnt, ch, chans, hw int) mat {
 // (a plain copy: the product's bits do not change) lets the GEMM read it as
 // float4 groups without divisions. Only for operands a GEMM reads.
 func (o *OpenCL) plainRows(s **clMem, b *clBuf, n0, cnt, ch, rows, chans, hw int) mat {
-	if !copyPlainRows || cnt == 1 || hw%4 == 0 {
+	if !o.kn.copyPlainRows || cnt == 1 || hw%4 == 0 {
 		return batchMat(b, n0, cnt, ch, chans, hw)
 	}
 	dst := o.scratch(s, rows*cnt*hw)
@@ -125,10 +125,6 @@ func (o *OpenCL) chunkCols(g *gpu.ConvGeom, xs, col *clBuf, kept bool, n0, cnt, 
 	}
 }
 
-// copyPlainRows switches plainRows' copy; a variable only so that tests can
-// compare both ways in one run.
-var copyPlainRows = true
-
 // colArgs are the arguments of im2col and col2im after the two buffers:
 // samples, sample stride and geometry.
 func colArgs(g gpu.ConvGeom, cnt int) []any {
@@ -150,13 +146,6 @@ func dwArgs(g gpu.ConvGeom) []any {
 	return []any{g.N, g.C, g.K, g.H, g.W, g.R, g.S, g.StrideH, g.StrideW, g.PadH, g.PadW, g.OH, g.OW}
 }
 
-// im2colWinTaps is about how many elements one item of im2col_win copies:
-// a block of max(1, im2colWinTaps/S) filter rows (all R of a 3×3 or 5×5
-// filter, two rows of AlexNet's 11×11). More per item divides less often;
-// fewer gives more items (parallelism) to small batches. A variable only
-// so that BenchmarkOpenCLIm2col can compare block sizes in one run.
-var im2colWinTaps = 32
-
 // im2col writes the column matrix of cnt samples of one group at col[coloff:]:
 // a block of filter rows at one column per item (im2col_win), or one item
 // per element (im2col) when the matrix has fewer than 32 columns, too few
@@ -164,7 +153,7 @@ var im2colWinTaps = 32
 func (o *OpenCL) im2col(g *gpu.ConvGeom, rows, cnt, ohw int, col *clMem, coloff int, x *clMem, xoff int) {
 	args := append([]any{col, coloff, x, xoff}, colArgs(*g, cnt)...)
 	if cnt*ohw >= 32 {
-		rb := min(g.R, max(1, im2colWinTaps/g.S))
+		rb := min(g.R, max(1, o.kn.im2colWinTaps/g.S))
 		o.runPlanes("im2col_win", cnt*ohw, g.C/g.GroupCount(), (g.R+rb-1)/rb, append(args, rb)...)
 		return
 	}
@@ -316,7 +305,7 @@ func (o *OpenCL) ConvBackwardFilter(g gpu.ConvGeom, dw, dbias, dy, x, ws gpu.Buf
 // each chunk's product reading its columns there.
 func (o *OpenCL) convFilter(g *gpu.ConvGeom, dws, dys, xs, col *clBuf, nb int, kept bool) {
 	if g.Depthwise() {
-		if l, p := redParts(g.N * g.OH * g.OW); p > 1 || (g.R == 3 && g.S == 3) {
+		if l, p := o.kn.redParts(g.N * g.OH * g.OW); p > 1 || (g.R == 3 && g.S == 3) {
 			part := o.scratch(&o.redPart, 2*dws.n*p) // acc_t: room for double
 			args := append(append([]any{part, dys.m, dys.off, xs.m, xs.off}, dwArgs(*g)...), l, p)
 			if g.R == 3 && g.S == 3 {
@@ -437,26 +426,6 @@ func nonNil(op string, bs ...*clBuf) {
 	}
 }
 
-// redPartLen is the length of one part of a two-level reduction: a channel
-// of batch norm (or a depthwise filter tap) reducing over more elements than
-// twice this is split into parts that separate work-groups reduce, and a
-// second kernel adds the parts in order (norm.cl). The same on every device,
-// so that the split, and so the summation order, depends on the shape alone.
-// At 8192 elements a part gives each item of a work-group of 256 at least 16
-// elements. A variable only so that benchmarks can compare lengths in one
-// run (BenchmarkOpenCLTrainStep, COTRAIN_BENCH_RED_PART); changing it
-// changes the bits of batch norm and depthwise filter gradients.
-var redPartLen = 8192
-
-// redParts splits a reduction over m elements: parts of l elements, the last
-// one shorter; p is 1 (one work-group reduces it all) up to 2·redPartLen.
-func redParts(m int) (l, p int) {
-	if m <= 2*redPartLen {
-		return m, 1
-	}
-	return redPartLen, (m + redPartLen - 1) / redPartLen
-}
-
 // bnElementwise launches bn_apply or bn_backward_dx, four elements per item
 // (bn_apply4, bn_backward_dx4) when a plane's length is a multiple of 4, so
 // that the four share a channel.
@@ -475,7 +444,7 @@ func (o *OpenCL) BatchNormTrain(g gpu.BNGeom, y, x, gamma, beta, runMean, runVar
 	nonNil("BatchNormTrain", p...)
 	sameN("BatchNormTrain", ys, xs)
 	coef := o.scratch(&o.coef, 4*g.C)
-	if l, np := redParts(g.N * g.HW); np > 1 {
+	if l, np := o.kn.redParts(g.N * g.HW); np > 1 {
 		part := o.scratch(&o.redPart, 4*g.C*np)
 		o.runGroups("bn_stats_part", g.C*np, xs.m, xs.off, part, g.N, g.C, g.HW, l, np)
 		o.run1("bn_stats_final", g.C, part, p[0].m, p[0].off, p[1].m, p[1].off, p[2].m, p[2].off, p[3].m, p[3].off,
@@ -513,7 +482,7 @@ func (o *OpenCL) BatchNormBackward(g gpu.BNGeom, dx, dgamma, dbeta, dy, x, gamma
 	if p[1] != nil {
 		want, db = want|2, p[1]
 	}
-	if l, np := redParts(g.N * g.HW); np > 1 {
+	if l, np := o.kn.redParts(g.N * g.HW); np > 1 {
 		part := o.scratch(&o.redPart, 4*g.C*np)
 		o.runGroups("bn_backward_part", g.C*np, dys.m, dys.off, xs.m, xs.off, p[3].m, p[3].off, part, g.N, g.C, g.HW, l, np)
 		o.run1("bn_backward_final", g.C, part, p[2].m, p[2].off, p[3].m, p[3].off, p[4].m, p[4].off,

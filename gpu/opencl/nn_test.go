@@ -407,7 +407,7 @@ func TestOpenCLDepthwise3Bits(t *testing.T) {
 		got := download(o, o.buf(dw))
 		// The generic kernels: one work-group per tap (and part).
 		ref := o.buf(o.Alloc(g.K * 9))
-		if l, p := redParts(g.N * g.OH * g.OW); p > 1 {
+		if l, p := o.kn.redParts(g.N * g.OH * g.OW); p > 1 {
 			part := o.scratch(&o.redPart, 2*ref.n*p)
 			o.runGroups("dw_backward_filter_part", ref.n*p, append(append([]any{part, dys.m, dys.off, xs.m, xs.off}, dwArgs(g)...), l, p)...)
 			o.run1("dw_backward_filter_final", ref.n, ref.m, ref.off, part, ref.n, p)
@@ -511,7 +511,7 @@ func TestOpenCLConvPlainRows(t *testing.T) { bothStorages(t, testOpenCLConvPlain
 
 func testOpenCLConvPlainRows(t *testing.T, o *OpenCL) {
 	setWinograd(t, o, WinogradOff) // the im2col path
-	defer func(c bool) { copyPlainRows = c }(copyPlainRows)
+	defer func(c bool) { o.kn.copyPlainRows = c }(o.kn.copyPlainRows)
 	r := rand.New(rand.NewPCG(27, 28))
 	for _, g := range []gpu.ConvGeom{
 		{N: 5, C: 6, H: 7, W: 7, K: 8, R: 1, S: 1},                      // pointwise on 7×7
@@ -532,7 +532,7 @@ func testOpenCLConvPlainRows(t *testing.T, o *OpenCL) {
 			var got [2][][]float32
 			var launches [2]int
 			for i, plain := range []bool{false, true} {
-				copyPlainRows = plain
+				o.kn.copyPlainRows = plain
 				y, dx, dw, db := o.Alloc(dy.Len()), o.Alloc(x.Len()), o.Alloc(w.Len()), o.Alloc(g.K)
 				before := o.ctx.launches
 				o.ConvForward(g, y, x, w, bias, ws)

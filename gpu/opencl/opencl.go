@@ -96,6 +96,9 @@ type OpenCL struct {
 	// launch's shape: Winograd's and FFT's products (batchedGemm).
 	batchByShape map[batchShape]int
 
+	// kn are the backend's thresholds and switches (knobs.go).
+	kn knobs
+
 	// Column matrices kept from forward to backward (conv_keep.go):
 	// the bytes of those alive, and the most they may take.
 	keepBytes  atomic.Int64
@@ -433,11 +436,11 @@ func (o *OpenCL) BiasGrad(dbias, dy gpu.Buffer, n, c, hw int) {
 		o.Fill(dbias, 0)
 		return
 	}
-	if n*hw <= biasColsMax {
+	if n*hw <= o.kn.biasColsMax {
 		o.run1("bias_grad_cols", c, db.m, db.off, ds.m, ds.off, n, c, hw)
 		return
 	}
-	if l, p := redParts(n * hw); p > 1 {
+	if l, p := o.kn.redParts(n * hw); p > 1 {
 		part := o.scratch(&o.redPart, 2*c*p) // acc_t: room for double
 		o.runGroups("bias_grad_part", c*p, part, ds.m, ds.off, n, c, hw, l, p)
 		o.run1("dw_backward_filter_final", c, db.m, db.off, part, c, p)
@@ -445,12 +448,6 @@ func (o *OpenCL) BiasGrad(dbias, dy gpu.Buffer, n, c, hw int) {
 	}
 	o.runGroups("bias_grad", c, db.m, db.off, ds.m, ds.off, n, c, hw)
 }
-
-// biasColsMax is the most elements per channel that BiasGrad and
-// ActivateBackwardBias sum with one item per channel. A variable only so
-// that tests can take each path on small shapes; changing it changes the
-// bits of bias gradients.
-var biasColsMax = 64
 
 // Activate implements Backend. ReLU and ReLU6 run elementwise.cl's act,
 // the other kinds activation.cl's act_param.

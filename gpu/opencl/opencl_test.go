@@ -34,7 +34,7 @@ var testCL, testCLHalf testBackend
 func (tb *testBackend) get(t testing.TB, half bool) *OpenCL {
 	t.Helper()
 	tb.once.Do(func() {
-		cfg := DefaultConfig()
+		cfg := envConfig()
 		cfg.Tune, cfg.HalfStorage = false, half
 		if half {
 			// Two small tilings: enough to compare variants, and a fraction

@@ -31,7 +31,7 @@ func TestOpenCLTrainerOverlap(t *testing.T) {
 		in     int     // floats of one input sample
 	}
 	train := func(oneQueue bool) run {
-		cfg := opencl.DefaultConfig()
+		cfg := opencl.EnvConfig()
 		cfg.Tune, cfg.OneQueue = false, oneQueue
 		o, err := opencl.New(cfg)
 		if errors.Is(err, gpu.ErrNoOpenCL) || errors.Is(err, gpu.ErrNoDevice) {

@@ -2,7 +2,11 @@
 
 package opencl
 
-import "github.com/cotrain/cotrain/gpu/cpu"
+import (
+	"os"
+
+	"github.com/cotrain/cotrain/gpu/cpu"
+)
 
 // The CPU backend is the reference the OpenCL kernels are checked against.
 // It is reached through these names so that the tests' many local
@@ -13,3 +17,15 @@ type cpuBackend = cpu.CPU
 
 // newCPU returns a CPU backend.
 func newCPU() *cpuBackend { return cpu.NewCPU() }
+
+// envConfig is the configuration the tests and benchmarks open with:
+// DefaultConfig changed by the COTRAIN_OPENCL_* variables, as the binaries
+// read them (scripts/bench_gpu.sh sets some). A bad value is the run's
+// mistake: it panics.
+func envConfig() Config {
+	cfg, err := ConfigFromEnv(os.LookupEnv)
+	if err != nil {
+		panic(err)
+	}
+	return cfg
+}

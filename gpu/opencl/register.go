@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -97,67 +96,87 @@ type Config struct {
 	FFT string
 	Log *slog.Logger
 
-	// envErr names the COTRAIN_OPENCL_* variables DefaultConfig read
-	// whose values those variables do not take; New returns it.
-	envErr error
+	// knobs, when not nil, replaces defaultKnobs() (tests only).
+	knobs *knobs
 }
 
-// ErrEnv is returned by New, for a configuration from
-// DefaultConfig, when a COTRAIN_OPENCL_* variable holds a value it
-// does not take (COTRAIN_OPENCL_TUNE=false would otherwise have meant
-// tuning on).
+// ErrEnv is returned by ConfigFromEnv when a COTRAIN_OPENCL_* variable
+// holds a value it does not take (COTRAIN_OPENCL_TUNE=false would
+// otherwise have meant tuning on).
 var ErrEnv = fmt.Errorf("%w: environment variable", gpu.ErrConfig)
 
-// envFlag reads a 0/1 variable: def when unset.
-func envFlag(name string, def bool) (bool, error) {
-	switch v := os.Getenv(name); v {
-	case "":
-		return def, nil
-	case "0":
-		return false, nil
-	case "1":
-		return true, nil
-	default:
-		return def, fmt.Errorf("%w: %s=%q: want 0 or 1", ErrEnv, name, v)
-	}
+// DefaultConfig is the first suitable device of any type, the user's cache
+// folder (DefaultCacheDir), GEMM tuning on, the built-in GEMM candidates,
+// staging, Winograd and FFT as their auto modes say, two queues, bias and
+// activation fused and the GEMMs' epilogue on. It reads no environment:
+// ConfigFromEnv adds the COTRAIN_OPENCL_* variables the binaries honour.
+func DefaultConfig() Config {
+	return Config{Index: -1, CacheDir: DefaultCacheDir(), Tune: true}
 }
 
-// DefaultConfig is the first suitable device of any type, the user's
-// cache folder (COTRAIN_OPENCL_CACHE overrides it; "off" disables it),
-// tuning on unless COTRAIN_OPENCL_TUNE=0 (1 or unset: on), and the built-in GEMM candidates
-// unless COTRAIN_OPENCL_GEMM lists others (comma-separated names), with
-// COTRAIN_OPENCL_GEMM_OPTS appended to their build options, staging as
-// COTRAIN_OPENCL_STAGING says (auto when unset; New refuses a value
-// that is not a mode), one queue if COTRAIN_OPENCL_ONE_QUEUE=1,
-// Winograd as COTRAIN_OPENCL_WINOGRAD says (0, 1 or auto; auto when unset;
-// New refuses another value), FFT as COTRAIN_OPENCL_FFT says (0, 1
-// or auto; auto when unset; New refuses another value), bias and
-// activation fused (NoFuse) unless COTRAIN_OPENCL_FUSE=0 (1 or unset:
-// fused), and the GEMMs' epilogue on (NoEpilogue) unless
-// COTRAIN_OPENCL_EPILOGUE=0 (1 or unset: on).
-func DefaultConfig() Config {
-	cfg := Config{Index: -1, CacheDir: defaultCacheDir(), GemmOptions: os.Getenv("COTRAIN_OPENCL_GEMM_OPTS"),
-		Staging: os.Getenv("COTRAIN_OPENCL_STAGING"), Winograd: os.Getenv("COTRAIN_OPENCL_WINOGRAD"),
-		FFT: os.Getenv("COTRAIN_OPENCL_FFT")}
+// ConfigFromEnv is DefaultConfig changed by the COTRAIN_OPENCL_* variables
+// that lookup (os.LookupEnv in the binaries: cmd/internal/cli) returns:
+//
+//   - COTRAIN_OPENCL_CACHE: the cache folder (CacheDir); "off": none;
+//   - COTRAIN_OPENCL_TUNE: 0 turns GEMM tuning off (Tune); 1 or unset: on;
+//   - COTRAIN_OPENCL_GEMM: comma-separated GEMM tilings (GemmVariants);
+//   - COTRAIN_OPENCL_GEMM_OPTS: the GEMM programs' extra build options;
+//   - COTRAIN_OPENCL_RED_WG: a positive cap of the reductions' work-groups;
+//   - COTRAIN_OPENCL_STAGING: on, off or auto (Staging);
+//   - COTRAIN_OPENCL_ONE_QUEUE: 1 puts uploads on the kernels' queue;
+//   - COTRAIN_OPENCL_WINOGRAD, COTRAIN_OPENCL_FFT: 0, 1 or auto;
+//   - COTRAIN_OPENCL_FUSE: 0 runs the fusers unfused (NoFuse);
+//   - COTRAIN_OPENCL_EPILOGUE: 0 turns the GEMM epilogue off (NoEpilogue).
+//
+// A 0/1 variable with another value, or a RED_WG that is not a positive
+// number, is an error wrapping ErrEnv naming the variable and its value
+// (all of them, joined); the modes are checked by New (ErrStaging,
+// ErrWinograd, ErrFFT), which Open reports even for "auto".
+func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
+	get := func(name string) string {
+		v, _ := lookup(name)
+		return v
+	}
+	flag := func(name string, def bool) (bool, error) {
+		switch v := get(name); v {
+		case "":
+			return def, nil
+		case "0":
+			return false, nil
+		case "1":
+			return true, nil
+		default:
+			return def, fmt.Errorf("%w: %s=%q: want 0 or 1", ErrEnv, name, v)
+		}
+	}
+	cfg := DefaultConfig()
+	switch d := get("COTRAIN_OPENCL_CACHE"); d {
+	case "":
+	case "off":
+		cfg.CacheDir = ""
+	default:
+		cfg.CacheDir = d
+	}
+	cfg.GemmOptions, cfg.Staging = get("COTRAIN_OPENCL_GEMM_OPTS"), get("COTRAIN_OPENCL_STAGING")
+	cfg.Winograd, cfg.FFT = get("COTRAIN_OPENCL_WINOGRAD"), get("COTRAIN_OPENCL_FFT")
 	var errTune, errQueue, errWG, errFuse, errEpi error
-	cfg.Tune, errTune = envFlag("COTRAIN_OPENCL_TUNE", true)
-	cfg.OneQueue, errQueue = envFlag("COTRAIN_OPENCL_ONE_QUEUE", false)
-	fuse, errFuse := envFlag("COTRAIN_OPENCL_FUSE", true)
+	cfg.Tune, errTune = flag("COTRAIN_OPENCL_TUNE", true)
+	cfg.OneQueue, errQueue = flag("COTRAIN_OPENCL_ONE_QUEUE", false)
+	fuse, errFuse := flag("COTRAIN_OPENCL_FUSE", true)
 	cfg.NoFuse = !fuse
-	epi, errEpi := envFlag("COTRAIN_OPENCL_EPILOGUE", true)
+	epi, errEpi := flag("COTRAIN_OPENCL_EPILOGUE", true)
 	cfg.NoEpilogue = !epi
-	if v := os.Getenv("COTRAIN_OPENCL_RED_WG"); v != "" { // sets ReductionWG
+	if v := get("COTRAIN_OPENCL_RED_WG"); v != "" { // sets ReductionWG
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
 			errWG = fmt.Errorf("%w: COTRAIN_OPENCL_RED_WG=%q: want a positive work-group size", ErrEnv, v)
 		}
 		cfg.ReductionWG = n
 	}
-	cfg.envErr = errors.Join(errTune, errQueue, errWG, errFuse, errEpi)
-	if v := os.Getenv("COTRAIN_OPENCL_GEMM"); v != "" {
+	if v := get("COTRAIN_OPENCL_GEMM"); v != "" {
 		cfg.GemmVariants = strings.Split(v, ",")
 	}
-	return cfg
+	return cfg, errors.Join(errTune, errQueue, errWG, errFuse, errEpi)
 }
 
 // storeHalfOption builds the programs for half storage (kernels/common.cl).
@@ -236,9 +255,6 @@ func New(cfg Config) (*OpenCL, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	if cfg.envErr != nil {
-		return nil, cfg.envErr
-	}
 	cands, err := gemmCandidateList(cfg.GemmVariants)
 	if err != nil {
 		return nil, err
@@ -270,8 +286,12 @@ func New(cfg Config) (*OpenCL, error) {
 	if cfg.OneQueue {
 		_ = ctx.oneQueue() // nothing enqueued yet
 	}
-	o := &OpenCL{ctx: ctx, info: info, log: cfg.Log, k: map[string]*clKernel{}, half: cfg.HalfStorage, wino: wino,
+	o := &OpenCL{ctx: ctx, info: info, log: cfg.Log, k: map[string]*clKernel{}, half: cfg.HalfStorage, wino: wino, kn: defaultKnobs(),
+
 		fftSetting: fftSetting, noFuse: cfg.NoFuse, noEpilogue: cfg.NoEpilogue}
+	if cfg.knobs != nil {
+		o.kn = *cfg.knobs
+	}
 	o.keepBudget = info.GlobalMem / 8 // ConvKeepColumns
 	gemmOpts := cfg.GemmOptions
 	if o.half {

@@ -236,7 +236,7 @@ func TestOpenCLStagingMode(t *testing.T) {
 			t.Errorf("stagingOn(%q, unified %v) = %v, %v; want %v", c.mode, c.unified, got, err, c.want)
 		}
 	}
-	cfg := DefaultConfig()
+	cfg := envConfig()
 	cfg.Staging = "pinned"
 	_, err := New(cfg)
 	if !errors.Is(err, ErrStaging) || !strings.Contains(err.Error(), `"pinned"`) {
@@ -247,39 +247,55 @@ func TestOpenCLStagingMode(t *testing.T) {
 // bptr is the address of b's first byte.
 func bptr(b []byte) unsafe.Pointer { return unsafe.Pointer(&b[0]) }
 
-// TestOpenCLEnvValues checks that a COTRAIN_OPENCL_* variable holding a
-// value it does not take is refused with an error naming it, also by
-// Open("auto"), which would otherwise fall back to the CPU; and that the
-// values it takes are taken.
-func TestOpenCLEnvValues(t *testing.T) {
+// TestConfigFromEnv checks that a COTRAIN_OPENCL_* variable holding a
+// value it does not take is refused with an error naming it, that the
+// values it takes are taken, and that a mode New refuses makes Open("auto")
+// fail rather than fall back to the CPU. It sets no environment: the
+// variables come through the lookup, as the binaries pass os.LookupEnv.
+func TestConfigFromEnv(t *testing.T) {
+	env := func(kv ...string) func(string) (string, bool) {
+		return func(name string) (string, bool) {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == name {
+					return kv[i+1], true
+				}
+			}
+			return "", false
+		}
+	}
 	for _, c := range []struct{ name, value string }{
 		{"COTRAIN_OPENCL_TUNE", "false"}, {"COTRAIN_OPENCL_ONE_QUEUE", "yes"}, {"COTRAIN_OPENCL_RED_WG", "abc"},
-		{"COTRAIN_OPENCL_RED_WG", "-8"}, {"COTRAIN_OPENCL_STAGING", "maybe"}, {"COTRAIN_OPENCL_WINOGRAD", "2"}, {"COTRAIN_OPENCL_FFT", "yes"},
-		{"COTRAIN_OPENCL_FUSE", "off"}, {"COTRAIN_OPENCL_EPILOGUE", "no"},
+		{"COTRAIN_OPENCL_RED_WG", "-8"}, {"COTRAIN_OPENCL_FUSE", "off"}, {"COTRAIN_OPENCL_EPILOGUE", "no"},
+	} {
+		_, err := ConfigFromEnv(env(c.name, c.value))
+		if !errors.Is(err, ErrEnv) || !errors.Is(err, gpu.ErrConfig) || !strings.Contains(err.Error(), strconv.Quote(c.value)) {
+			t.Errorf("%s=%s: %v, want an ErrEnv naming %q", c.name, c.value, err, c.value)
+		}
+	}
+	for _, c := range []struct{ name, value string }{
+		{"COTRAIN_OPENCL_STAGING", "maybe"}, {"COTRAIN_OPENCL_WINOGRAD", "2"}, {"COTRAIN_OPENCL_FFT", "yes"},
 	} {
 		t.Run(c.name+"="+c.value, func(t *testing.T) {
-			t.Setenv(c.name, c.value)
-			_, err := New(DefaultConfig())
-			if !errors.Is(err, gpu.ErrConfig) || !strings.Contains(err.Error(), strconv.Quote(c.value)) {
+			cfg, err := ConfigFromEnv(env(c.name, c.value))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := New(cfg); !errors.Is(err, gpu.ErrConfig) || !strings.Contains(err.Error(), strconv.Quote(c.value)) {
 				t.Fatalf("New: %v, want a gpu.ErrConfig naming %q", err, c.value)
 			}
-			if b, err := gpu.Open("auto", gpu.OpenOptions{}); b != nil || !errors.Is(err, gpu.ErrConfig) {
+			b, err := gpu.Open("auto", gpu.OpenOptions{Config: map[string]any{"opencl": cfg}})
+			if b != nil || !errors.Is(err, gpu.ErrConfig) {
 				t.Errorf("Open(auto): %v, %v: want the configuration error, not a fallback", b, err)
 			}
 		})
 	}
-	t.Setenv("COTRAIN_OPENCL_TUNE", "0")
-	t.Setenv("COTRAIN_OPENCL_ONE_QUEUE", "1")
-	t.Setenv("COTRAIN_OPENCL_RED_WG", "64")
-	t.Setenv("COTRAIN_OPENCL_FUSE", "0")
-	t.Setenv("COTRAIN_OPENCL_EPILOGUE", "0")
-	cfg := DefaultConfig()
-	if cfg.envErr != nil || cfg.Tune || !cfg.OneQueue || cfg.ReductionWG != 64 || !cfg.NoFuse || !cfg.NoEpilogue {
-		t.Errorf("valid values: %+v, %v", cfg, cfg.envErr)
+	cfg, err := ConfigFromEnv(env("COTRAIN_OPENCL_TUNE", "0", "COTRAIN_OPENCL_ONE_QUEUE", "1", "COTRAIN_OPENCL_RED_WG", "64",
+		"COTRAIN_OPENCL_FUSE", "0", "COTRAIN_OPENCL_EPILOGUE", "0", "COTRAIN_OPENCL_CACHE", "off"))
+	if err != nil || cfg.Tune || !cfg.OneQueue || cfg.ReductionWG != 64 || !cfg.NoFuse || !cfg.NoEpilogue || cfg.CacheDir != "" {
+		t.Errorf("valid values: %+v, %v", cfg, err)
 	}
-	t.Setenv("COTRAIN_OPENCL_FUSE", "1")
-	t.Setenv("COTRAIN_OPENCL_EPILOGUE", "1")
-	if cfg := DefaultConfig(); cfg.envErr != nil || cfg.NoFuse || cfg.NoEpilogue {
-		t.Errorf("COTRAIN_OPENCL_FUSE=1, COTRAIN_OPENCL_EPILOGUE=1: %+v, %v", cfg, cfg.envErr)
+	cfg, err = ConfigFromEnv(env("COTRAIN_OPENCL_FUSE", "1", "COTRAIN_OPENCL_EPILOGUE", "1", "COTRAIN_OPENCL_CACHE", "/x"))
+	if err != nil || cfg.NoFuse || cfg.NoEpilogue || cfg.CacheDir != "/x" {
+		t.Errorf("COTRAIN_OPENCL_FUSE=1, COTRAIN_OPENCL_EPILOGUE=1: %+v, %v", cfg, err)
 	}
 }

@@ -63,13 +63,6 @@ func winogradMode(mode string) (string, error) {
 	return "", fmt.Errorf("%w %q: want %s, %s or %s", ErrWinograd, mode, WinogradOff, WinogradOn, WinogradAuto)
 }
 
-// winoMinChannels is the fewest input and output channels for which the
-// auto mode uses Winograd: each of the 16 products is only as deep as the
-// input channels (the data gradient's, the output channels), where
-// im2col's is 9 times deeper, and shallow products run far below the
-// GEMM's peak. A variable only so that benchmarks can move it.
-var winoMinChannels = 64
-
 // winoMaxWork is the largest share of im2col's multiplications that the
 // auto mode accepts from the 2×2 tiles: 16 per tile against 9 per output,
 // so 0.44 where 2 divides the plane and more where tiles hang over its
@@ -98,8 +91,8 @@ func (o *OpenCL) winoChoice(g *gpu.ConvGeom) (bool, string) {
 		return false, "off (COTRAIN_OPENCL_WINOGRAD=0)"
 	case o.wino == WinogradOn:
 		return true, "forced (COTRAIN_OPENCL_WINOGRAD=1)"
-	case min(g.C, g.K) < winoMinChannels:
-		return false, fmt.Sprintf("auto: fewer than %d channels", winoMinChannels)
+	case min(g.C, g.K) < o.kn.winoMinChannels:
+		return false, fmt.Sprintf("auto: fewer than %d channels", o.kn.winoMinChannels)
 	}
 	if work := float64(16*winoTiles(g.OH, g.OW)) / float64(9*g.OH*g.OW); work > winoMaxWork {
 		return false, fmt.Sprintf("auto: the tiles do %.2f of im2col's multiplications (more than %.2f)", work, winoMaxWork)
@@ -122,14 +115,6 @@ func (o *OpenCL) winograd(g *gpu.ConvGeom) bool {
 	}
 	return use
 }
-
-// winoBatched runs the 16 products of a chunk as one launch of the GEMM's
-// split-k layers; false: as 16 products (o.gemm), each choosing its own
-// variant and split. The two give the same bits where the 16 products are
-// not split in k (gemmSplits: fewer than 512 input channels, or many
-// blocks of C). A variable only so that BenchmarkOpenCLWinograd can
-// compare them in one run.
-var winoBatched = true
 
 // round4 rounds n up to a multiple of 4.
 func round4(n int) int { return (n + 3) &^ 3 }
@@ -208,7 +193,7 @@ func (o *OpenCL) winoRun(op string, out, in winoPlane, u *clMem, ph, pw int, bia
 		v, m := base, base+16*ipad*pld
 		o.runPlanes("wino_input", pld, ipad, 1, ws.m, v, in.buf.m, in.buf.off+n0*ins, ins, in.ch, ipad, in.h, in.w,
 			ph, pw, th, tw, p, pld)
-		if winoBatched {
+		if o.kn.winoBatched {
 			// Layer ξ of the split-k launch: k in [ξ·ipad, (ξ+1)·ipad), C
 			// at m + ξ·out.ch·pld (gemmWith's cpart, m·n).
 			launch := func(g *gemmVariant) {

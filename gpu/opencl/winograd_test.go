@@ -121,9 +121,9 @@ func TestOpenCLWinograd(t *testing.T) {
 				first := download(o, y.cl)
 				o.ConvForward(g, y.cl, x.cl, w.cl, bias.cl, ws)
 				requireSameBits(t, "forward, second run", download(o, y.cl), first)
-				winoBatched = false
+				o.kn.winoBatched = false
 				o.ConvForward(g, y.cl, x.cl, w.cl, bias.cl, ws)
-				winoBatched = true
+				o.kn.winoBatched = true
 				requireSameBits(t, "forward, 16 products", download(o, y.cl), first)
 
 				chunks = winoChunks(t, o, &g, ws, g.K, g.C, g.H, g.W)
@@ -138,9 +138,9 @@ func TestOpenCLWinograd(t *testing.T) {
 				first = download(o, dx.cl)
 				o.ConvBackwardData(g, dx.cl, dy.cl, w.cl, ws)
 				requireSameBits(t, "backward data, second run", download(o, dx.cl), first)
-				winoBatched = false
+				o.kn.winoBatched = false
 				o.ConvBackwardData(g, dx.cl, dy.cl, w.cl, ws)
-				winoBatched = true
+				o.kn.winoBatched = true
 				requireSameBits(t, "backward data, 16 products", download(o, dx.cl), first)
 
 				cpu.ConvBackwardFilter(g, dw.cpu, bias.cpu, dy.cpu, x.cpu, wsC)
@@ -311,14 +311,14 @@ func BenchmarkOpenCLWinograd(b *testing.B) {
 			batched    bool
 		}{{"im2col", WinogradOff, true}, {"winograd", WinogradOn, true}, {"winograd-16", WinogradOn, false}} {
 			b.Run(c.name+"/forward/"+m.name, func(b *testing.B) {
-				o.wino, winoBatched = m.mode, m.batched
-				defer func() { winoBatched = true }()
+				o.wino, o.kn.winoBatched = m.mode, m.batched
+				defer func() { o.kn.winoBatched = true }()
 				benchKernel(b, o, 0, func() { o.ConvForward(g, y, x, w, nil, ws) })
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "im2col-TFLOPS")
 			})
 			b.Run(c.name+"/backward-data/"+m.name, func(b *testing.B) {
-				o.wino, winoBatched = m.mode, m.batched
-				defer func() { winoBatched = true }()
+				o.wino, o.kn.winoBatched = m.mode, m.batched
+				defer func() { o.kn.winoBatched = true }()
 				benchKernel(b, o, 0, func() { o.ConvBackwardData(g, dx, y, w, ws) })
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "im2col-TFLOPS")
 			})

@@ -64,11 +64,11 @@ func LoadData(spec string, input solver.Shape, norm models.Norm, classes []int, 
 	d.Name = spec
 	switch {
 	case spec == "mnist":
-		train, err := data.LoadMNIST("train")
+		train, err := data.LoadMNIST("train", os.Getenv)
 		if err != nil {
 			return nil, err
 		}
-		test, err := data.LoadMNIST("test")
+		test, err := data.LoadMNIST("test", os.Getenv)
 		if err != nil {
 			return nil, err
 		}

@@ -93,7 +93,7 @@ func CheckData(spec string, maxPixels int, progress io.Writer) error {
 	switch {
 	case spec == "mnist":
 		for _, part := range []string{"train", "test"} {
-			if _, err := data.LoadMNIST(part); err != nil {
+			if _, err := data.LoadMNIST(part, os.Getenv); err != nil {
 				return err
 			}
 		}

@@ -297,11 +297,11 @@ func AdaptRow(ctx context.Context, c AdaptConfig, spec string) (AdaptResult, err
 	if !slices.Contains([]string{"pretrain", "a", "b", "c", "d"}, mode) || (setting != "alone" && setting != "coop") {
 		return AdaptResult{}, fmt.Errorf("%w: --row %q: mode pretrain, a, b, c or d; setting alone or coop", ErrUsage, spec)
 	}
-	train, err := data.LoadMNIST("train")
+	train, err := data.LoadMNIST("train", os.Getenv)
 	if err != nil {
 		return AdaptResult{}, err
 	}
-	test, err := data.LoadMNIST("test")
+	test, err := data.LoadMNIST("test", os.Getenv)
 	if err != nil {
 		return AdaptResult{}, err
 	}

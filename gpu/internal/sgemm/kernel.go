@@ -136,8 +136,6 @@ func goKernel4x4(k int, ap, bp, cp *float32, ldc int, alpha, beta float32) {
 // one is always last.
 var archs = append(asmArchs(), goArch)
 
-// best is the family Gemm uses.
-var best = archs[0]
-
-// Kernel names the micro-kernel family in use: "avx512", "avx2", "neon" or "go".
-func Kernel() string { return best.name }
+// Kernel names the micro-kernel family Gemm uses: "avx512", "avx2", "neon"
+// or "go" (the first of archs; a Thread's tests may pick another, fam).
+func Kernel() string { return archs[0].name }

@@ -25,7 +25,7 @@ func TestArchsListed(t *testing.T) {
 			t.Errorf("%s: inconsistent blocking %+v", ar.name, *ar)
 		}
 	}
-	if archs[len(archs)-1] != goArch || best != archs[0] {
+	if archs[len(archs)-1] != goArch || Kernel() != archs[0].name || (&Thread{}).arch() != archs[0] {
 		t.Errorf("families %v: the pure-Go one must be last and the best first", names)
 	}
 	t.Logf("families %v, using %s", names, Kernel())

@@ -21,6 +21,15 @@ type Thread struct {
 	helper bool     // a pool goroutine's Thread: Parallel runs serially on it
 	busy   bool     // leading a job: a nested Parallel runs serially
 	max    int      // SetThreads's cap; 0: GOMAXPROCS
+	fam    *arch    // the micro-kernel family; nil: archs[0], the fastest (tests set others)
+}
+
+// arch is the micro-kernel family t's products use.
+func (t *Thread) arch() *arch {
+	if t.fam != nil {
+		return t.fam
+	}
+	return archs[0]
 }
 
 // SetThreads caps at n the threads that t's Parallel and GemmParallel use,
@@ -189,7 +198,7 @@ func (t *Thread) GemmParallel(transA, transB bool, m, n, k int, alpha float32, a
 	if g.trivial() {
 		return
 	}
-	ar := best
+	ar := t.arch()
 	tm, tn := (m+ar.mr-1)/ar.mr, (n+ar.nr-1)/ar.nr
 	// Two blocks per thread, so that a caller whose helper starts late can
 	// take over its share. Along n when C has a tile column per thread:
@@ -200,7 +209,7 @@ func (t *Thread) GemmParallel(transA, transB bool, m, n, k int, alpha float32, a
 	gm, gn := 1, 1
 	if tn >= threads {
 		gn = min(tn, blocks)
-		t.shared.Pack(transA, m, k, a, lda)
+		t.shared.pack(ar, transA, m, k, a, lda)
 		g.pa = &t.shared
 	} else {
 		gm = min(tm, blocks)

@@ -46,7 +46,7 @@ func (t *Thread) Gemm(transA, transB bool, m, n, k int, alpha float32, a []float
 	if g.trivial() {
 		return
 	}
-	t.rect(best, &g, 0, m, 0, n)
+	t.rect(t.arch(), &g, 0, m, 0, n)
 }
 
 // check panics unless the slices and leading dimensions hold the matrices.
@@ -193,9 +193,13 @@ type PackedA struct {
 // Pack packs op(A) (m×k; stored as for Gemm) with the family Gemm uses,
 // reusing p's memory when large enough. p keeps no reference to a.
 func (p *PackedA) Pack(transA bool, m, k int, a []float32, lda int) {
+	p.pack(archs[0], transA, m, k, a, lda)
+}
+
+// pack is Pack for family ar.
+func (p *PackedA) pack(ar *arch, transA bool, m, k int, a []float32, lda int) {
 	g := args{transA: transA, m: m, k: k, a: a, lda: lda}
 	g.checkA()
-	ar := best
 	mp := (m + ar.mr - 1) / ar.mr * ar.mr
 	p.ar, p.m, p.k, p.stride = ar, m, k, mp*kc
 	blocks := (k + kc - 1) / kc

@@ -36,14 +36,6 @@ func naive(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	}
 }
 
-// withArch runs f with family ar as the one Gemm uses.
-func withArch(ar *arch, f func()) {
-	saved := best
-	best = ar
-	defer func() { best = saved }()
-	f()
-}
-
 // problem is one random product with padded leading dimensions.
 type problem struct {
 	transA, transB bool
@@ -108,8 +100,8 @@ func TestGemmAgainstNaive(t *testing.T) {
 	sizes := [][3]int{{1, 1, 1}, {1, 1, 0}, {3, 5, 0}, {7, 9, 1}, {6, 64, 3}, {13, 70, 33}, {65, 33, 129},
 		{10, 200, 3}, {130, 17, 300}, {150, 530, 260}, {5, 1, 513}}
 	for _, ar := range archs {
-		withArch(ar, func() {
-			var th Thread
+		func() {
+			th := Thread{fam: ar}
 			for _, sz := range sizes {
 				m, n, k := sz[0], sz[1], sz[2]
 				// The pure-Go family, and -short (the arm64 run under qemu in
@@ -129,7 +121,7 @@ func TestGemmAgainstNaive(t *testing.T) {
 					}
 				}
 			}
-		})
+		}()
 	}
 }
 
@@ -152,10 +144,8 @@ func TestFamiliesAgree(t *testing.T) {
 		var ref []float32
 		for _, ar := range asm {
 			c := slices.Clone(p.c)
-			withArch(ar, func() {
-				var th Thread
-				th.Gemm(p.transA, p.transB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, c, p.ldc)
-			})
+			th := Thread{fam: ar}
+			th.Gemm(p.transA, p.transB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, c, p.ldc)
 			if ref == nil {
 				ref = c
 			} else if !slices.Equal(ref, c) {

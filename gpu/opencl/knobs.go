@@ -1,0 +1,97 @@
+//go:build opencl
+
+package opencl
+
+import "github.com/cotrain/cotrain/gpu"
+
+// knobs are the thresholds and switches by which the backend chooses among
+// kernels and launch shapes. Each was a package variable that tests and
+// benchmarks changed; now each backend holds its own (OpenCL.kn), set from
+// defaultKnobs when it opens, so that two backends in one process never
+// see each other's choices. Most choices give the same bits either way;
+// the two that do not (redPartLen, splitTiles and splitDepth: they set a
+// summation order) must stay the same on every device of a cooperative run,
+// so only tests and benchmarks change them.
+type knobs struct {
+	// splitTiles and splitDepth are gemmSplits' targets: a C with fewer
+	// blocks of 128×128 than splitTiles is split in k, into ranges at least
+	// splitDepth deep. Changing them changes the bits of split products.
+	splitTiles, splitDepth int
+	// gemmSumWG is the work-group size of the split-k sum (gemm_sum).
+	gemmSumWG int
+	// winoMinChannels is the fewest input and output channels for which the
+	// auto mode uses Winograd: each of the 16 products is only as deep as the
+	// input channels (the data gradient's, the output channels), where
+	// im2col's is 9 times deeper, and shallow products run far below the
+	// GEMM's peak.
+	winoMinChannels int
+	// winoBatched runs the 16 products of a Winograd chunk as one launch of
+	// the GEMM's split-k layers; false: as 16 products (o.gemm), each
+	// choosing its own variant and split. The two give the same bits where
+	// the 16 products are not split in k (gemmSplits: fewer than 512 input
+	// channels, or many blocks of C).
+	winoBatched bool
+	// copyPlainRows copies batch tensors whose planes are not a multiple of
+	// 4 long into plain matrices before a GEMM reads them (plainRows);
+	// false reads them through segmented addressing. The same bits.
+	copyPlainRows bool
+	// im2colWinTaps is about how many elements one item of im2col_win
+	// copies: a block of max(1, im2colWinTaps/S) filter rows (all R of a
+	// 3×3 or 5×5 filter, two rows of AlexNet's 11×11). More per item
+	// divides less often; fewer gives more items (parallelism) to small
+	// batches. The same bits.
+	im2colWinTaps int
+	// redPartLen is the length of one part of a two-level reduction: a
+	// channel of batch norm (or a depthwise filter tap) reducing over more
+	// elements than twice this is split into parts that separate
+	// work-groups reduce, and a second kernel adds the parts in order
+	// (norm.cl). The same on every device, so that the split, and so the
+	// summation order, depends on the shape alone. At 8192 elements a part
+	// gives each item of a work-group of 256 at least 16 elements. Changing
+	// it changes the bits of batch norm and depthwise filter gradients.
+	redPartLen int
+	// biasColsMax is the most elements per channel (n·hw) that BiasGrad
+	// and ActivateBackwardBias sum with one item per channel. Changing it
+	// changes the bits of bias gradients.
+	biasColsMax int
+	// fftWGCap caps the FFT kernels' work-groups (fftWG): tests lower it to
+	// cover the loops that take several planes per item.
+	fftWGCap int
+	// fftDupForce overrides fftDupActs: 1 the activations, 2 the other
+	// operand, 0 the smaller.
+	fftDupForce int
+}
+
+// defaultKnobs are the choices every backend opens with.
+func defaultKnobs() knobs {
+	return knobs{splitTiles: 256, splitDepth: 256, gemmSumWG: 256, winoMinChannels: 64, winoBatched: true,
+		copyPlainRows: true, im2colWinTaps: 32, redPartLen: 8192, biasColsMax: 64, fftWGCap: 1 << 30}
+}
+
+// redParts splits a reduction over m elements: parts of l elements, the last
+// one shorter; p is 1 (one work-group reduces it all) up to 2·redPartLen.
+func (k *knobs) redParts(m int) (l, p int) {
+	if m <= 2*k.redPartLen {
+		return m, 1
+	}
+	return k.redPartLen, (m + k.redPartLen - 1) / k.redPartLen
+}
+
+// fftDupActs says whether a pass duplicates the activations' spectra
+// (else the filters', or for the filter gradient dy's): the smaller
+// operand, or as fftDupForce says.
+func (k *knobs) fftDupActs(g *gpu.ConvGeom, pass int) bool {
+	switch k.fftDupForce {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	switch pass {
+	case fftPassForward: // X is N×C, W K×C
+		return g.N <= g.K
+	case fftPassData: // dY is N×K, W K×C
+		return g.N <= g.C
+	}
+	return g.C <= g.K // X is N×C, dY N×K
+}
