@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -89,4 +91,43 @@ func TestTwoWorkersOnOneHost(t *testing.T) {
 	if !strings.Contains(log, `level=WARN msg="connection refused"`) || strings.Contains(log, `level=INFO msg="connection refused"`) {
 		t.Errorf("the refused worker is not logged at WARN:\n%s", tail(log, 2000))
 	}
+}
+
+// TestWorkerWhoseDataTheModelCannotTake: a worker with MNIST (28×28
+// grayscale, digits "0" to "9") joins a hub training an RGB 32×32 model on
+// a folder of the same ten classes. The classes match, so it registers;
+// with the model known from the Welcome it checks the fit, and leaves at
+// once, exit 2, saying in plain words what does not fit and what to do,
+// instead of failing on a normalisation's channel count.
+func TestWorkerWhoseDataTheModelCannotTake(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two processes")
+	}
+	hubBin, workerBin := buildBinaries(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	digits := make([]string, 10)
+	rgb := map[string][3]float64{}
+	for i := range digits {
+		digits[i] = fmt.Sprint(i)
+		rgb[digits[i]] = [3]float64{float64(20 * i), 100, 200 - float64(20*i)}
+	}
+	writeImages(t, filepath.Join(dir, "digits"), digits, rgb, 1, 3)
+	h := start(t, ctx, "hub", hubBin, "--model", "mobilenet-small", "--width", "0.25", "--data", filepath.Join(dir, "digits"),
+		"--min-workers", "1", "--batch", "8", "--iterations", "5", "--listen", "/ip4/127.0.0.1/tcp/0", "--mdns=false", "--json",
+		"--out", filepath.Join(dir, "hub"))
+	addr := h.until(t, "listening", 30*time.Second)["addrs"].([]any)[0].(string)
+	w := exec.CommandContext(ctx, workerBin, "--hub", addr, "--data", "mnist", "--listen", "/ip4/127.0.0.1/tcp/0",
+		"--reconnect-timeout", "0", "--out", filepath.Join(dir, "w"))
+	out, err := w.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("worker: %v\n%s", err, out)
+	}
+	want := "worker: usage: the model takes 3-channel (RGB) 32×32 images, but --data mnist holds 28×28 grayscale digits (1 channel)"
+	if !strings.Contains(string(out), want) || strings.Contains(string(out), "means and") {
+		t.Errorf("worker output:\n%s\nwant %q", out, want)
+	}
+	h.until(t, "left", 30*time.Second) // the hub sees it go
 }
