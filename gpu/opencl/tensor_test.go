@@ -17,6 +17,13 @@ import (
 
 func TestOpenCLStructural(t *testing.T) { bothStorages(t, testOpenCLStructural) }
 
+// TestOpenCLConformance holds the OpenCL backend (float storage) to the
+// contract every backend keeps (gpu/gputest), as gpu/cpu's TestConformance
+// holds the CPU backend.
+func TestOpenCLConformance(t *testing.T) {
+	gputest.Conformance(t, func() gpu.Backend { return openCLForTest(t) })
+}
+
 func testOpenCLStructural(t *testing.T, o *OpenCL) {
 	cpu := newCPU()
 	r := rand.New(rand.NewPCG(31, 32))

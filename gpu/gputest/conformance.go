@@ -1,0 +1,329 @@
+package gputest
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/cotrain/cotrain/gpu"
+)
+
+// Conformance runs the checks every backend must pass against references
+// written from the definitions (not against another backend), as subtests
+// of t. newBackend returns the backend to check; it is called once per
+// subtest and may return the same backend each time (a device backend's
+// tests share one). Each backend's package calls it from its own tests
+// (gpu/cpu's TestConformance, gpu/opencl's TestOpenCLConformance), so a
+// new backend is held to the same contract by one line.
+//
+// Exact checks (copies, broadcast operations, dropout masks, the SGD step:
+// one rounding each, in the order the contract gives) need float32 storage;
+// the sums (ReduceSum, Gemm) and the transcendental activations are checked
+// to a relative tolerance.
+func Conformance(t *testing.T, newBackend func() gpu.Backend) {
+	t.Run("CopyStrided", func(t *testing.T) { checkCopyStrided(t, newBackend()) })
+	t.Run("Broadcast", func(t *testing.T) { checkBroadcast(t, newBackend()) })
+	t.Run("ReduceSum", func(t *testing.T) { checkReduceSum(t, newBackend()) })
+	t.Run("DropoutMask", func(t *testing.T) { checkDropoutMask(t, newBackend()) })
+	t.Run("Gemm", func(t *testing.T) { checkGemm(t, newBackend()) })
+	t.Run("Activate", func(t *testing.T) { checkActivate(t, newBackend()) })
+	t.Run("SGDStep", func(t *testing.T) { checkSGDStep(t, newBackend()) })
+}
+
+// upload returns a new buffer of b holding v.
+func upload(b gpu.Backend, v []float32) gpu.Buffer {
+	buf := b.Alloc(len(v))
+	b.Upload(buf, v)
+	return buf
+}
+
+// download returns the contents of buf.
+func download(b gpu.Backend, buf gpu.Buffer) []float32 {
+	v := make([]float32, buf.Len())
+	b.Download(v, buf)
+	return v
+}
+
+// Rand returns n values uniform in [-1, 1).
+func Rand(r *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.Float64()*2 - 1)
+	}
+	return v
+}
+
+// exact fails unless got and want hold the same bits.
+func exact(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("%s: element %d is %v, want %v (bit for bit)", what, i, got[i], want[i])
+		}
+	}
+}
+
+// near fails unless every element of got is within tol of want, relative
+// to max(1, |want|).
+func near(t *testing.T, what string, got []float32, want []float64, tol float64) {
+	t.Helper()
+	for i := range want {
+		if d := math.Abs(float64(got[i]) - want[i]); !(d <= tol*math.Max(1, math.Abs(want[i]))) {
+			t.Fatalf("%s: element %d is %v, want %v (tolerance %g)", what, i, got[i], want[i], tol)
+		}
+	}
+}
+
+func checkCopyStrided(t *testing.T, b gpu.Backend) {
+	r := rand.New(rand.NewPCG(31, 32))
+	for _, tc := range StridedCases() {
+		for _, add := range []bool{false, true} {
+			src, d0 := Rand(r, tc.NS), Rand(r, tc.ND)
+			want := append([]float32(nil), d0...)
+			NaiveCopyStrided(want, src, tc.G, add)
+			dst := upload(b, d0)
+			b.CopyStrided(dst, upload(b, src), tc.G, add)
+			exact(t, fmt.Sprintf("%s add=%v", tc.Name, add), download(b, dst), want)
+		}
+	}
+}
+
+func checkBroadcast(t *testing.T, b gpu.Backend) {
+	r := rand.New(rand.NewPCG(2, 16))
+	for _, s := range BroadcastShapes() {
+		g, na, nb := BroadcastCase(s[0], s[1])
+		n := 1
+		for _, d := range g.Dims {
+			n *= d
+		}
+		for _, op := range []gpu.BinOp{gpu.BinAdd, gpu.BinSub, gpu.BinMul, gpu.BinDiv} {
+			av, bv := Rand(r, na), Rand(r, nb)
+			want := make([]float32, n)
+			NaiveBroadcast(op, want, av, bv, g)
+			dst := b.Alloc(n)
+			b.Broadcast(op, dst, upload(b, av), upload(b, bv), g)
+			exact(t, fmt.Sprintf("%v%v %v", s[0], s[1], op), download(b, dst), want)
+		}
+	}
+}
+
+func checkReduceSum(t *testing.T, b gpu.Backend) {
+	r := rand.New(rand.NewPCG(3, 16))
+	for _, g := range ReduceShapes() {
+		nIn, nOut := 1, 1
+		for k := range g.In {
+			nIn, nOut = nIn*g.In[k], nOut*g.Out[k]
+		}
+		src := Rand(r, nIn)
+		want := make([]float32, nOut)
+		NaiveReduceSum(want, src, g, 0.5)
+		dst := b.Alloc(nOut)
+		b.ReduceSum(dst, upload(b, src), g, 0.5)
+		w64 := make([]float64, nOut)
+		for i, v := range want {
+			w64[i] = float64(v)
+		}
+		near(t, fmt.Sprintf("%v to %v", g.In, g.Out), download(b, dst), w64, 1e-5)
+	}
+}
+
+func checkDropoutMask(t *testing.T, b gpu.Backend) {
+	for _, n := range []int{1, 5, 4099} {
+		for _, p := range []float32{0, 0.3, 0.9} {
+			const seed = 0x9e3779b97f4a7c15
+			thr, keep := gpu.DropoutParams(p)
+			want := make([]float32, n)
+			gpu.DropoutMaskBlocks(want, seed, thr, keep, 0, (n+3)/4)
+			m := b.Alloc(n)
+			b.DropoutMask(m, seed, p)
+			exact(t, fmt.Sprintf("n=%d p=%v", n, p), download(b, m), want)
+		}
+	}
+}
+
+func checkGemm(t *testing.T, b gpu.Backend) {
+	r := rand.New(rand.NewPCG(4, 16))
+	for _, sz := range [][3]int{{1, 1, 1}, {7, 9, 13}, {64, 48, 200}, {130, 70, 33}} {
+		m, n, k := sz[0], sz[1], sz[2]
+		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+			av, bv, cv := Rand(r, m*k), Rand(r, k*n), Rand(r, m*n)
+			want := make([]float64, m*n)
+			for i := range m {
+				for j := range n {
+					var s float64
+					for p := range k {
+						x, y := av[i*k+p], bv[p*n+j]
+						if tr[0] {
+							x = av[p*m+i]
+						}
+						if tr[1] {
+							y = bv[j*k+p]
+						}
+						s += float64(x) * float64(y)
+					}
+					want[i*n+j] = 1.5*s + 0.5*float64(cv[i*n+j])
+				}
+			}
+			c := upload(b, cv)
+			b.Gemm(tr[0], tr[1], m, n, k, 1.5, upload(b, av), upload(b, bv), 0.5, c)
+			near(t, fmt.Sprintf("%dx%dx%d tA=%v tB=%v", m, n, k, tr[0], tr[1]), download(b, c), want, 1e-5*float64(k))
+		}
+	}
+}
+
+// refAct is the float64 value of a at x, from the definitions.
+func refAct(a gpu.Act, x float64) float64 {
+	al, be := float64(a.Alpha), float64(a.Beta)
+	sig := func(v float64) float64 { return 1 / (1 + math.Exp(-v)) }
+	switch a.Kind {
+	case gpu.KindReLU:
+		return math.Max(x, 0)
+	case gpu.KindReLU6:
+		return math.Min(math.Max(x, 0), 6)
+	case gpu.KindSigmoid:
+		return sig(x)
+	case gpu.KindHardSigmoid:
+		return math.Min(math.Max(al*x+be, 0), 1)
+	case gpu.KindHardSwish:
+		return x * math.Min(math.Max(x+3, 0), 6) / 6
+	case gpu.KindTanh:
+		return math.Tanh(x)
+	case gpu.KindLeakyReLU:
+		if x > 0 {
+			return x
+		}
+		return al * x
+	case gpu.KindClip:
+		return math.Min(math.Max(x, al), be)
+	case gpu.KindSiLU:
+		return x * sig(x)
+	}
+	panic(fmt.Sprintf("gputest: no reference for %v", a))
+}
+
+func checkActivate(t *testing.T, b gpu.Backend) {
+	r := rand.New(rand.NewPCG(5, 16))
+	xs := Rand(r, 1000)
+	for i := range xs {
+		xs[i] *= 8
+	}
+	for _, a := range append([]gpu.Act{gpu.ReLU, gpu.ReLU6}, ParamActs()...) {
+		want := make([]float64, len(xs))
+		for i, x := range xs {
+			want[i] = refAct(a, float64(x))
+		}
+		y := b.Alloc(len(xs))
+		b.Activate(a, y, upload(b, xs))
+		near(t, fmt.Sprintf("%v(%g, %g)", a, a.Alpha, a.Beta), download(b, y), want, 1e-6)
+	}
+}
+
+func checkSGDStep(t *testing.T, b gpu.Backend) {
+	r := rand.New(rand.NewPCG(6, 16))
+	const n = 1000
+	for _, c := range []struct {
+		lr, mom, wd float32
+		nesterov    bool
+	}{{0.1, 0, 0, false}, {0.05, 0.9, 1e-4, false}, {0.01, 0.9, 5e-4, true}} {
+		p, g, v := Rand(r, n), Rand(r, n), Rand(r, n)
+		wp, wv := append([]float32(nil), p...), append([]float32(nil), v...)
+		for i := range wp {
+			// torch.optim.SGD, dampening 0, one float32 rounding per operation.
+			d := g[i] + float32(c.wd*wp[i])
+			if c.mom > 0 {
+				wv[i] = float32(c.mom*wv[i]) + d
+				if c.nesterov {
+					d += float32(c.mom * wv[i])
+				} else {
+					d = wv[i]
+				}
+			}
+			wp[i] -= float32(c.lr * d)
+		}
+		pb, vb := upload(b, p), upload(b, v)
+		b.SGDStep(pb, upload(b, g), vb, c.lr, c.mom, c.wd, c.nesterov)
+		what := fmt.Sprintf("lr=%v momentum=%v wd=%v nesterov=%v", c.lr, c.mom, c.wd, c.nesterov)
+		exact(t, what+" p", download(b, pb), wp)
+		if c.mom > 0 {
+			exact(t, what+" v", download(b, vb), wv)
+		}
+	}
+}
+
+// forIndex calls f with every index of dims in row-major order.
+func forIndex(dims []int, f func(idx []int)) {
+	total := 1
+	for _, d := range dims {
+		total *= d
+	}
+	idx := make([]int, len(dims))
+	for i := range total {
+		r := i
+		for k := len(dims) - 1; k >= 0; k-- {
+			idx[k] = r % dims[k]
+			r /= dims[k]
+		}
+		f(idx)
+	}
+}
+
+func dot(idx, strides []int) int {
+	o := 0
+	for k := range idx {
+		o += idx[k] * strides[k]
+	}
+	return o
+}
+
+// NaiveCopyStrided is CopyStrided over the unmerged index space.
+func NaiveCopyStrided(d, s []float32, g gpu.StridedGeom, add bool) {
+	forIndex(g.Dims, func(idx []int) {
+		o := g.DstOff + dot(idx, g.Dst)
+		v := s[g.SrcOff+dot(idx, g.Src)]
+		if add {
+			v += d[o]
+		}
+		d[o] = v
+	})
+}
+
+// NaiveBroadcast is Broadcast over the unmerged index space.
+func NaiveBroadcast(op gpu.BinOp, d, a, b []float32, g gpu.BroadcastGeom) {
+	i := 0
+	forIndex(g.Dims, func(idx []int) {
+		x, y := a[dot(idx, g.A)], b[dot(idx, g.B)]
+		switch op {
+		case gpu.BinAdd:
+			d[i] = x + y
+		case gpu.BinSub:
+			d[i] = x - y
+		case gpu.BinMul:
+			d[i] = x * y
+		case gpu.BinDiv:
+			d[i] = x / y
+		}
+		i++
+	})
+}
+
+// NaiveReduceSum sums in the documented order: each output's source
+// elements in row-major order of the reduced axes, in float32.
+func NaiveReduceSum(d, s []float32, g gpu.ReduceGeom, alpha float32) {
+	src, dst := gpu.ContiguousStrides(g.In), gpu.ContiguousStrides(g.Out)
+	var red []int
+	for k := range g.In {
+		red = append(red, g.In[k]/g.Out[k])
+	}
+	forIndex(g.Out, func(o []int) {
+		var acc float32
+		forIndex(red, func(r []int) {
+			full := make([]int, len(o))
+			for k := range o {
+				full[k] = o[k] + r[k] // one of them is 0 on every axis
+			}
+			acc += s[dot(full, src)]
+		})
+		d[dot(o, dst)] = alpha * acc
+	})
+}
