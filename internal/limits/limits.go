@@ -165,3 +165,17 @@ func Bytes64(what string, elems int64, width int) (int, error) {
 	}
 	return int(lo), nil
 }
+
+// Range checks that length bytes from offset lie within a file of size
+// bytes (offset and length non-negative, offset+length <= size, computed
+// without overflow), before the caller allocates length bytes or seeks to
+// offset. what names the range in the error.
+func Range(what string, offset, length, size int64) error {
+	switch {
+	case offset < 0 || length < 0 || size < 0:
+		return fmt.Errorf("%w: %s: offset %d, length %d in a file of %d bytes", ErrInvalid, what, offset, length, size)
+	case offset > size || length > size-offset:
+		return fmt.Errorf("%w: %s: %d bytes from offset %d run past the end of a file of %d bytes", ErrTooLarge, what, length, offset, size)
+	}
+	return nil
+}

@@ -58,3 +58,25 @@ func TestElementsSumExtentBytes(t *testing.T) {
 		t.Errorf("Product64 at the limit: %d, %v", p, err)
 	}
 }
+
+func TestRange(t *testing.T) {
+	for _, tc := range []struct {
+		off, n, size int64
+		err          error
+	}{
+		{0, 10, 10, nil},
+		{4, 6, 10, nil},
+		{10, 0, 10, nil},
+		{4, 7, 10, ErrTooLarge},
+		{11, 0, 10, ErrTooLarge},
+		// off+n wraps to a small number in int64 arithmetic.
+		{math.MaxInt64, math.MaxInt64, 10, ErrTooLarge},
+		{5, math.MaxInt64, 10, ErrTooLarge},
+		{-1, 1, 10, ErrInvalid},
+		{0, -1, 10, ErrInvalid},
+	} {
+		if err := Range("x", tc.off, tc.n, tc.size); !errors.Is(err, tc.err) {
+			t.Errorf("Range(%d, %d, %d) = %v, want %v", tc.off, tc.n, tc.size, err, tc.err)
+		}
+	}
+}

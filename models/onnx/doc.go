@@ -6,7 +6,9 @@
 // this package.
 //
 // Caller's duties:
-//  1. Import an ONNX file with Import: the result is a models.File of the
+//  1. Import an ONNX file with ImportFile (it reads external data files,
+//     such as model.onnx.data, from the model's folder only), or a stream
+//     with Import (which refuses external data): the result is a models.File of the
 //     model kind models.GraphModel whose layer list is kept in the file's
 //     Meta (key models.MetaGraph) and whose parameters are the ONNX
 //     initializers. Read File.Meta's MetaNote entries: they say what the

@@ -117,7 +117,7 @@ func constantOfShape(ins []*tensor, a attrs) (*tensor, error) {
 	fill := &tensor{floats: []float32{0}}
 	if at, ok := a["value"]; ok && at.GetT() != nil {
 		var err error
-		if fill, err = decodeTensor(at.GetT()); err != nil {
+		if fill, err = decodeTensor(at.GetT(), nil); err != nil { // one value, never external
 			return nil, err
 		}
 	}

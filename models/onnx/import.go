@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,6 +49,7 @@ type value struct {
 // importer holds the state of one Import.
 type importer struct {
 	opset int64
+	ext   *externalData // where external tensor data is read from; nil for none
 	vals  map[string]*value
 	uses  map[string]int // consumers of each name, graph outputs included
 	// readers lists the nodes that read each name; a node in fused was
@@ -62,8 +65,8 @@ type importer struct {
 	folded  int // convolutions whose weights have no module name
 }
 
-// Import reads an ONNX model as torch.onnx.export writes it (opsets 7 to 18;
-// tested with 9 to 17) and returns a weight file of model models.GraphModel. The
+// Import reads an ONNX model as torch.onnx.export writes it (opsets 7 to 21,
+// MinOpset to MaxOpset; tested with 9 to 20) and returns a weight file of model models.GraphModel. The
 // operators it maps are Conv, Gemm, MatMul (+Add of a bias), Relu, Clip
 // (any bounds; ReLU6 and ReLU where they are those), Sigmoid, Tanh,
 // HardSigmoid, HardSwish, LeakyRelu, Softmax (x·Sigmoid(x) and x·HardSigmoid(x)
@@ -82,7 +85,42 @@ type importer struct {
 // torch writes F.pad's pads) are evaluated during the import. A Softmax at the very end is dropped, because cotrain's networks
 // output logits (the loss applies the softmax); the file's Meta says so;
 // any other Softmax is a layer. Any other operator is an error naming it and its node.
+//
+// A model whose tensors keep their data in external files (today's
+// torch.onnx.export writes model.onnx.data beside model.onnx) is read with
+// ImportFile; Import refuses it, naming the file it would need.
 func Import(r io.Reader) (*models.File, error) {
+	return importModel(r, nil)
+}
+
+// ImportFile is Import of the ONNX file at path, reading the external data
+// files its tensors name from the model's own folder only (external.go): a
+// location that is absolute, has a ".." element or leads out of the folder
+// through a symbolic link is refused, naming it.
+func ImportFile(path string) (*models.File, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: %w", err)
+	}
+	defer fh.Close()
+	dir := filepath.Dir(path)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: the model's folder: %w", err)
+	}
+	defer root.Close()
+	ext := &externalData{root: root, dir: dir}
+	defer ext.close()
+	return importModel(fh, ext)
+}
+
+// MinOpset and MaxOpset bound the default-domain opsets Import reads.
+const (
+	MinOpset = 7
+	MaxOpset = 21
+)
+
+func importModel(r io.Reader, ext *externalData) (*models.File, error) {
 	raw, err := io.ReadAll(io.LimitReader(r, maxModelBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("onnx: read: %w", err)
@@ -100,14 +138,20 @@ func Import(r io.Reader) (*models.File, error) {
 	}
 	im := &importer{vals: map[string]*value{}, uses: map[string]int{}, names: map[string]bool{},
 		readers: map[string][]*onnxpb.NodeProto{}, fused: map[*onnxpb.NodeProto]bool{},
-		params: map[string]*tensor{}, state: map[string]*tensor{}}
+		params: map[string]*tensor{}, state: map[string]*tensor{}, ext: ext}
 	for _, op := range m.GetOpsetImport() {
 		if d := op.GetDomain(); d == "" || d == "ai.onnx" {
 			im.opset = op.GetVersion()
 		}
 	}
-	if im.opset < 7 || im.opset > 18 {
-		return nil, fmt.Errorf("%w: opset %d (7 to 18 are read)", ErrUnsupported, im.opset)
+	switch {
+	case im.opset < MinOpset:
+		return nil, fmt.Errorf("%w: opset %d is older than %d, the oldest read (%d to %d are): export again with "+
+			"torch.onnx.export(..., opset_version=13), or upgrade the file with "+
+			"onnx.version_converter.convert_version(onnx.load(FILE), 13)", ErrUnsupported, im.opset, MinOpset, MinOpset, MaxOpset)
+	case im.opset > MaxOpset:
+		return nil, fmt.Errorf("%w: opset %d is newer than %d, the newest read (%d to %d are): export with "+
+			"torch.onnx.export(..., opset_version=20)", ErrUnsupported, im.opset, MaxOpset, MinOpset, MaxOpset)
 	}
 	if err := checkOps(g); err != nil {
 		return nil, err
@@ -188,7 +232,7 @@ func withMetadata(f *models.File, props []*onnxpb.StringStringEntryProto) (*mode
 // inputs registers the initializers and the single real graph input.
 func (im *importer) inputs(g *onnxpb.GraphProto) (solver.Shape, error) {
 	for _, p := range g.GetInitializer() {
-		t, err := decodeTensor(p)
+		t, err := decodeTensor(p, im.ext)
 		if err != nil {
 			return solver.Shape{}, err
 		}

@@ -157,13 +157,16 @@ func (im *importer) constant(n *onnxpb.NodeProto, a attrs) error {
 	switch {
 	case ok && at.GetT() != nil:
 		var err error
-		if t, err = decodeTensor(at.GetT()); err != nil {
+		if t, err = decodeTensor(at.GetT(), im.ext); err != nil {
 			return err
 		}
 	case a["value_float"] != nil:
 		t = &tensor{floats: []float32{a.float("value_float", 0)}}
 	case a["value_int"] != nil:
 		t = &tensor{ints: []int64{a.int("value_int", 0)}}
+	case a["value_floats"] != nil:
+		fs := a["value_floats"].GetFloats()
+		t = &tensor{floats: fs, dims: []int{len(fs)}}
 	case a["value_ints"] != nil:
 		t = &tensor{ints: a.ints("value_ints"), dims: []int{len(a.ints("value_ints"))}}
 	default:
@@ -310,6 +313,13 @@ func (im *importer) batchNorm(n *onnxpb.NodeProto, a attrs) error {
 	if x.rank != 4 && x.rank != 2 {
 		return fmt.Errorf("%w: BatchNormalization of a rank-%d tensor (N×C×H×W or N×F)", ErrUnsupported, x.rank)
 	}
+	if im.opset < 9 && a.int("spatial", 1) == 0 {
+		// Opsets 7 and 8: spatial 0 normalises every element on its own.
+		return fmt.Errorf("%w: BatchNormalization with spatial=0 (statistics per element, not per channel)", ErrUnsupported)
+	}
+	// training_mode (opset 14) only adds the running statistics as outputs,
+	// which node refuses to see used; the layer normalises by the batch while
+	// training and by the running statistics in evaluation either way.
 	var ts [4]*tensor
 	for i := range ts {
 		if ts[i], err = im.konst(n, i+1, false); err != nil {

@@ -206,7 +206,10 @@ func (im *importer) padOp(n *onnxpb.NodeProto, a attrs) error {
 			value, _ = c.scalar()
 		}
 		if len(n.GetInput()) > 3 && n.GetInput()[3] != "" {
-			return fmt.Errorf("%w: Pad with an axes input", ErrUnsupported)
+			// Opset 18: pads for the listed axes only (begins then ends).
+			if pads, err = im.padAxes(n, pads, len(x.ldims())+1); err != nil {
+				return err
+			}
 		}
 	}
 	for _, v := range pads {
@@ -231,6 +234,33 @@ func (im *importer) padOp(n *onnxpb.NodeProto, a attrs) error {
 	return nil
 }
 
+// padAxes expands the pads of Pad's axes input (opset 18: begins then ends
+// of the listed axes, negative axes counting from the end) to pads over
+// every axis of a rank-r tensor.
+func (im *importer) padAxes(n *onnxpb.NodeProto, pads []int64, r int) ([]int64, error) {
+	axes, err := im.intsInput(n, 3)
+	if err != nil {
+		return nil, err
+	}
+	if len(pads) != 2*len(axes) {
+		return nil, fmt.Errorf("%w: Pad of %d values for axes %v", ErrShape, len(pads), axes)
+	}
+	full := make([]int64, 2*r)
+	seen := make([]bool, r)
+	for i, ax := range axes {
+		k := ax
+		if k < 0 {
+			k += int64(r)
+		}
+		if k < 0 || k >= int64(r) || seen[k] {
+			return nil, fmt.Errorf("%w: Pad axes %v for a rank-%d tensor", ErrShape, axes, r)
+		}
+		seen[k] = true
+		full[k], full[int64(r)+k] = pads[i], pads[len(axes)+i]
+	}
+	return full, nil
+}
+
 // shapeOp computes the integer vectors of x.view(x.size(0), -1): Shape of an
 // activation, Gather of one of its elements, Unsqueeze to a vector.
 func (im *importer) shapeOp(n *onnxpb.NodeProto, a attrs) error {
@@ -252,6 +282,18 @@ func (im *importer) shapeOp(n *onnxpb.NodeProto, a attrs) error {
 			out.sym[2] += 2 * int64(x.pad[0])
 			out.sym[3] += 2 * int64(x.pad[1])
 		}
+		// Opset 15: start and end (negative from the end, clamped) select
+		// a part of the shape.
+		r := int64(len(out.sym))
+		lo, hi := a.int("start", 0), a.int("end", r)
+		if lo < 0 {
+			lo += r
+		}
+		if hi < 0 {
+			hi += r
+		}
+		lo, hi = min(max(lo, 0), r), min(max(hi, 0), r)
+		out.sym = out.sym[lo:max(lo, hi)]
 	case "Gather":
 		idx, err := im.konst(n, 1, false)
 		if err != nil {

@@ -213,6 +213,9 @@ func (im *importer) reduceAxes(n *onnxpb.NodeProto, a attrs, rank int) ([]int, e
 			return nil, err
 		}
 	}
+	if len(axes) == 0 && a.int("noop_with_empty_axes", 0) != 0 {
+		return nil, nil // opset 18 (13 for ReduceSum): no axes is the identity
+	}
 	if len(axes) == 0 {
 		return nil, fmt.Errorf("%w: %s over every axis, the batch included", ErrUnsupported, n.GetOpType())
 	}
@@ -245,6 +248,10 @@ func (im *importer) reduce(n *onnxpb.NodeProto, a attrs) error {
 	axes, err := im.reduceAxes(n, a, len(xd)+1)
 	if err != nil {
 		return err
+	}
+	if axes == nil {
+		im.vals[n.GetOutput()[0]] = x
+		return nil
 	}
 	keep := a.int("keepdims", 1) != 0
 	kept := slices.Clone(xd)

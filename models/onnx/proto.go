@@ -31,9 +31,10 @@ func (t *tensor) size() int {
 // make the importer allocate without bound.
 const maxElems = 1 << 30
 
-// decodeTensor reads a TensorProto. It refuses external data, data types
+// decodeTensor reads a TensorProto, its data from ext when it is external
+// (external.go; a nil ext refuses external data). It refuses data types
 // other than float32 and integers, and data that does not fill the dims.
-func decodeTensor(p *onnxpb.TensorProto) (*tensor, error) {
+func decodeTensor(p *onnxpb.TensorProto, ext *externalData) (*tensor, error) {
 	t := &tensor{name: p.GetName()}
 	n64, err := limits.Product64("tensor "+strconv.Quote(t.name), p.GetDims()...)
 	if err != nil || n64 > maxElems {
@@ -43,10 +44,26 @@ func decodeTensor(p *onnxpb.TensorProto) (*tensor, error) {
 	for _, d := range p.GetDims() {
 		t.dims = append(t.dims, int(d))
 	}
-	if p.GetDataLocation() == onnxpb.TensorProto_EXTERNAL || len(p.GetExternalData()) > 0 {
-		return nil, fmt.Errorf("%w: tensor %q stores its data in an external file", ErrUnsupported, t.name)
-	}
 	raw := p.GetRawData()
+	if p.GetDataLocation() == onnxpb.TensorProto_EXTERNAL || len(p.GetExternalData()) > 0 {
+		width := 0
+		switch onnxpb.TensorProto_DataType(p.GetDataType()) {
+		case onnxpb.TensorProto_FLOAT, onnxpb.TensorProto_INT32:
+			width = 4
+		case onnxpb.TensorProto_INT64:
+			width = 8
+		default:
+			return nil, fmt.Errorf("%w: tensor %q of data type %s (float32 and integers only)",
+				ErrUnsupported, t.name, onnxpb.TensorProto_DataType(p.GetDataType()))
+		}
+		size, err := limits.Bytes64("tensor "+strconv.Quote(t.name), n64, width)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+		}
+		if raw, err = ext.read(p, size); err != nil {
+			return nil, err
+		}
+	}
 	switch onnxpb.TensorProto_DataType(p.GetDataType()) {
 	case onnxpb.TensorProto_FLOAT:
 		if raw != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -83,12 +82,8 @@ func parseTrainLast(spec string) (int, error) {
 // and what `hub --weights` and `cotrain finetune --weights` do with a .onnx
 // file.
 func ImportONNX(path, normalize string) (*models.File, *solver.Net, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer fh.Close()
-	f, err := onnx.Import(fh)
+	// ImportFile reads external data (model.onnx.data) from the model's folder.
+	f, err := onnx.ImportFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}

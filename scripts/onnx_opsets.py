@@ -1,0 +1,224 @@
+#!/usr/bin/python3
+"""Fixtures for every ONNX opset cotrain reads (7 to 21) and for external data.
+
+Run from the repository root with Debian's PyTorch 1.13 and ONNX 1.12
+(apt-get install -y python3-torch python3-onnx libopenblas0-pthread):
+
+    /usr/bin/python3 scripts/onnx_opsets.py
+
+It writes models/onnx/testdata/opsets/:
+
+- ops_opN.onnx for N = 7..21: one graph written in each opset's own spelling
+  of the operators whose form changed between opsets: Pad (pads and value as
+  attributes before 11, inputs from 11, an axes input from 18), Split (split
+  attribute before 13, input from 13, num_outputs from 18), ReduceMean (axes
+  attribute before 18, input from 18), ReduceSum (input from 13), Squeeze and
+  Unsqueeze (axes input from 13), Clip (min/max attributes before 11, inputs
+  from 11), BatchNormalization (spatial in 7 and 8, training_mode 0 from
+  14), Dropout (ratio attribute before 12, input from 12), Reshape
+  (allowzero 0 from 14) and Shape (start/end from 15). ONNX 1.12's helper
+  writes the graph; its checker knows opsets up to 17 and checks those.
+  ops.x.npy is a batch of 2 inputs and ops.y.npy the output PyTorch computes
+  with the same weights (torch.nn.functional, float64, rounded to float32).
+- cnn_op20.onnx and cnn_op20.onnx.data: what today's torch.onnx.export
+  writes by default (opset 20, weights in model.onnx.data beside the model),
+  made here from a PyTorch 1.13 export at opset 17 whose opset is re-declared
+  as 20 (every operator in it has the same semantics at 17 and 20; the
+  script checks the list) and whose weights are saved externally through
+  onnx (save_model with save_as_external_data). cnn_op20.x.npy and
+  cnn_op20.y.npy are its input and PyTorch's output.
+
+Every array has a fixed seed, so a rerun rewrites identical data.
+"""
+import os
+
+import numpy as np
+import onnx
+import torch
+import torch.nn.functional as F
+from onnx import TensorProto, helper, numpy_helper
+from torch import nn
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+OUT = os.path.join(ROOT, "models", "onnx", "testdata", "opsets")
+
+# Operators whose semantics are the same at opsets 17 and 20 (their newer
+# versions only add data types), so that re-declaring a 17 export as 20 is
+# exact.
+SAME_17_TO_20 = {"Conv", "Relu", "MaxPool", "Flatten", "Gemm", "BatchNormalization", "Add", "Identity"}
+
+
+def weights():
+    g = torch.Generator().manual_seed(27)
+    r = lambda *s: torch.randn(*s, generator=g)
+    return {
+        "w1": r(8, 4, 3, 3) * 0.3, "b1": r(8) * 0.1,
+        "scale": 1 + 0.2 * r(8), "bias": 0.1 * r(8), "mean": 0.1 * r(8), "var": 0.5 + torch.rand(8, generator=g),
+        "w2": r(5, 24) * 0.3, "b2": r(5) * 0.1,
+        "x": r(2, 4, 6, 6),
+    }
+
+
+def golden(w):
+    """The graph of ops_opN in torch.nn.functional, in float64."""
+    d = {k: v.double() for k, v in w.items()}
+    x = F.pad(d["x"], (1, 1, 1, 1))
+    x = F.conv2d(x, d["w1"], d["b1"])
+    x = F.batch_norm(x, d["mean"], d["var"], d["scale"], d["bias"], False, 0.1, 1e-5)
+    x = torch.clamp(x, -1.5, 2.0)
+    a, b = torch.split(x, [4, 4], dim=1)
+    x = a + b                                      # 4×6×6
+    x = x.mean(dim=3, keepdim=True)                # 4×6×1
+    x = x.squeeze(3).unsqueeze(1)                  # 1×4×6
+    x = x.sum(dim=1, keepdim=True)                 # 1×4×6
+    x = x.reshape(x.shape[0], -1)                  # 24
+    return F.linear(x, d["w2"], d["b2"]).float()
+
+
+def ints(name, vals):
+    return numpy_helper.from_array(np.array(vals, dtype=np.int64), name)
+
+
+def floats(name, t):
+    return numpy_helper.from_array(t.numpy().astype(np.float32), name)
+
+
+def ops_model(op, w):
+    """The graph of golden() in opset op's spelling."""
+    inits = [floats(k, w[k]) for k in ("w1", "b1", "scale", "bias", "mean", "var", "w2", "b2")]
+    nodes = []
+
+    def node(kind, ins, outs, **attrs):
+        nodes.append(helper.make_node(kind, ins, outs, name=f"{kind.lower()}_{len(nodes)}", **attrs))
+
+    # Pad
+    if op < 11:
+        node("Pad", ["x"], ["p"], pads=[0, 0, 1, 1, 0, 0, 1, 1], value=0.0)
+    elif op < 18:
+        inits.append(ints("pads", [0, 0, 1, 1, 0, 0, 1, 1]))
+        inits.append(floats("padv", torch.zeros(())))
+        node("Pad", ["x", "pads", "padv"], ["p"], mode="constant")
+    else:
+        inits.append(ints("pads", [1, 1, 1, 1]))
+        inits.append(ints("padaxes", [2, -1]))
+        node("Pad", ["x", "pads", "", "padaxes"], ["p"])
+    node("Conv", ["p", "w1", "b1"], ["c"], kernel_shape=[3, 3])
+    bn = {"epsilon": 1e-5}
+    if op < 9:
+        bn["spatial"] = 1
+    if op >= 14:
+        bn["training_mode"] = 0
+    node("BatchNormalization", ["c", "scale", "bias", "mean", "var"], ["n"], **bn)
+    if op < 11:
+        node("Clip", ["n"], ["r"], min=-1.5, max=2.0)
+    else:
+        inits += [floats("lo", torch.tensor(-1.5)), floats("hi", torch.tensor(2.0))]
+        node("Clip", ["n", "lo", "hi"], ["r"])
+    if op < 13:
+        node("Split", ["r"], ["s1", "s2"], axis=1, split=[4, 4])
+    elif op < 18:
+        inits.append(ints("split", [4, 4]))
+        node("Split", ["r", "split"], ["s1", "s2"], axis=1)
+    else:
+        node("Split", ["r"], ["s1", "s2"], axis=1, num_outputs=2)
+    node("Add", ["s1", "s2"], ["a"])
+    if op < 12:
+        node("Dropout", ["a"], ["d"], ratio=0.3)
+    else:
+        inits.append(floats("ratio", torch.tensor(0.3)))
+        node("Dropout", ["a", "ratio"], ["d"])
+    if op < 18:
+        node("ReduceMean", ["d"], ["m"], axes=[3], keepdims=1)
+    else:
+        inits.append(ints("meanaxes", [3]))
+        node("ReduceMean", ["d", "meanaxes"], ["m"], keepdims=1)
+    if op < 13:
+        node("Squeeze", ["m"], ["q"], axes=[3])
+        node("Unsqueeze", ["q"], ["u"], axes=[1])
+        node("ReduceSum", ["u"], ["su"], axes=[1], keepdims=1)
+    else:
+        inits += [ints("sqaxes", [3]), ints("unsqaxes", [1])]
+        node("Squeeze", ["m", "sqaxes"], ["q"])
+        node("Unsqueeze", ["q", "unsqaxes"], ["u"])
+        node("ReduceSum", ["u", "unsqaxes"], ["su"], keepdims=1)
+    if op < 15:
+        inits.append(ints("target", [0, -1]))
+        node("Reshape", ["su", "target"], ["f"], **({"allowzero": 0} if op >= 14 else {}))
+    else:
+        # x.view(x.size(0), -1) through Shape's start/end (opset 15).
+        inits.append(ints("minus1", [-1]))
+        node("Shape", ["su"], ["batch"], start=0, end=1)
+        node("Concat", ["batch", "minus1"], ["target"], axis=0)
+        node("Reshape", ["su", "target"], ["f"], allowzero=0)
+    node("Gemm", ["f", "w2", "b2"], ["y"], transB=1)
+    graph = helper.make_graph(
+        nodes, f"ops_op{op}",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4, 6, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])],
+        initializer=inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", op)], producer_name="scripts/onnx_opsets.py")
+    m.ir_version = 8 if op <= 17 else 9  # IR 9 came with opset 19; 8 is what ONNX 1.12 writes
+    if op <= 17:
+        onnx.checker.check_model(m)
+    return m
+
+
+class SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.fc = nn.Linear(8 * 4 * 4, 6)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return self.fc(torch.flatten(x, 1))
+
+
+def cnn_op20():
+    torch.manual_seed(20)
+    m = SmallCNN().eval()
+    with torch.no_grad():
+        m.bn1.running_mean.normal_(0, 0.1)
+        m.bn1.running_var.uniform_(0.5, 1.5)
+    x = torch.randn(2, 3, 16, 16)
+    path = os.path.join(OUT, "cnn_op20.onnx")
+    tmp = path + ".tmp"
+    torch.onnx.export(m, x, tmp, opset_version=17, input_names=["input"], output_names=["output"],
+                      dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
+                      training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False)
+    model = onnx.load(tmp)
+    os.remove(tmp)
+    ops = {n.op_type for n in model.graph.node}
+    assert ops <= SAME_17_TO_20, f"operators {ops - SAME_17_TO_20} may change meaning from opset 17 to 20"
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            o.version = 20
+    model.ir_version = 9
+    data = "cnn_op20.onnx.data"
+    if os.path.exists(os.path.join(OUT, data)):
+        os.remove(os.path.join(OUT, data))  # save_model appends to an existing file
+    onnx.save_model(model, path, save_as_external_data=True, all_tensors_to_one_file=True,
+                    location=data, size_threshold=0)
+    with torch.no_grad():
+        y = m.double()(x.double()).float()
+    np.save(os.path.join(OUT, "cnn_op20.x.npy"), x.numpy().astype("<f4"))
+    np.save(os.path.join(OUT, "cnn_op20.y.npy"), y.numpy().astype("<f4"))
+    print(f"cnn_op20: operators {sorted(ops)}, weights in {data}")
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    w = weights()
+    for op in range(7, 22):
+        onnx.save_model(ops_model(op, w), os.path.join(OUT, f"ops_op{op}.onnx"))
+    np.save(os.path.join(OUT, "ops.x.npy"), w["x"].numpy().astype("<f4"))
+    np.save(os.path.join(OUT, "ops.y.npy"), golden(w).numpy().astype("<f4"))
+    print("ops_op7..21 written")
+    cnn_op20()
+
+
+if __name__ == "__main__":
+    main()
