@@ -78,11 +78,12 @@ func TestPNGBomb(t *testing.T) {
 }
 
 // TestImageSizeLimit: a model whose input is larger than any image read
-// (issue 28: 1×(2^62+7)×4, panicking with makeslice in aaTaps) is
-// refused before a buffer is made.
+// (issue 28: 1×(2^62+7)×4, panicking with makeslice in aaTaps; here
+// MaxInt rows, which a 32-bit build can hold too) is refused before a
+// buffer is made.
 func TestImageSizeLimit(t *testing.T) {
 	dir := makeFolder(t, map[string][]byte{"a/ok.png": pngBytes(t, solidImage(4, 4, color.NRGBA{A: 255}))})
-	for _, opt := range []FolderOptions{{C: 1, H: 1<<62 + 7, W: 4}, {C: 3, H: 1 << 13, W: 1 << 12}, {C: 1, H: 28, W: 28, MaxPixels: 100}} {
+	for _, opt := range []FolderOptions{{C: 1, H: math.MaxInt, W: 4}, {C: 3, H: 1 << 13, W: 1 << 12}, {C: 1, H: 28, W: 28, MaxPixels: 100}} {
 		if _, err := LoadImage(filepath.Join(dir, "a", "ok.png"), opt); !errors.Is(err, ErrTooLarge) {
 			t.Errorf("LoadImage to %dx%d (limit %d): %v, want ErrTooLarge", opt.H, opt.W, opt.MaxPixels, err)
 		}

@@ -1,3 +1,9 @@
+//go:build !386 && !arm && !mips && !mipsle
+
+// The cases are issue 28's 64-bit sizes (2^60-11, 2^62+7, 2^32, ...),
+// which a 32-bit int cannot hold: on a 32-bit build they do not compile,
+// and such values are refused where they are decoded.
+
 package worker
 
 import (
