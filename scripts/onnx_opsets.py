@@ -27,9 +27,14 @@ It writes models/onnx/testdata/opsets/:
   script checks the list) and whose weights are saved externally through
   onnx (save_model with save_as_external_data). cnn_op20.x.npy and
   cnn_op20.y.npy are its input and PyTorch's output.
+- zoo_ops.onnx and zoo_ops.json: the operators of the ONNX model zoo's
+  classic CNNs (Caffe/Caffe2 exports, opset 9) that need more than a
+  PyTorch export shows: asymmetric pads on Conv, MaxPool and AveragePool, and
+  Sum of three inputs, with PyTorch's output and parameter gradients.
 
 Every array has a fixed seed, so a rerun rewrites identical data.
 """
+import json
 import os
 
 import numpy as np
@@ -209,6 +214,55 @@ def cnn_op20():
     print(f"cnn_op20: operators {sorted(ops)}, weights in {data}")
 
 
+def zoo_ops():
+    """zoo_ops.onnx: the Caffe-style operators of the model zoo's classic CNNs
+    at opset 9, written with onnx.helper: Conv, MaxPool and AveragePool
+    (count_include_pad) with asymmetric pads, and a Sum of three inputs.
+    zoo_ops.json holds a batch of 2 inputs x, a fixed output gradient dy,
+    PyTorch's output y and the gradient of sum(y·dy) for every parameter, by
+    cotrain's tensor name (float64 from the float32 data, rounded)."""
+    g = torch.Generator().manual_seed(9)
+    r = lambda *s: torch.randn(*s, generator=g)
+    p = {"c1.weight": r(6, 3, 3, 3) * 0.3, "c1.bias": r(6) * 0.1,
+         "c2.weight": r(6, 6, 1, 1) * 0.3, "c2.bias": r(6) * 0.1,
+         "c3.weight": r(6, 6, 3, 3) * 0.2, "c3.bias": r(6) * 0.1,
+         "fc.weight": r(5, 96) * 0.2, "fc.bias": r(5) * 0.1}
+    x, dy = r(2, 3, 9, 9), r(2, 5)
+    nodes = [
+        helper.make_node("Conv", ["x", "c1.weight", "c1.bias"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[0, 0, 1, 1]),
+        # On the convolution's output, negative values included: zero padding would be wrong.
+        helper.make_node("MaxPool", ["c1"], ["m"], name="pool1", kernel_shape=[3, 3], strides=[2, 2], pads=[0, 0, 1, 1]),
+        helper.make_node("AveragePool", ["m"], ["a"], name="pool2", kernel_shape=[2, 2], pads=[1, 0, 0, 1], count_include_pad=1),
+        helper.make_node("Conv", ["a", "c2.weight", "c2.bias"], ["c2"], name="conv2", kernel_shape=[1, 1]),
+        helper.make_node("Conv", ["a", "c3.weight", "c3.bias"], ["c3"], name="conv3", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Sum", ["a", "c2", "c3"], ["s"], name="sum"),
+        helper.make_node("Relu", ["s"], ["rs"], name="relu"),
+        helper.make_node("Flatten", ["rs"], ["f"], name="flatten", axis=1),
+        helper.make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1),
+    ]
+    graph = helper.make_graph(nodes, "zoo_ops",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 9, 9])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])],
+                              initializer=[floats(k, v) for k, v in p.items()])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)], producer_name="scripts/onnx_opsets.py")
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save_model(m, os.path.join(OUT, "zoo_ops.onnx"))
+
+    d = {k: v.double().requires_grad_() for k, v in p.items()}
+    c1 = F.conv2d(F.pad(x.double(), (0, 1, 0, 1)), d["c1.weight"], d["c1.bias"])
+    mp = F.max_pool2d(F.pad(c1, (0, 1, 0, 1), value=float("-inf")), 3, 2)
+    a = F.avg_pool2d(F.pad(mp, (0, 1, 1, 0)), 2, 1)
+    s = a + F.conv2d(a, d["c2.weight"], d["c2.bias"]) + F.conv2d(a, d["c3.weight"], d["c3.bias"], padding=1)
+    y = F.linear(torch.flatten(F.relu(s), 1), d["fc.weight"], d["fc.bias"])
+    (y * dy.double()).sum().backward()
+    flat = lambda t: [float(v) for v in t.detach().float().flatten()]
+    out = {"x": flat(x), "dy": flat(dy), "y": flat(y), "grads": {k: flat(v.grad) for k, v in d.items()}}
+    with open(os.path.join(OUT, "zoo_ops.json"), "w") as fh:
+        json.dump(out, fh)
+    print("zoo_ops written")
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     w = weights()
@@ -218,6 +272,7 @@ def main():
     np.save(os.path.join(OUT, "ops.y.npy"), golden(w).numpy().astype("<f4"))
     print("ops_op7..21 written")
     cnn_op20()
+    zoo_ops()
 
 
 if __name__ == "__main__":

@@ -70,7 +70,9 @@ type importer struct {
 // operators it maps are Conv, Gemm, MatMul (+Add of a bias), Relu, Clip
 // (any bounds; ReLU6 and ReLU where they are those), Sigmoid, Tanh,
 // HardSigmoid, HardSwish, LeakyRelu, Softmax (x·Sigmoid(x) and x·HardSigmoid(x)
-// become one SiLU or HardSwish layer), MaxPool, AveragePool, GlobalAveragePool,
+// become one SiLU or HardSwish layer), MaxPool, AveragePool (asymmetric pads
+// on these and on Conv become an explicit pad layer before them), Sum of
+// any number of activations, GlobalAveragePool,
 // BatchNormalization, Dropout, Identity, Constant, and the structural
 // operators (ops_struct.go): Add, Sub, Mul and Div with numpy broadcasting
 // between two activations or with a float constant (Reciprocal too),

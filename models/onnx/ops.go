@@ -25,7 +25,7 @@ var knownOps = map[string]bool{
 	"ReduceSum": true, "ReduceMax": true, "Reciprocal": true, "GlobalMaxPool": true, "Transpose": true,
 	"Split": true, "Slice": true, "Squeeze": true, "Unsqueeze": true, "Concat": true, "Softmax": true,
 	"Sigmoid": true, "Tanh": true, "HardSigmoid": true, "HardSwish": true, "LeakyRelu": true, "Pad": true,
-	"Shape": true, "Gather": true, "ConstantOfShape": true, "Cast": true,
+	"Shape": true, "Gather": true, "ConstantOfShape": true, "Cast": true, "Sum": true,
 }
 
 // checkOps refuses the first node whose operator (or domain) is not one
@@ -101,6 +101,8 @@ func (im *importer) node(n *onnxpb.NodeProto, outName string) error {
 		return im.matmul(n)
 	case "Add", "Sub", "Mul", "Div":
 		return im.arith(n)
+	case "Sum":
+		return im.sumOp(n)
 	case "ReduceMean", "ReduceSum", "ReduceMax":
 		return im.reduce(n, a)
 	case "Reciprocal":
@@ -206,9 +208,15 @@ func (im *importer) conv(n *onnxpb.NodeProto, a attrs) error {
 	if len(w.dims) != 4 || x.rank != 4 {
 		return fmt.Errorf("%w: weight %v on input of rank %d (2-D convolution only)", ErrUnsupported, w.dims, x.rank)
 	}
-	k, s, p, err := window(a, w.dims[2:])
+	k, s, p, asym, err := window(a, w.dims[2:])
 	if err != nil {
 		return err
+	}
+	if asym != [4]int{} {
+		// Zeros, as the convolution's own padding would add.
+		if x, err = im.padBefore(n, x, asym, ""); err != nil {
+			return err
+		}
 	}
 	if k != [2]int{w.dims[2], w.dims[3]} {
 		return fmt.Errorf("%w: kernel_shape %v, weight %v", ErrShape, k, w.dims)
@@ -285,9 +293,27 @@ func (im *importer) pool(n *onnxpb.NodeProto, a attrs) error {
 	if x.rank != 4 {
 		return fmt.Errorf("%w: pooling on an input of rank %d", ErrUnsupported, x.rank)
 	}
-	k, s, p, err := window(a, nil)
+	k, s, p, asym, err := window(a, nil)
 	if err != nil {
 		return err
+	}
+	if asym != [4]int{} {
+		// A max pool's padding never wins: edge padding repeats a border
+		// value that every window reaching into the padding also covers
+		// (ONNX pads are shorter than the kernel), so the maximum and the
+		// element its gradient goes to are those of the unpadded input. An
+		// average pool's zeros are right only when they count.
+		mode := "edge"
+		if n.GetOpType() == "AveragePool" {
+			if a.int("count_include_pad", 0) == 0 {
+				return fmt.Errorf("%w: AveragePool with asymmetric pads %v that does not count the padding (count_include_pad=0): "+
+					"export with symmetric padding, or pad the input explicitly (F.pad) before the pool", ErrUnsupported, asym)
+			}
+			mode = ""
+		}
+		if x, err = im.padBefore(n, x, asym, mode); err != nil {
+			return err
+		}
 	}
 	d := models.Layer{Kind: "maxpool2d", Name: im.layerName(n, ""), KH: k[0], KW: k[1], SH: s[0], SW: s[1],
 		PH: p[0], PW: p[1], Ceil: a.int("ceil_mode", 0) != 0}
@@ -303,6 +329,37 @@ func (im *importer) pool(n *onnxpb.NodeProto, a attrs) error {
 	}
 	_, err = im.add(n, d, []*value{x}, 4)
 	return err
+}
+
+// padBefore adds an explicit pad layer of x (N×C×H×W) by ONNX's 2-D pads
+// [top, left, bottom, right], with zeros (mode "") or the edge, for an op
+// whose own padding is symmetric only; a pending Pad (padOp) of x is
+// added to it.
+func (im *importer) padBefore(n *onnxpb.NodeProto, x *value, pads [4]int, mode string) (*value, error) {
+	if x.rank != 4 {
+		return nil, fmt.Errorf("%w: asymmetric pads %v on an input of rank %d", ErrUnsupported, pads, x.rank)
+	}
+	base := *x
+	base.pad, base.padded = [2]int{}, nil
+	if x.pad != [2]int{} {
+		if mode != "" {
+			// The pending zeros must stay zeros under the edge padding.
+			var err error
+			if x, err = im.materialize(x, n.GetInput()[0]); err != nil {
+				return nil, err
+			}
+			base = *x
+		} else {
+			pads = [4]int{pads[0] + x.pad[0], pads[1] + x.pad[1], pads[2] + x.pad[0], pads[3] + x.pad[1]}
+		}
+	}
+	name := n.GetName()
+	if name == "" {
+		name = strings.ToLower(n.GetOpType())
+	}
+	before, after := []int{0, pads[0], pads[1]}, []int{0, pads[2], pads[3]}
+	d := models.Layer{Kind: "pad", Name: im.unique(name + ".pad"), Dims: base.ldims(), Before: before, After: after, Mode: mode}
+	return im.push(d, []*value{&base}, 0, []int{base.shape.C, base.shape.H + pads[0] + pads[2], base.shape.W + pads[1] + pads[3]})
 }
 
 func (im *importer) batchNorm(n *onnxpb.NodeProto, a attrs) error {

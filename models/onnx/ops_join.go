@@ -3,6 +3,7 @@ package onnx
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/cotrain/cotrain/internal/limits"
 	"github.com/cotrain/cotrain/models"
@@ -149,6 +150,37 @@ func (im *importer) addOp(n *onnxpb.NodeProto) error {
 	im.params[d.Name+".bias"] = y.konst
 	im.vals[n.GetOutput()[0]] = x
 	return nil
+}
+
+// sumOp maps Sum (Caffe2's ResNet join; any number of inputs) of
+// activations of one shape to an add layer; Sum of one input is that input.
+func (im *importer) sumOp(n *onnxpb.NodeProto) error {
+	var ins []*value
+	for i := range n.GetInput() {
+		v, err := im.act(n, i)
+		if err != nil {
+			return err
+		}
+		for j, w := range ins {
+			if w.layer == v.layer {
+				return fmt.Errorf("%w: Sum reads %q twice (inputs %d and %d)", ErrUnsupported, n.GetInput()[i], j, i)
+			}
+			if w.shape != v.shape || !slices.Equal(w.ldims(), v.ldims()) {
+				return fmt.Errorf("%w: Sum of per-sample dims %v and %v (inputs of one shape only, no broadcasting)",
+					ErrUnsupported, w.ldims(), v.ldims())
+			}
+		}
+		ins = append(ins, v)
+	}
+	switch len(ins) {
+	case 0:
+		return fmt.Errorf("%w: Sum without inputs", ErrMalformed)
+	case 1:
+		im.vals[n.GetOutput()[0]] = ins[0]
+		return nil
+	}
+	_, err := im.add(n, models.Layer{Kind: "add", Name: im.layerName(n, "")}, ins, ins[0].rank)
+	return err
 }
 
 // concat joins activations along channels (axis 1), or shape vectors (axis 0).

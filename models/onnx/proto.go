@@ -165,57 +165,69 @@ func (a attrs) str(name string) string {
 	return ""
 }
 
-// window reads the kernel, strides and symmetric pads of a 2-D Conv or pool
-// node: ONNX pads are [top, left, bottom, right]; cotrain pads both sides
-// alike, so asymmetric padding is refused, as are dilations and auto_pad.
-func window(a attrs, kernel []int) (k, s, p [2]int, err error) {
+// window reads the kernel, strides and pads of a 2-D Conv or pool node.
+// ONNX pads are [top, left, bottom, right]; cotrain's layers pad both sides
+// alike, so symmetric pads come back in p, and asymmetric ones (Caffe
+// exports' [0 0 1 1]) in asym with p zero, for the caller to put in an
+// explicit pad layer before the op (padBefore). Dilations and auto_pad are
+// refused.
+func window(a attrs, kernel []int) (k, s, p [2]int, asym [4]int, err error) {
+	k, s, p, asym, err = windowAttrs(a, kernel)
+	if err != nil {
+		return k, s, p, asym, err
+	}
+	for _, d := range a.ints("dilations") {
+		if d != 1 {
+			return k, s, p, asym, fmt.Errorf("%w: dilations %v (export without dilated convolutions or pools)", ErrUnsupported, a.ints("dilations"))
+		}
+	}
+	if ap := a.str("auto_pad"); ap != "" && ap != "NOTSET" && !(ap == "VALID" && p == [2]int{} && asym == [4]int{}) {
+		return k, s, p, asym, fmt.Errorf("%w: auto_pad %s (give explicit pads)", ErrUnsupported, ap)
+	}
+	return k, s, p, asym, nil
+}
+
+func windowAttrs(a attrs, kernel []int) (k, s, p [2]int, asym [4]int, err error) {
 	if ks := a.ints("kernel_shape"); ks != nil {
 		if len(ks) != 2 {
-			return k, s, p, fmt.Errorf("%w: kernel_shape %v (2-D only)", ErrUnsupported, ks)
+			return k, s, p, asym, fmt.Errorf("%w: kernel_shape %v (2-D only)", ErrUnsupported, ks)
 		}
 		for i, v := range ks {
 			if k[i], err = limits.Extent("kernel_shape", v, true); err != nil {
-				return k, s, p, fmt.Errorf("%w: %w", ErrMalformed, err)
+				return k, s, p, asym, fmt.Errorf("%w: %w", ErrMalformed, err)
 			}
 		}
 	} else if len(kernel) == 2 {
 		k = [2]int{kernel[0], kernel[1]}
 	} else {
-		return k, s, p, fmt.Errorf("%w: no 2-D kernel_shape", ErrMalformed)
+		return k, s, p, asym, fmt.Errorf("%w: no 2-D kernel_shape", ErrMalformed)
 	}
 	s = [2]int{1, 1}
 	if st := a.ints("strides"); st != nil {
 		if len(st) != 2 {
-			return k, s, p, fmt.Errorf("%w: strides %v", ErrMalformed, st)
+			return k, s, p, asym, fmt.Errorf("%w: strides %v", ErrMalformed, st)
 		}
 		// A zero stride is refused, not read as ONNX's default of 1.
 		for i, v := range st {
 			if s[i], err = limits.Extent("strides", v, true); err != nil {
-				return k, s, p, fmt.Errorf("%w: %w", ErrMalformed, err)
+				return k, s, p, asym, fmt.Errorf("%w: %w", ErrMalformed, err)
 			}
 		}
 	}
 	if ps := a.ints("pads"); ps != nil {
 		if len(ps) != 4 {
-			return k, s, p, fmt.Errorf("%w: pads %v", ErrMalformed, ps)
+			return k, s, p, asym, fmt.Errorf("%w: pads %v", ErrMalformed, ps)
 		}
 		for _, v := range ps {
 			if _, err := limits.Extent("pads", v, false); err != nil {
-				return k, s, p, fmt.Errorf("%w: %w", ErrMalformed, err)
+				return k, s, p, asym, fmt.Errorf("%w: %w", ErrMalformed, err)
 			}
 		}
 		if ps[0] != ps[2] || ps[1] != ps[3] {
-			return k, s, p, fmt.Errorf("%w: asymmetric pads %v", ErrUnsupported, ps)
-		}
-		p = [2]int{int(ps[0]), int(ps[1])}
-	}
-	for _, d := range a.ints("dilations") {
-		if d != 1 {
-			return k, s, p, fmt.Errorf("%w: dilations %v", ErrUnsupported, a.ints("dilations"))
+			asym = [4]int{int(ps[0]), int(ps[1]), int(ps[2]), int(ps[3])}
+		} else {
+			p = [2]int{int(ps[0]), int(ps[1])}
 		}
 	}
-	if ap := a.str("auto_pad"); ap != "" && ap != "NOTSET" && !(ap == "VALID" && p == [2]int{}) {
-		return k, s, p, fmt.Errorf("%w: auto_pad %s (give explicit pads)", ErrUnsupported, ap)
-	}
-	return k, s, p, nil
+	return k, s, p, asym, nil
 }
