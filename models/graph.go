@@ -273,16 +273,16 @@ func graphAct(d Layer) gpu.Act {
 }
 
 // EncodeGraph returns the compact JSON of layers for File.Meta under
-// MetaGraph. A description longer than a weight file's string limit (64 KiB,
-// about 500 layers) is an error wrapping ErrGraph: the file could be written
-// but never read back.
+// MetaGraph. A description longer than a weight file's string limit (64 MiB
+// from format version 2; version 1 held 64 KiB, about 500 layers) is an
+// error wrapping ErrGraph: the file could not be written.
 func EncodeGraph(layers []Layer) (string, error) {
 	b, err := json.Marshal(layers)
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrGraph, err)
 	}
-	if len(b) > maxString {
-		return "", fmt.Errorf("%w: %d bytes exceed the weight file's %d-byte string limit", ErrGraph, len(b), maxString)
+	if len(b) > maxLongString {
+		return "", fmt.Errorf("%w: %d bytes exceed the weight file's %d-byte string limit", ErrGraph, len(b), maxLongString)
 	}
 	return string(b), nil
 }

@@ -143,7 +143,7 @@ func TestWeightsRefused(t *testing.T) {
 		{"truncated header", raw[:20], ErrTruncated, ""},
 		{"truncated weights", raw[:len(raw)/3], ErrTruncated, ""},
 		{"missing checksum", raw[:len(raw)-2], ErrTruncated, ""},
-		{"newer version", newer, ErrNewerVersion, "version 2"},
+		{"newer version", newer, ErrNewerVersion, "version 3"},
 		{"flipped byte", flipped, ErrCorrupt, "checksum"},
 		{"trailing data", append(slices.Clone(raw), 0), ErrCorrupt, "after the checksum"},
 	} {

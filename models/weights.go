@@ -21,8 +21,9 @@ import (
 // The weight file layout (all integers little-endian):
 //
 //	magic    8 bytes  "COTRAINW"
-//	version  uint32   FormatVersion
-//	body              strings are uint32 length + UTF-8 bytes
+//	version  uint32   1 or 2 (FormatVersion), the lowest that holds the file
+//	body              strings are uint32 length + UTF-8 bytes: at most
+//	                  64 KiB each in version 1, 64 MiB in version 2
 //	  model name
 //	  config: uint32 count, then key, value strings
 //	  meta:   uint32 count, then key, value strings (iteration, epoch, ...)
@@ -35,9 +36,15 @@ import (
 // to load instead of loading wrong weights.
 const (
 	magic = "COTRAINW"
-	// FormatVersion is the version this cotrain writes and the newest it reads.
-	FormatVersion = 1
+	// FormatVersion is the newest version this cotrain writes and reads.
+	// Version 2 lifts version 1's 64 KiB limit on a string (maxString) to
+	// 64 MiB (maxLongString), for graph descriptions of large models
+	// (DenseNet-121's is 469 KB); Write writes version 1 when every string
+	// fits it, so that older cotrains read what they can, and Read reads
+	// both.
+	FormatVersion = 2
 	maxString     = 1 << 16
+	maxLongString = 64 << 20
 	maxCount      = 1 << 16
 )
 
@@ -172,8 +179,12 @@ func sortedKeys[V any](m map[string]V) []string {
 func Write(w io.Writer, f *File) error {
 	bw := bufio.NewWriter(w)
 	e := &encoder{w: bw, crc: crc32.NewIEEE()}
+	version, err := fileVersion(f)
+	if err != nil {
+		return err
+	}
 	e.raw([]byte(magic))
-	e.u32(FormatVersion)
+	e.u32(version)
 	e.str(f.Model)
 	e.pairs(f.Config.Pairs())
 	e.pairs(f.Meta)
@@ -197,6 +208,30 @@ func Write(w io.Writer, f *File) error {
 		return fmt.Errorf("models: write weights: %w", e.err)
 	}
 	return bw.Flush()
+}
+
+// fileVersion returns the lowest format version that holds f's strings, or
+// an error naming a string too long for any.
+func fileVersion(f *File) (uint32, error) {
+	strs := []string{f.Model, f.Optimizer}
+	for _, kv := range append(f.Config.Pairs(), f.Meta...) {
+		strs = append(strs, kv[0], kv[1])
+	}
+	for _, g := range [][]NamedTensor{f.Params, f.State, f.OptState} {
+		for _, t := range g {
+			strs = append(strs, t.Name)
+		}
+	}
+	version := uint32(1)
+	for _, s := range strs {
+		switch {
+		case len(s) > maxLongString:
+			return 0, fmt.Errorf("models: write weights: a string of %d bytes (%.20q...), at most %d", len(s), s, maxLongString)
+		case len(s) > maxString:
+			version = 2
+		}
+	}
+	return version, nil
 }
 
 type encoder struct {
@@ -253,10 +288,15 @@ func Read(r io.Reader) (*File, error) {
 		}
 		return nil, fmt.Errorf("%w: magic %q, want %q", ErrNotWeights, m[:], magic)
 	}
-	if v := d.u32(); d.err == nil && v > FormatVersion {
+	v := d.u32()
+	if d.err == nil && v > FormatVersion {
 		return nil, fmt.Errorf("%w: format version %d, this cotrain reads up to %d", ErrNewerVersion, v, FormatVersion)
 	} else if d.err == nil && v == 0 {
 		return nil, fmt.Errorf("%w: format version 0", ErrCorrupt)
+	}
+	d.version, d.maxStr = v, maxString
+	if v >= 2 {
+		d.maxStr = maxLongString
 	}
 	f := &File{Model: d.str()}
 	cfg := d.pairs()
@@ -319,10 +359,12 @@ func Read(r io.Reader) (*File, error) {
 }
 
 type decoder struct {
-	r   *bufio.Reader
-	crc hash.Hash32
-	err error
-	buf [8]byte
+	r       *bufio.Reader
+	crc     hash.Hash32
+	err     error
+	buf     [8]byte
+	version uint32
+	maxStr  int // the longest string the file's version holds
 }
 
 func (d *decoder) fail(err error) {
@@ -358,15 +400,21 @@ func (d *decoder) count(what string) int {
 
 func (d *decoder) str() string {
 	n := d.u32()
-	if n > maxString {
-		d.fail(fmt.Errorf("%w: string of %d bytes", ErrCorrupt, n))
-		return ""
-	}
 	if d.err != nil {
 		return ""
 	}
-	b := make([]byte, n)
-	d.raw(b)
+	if int64(n) > int64(d.maxStr) {
+		d.fail(fmt.Errorf("%w: string of %d bytes (format version %d holds at most %d)", ErrCorrupt, n, d.version, d.maxStr))
+		return ""
+	}
+	// Read in chunks: memory grows with the bytes the file really has, so
+	// a truncated file that claims 64 MiB costs no 64 MiB.
+	b := make([]byte, 0, min(int(n), maxString))
+	for len(b) < int(n) && d.err == nil {
+		k := min(int(n)-len(b), maxString)
+		b = append(b, make([]byte, k)...)
+		d.raw(b[len(b)-k:])
+	}
 	return string(b)
 }
 
