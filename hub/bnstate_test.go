@@ -17,7 +17,7 @@ import (
 // newBNHub is a hub core on a small MobileNet (batch norm after every
 // convolution) for 1×28×28 inputs, every layer but the last frozen when
 // trainLast is set.
-func newBNHub(t *testing.T, cfg hub.Config, trainLast bool) *hub.Core {
+func newBNHub(t *testing.T, cfg hub.Config, trainLast bool) *testCore {
 	t.Helper()
 	b := cpu.NewCPU()
 	mc := models.Config{Classes: 10, Input: solver.Shape{C: 1, H: 28, W: 28}, Width: 0.25}
@@ -30,7 +30,7 @@ func newBNHub(t *testing.T, cfg hub.Config, trainLast bool) *hub.Core {
 		m.FreezeAllButLast(1)
 	}
 	tr := solver.NewTrainer(m, solver.NewSGD(b, m.NumParams(), 0.9, 0, false), solver.Constant(0.05))
-	h, err := hub.NewCore(cfg, hub.Model{Name: "mobilenet-small", Config: mc, Trainer: tr})
+	h, err := newTestCore(cfg, hub.Model{Name: "mobilenet-small", Config: mc, Trainer: tr})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func TestRegisterClasses(t *testing.T) {
 		tr := solver.NewTrainer(net, solver.NewSGD(b, net.NumParams(), 0.9, 0, false), solver.Constant(0.05))
 		cfg := hub.DefaultConfig()
 		cfg.MinWorkers, cfg.GlobalBatch = 2, 32
-		c, err := hub.NewCore(cfg, hub.Model{Name: "lenet5", Config: models.Config{Classes: 3}, Trainer: tr,
+		c, err := newTestCore(cfg, hub.Model{Name: "lenet5", Config: models.Config{Classes: 3}, Trainer: tr,
 			Meta: models.WithLabels(nil, []string{"ant", "bee", "cat"})})
 		if err != nil {
 			t.Fatal(err)

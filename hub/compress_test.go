@@ -233,7 +233,7 @@ func TestMomentumCorrection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := hub.NewCore(cfg, hub.Model{Name: "lenet5", Trainer: solver.NewTrainer(m, solver.NewSGD(b, m.NumParams(), 0.9, 0, false), solver.Constant(0.05))}); !errors.Is(err, hub.ErrConfig) {
+	if _, err := newTestCore(cfg, hub.Model{Name: "lenet5", Trainer: solver.NewTrainer(m, solver.NewSGD(b, m.NumParams(), 0.9, 0, false), solver.Constant(0.05))}); !errors.Is(err, hub.ErrConfig) {
 		t.Errorf("WorkerMomentum with node momentum 0.9: %v", err)
 	}
 
@@ -266,7 +266,7 @@ func TestMomentumCorrection(t *testing.T) {
 		}
 		m.InitParams(rand.New(rand.NewPCG(3, 1)))
 		tr := solver.NewTrainer(m, solver.NewSGD(b, m.NumParams(), float32(node.Momentum), float32(node.WeightDecay), false), solver.Constant(run.lr))
-		h, err := hub.NewCore(cfg, hub.Model{Name: "lenet5", Trainer: tr})
+		h, err := newTestCore(cfg, hub.Model{Name: "lenet5", Trainer: tr})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -293,7 +293,7 @@ func TestMomentumCorrection(t *testing.T) {
 	cfg = trainConfig(1, 3)
 	cfg.Compression, cfg.WorkerMomentum, cfg.TopKMin, cfg.TopKWarmup = "topk:0.05", 0.9, 64, 4
 	tr := solver.NewTrainer(m, solver.NewSGD(b, m.NumParams(), 0, 0, false), solver.Constant(0.05))
-	h, err := hub.NewCore(cfg, hub.Model{Name: "lenet5", Trainer: tr})
+	h, err := newTestCore(cfg, hub.Model{Name: "lenet5", Trainer: tr})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,34 +4,43 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/cotrain/cotrain/models"
-	"github.com/cotrain/cotrain/solver"
 	"github.com/cotrain/cotrain/sync/compress"
-	"github.com/cotrain/cotrain/sync/state"
 	"github.com/cotrain/cotrain/sync/wire"
 )
 
-// Model is the hub's master copy of the network and how to describe it to
-// workers.
-type Model struct {
-	// Name and Config name the architecture (models.Build); workers build
-	// the same network from them. Name may be models.GraphModel: Meta then
-	// holds the layers.
-	Name   string
-	Config models.Config
-	// Meta holds the entries that define the model beyond Name and Config
-	// (models.DefiningMeta): an imported model's graph, its class names and
-	// input normalisation. The Welcome carries them. When they name the
-	// classes, a worker must register with the same list (wire.Register
-	// Classes): one whose list differs is refused with a Reject
-	// wire.CodeClasses that names the missing and extra classes.
-	Meta [][2]string
-	// Trainer holds the master network with its weights initialised or
-	// loaded, its optimizer (Opt) and schedule (Sched). Trainer.Iter is the
-	// iteration the run starts (or resumes) at. The core owns the trainer
-	// from NewCore on: the caller may read it (to save a checkpoint) only
-	// between Advance and the next input.
-	Trainer *solver.Trainer
+// modelInfo is what the core knows of the master model, which the driver
+// owns (master.go builds it from a Model): how a worker builds it, the
+// shape of its gradient, and how to read its state. The core never writes
+// the model: it asks for each optimizer step with an ApplyRequest.
+type modelInfo struct {
+	name   string // Model.Name
+	config []byte // the model description a Welcome carries (state.EncodeModel)
+	// labels are the model's class names, which a worker must register
+	// with; nil: workers' classes are not checked. classDiff says for a
+	// person how a worker's list differs from them.
+	labels    []string
+	classDiff func(worker []string) string
+	iter      uint64 // the iteration the master starts at (Trainer.Iter)
+	params    int    // the flat gradient's length
+	stateLen  int    // the batch-norm state's length
+	// session holds what the model and its trainer fix in the session:
+	// the optimizer and schedule (state.Describe), the frozen layers, the
+	// parts and zero parts (SessionParts) and the workers' momentum or
+	// Adam correction, checked against the optimizer.
+	session wire.Session
+	starts  []int // the parts' offsets (SessionParts)
+	zero    []int // the parts that lie wholly in frozen layers
+	master  Snapshotter
+}
+
+// Snapshotter is the core's read of the master model (the way etcd-io/raft
+// reads its Storage): the driver owns the model, writes it only by running
+// the core's ApplyRequests, and answers this read between inputs.
+type Snapshotter interface {
+	// Snapshot returns a copy of the master's weights and batch-norm state
+	// now, with its optimizer's state when opt is set (a Welcome's and a
+	// ResyncAnswer's state; a Goodbye carries none).
+	Snapshot(opt bool) wire.ModelState
 }
 
 type phase uint8
@@ -73,14 +82,11 @@ type peer struct {
 // goroutine.
 type Core struct {
 	cfg     Config
-	model   Model
-	tr      *solver.Trainer
+	model   modelInfo
 	session wire.Session
-	mcfg    []byte
-	labels  []string // the model's class names; nil: workers' classes are not checked
 
 	phase phase
-	iter  uint64 // the iteration open (or to open): always uint64(tr.Iter)
+	iter  uint64 // the iteration open (or to open): the master's Trainer.Iter
 	peers map[string]*peer
 	order []string // live peer ids, sorted: every walk over peers uses it
 	bar   barrier
@@ -92,58 +98,33 @@ type Core struct {
 	partials  []*wire.Merged // parts of the open iteration sent ahead
 	bytesDown int64          // merged payload bytes sent for the open iteration
 
+	// closing is the iteration whose ApplyRequest is out, until Applied;
+	// held is a reconnect's Register whose old session's leaving closed
+	// it (register.go): it is handled after the step.
+	closing *closing
+	held    *heldRegister
+
 	ready Ready
 }
 
-// NewCore returns a hub core that waits for cfg.MinWorkers registrations.
-func NewCore(cfg Config, m Model) (*Core, error) {
+// newCore returns a hub core that waits for cfg.MinWorkers registrations,
+// for the master model m describes (NewCore, master.go, builds m).
+func newCore(cfg Config, m modelInfo) (*Core, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	tr := m.Trainer
-	if tr == nil || tr.Net == nil || tr.Opt == nil || tr.Sched == nil {
-		return nil, fmt.Errorf("%w: the model needs a trainer with a net, an optimizer and a schedule", ErrConfig)
-	}
-	if tr.Iter < 0 {
-		return nil, fmt.Errorf("%w: trainer at iteration %d", ErrConfig, tr.Iter)
-	}
-	if _, err := models.Lookup(m.Name); err != nil && m.Name != models.GraphModel {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-	}
-	mcfg, err := state.EncodeModel(m.Config, m.Meta)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-	}
-	var labels []string
-	if models.MetaValue(m.Meta, models.MetaLabels) != "" {
-		if labels, _, err = models.Labels(m.Meta, tr.Net.Out.Size()); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-		}
-	}
 	c := &Core{
-		cfg: cfg, model: m, tr: tr, labels: labels,
-		mcfg:  mcfg,
-		iter:  uint64(tr.Iter),
-		peers: map[string]*peer{},
-		acc:   make([]float64, mergeBlock),
+		cfg: cfg, model: m,
+		session: m.session,
+		iter:    m.iter,
+		peers:   map[string]*peer{},
+		acc:     make([]float64, mergeBlock),
 	}
-	c.session = wire.Session{
-		GlobalBatch:    cfg.GlobalBatch,
-		Iterations:     cfg.Iterations,
-		DeadlineMillis: int64(cfg.DeadlineTicks) * cfg.Tick.Milliseconds(),
-	}
-	if err := state.Describe(&c.session, tr.Opt, tr.Sched); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-	}
+	c.session.GlobalBatch = cfg.GlobalBatch
+	c.session.Iterations = cfg.Iterations
+	c.session.DeadlineMillis = int64(cfg.DeadlineTicks) * cfg.Tick.Milliseconds()
 	if err := c.setupParts(); err != nil {
 		return nil, err
-	}
-	// Workers freeze what the master net has frozen: a node that stepped a
-	// layer the others keep fixed would differ from them after one merge.
-	for _, l := range tr.Net.Layers() {
-		if l.Frozen && l.Params > 0 {
-			c.session.Frozen = append(c.session.Frozen, l.Name)
-		}
 	}
 	if cfg.Iterations > 0 && c.iter >= cfg.Iterations {
 		return nil, fmt.Errorf("%w: trainer at iteration %d, the run ends at %d", ErrConfig, c.iter, cfg.Iterations)
@@ -151,8 +132,9 @@ func NewCore(cfg Config, m Model) (*Core, error) {
 	return c, nil
 }
 
-// Ready returns what the driver must do now: send Messages, log Events.
-// It does not clear them: call Advance once they are handled.
+// Ready returns what the driver must do now: run Apply (and report it with
+// Applied) first, then send Messages and log Events. It does not clear the
+// messages and events: call Advance once they are handled.
 func (c *Core) Ready() Ready { return c.ready }
 
 // Advance acknowledges the last Ready: its messages and events are dropped
@@ -167,9 +149,6 @@ func (c *Core) Iteration() uint64 { return c.iter }
 
 // Workers returns the ids of the live workers, sorted.
 func (c *Core) Workers() []string { return slices.Clone(c.order) }
-
-// Trainer returns the master trainer (read only; see Model.Trainer).
-func (c *Core) Trainer() *solver.Trainer { return c.tr }
 
 func (c *Core) send(to string, m wire.Message) {
 	h := m.Head()
@@ -190,6 +169,7 @@ func (c *Core) event(e Event) { c.ready.Events = append(c.ready.Events, e) }
 // returns an error wrapping one of the package's sentinels, is logged as
 // EventRefused, and changes nothing but that.
 func (c *Core) Step(from string, m wire.Message) error {
+	c.mustNotApply("Step")
 	err := c.step(from, m)
 	if err != nil {
 		c.event(Event{Kind: EventRefused, Peer: from, Iteration: c.iter, Err: err})
@@ -225,7 +205,7 @@ func (c *Core) step(from string, m wire.Message) error {
 		if c.phase != phaseOpen {
 			return fmt.Errorf("%w: resync request from %q before the run started", ErrUnexpected, from)
 		}
-		c.sendResync(p.id, state.Capture(c.tr.Net, c.tr.Opt), "asked: "+m.Reason)
+		c.sendResync(p.id, c.model.master.Snapshot(true), "asked: "+m.Reason)
 		c.resendParts(p.id)
 		if p.role == roleMember {
 			if !c.bar.done(c.bar.pushes[p.id]) {
@@ -254,6 +234,7 @@ func (c *Core) step(from string, m wire.Message) error {
 // DeadlineTicks, the members that have not pushed are marked late, and the
 // iteration closes with what arrived (or reopens, if nothing did).
 func (c *Core) Tick() {
+	c.mustNotApply("Tick")
 	if c.phase != phaseOpen || c.cfg.DeadlineTicks == 0 {
 		return
 	}
@@ -290,6 +271,7 @@ func (c *Core) Tick() {
 // dropped). Unknown ids are ignored. A push it made for the open iteration
 // still counts.
 func (c *Core) Leave(id string) {
+	c.mustNotApply("Leave")
 	if p := c.peers[id]; p != nil && c.phase != phaseDone {
 		c.remove(p, "connection lost")
 		c.check()
@@ -300,6 +282,7 @@ func (c *Core) Leave(id string) {
 // asked): every worker gets Goodbye with the current weights, and pushes of
 // the open iteration are discarded.
 func (c *Core) Stop(reason string) {
+	c.mustNotApply("Stop")
 	if c.phase != phaseDone {
 		c.finish(reason)
 	}

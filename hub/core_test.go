@@ -12,7 +12,7 @@ import (
 
 // manual drives a hub core by hand: two workers registered, iteration 0
 // closed with valid pushes, iteration 1 open.
-func manual(t *testing.T) (h *hub.Core, batches map[string]int, n int) {
+func manual(t *testing.T) (h *testCore, batches map[string]int, n int) {
 	t.Helper()
 	cfg := trainConfig(2, 0)
 	cfg.MaxWorkers = 2

@@ -9,7 +9,7 @@ import (
 
 // deadlineHub returns a core with workers w0 and w1 registered (batches of
 // 16, Fixed), MaxMisses off, and the given deadline rule.
-func deadlineHub(t *testing.T, factor float64, floor, limit int) (*hub.Core, int) {
+func deadlineHub(t *testing.T, factor float64, floor, limit int) (*testCore, int) {
 	t.Helper()
 	cfg := trainConfig(2, 0)
 	cfg.DeadlineTicks, cfg.DeadlineFactor, cfg.DeadlineFloorTicks, cfg.MaxMisses = limit, factor, floor, 0
@@ -24,7 +24,7 @@ func deadlineHub(t *testing.T, factor float64, floor, limit int) (*hub.Core, int
 }
 
 // ticks calls Tick k times, failing on a deadline among them.
-func ticks(t *testing.T, h *hub.Core, k int) {
+func ticks(t *testing.T, h *testCore, k int) {
 	t.Helper()
 	for i := range k {
 		h.Tick()
@@ -39,7 +39,7 @@ func ticks(t *testing.T, h *hub.Core, k int) {
 
 // untilLate ticks until peer is marked late and returns how many ticks
 // that took (0 if not within limit).
-func untilLate(t *testing.T, h *hub.Core, peer string, limit int) int {
+func untilLate(t *testing.T, h *testCore, peer string, limit int) int {
 	t.Helper()
 	for i := 1; i <= limit; i++ {
 		h.Tick()
@@ -54,7 +54,7 @@ func untilLate(t *testing.T, h *hub.Core, peer string, limit int) int {
 	return 0
 }
 
-func pushNow(t *testing.T, h *hub.Core, id string, batch, n int) {
+func pushNow(t *testing.T, h *testCore, id string, batch, n int) {
 	t.Helper()
 	if err := h.Step(id, push(h.Iteration(), batch, n, 0.01)); err != nil {
 		t.Fatal(err)

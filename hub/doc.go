@@ -1,22 +1,32 @@
 // Package hub is the hub's side of cooperative training: a pure protocol
-// core that runs the barrier, merges the workers' gradients, takes the
-// optimizer step on the master network, and sizes every worker's batch.
+// core that runs the barrier, merges the workers' gradients, asks its
+// driver for the optimizer step on the master network, and sizes every
+// worker's batch.
 //
-// The core never touches a socket, a goroutine or a clock (the etcd-io/raft
-// pattern). It has five inputs — Step(from, message), Tick(), Leave(id),
-// Stop(reason) and ObserveComm(id, nanos) — and one output, Ready():
-// messages to send, events to log, and whether the run is over (ready.go).
-// The libp2p driver and the simulator call the very same core. Which files
-// are the core is listed in purity_test.go, and TestCorePurity fails if one
-// of them imports time (but for durations in config.go), context, net, os
-// or sync, or starts a goroutine; driver.go, driver_config.go and
+// The core never touches a socket, a goroutine, a clock or the model (the
+// etcd-io/raft pattern). It has six inputs — Step(from, message), Tick(),
+// Leave(id), Stop(reason), ObserveComm(id, nanos) and Applied(ApplyDone),
+// the report of a step it asked for — and one output, Ready(): the step to
+// take (ApplyRequest), messages to send, events to log, and whether the run
+// is over (ready.go). It reads the master's weights through a Snapshotter
+// (for the Welcomes, ResyncAnswers and Goodbyes it writes) and writes them
+// only through ApplyRequests, as the worker core hands its passes out as
+// ComputeRequests. The libp2p driver and the simulator call the very same
+// core. Which files are the core is listed in purity_test.go, and
+// TestCorePurity fails if one of them imports time (but for durations in
+// config.go), context, net, os or sync, or a package of this module other
+// than sync/wire, sync/compress and hub/internal/avg (so no solver, gpu,
+// models or sync/state), or starts a goroutine; driver.go,
+// driver_config.go, master.go (the model's side: NewCore, Apply) and
 // observe.go are the driver. The stopping rule (stop.go) is pure too, for
 // the drivers to apply.
 //
 // Caller's duties:
 //  1. Build the master network (models.Build, then InitParams or a weight
 //     file), its optimizer and schedule in a solver.Trainer, and call
-//     NewCore with a validated Config.
+//     NewCore with a validated Config and a Model holding the trainer. The
+//     trainer is the caller's from then on, but only the core's
+//     ApplyRequests may change it during the run.
 //  2. For every message a worker sends, call Step with the peer id the
 //     transport authenticated (never the message's Header.Sender). Log the
 //     error it returns; the input has been dropped whole. Hand over a
@@ -26,13 +36,17 @@
 //  3. Call Tick at a steady period (Config.Tick); the barrier deadline is
 //     counted in ticks from the iteration's start.
 //  4. Call Leave when a worker's connection drops.
-//  5. After every input, take Ready(): send each Envelope's message to its
-//     peer in order, log the events, then call Advance. Do not modify the
-//     messages: one Merged is shared by every envelope that carries it.
+//  5. After every input, take Ready(). If its Apply is set, take that step
+//     on the trainer (Apply does it) and report it with Applied before
+//     anything else (ApplyPending does both); the core panics on any other
+//     input while a step is out. Then take Ready() again: send each
+//     Envelope's message to its peer in order, log the events, then call
+//     Advance. Do not modify the messages: one Merged is shared by every
+//     envelope that carries it.
 //  6. When Ready().Done, flush the messages and shut down. Call Stop to end
 //     a run early (the driver's own stopping rule, or the user).
-//  7. Read Trainer() (to save a checkpoint) only between Advance and the
-//     next input. The core is not safe for concurrent use.
+//  7. Read the trainer (to save a checkpoint) only between inputs, with no
+//     step out. The core is not safe for concurrent use.
 //
 // # Iterations
 //
@@ -46,8 +60,10 @@
 // DeadlineTicks (deadline.go). The merged gradient
 // is Σ bᵢgᵢ / Σ bᵢ over the pushes that arrived (bᵢ = Push.Samples), summed
 // in float64 in worker-id order, so it equals the mean gradient of the
-// union batch and does not depend on arrival order. The hub uploads it to
-// its Net.Grads and calls Trainer.Apply — the step every worker takes — and
+// union batch and does not depend on arrival order. The core asks its
+// driver to upload it to the master's Net.Grads and call Trainer.Apply —
+// the step every worker takes — (ApplyRequest), and once the driver reports
+// the step (Applied, with the learning rate it took and the weights' hash)
 // sends Merged{k, gradient, next batch sizes, SHA-256 of its weights after
 // the step, learning rate} to every worker that holds the state of k. A late
 // worker gets a ResyncAnswer (the state after the step) instead and takes
@@ -96,12 +112,15 @@
 // The run:
 //
 //	waiting ──(MinWorkers registered: Welcome with batches)──► open(k)
-//	open(k) ──(all members pushed, or deadline with pushes)──► open(k+1)
+//	open(k) ──(all members pushed, or deadline with pushes)──► stepping(k)
+//	         ApplyRequest k; no input but Applied until the step is taken
+//	stepping(k) ──(Applied k)──► open(k+1)
 //	         Merged k to holders of state k, ResyncAnswer to the late
 //	open(k) ──(deadline, no push; or no member left, nothing pushed)──► open(k)
 //	         Welcome with new batches to every live worker
 //	open(k) ──(no worker left)──► parked(k) ──(Register)──► open(k)
-//	open(k) ──(Iter reaches Iterations: Merged, then Goodbye; or Stop)──► done
+//	stepping(k) ──(Applied k, k+1 reaches Iterations: Merged, then Goodbye)──► done
+//	open(k) ──(Stop)──► done
 //
 // A worker, as the hub sees it:
 //

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cotrain/cotrain/solver"
 	"github.com/cotrain/cotrain/sync/transport"
 	"github.com/cotrain/cotrain/sync/wire"
 	"github.com/cotrain/cotrain/watch"
@@ -32,7 +33,11 @@ import (
 // its Reject and then disconnected. So what the hub buffers from peers is
 // at most (256 + 2·(MaxWorkers + MaxPending)) frames.
 type Driver struct {
-	Core     *Core
+	Core *Core
+	// Trainer is the master trainer Core was built for (Model.Trainer):
+	// the driver runs the core's ApplyRequests on it (ApplyPending) before
+	// handling each Ready.
+	Trainer  *solver.Trainer
 	Listener transport.Listener
 	// Tick is the period of Core.Tick; it must equal Config.Tick for the
 	// deadline to mean what the config says.
@@ -41,7 +46,7 @@ type Driver struct {
 	Log *slog.Logger
 	// OnReady, when set, sees every Ready (after its messages are queued)
 	// on Run's goroutine, before Advance: progress output and checkpoints
-	// hang off it. It may read the core's trainer.
+	// hang off it. It may read Trainer.
 	OnReady func(Ready)
 	// OnStep, when set, sees every message from a worker (with the peer id)
 	// on Run's goroutine just before the core does: timing pushes for
@@ -93,8 +98,8 @@ type peerConn struct {
 // run itself (Stop: Goodbye with the final weights to every worker) and
 // drains as at a normal end, so SIGINT and SIGTERM lose nothing.
 func (d *Driver) Run(ctx context.Context) error {
-	if d.Core == nil || d.Listener == nil || d.Tick <= 0 {
-		return errors.New("hub: driver needs a core, a listener and a tick")
+	if d.Core == nil || d.Trainer == nil || d.Listener == nil || d.Tick <= 0 {
+		return errors.New("hub: driver needs a core, its trainer, a listener and a tick")
 	}
 	log := d.Log
 	if log == nil {
@@ -169,8 +174,13 @@ func (d *Driver) Run(ctx context.Context) error {
 		}
 		log.Info("connection closed", "peer", p.id, "why", why)
 	}
+	var failed error // a step the trainer could not take: a bug of ours
 	var flush func() bool
 	flush = func() bool {
+		if err := ApplyPending(d.Core, d.Trainer); err != nil {
+			failed = err
+			return true
+		}
 		rd := d.Core.Ready()
 		// The observer's clock is read before the messages are queued: a
 		// worker may receive them, compute and push while this goroutine
@@ -327,6 +337,9 @@ func (d *Driver) Run(ctx context.Context) error {
 		case <-deadline:
 			log.Warn("goodbye not delivered in time", "peer", p.id)
 		}
+	}
+	if failed != nil {
+		return failed
 	}
 	return ctx.Err()
 }

@@ -57,7 +57,7 @@ type batch struct {
 // messages passed in order by a loop of rounds.
 type net struct {
 	t      testing.TB
-	hub    *hub.Core
+	hub    *testCore
 	nodes  []*node
 	byID   map[string]*node
 	inbox  map[string][]wire.Message // hub → worker, in order
@@ -80,7 +80,7 @@ type envelope struct {
 	msg  wire.Message
 }
 
-func newHubCore(t testing.TB, cfg hub.Config, seed uint64) *hub.Core {
+func newHubCore(t testing.TB, cfg hub.Config, seed uint64) *testCore {
 	t.Helper()
 	b := cpu.NewCPU()
 	m, err := models.Build(b, "lenet5", models.Config{})
@@ -90,14 +90,14 @@ func newHubCore(t testing.TB, cfg hub.Config, seed uint64) *hub.Core {
 	m.InitParams(rand.New(rand.NewPCG(seed, 1)))
 	opt := solver.NewSGD(b, m.NumParams(), 0.9, 0, false)
 	tr := solver.NewTrainer(m, opt, solver.Constant(0.05))
-	h, err := hub.NewCore(cfg, hub.Model{Name: "lenet5", Trainer: tr})
+	h, err := newTestCore(cfg, hub.Model{Name: "lenet5", Trainer: tr})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return h
 }
 
-func newNet(t testing.TB, h *hub.Core, ds data.Dataset, workers int) *net {
+func newNet(t testing.TB, h *testCore, ds data.Dataset, workers int) *net {
 	n := &net{t: t, hub: h, byID: map[string]*node{}, inbox: map[string][]wire.Message{},
 		checked: map[string][]uint64{}}
 	for i := range workers {

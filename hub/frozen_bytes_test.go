@@ -14,7 +14,7 @@ import (
 // newFrozenHub is newHubCore with every layer but the last trainLast (of
 // those with parameters) frozen on the master net, as cotrain adapt's way
 // (b) does; freeze, when set, is called instead to freeze by name.
-func newFrozenHub(t testing.TB, cfg hub.Config, seed uint64, trainLast int, freeze ...string) *hub.Core {
+func newFrozenHub(t testing.TB, cfg hub.Config, seed uint64, trainLast int, freeze ...string) *testCore {
 	t.Helper()
 	b := cpu.NewCPU()
 	m, err := models.Build(b, "lenet5", models.Config{})
@@ -31,7 +31,7 @@ func newFrozenHub(t testing.TB, cfg hub.Config, seed uint64, trainLast int, free
 	}
 	opt := solver.NewSGD(b, m.NumParams(), 0.9, 0, false)
 	tr := solver.NewTrainer(m, opt, solver.Constant(0.05))
-	h, err := hub.NewCore(cfg, hub.Model{Name: "lenet5", Trainer: tr})
+	h, err := newTestCore(cfg, hub.Model{Name: "lenet5", Trainer: tr})
 	if err != nil {
 		t.Fatal(err)
 	}

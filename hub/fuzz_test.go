@@ -22,7 +22,7 @@ var fuzzPeers = [...]string{"w0", "w1", "w2", "mallory"}
 // that the fuzzer can write whole gradients. The core checks only that the
 // model name is registered, never that the net is that model: the name is
 // lenet5 for NewCore's sake.
-func tinyCore(t testing.TB) *hub.Core {
+func tinyCore(t testing.TB) *testCore {
 	t.Helper()
 	b := cpu.NewCPU()
 	net, err := solver.NewNet(b, solver.Shape{C: 1, H: 2, W: 2},
@@ -41,7 +41,7 @@ func tinyCore(t testing.TB) *hub.Core {
 	cfg.MinWorkers, cfg.MaxWorkers, cfg.GlobalBatch = 1, 2, 6
 	cfg.Iterations, cfg.DeadlineTicks, cfg.MaxMisses = 12, 3, 2
 	cfg.Allow = map[string]bool{"w0": true, "w1": true, "w2": true}
-	h, err := hub.NewCore(cfg, hub.Model{Name: "lenet5", Trainer: tr})
+	h, err := newTestCore(cfg, hub.Model{Name: "lenet5", Trainer: tr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestHubStepProgram(t *testing.T) {
 }
 
 // runProgram runs a FuzzHubStep program, checking after every op.
-func runProgram(t *testing.T, prog []byte) *hub.Core {
+func runProgram(t *testing.T, prog []byte) *testCore {
 	h := tinyCore(t)
 	h.Advance()
 	for len(prog) > 0 {

@@ -80,7 +80,8 @@ func startDriver(t *testing.T, cfg hub.Config, d *hub.Driver) (*transport.MemNet
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.Core, d.Listener, d.Tick = newHubCore(t, cfg, 1), ln, 10*time.Millisecond
+	h := newHubCore(t, cfg, 1)
+	d.Core, d.Trainer, d.Listener, d.Tick = h.Core, h.Trainer(), ln, 10*time.Millisecond
 	d.DrainTimeout = 100 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -5,13 +5,14 @@ import (
 	"math"
 	"slices"
 
-	"github.com/cotrain/cotrain/sync/state"
+	"github.com/cotrain/cotrain/hub/internal/avg"
 	"github.com/cotrain/cotrain/sync/wire"
 )
 
 // This file is the core's iteration: a push into the barrier, the
-// barrier closing (merge, step, Merged), opening the next iteration with
-// its batch shares, and the messages that end or resync a worker.
+// barrier closing (merge, the step asked of the driver, then Merged),
+// opening the next iteration with its batch shares, and the messages that
+// end or resync a worker.
 
 func (c *Core) push(p *peer, m *wire.Push) error {
 	it := m.Iteration
@@ -44,11 +45,11 @@ func (c *Core) push(p *peer, m *wire.Push) error {
 		return fmt.Errorf("%w: %q reports loss %v", ErrNonFinite, p.id, m.Loss)
 	}
 	if len(m.State) > 0 {
-		if err := m.State.CheckLen("batch-norm state", c.tr.Net.State.Len()); err != nil {
+		if err := m.State.CheckLen("batch-norm state", c.model.stateLen); err != nil {
 			return fmt.Errorf("%w: %q: %w", ErrBadLength, p.id, err)
 		}
-		if err := state.CheckFinite("batch-norm state", m.State); err != nil {
-			return fmt.Errorf("%w: %q: %w", ErrNonFinite, p.id, err)
+		if i := avg.FirstNonFinite(m.State); i >= 0 {
+			return fmt.Errorf("%w: %q: batch-norm state[%d] = %v", ErrNonFinite, p.id, i, m.State[i])
 		}
 	}
 	// A float32 part is kept as pushed (no copy); a compressed one is
@@ -129,7 +130,7 @@ func (c *Core) open(ids []string, welcome bool) map[string]int {
 	c.phase = phaseOpen
 	var st wire.ModelState
 	if welcome {
-		st = state.Capture(c.tr.Net, c.tr.Opt)
+		st = c.model.master.Snapshot(true)
 	}
 	for _, id := range ids {
 		if _, in := shares[id]; in {
@@ -169,20 +170,30 @@ func (c *Core) shares(ids []string) map[string]int {
 	return out
 }
 
-// close merges the open iteration, applies the step to the master net and
-// tells every worker holding the state of c.iter. late lists the members
-// that missed the deadline: they get the full new state instead.
+// closing is an iteration closed whose optimizer step is out with the
+// driver (Ready.Apply): what Applied needs to tell the workers.
+type closing struct {
+	k          uint64
+	late, next []string     // the members that missed the deadline; the workers that get Merged k
+	msg        *wire.Merged // the final Merged, without its learning rate and hash
+	bn         wire.Floats  // the merged batch-norm statistics, or nil
+	workers    int          // members merged
+	samples    int          // samples merged
+	loss       float64      // their mean loss
+}
+
+// close merges the open iteration and asks the driver for the step
+// (Ready.Apply); Applied then tells every worker holding the state of
+// c.iter. late lists the members that missed the deadline: they get the
+// full new state instead.
 func (c *Core) close(late []string) {
-	samples, loss := c.bar.totals()
-	workers := len(c.bar.pushes)
-	k := c.iter
-	lr := c.tr.LR()
+	cl := &closing{k: c.iter, late: late, workers: len(c.bar.pushes)}
+	cl.samples, cl.loss = c.bar.totals()
 
 	// Everyone live but the late holds the state of k and applies Merged.
-	var next []string
 	for _, id := range c.order {
 		if !slices.Contains(late, id) {
-			next = append(next, id)
+			cl.next = append(cl.next, id)
 		}
 	}
 	// The parts not sent ahead: all but the last go out as partial
@@ -205,33 +216,65 @@ func (c *Core) close(late []string) {
 	}
 	for _, j := range unsent[:len(unsent)-1] {
 		m := c.mergePart(j, true)
-		for _, id := range next {
+		for _, id := range cl.next {
 			c.sendMerged(id, m)
 		}
 	}
-	msg := c.mergePart(unsent[len(unsent)-1], false)
-	c.tr.Net.B.Upload(c.tr.Net.Grads, c.applied)
-	c.tr.Apply()
-	c.iter = uint64(c.tr.Iter)
+	cl.msg = c.mergePart(unsent[len(unsent)-1], false)
 	// The master net runs no forward pass: its batch-norm statistics are
 	// the mean of the workers'.
-	var bn wire.Floats
-	if n := c.tr.Net.State.Len(); n > 0 {
-		bn = make(wire.Floats, n)
-		if c.bar.mergeState(bn) {
-			c.tr.Net.B.Upload(c.tr.Net.State, bn)
-		} else {
-			bn = nil
+	if n := c.model.stateLen; n > 0 {
+		cl.bn = make(wire.Floats, n)
+		if !c.bar.mergeState(cl.bn) {
+			cl.bn = nil
 		}
 	}
-	msg.LR, msg.State = lr, bn
+	c.closing = cl
+	c.ready.Apply = &ApplyRequest{Iteration: cl.k, Gradient: c.applied, State: cl.bn, Hash: !c.cfg.NoWeightsHash}
+}
+
+// Applied reports that the driver took the step of Ready().Apply: the
+// core opens the next iteration and queues the Merged (with d's learning
+// rate and hash), the late workers' ResyncAnswers, or the Goodbyes when the
+// run has reached its iterations. A report for no request, or for another
+// iteration, is refused with ErrUnexpected and changes nothing.
+func (c *Core) Applied(d ApplyDone) error {
+	cl := c.closing
+	switch {
+	case cl == nil:
+		return fmt.Errorf("%w: step of iteration %d applied, none was asked for", ErrUnexpected, d.Iteration)
+	case d.Iteration != cl.k:
+		return fmt.Errorf("%w: step of iteration %d applied, iteration %d's was asked for", ErrUnexpected, d.Iteration, cl.k)
+	}
+	c.closing, c.ready.Apply = nil, nil
+	c.iter = cl.k + 1
+	msg, next := cl.msg, cl.next
+	msg.LR, msg.State = d.LR, cl.bn
 	if !c.cfg.NoWeightsHash {
-		msg.WeightsHash = state.NetHash(c.tr.Net)
+		msg.WeightsHash = d.WeightsHash
 	}
 	down := c.bytesDown + int64(len(next))*payloadBytes(msg.Gradient, msg.Enc)
-	c.event(Event{Kind: EventMerged, Iteration: k, Workers: workers, Samples: samples, Loss: loss, LR: lr,
+	c.event(Event{Kind: EventMerged, Iteration: cl.k, Workers: cl.workers, Samples: cl.samples, Loss: cl.loss, LR: d.LR,
 		BytesUp: c.bar.bytesUp, BytesDown: down})
+	c.opened(cl)
+	// A Register that came with the step (register.go) is handled now,
+	// against the state after it.
+	if h := c.held; h != nil {
+		c.held = nil
+		if c.phase == phaseDone {
+			c.goodbye(h.from, "the run is over")
+		} else if err := c.register(h.from, h.m); err != nil {
+			c.event(Event{Kind: EventRefused, Peer: h.from, Iteration: c.iter, Err: err})
+		}
+	}
+	return nil
+}
 
+// opened ends closing cl after its step: the Merged goes to the workers
+// that hold the state of cl.k, which open the next iteration (or the run
+// ends), and the late get the state after the step.
+func (c *Core) opened(cl *closing) {
+	msg, next, late := cl.msg, cl.next, cl.late
 	if c.cfg.Iterations > 0 && c.iter >= c.cfg.Iterations {
 		for _, id := range next {
 			c.send(id, msg)
@@ -249,10 +292,19 @@ func (c *Core) close(late []string) {
 		c.send(id, msg)
 	}
 	if len(late) > 0 {
-		st := state.Capture(c.tr.Net, c.tr.Opt)
+		st := c.model.master.Snapshot(true)
 		for _, id := range late {
-			c.sendResync(id, st, "late for iteration "+fmt.Sprint(k))
+			c.sendResync(id, st, "late for iteration "+fmt.Sprint(cl.k))
 		}
+	}
+}
+
+// mustNotApply panics when an input other than Applied comes while an
+// ApplyRequest is out: the driver broke its contract (doc.go), and the core
+// would answer from a master that has not stepped.
+func (c *Core) mustNotApply(input string) {
+	if c.closing != nil {
+		panic(fmt.Sprintf("hub: %s while the step of iteration %d is out (Ready.Apply): call Applied first", input, c.closing.k))
 	}
 }
 
@@ -265,8 +317,8 @@ func (c *Core) sendWelcome(id string, st wire.ModelState, batch int) {
 	c.send(id, &wire.Welcome{
 		Header:      wire.Header{Iteration: c.iter},
 		WorkerID:    id,
-		Model:       c.model.Name,
-		ModelConfig: c.mcfg,
+		Model:       c.model.name,
+		ModelConfig: c.model.config,
 		ModelState:  st,
 		BatchSize:   batch,
 		Session:     c.session,
@@ -276,7 +328,7 @@ func (c *Core) sendWelcome(id string, st wire.ModelState, batch int) {
 // goodbye sends id the Goodbye that ends its session, with the hub's
 // current weights as the final ones.
 func (c *Core) goodbye(id, reason string) {
-	st := state.Capture(c.tr.Net, nil)
+	st := c.model.master.Snapshot(false)
 	c.send(id, &wire.Goodbye{Header: wire.Header{Iteration: c.iter}, Reason: reason,
 		FinalWeights: st.Weights, FinalState: st.State})
 }
@@ -284,7 +336,7 @@ func (c *Core) goodbye(id, reason string) {
 // finish sends every live worker Goodbye with the final weights and ends
 // the run.
 func (c *Core) finish(reason string) {
-	st := state.Capture(c.tr.Net, nil)
+	st := c.model.master.Snapshot(false)
 	for _, id := range c.order {
 		c.send(id, &wire.Goodbye{Header: wire.Header{Iteration: c.iter}, Reason: reason,
 			FinalWeights: st.Weights, FinalState: st.State})

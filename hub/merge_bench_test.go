@@ -20,7 +20,7 @@ import (
 // momentum) with its workers registered and iteration 0 open, and one
 // prepared push per worker.
 type mergeBench struct {
-	h      *hub.Core
+	h      *testCore
 	ids    []string
 	pushes []*wire.Push
 }
@@ -38,7 +38,7 @@ func newMergeBench(b *testing.B, workers int) *mergeBench {
 	cfg.Compression, cfg.Overlap = "none", false // whole float32 gradients, the case
 	cfg.MinWorkers, cfg.MaxWorkers, cfg.GlobalBatch = workers, workers, 64*workers
 	cfg.Batch, cfg.DeadlineTicks = hub.Fixed, 0
-	h, err := hub.NewCore(cfg, hub.Model{Name: "lenet-caffe", Trainer: tr})
+	h, err := newTestCore(cfg, hub.Model{Name: "lenet-caffe", Trainer: tr})
 	if err != nil {
 		b.Fatal(err)
 	}

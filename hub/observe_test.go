@@ -113,7 +113,7 @@ func testDriverPublishes(t *testing.T) {
 
 	ln := &pipeListener{conns: make(chan transport.Conn, 2), done: make(chan struct{})}
 	log := slog.New(slowHandler{slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug})})
-	d := &hub.Driver{Core: core, Listener: ln, Tick: cfg.Tick, Watch: bus, DrainTimeout: 100 * time.Millisecond, Log: log}
+	d := &hub.Driver{Core: core.Core, Trainer: core.Trainer(), Listener: ln, Tick: cfg.Tick, Watch: bus, DrainTimeout: 100 * time.Millisecond, Log: log}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { d.Run(ctx); close(done) }()

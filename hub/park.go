@@ -59,6 +59,7 @@ type parking struct {
 // opens. It only serves parking (Config.Park). Unknown ids and negative
 // values are ignored.
 func (c *Core) ObserveComm(id string, nanos int64) {
+	c.mustNotApply("ObserveComm")
 	p := c.peers[id]
 	if p == nil || nanos < 0 {
 		return

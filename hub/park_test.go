@@ -12,7 +12,7 @@ import (
 // parkHub registers "fast" and "slow" on a hub with the given policy and
 // parking settings, and returns it with iteration 0 open (batches 32/32 by
 // the registered speeds, which are equal).
-func parkHub(t *testing.T, policy hub.BatchPolicy, park bool, margin float64, edit ...func(*hub.Config)) (*hub.Core, int) {
+func parkHub(t *testing.T, policy hub.BatchPolicy, park bool, margin float64, edit ...func(*hub.Config)) (*testCore, int) {
 	t.Helper()
 	cfg := trainConfig(2, 0)
 	cfg.GlobalBatch = 64
@@ -42,7 +42,7 @@ func pushTimed(it uint64, samples, n int, perSample int64) *wire.Push {
 
 // mergedTo returns the batch sizes of the Merged sent to each peer of the
 // last Ready, and the events of the kinds asked for.
-func lastMerged(t *testing.T, h *hub.Core) (to []string, batches wire.BatchSizes) {
+func lastMerged(t *testing.T, h *testCore) (to []string, batches wire.BatchSizes) {
 	t.Helper()
 	for _, e := range h.Ready().Messages {
 		if m, ok := e.Msg.(*wire.Merged); ok {
@@ -53,7 +53,7 @@ func lastMerged(t *testing.T, h *hub.Core) (to []string, batches wire.BatchSizes
 	return to, batches
 }
 
-func events(h *hub.Core, kind hub.EventKind) []hub.Event {
+func events(h *testCore, kind hub.EventKind) []hub.Event {
 	var out []hub.Event
 	for _, e := range h.Ready().Events {
 		if e.Kind == kind {
@@ -235,7 +235,7 @@ func TestParkManySmallCosts(t *testing.T) {
 }
 
 // lastWelcomes returns the batch size each Welcome of the last Ready gave.
-func lastWelcomes(h *hub.Core) (to []string, batches map[string]int) {
+func lastWelcomes(h *testCore) (to []string, batches map[string]int) {
 	batches = map[string]int{}
 	for _, e := range h.Ready().Messages {
 		if w, ok := e.Msg.(*wire.Welcome); ok {

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/cotrain/cotrain/hub/internal/avg"
-	"github.com/cotrain/cotrain/solver"
 	"github.com/cotrain/cotrain/sync/compress"
 	"github.com/cotrain/cotrain/sync/wire"
 )
@@ -45,60 +44,6 @@ var (
 	ErrBadPart    = errors.New("hub: push of a part the session does not have")
 	ErrBadPayload = errors.New("hub: gradient payload does not match the session's codec")
 )
-
-// PartBounds returns the layer-wise parts of net's flat gradient: the
-// offset where each layer with parameters starts, in order (solver.Net
-// lays the layers out in order), as Session.Parts carries them.
-func PartBounds(net *solver.Net) []int {
-	var out []int
-	off := 0
-	for _, l := range net.Layers() {
-		if l.Params > 0 {
-			out = append(out, off)
-			off += l.Params
-		}
-	}
-	if len(out) == 0 {
-		out = []int{0}
-	}
-	return out
-}
-
-// SessionParts returns the parts of a session's gradient over net and the
-// ones among them that lie wholly in frozen layers (Session.Parts and
-// Session.ZeroParts): with overlap one part per layer with parameters
-// (PartBounds), else one per run of consecutive frozen or trainable
-// layers, so that fine-tuning the last layers has two parts, the frozen
-// prefix (zero) and the trainable suffix. A zero part's gradient is zero
-// on every node: it is neither pushed nor merged. A net with nothing
-// frozen, or nothing trainable, has no zero part (and, without overlap,
-// one part): a session where nothing is pushed could never close.
-func SessionParts(net *solver.Net, overlap bool) (starts, zero []int) {
-	var frozen []bool // per part
-	off := 0
-	for _, l := range net.Layers() {
-		if l.Params == 0 {
-			continue
-		}
-		if overlap || len(frozen) == 0 || frozen[len(frozen)-1] != l.Frozen {
-			starts = append(starts, off)
-			frozen = append(frozen, l.Frozen)
-		}
-		off += l.Params
-	}
-	for j, f := range frozen {
-		if f {
-			zero = append(zero, j)
-		}
-	}
-	if len(zero) == len(frozen) {
-		zero = nil
-	}
-	if len(starts) == 0 || (!overlap && zero == nil) {
-		starts = []int{0}
-	}
-	return starts, zero
-}
 
 // NodeOptimizer names an optimizer and its hyper-parameters: what the
 // session was asked for, and what its nodes step with (ConfigureTopK).
@@ -164,23 +109,16 @@ func (c *Core) setupParts() error {
 	}
 	c.codec = codec
 	c.session.Compression = codec.String()
+	// The master's optimizer was checked against these (checkNodeOptimizer,
+	// master.go).
 	if m := c.cfg.WorkerMomentum; m > 0 || c.cfg.WorkerBeta2 > 0 {
-		sgd, ok := c.tr.Opt.(*solver.SGD)
-		if !ok || sgd.Momentum != 0 || sgd.Nesterov {
-			return fmt.Errorf("%w: WorkerMomentum %v, WorkerBeta2 %v need the nodes' optimizer to be SGD with momentum 0, without Nesterov (got %T, session momentum %v)",
-				ErrConfig, m, c.cfg.WorkerBeta2, c.tr.Opt, c.session.Momentum)
-		}
-		if c.cfg.WorkerBeta2 > 0 && sgd.WeightDecay != 0 {
-			return fmt.Errorf("%w: Adam correction (WorkerBeta2 %v) decays the weights on the workers: the nodes' SGD has weight decay %v, want 0",
-				ErrConfig, c.cfg.WorkerBeta2, sgd.WeightDecay)
-		}
 		c.session.WorkerMomentum = m
 		c.session.WorkerBeta2, c.session.WorkerEps = c.cfg.WorkerBeta2, c.cfg.WorkerEps
 		c.session.WorkerWeightDecay = c.cfg.WorkerWeightDecay
 	}
 	c.session.TopKMin, c.session.TopKWarmup = c.cfg.TopKMin, c.cfg.TopKWarmup
-	n := c.tr.Net.NumParams()
-	starts, zero := SessionParts(c.tr.Net, c.cfg.Overlap)
+	n := c.model.params
+	starts, zero := slices.Clone(c.model.starts), c.model.zero
 	if len(starts) > 1 {
 		c.session.Parts = slices.Clone(starts)
 	}
@@ -224,8 +162,8 @@ func (c *Core) decodePush(a *arrival, p *peer, m *wire.Push) (part []float32, j 
 	if len(m.Gradient) > 0 {
 		return nil, 0, fmt.Errorf("%w: %q sent raw floats, the session compresses with %s", ErrBadPayload, p.id, c.codec)
 	}
-	if len(a.buf) != c.tr.Net.NumParams() {
-		a.buf = make([]float32, c.tr.Net.NumParams())
+	if len(a.buf) != c.model.params {
+		a.buf = make([]float32, c.model.params)
 	}
 	part = a.buf[lo:hi]
 	switch err := compress.Decode(part, m.Enc, c.codec.Format()); {

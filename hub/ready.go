@@ -6,9 +6,10 @@ import (
 	"github.com/cotrain/cotrain/sync/wire"
 )
 
-// This file holds the core's output: Ready, with the messages to send
-// (Envelope) and the events to log (Event). The inputs' types are the
-// wire messages and Config (config.go).
+// This file holds the core's output: Ready, with the optimizer step to
+// take (ApplyRequest), the messages to send (Envelope) and the events to log
+// (Event), and ApplyDone, the local input that answers an ApplyRequest. The
+// other inputs' types are the wire messages and Config (config.go).
 
 // EventKind says what an Event reports.
 type EventKind uint8
@@ -67,10 +68,44 @@ type Envelope struct {
 	Msg wire.Message
 }
 
+// ApplyRequest asks the driver to take iteration Iteration's optimizer step
+// on the master model: upload Gradient as the net's gradient and call
+// Trainer.Apply, then, when State is not nil, upload State as the net's
+// batch-norm state (the master runs no forward pass: its statistics are the
+// mean of the workers'). Apply (master.go) does exactly that. The driver
+// reports the step with Applied before any other input.
+type ApplyRequest struct {
+	Iteration uint64 // the master is at Iteration and steps to Iteration+1
+	// Gradient is the merged gradient as every worker decodes it from the
+	// Merged payloads, the net's full length (zero in frozen parts). It is
+	// the core's buffer: read it, do not keep it past Applied.
+	Gradient []float32
+	State    []float32 // the merged batch-norm statistics, or nil
+	// Hash asks for the weights' hash after the step (ApplyDone.WeightsHash;
+	// false under Config.NoWeightsHash).
+	Hash bool
+}
+
+// ApplyDone reports a finished ApplyRequest.
+type ApplyDone struct {
+	Iteration uint64 // the request's
+	// LR is the learning rate the step took: the schedule's at Iteration
+	// (Trainer.LR before Apply). The Merged carries it to the workers.
+	LR float32
+	// WeightsHash is state.NetHash of the master after the step (and the
+	// batch-norm upload), when the request asked for it.
+	WeightsHash wire.Hash
+}
+
 // Ready is what the core asks its driver to do. Messages may share vectors
 // with each other (one Merged goes to every worker): they are read-only for
 // the driver and are never modified by the core after Ready returns them.
 type Ready struct {
+	// Apply, when not nil, is an optimizer step to take before anything
+	// else: the Merged of its iteration is not in Messages yet (only the
+	// parts sent before it), and the core takes no input but Applied until
+	// it is reported. Applied clears it.
+	Apply *ApplyRequest
 	// Messages are to be sent in order; order matters between the
 	// messages to one peer (a Merged then a Goodbye).
 	Messages []Envelope

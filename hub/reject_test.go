@@ -64,7 +64,8 @@ func TestDriverRejectsUnreadableFrames(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ln := &pipeListener{conns: make(chan transport.Conn, 1), done: make(chan struct{})}
-			d := &hub.Driver{Core: newHubCore(t, trainConfig(2, 0), 1), Listener: ln, Tick: 10 * time.Millisecond,
+			h := newHubCore(t, trainConfig(2, 0), 1)
+			d := &hub.Driver{Core: h.Core, Trainer: h.Trainer(), Listener: ln, Tick: 10 * time.Millisecond,
 				DrainTimeout: 100 * time.Millisecond}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)

@@ -156,6 +156,10 @@ func (r *runner) deliverUp(p *phone, xfer int64) {
 // then the messages, sent once the merge is done (the hub's compute time).
 func (r *runner) flushHub() {
 	for {
+		if err := hub.ApplyPending(r.hub, r.hubTr); err != nil {
+			r.fail(fmt.Errorf("sim: %w", err))
+			return
+		}
 		rd := r.hub.Ready()
 		r.hub.Advance()
 		r.hubMerges(rd) // checks and times every merged part before the close
@@ -293,7 +297,7 @@ func (r *runner) afterWorkerInput(p *phone, before uint64) {
 func (r *runner) merged(e hub.Event, msgs []hub.Envelope) {
 	r.check.reset()
 	k := e.Iteration + 1
-	r.check.snapshot(k, r.hub.Trainer().Net)
+	r.check.snapshot(k, r.hubTr.Net)
 	r.res.Iterations = int(k)
 	r.res.Samples += e.Samples
 	r.res.Checks++
@@ -309,7 +313,7 @@ func (r *runner) merged(e hub.Event, msgs []hub.Envelope) {
 	if !r.stopper.Due(k) && int(k) != r.iterations() {
 		return
 	}
-	acc, loss := r.memo.evaluate(r.hub.Trainer(), r.d.Test)
+	acc, loss := r.memo.evaluate(r.hubTr, r.d.Test)
 	r.res.Curve = append(r.res.Curve, Point{Iteration: int(k), Seconds: end, Accuracy: acc, Loss: loss})
 	why := r.stopper.Observe(acc, loss)
 	if r.stopper.Reached() && r.res.TimeToTarget < 0 {

@@ -58,6 +58,7 @@ type runner struct {
 	clk     clock
 	net     *network
 	hub     *hub.Core
+	hubTr   *solver.Trainer // the hub core's master: flushHub runs its ApplyRequests on it
 	hubDev  *device
 	hubFree int64 // the hub sends nothing before: it is merging
 	phones  []*phone
@@ -242,6 +243,7 @@ func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Opt
 	case "adaptive-park":
 		cfg.Park = true
 	}
+	r.hubTr = tr
 	if r.hub, err = hub.NewCore(cfg, hub.Model{Name: sc.Model, Config: opt.ModelConfig, Trainer: tr}); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}

@@ -296,9 +296,9 @@ func TestMasterOptimizer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sgd, ok := r.hub.Trainer().Opt.(*solver.SGD)
+		sgd, ok := r.hubTr.Opt.(*solver.SGD)
 		if !ok || sgd.Nesterov != c.nesterov || sgd.Momentum != c.momentum {
-			t.Errorf("%s: master optimizer %#v, want SGD with momentum %v, Nesterov %v", c.codec, r.hub.Trainer().Opt, c.momentum, c.nesterov)
+			t.Errorf("%s: master optimizer %#v, want SGD with momentum %v, Nesterov %v", c.codec, r.hubTr.Opt, c.momentum, c.nesterov)
 		}
 	}
 	sc.Nesterov = false
@@ -306,7 +306,7 @@ func TestMasterOptimizer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sgd := r.hub.Trainer().Opt.(*solver.SGD); sgd.Nesterov || sgd.Momentum != 0 {
+	if sgd := r.hubTr.Opt.(*solver.SGD); sgd.Nesterov || sgd.Momentum != 0 {
 		t.Errorf("top-k with plain momentum: master SGD momentum %v Nesterov %v, want 0 and off (momentum on the workers)", sgd.Momentum, sgd.Nesterov)
 	}
 }

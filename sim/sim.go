@@ -139,7 +139,7 @@ func runGroup(ctx context.Context, sc *Scenario, specs []runSpec, d *Data, opt O
 		if err != nil {
 			return nil, fmt.Errorf("sim: run %q: %w", spec.Name, err)
 		}
-		if m != nil && memoizable(r.hub.Trainer().Net) {
+		if m != nil && memoizable(r.hubTr.Net) {
 			r.memo = m
 		}
 		runners[i] = r

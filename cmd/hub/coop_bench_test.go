@@ -52,11 +52,10 @@ func BenchmarkCooperative(b *testing.B) {
 	const perWorker, workers = 64, 2
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	hh, core, threads := loopbackHub(b, ctx, workers, perWorker, uint64(b.N)+5)
+	hh, d, threads := loopbackHub(b, ctx, workers, perWorker, uint64(b.N)+5)
 	defer hh.Close()
 	var started, ended time.Time
 	var startIter uint64
-	d := &hub.Driver{Core: core, Listener: hh.Listen(), Tick: loopbackTick}
 	d.OnReady = func(rd hub.Ready) {
 		for _, e := range rd.Events {
 			// Time from the end of the 5th iteration: connections, the
@@ -84,7 +83,7 @@ func BenchmarkCooperative(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.StopTimer()
-	iters := core.Iteration() - startIter
+	iters := d.Core.Iteration() - startIter
 	b.ReportMetric(float64(iters*workers*perWorker)/ended.Sub(started).Seconds(), "img/s")
 	b.ReportMetric(float64(ended.Sub(started).Milliseconds())/float64(iters), "ms/iter")
 }
@@ -92,7 +91,7 @@ func BenchmarkCooperative(b *testing.B) {
 // loopbackTick is the hubs' tick in the loopback benchmarks.
 const loopbackTick = 10 * time.Millisecond
 
-// loopbackHub returns a libp2p host on loopback and a hub core on it for
+// loopbackHub returns a libp2p host on loopback and a hub driver on it for
 // the given number of workers of perWorker samples each and iterations
 // iterations: LeNet-5, fixed shares, SGD with momentum, whole float32
 // gradients. It also returns the kernel threads each trainer (the hub's and
@@ -100,7 +99,7 @@ const loopbackTick = 10 * time.Millisecond
 // thread each (trainers on GOMAXPROCS threads apiece would have their kernel
 // pools spin for the cores the others compute on). The caller closes the
 // host.
-func loopbackHub(tb testing.TB, ctx context.Context, workers, perWorker int, iterations uint64) (*p2p.Host, *hub.Core, int) {
+func loopbackHub(tb testing.TB, ctx context.Context, workers, perWorker int, iterations uint64) (*p2p.Host, *hub.Driver, int) {
 	threads := max(1, runtime.GOMAXPROCS(0)/workers)
 	be := cpu.NewCPU()
 	be.SetThreads(threads)
@@ -127,7 +126,7 @@ func loopbackHub(tb testing.TB, ctx context.Context, workers, perWorker int, ite
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return hh, core, threads
+	return hh, &hub.Driver{Core: core, Trainer: tr, Listener: hh.Listen(), Tick: loopbackTick}, threads
 }
 
 // startLoopbackWorkers starts workers worker drivers in this process that

@@ -179,7 +179,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 
 	stop := hub.NewStopper(hub.StopRule{Iterations: iterations, EvalEvery: c.evalEvery, Patience: c.patience})
 	p := &progress{c: c, bus: bus, start: time.Now(), stop: stop}
-	d := &hub.Driver{Core: core, Listener: ln, Tick: c.tick, Log: log, Watch: bus}
+	d := &hub.Driver{Core: core, Trainer: m.Trainer, Listener: ln, Tick: c.tick, Log: log, Watch: bus}
 	val := solver.NewTrainer(net, nil, nil)
 	// With a dashboard and no --patience, test accuracy is measured on a
 	// copy of the weights, off the driver's goroutine.

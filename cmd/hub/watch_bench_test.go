@@ -63,7 +63,7 @@ func phases(tb testing.TB, rounds, perPhase, clients int) (off, on []float64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	total := 2 * rounds * perPhase
-	hh, core, threads := loopbackHub(tb, ctx, workers, perWorker, uint64(total))
+	hh, d, threads := loopbackHub(tb, ctx, workers, perWorker, uint64(total))
 	defer hh.Close()
 
 	bus := &watch.Bus{}
@@ -97,7 +97,7 @@ func phases(tb testing.TB, rounds, perPhase, clients int) (off, on []float64) {
 	var merged []time.Time
 	var count atomic.Int64
 	phase := make(chan int, 2*rounds)
-	d := &hub.Driver{Core: core, Listener: hh.Listen(), Tick: loopbackTick, Watch: bus}
+	d.Watch = bus
 	d.OnReady = func(rd hub.Ready) {
 		for _, e := range rd.Events {
 			if e.Kind == hub.EventMerged {

@@ -119,6 +119,32 @@ func forbidden(path string) string {
 	return ""
 }
 
+// Imports checks that files (paths relative to dir) import, of the
+// packages whose path starts with prefix (the module's own, say), only
+// those in allowed (exactly, not below them). A core that must reach the
+// model only through its outputs (the hub's: it asks its driver for each
+// optimizer step) lists what it may use, so that an import of the engine
+// fails a test instead of slipping in. It returns every other such import.
+func Imports(dir string, files []string, prefix string, allowed []string) ([]Violation, error) {
+	fset := token.NewFileSet()
+	var out []Violation
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ImportsOnly)
+		if err != nil {
+			return nil, fmt.Errorf("purity: %w", err)
+		}
+		for _, imp := range f.Imports {
+			path, err := strconv.Unquote(imp.Path.Value)
+			if err != nil || !strings.HasPrefix(path, prefix) || slices.Contains(allowed, path) {
+				continue // an unreadable path is Check's to report
+			}
+			out = append(out, Violation{fset.Position(imp.Pos()),
+				fmt.Sprintf("imports %q (of %s, this core may import only %s)", path, prefix, strings.Join(allowed, ", "))})
+		}
+	}
+	return out, nil
+}
+
 // Sorted checks that every non-test Go file in dir is named exactly once in
 // core or driver, so that a file added to a package with a core is put on
 // one side on purpose: a new core file is then checked, and a driver file

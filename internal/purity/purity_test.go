@@ -60,6 +60,28 @@ func TestCheckErrors(t *testing.T) {
 	}
 }
 
+// TestImports: of the prefix's packages, only the allowed ones pass, and
+// only exactly (not the packages below them).
+func TestImports(t *testing.T) {
+	files := []string{"clean.go", "impure.go"}
+	vs, err := Imports("testdata", files, "net", []string{"net/url"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != 1 || !strings.Contains(vs[0].String(), `impure.go:5:2: imports "net/http"`) {
+		t.Errorf("violations %v, want net/http's alone", vs)
+	}
+	if vs, err := Imports("testdata", files, "net", []string{"net/http"}); err != nil || len(vs) != 0 {
+		t.Errorf("net/http allowed: %v, %v", vs, err)
+	}
+	if vs, err := Imports("testdata", files, "net", []string{"net"}); err != nil || len(vs) != 1 {
+		t.Errorf("net allowed, net/http imported: %v, %v (want one violation)", vs, err)
+	}
+	if _, err := Imports("testdata", []string{"missing.go"}, "net", nil); err == nil {
+		t.Error("a missing file passed")
+	}
+}
+
 // TestSorted: every file of a folder must be listed once, and only files
 // that are there.
 func TestSorted(t *testing.T) {
