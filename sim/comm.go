@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cotrain/cotrain/hub"
+	"github.com/cotrain/cotrain/hub/runspec"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 	"github.com/cotrain/cotrain/sync/compress"
@@ -34,25 +35,21 @@ type comm struct {
 	seen    map[*wire.Merged]bool
 }
 
-// setupComm sets the hub config's codec and overlap from the scenario (a
-// solo run, whose hub is on the phone, sends nothing and compresses
-// nothing; the "paper" policy sends whole gradients, one frame after the
-// backward pass, as the paper's system did), and the checker and part
-// timings to match.
-func (r *runner) setupComm(cfg *hub.Config, net *solver.Net, solo bool) error {
-	cfg.Compression, cfg.Overlap = r.sc.Compression, r.sc.Overlap
-	if solo || r.spec.Policy == "paper" {
-		cfg.Compression, cfg.Overlap = "none", false
-	}
-	codec, err := compress.Parse(cfg.Compression)
+// setupComm sets the checker and part timings for the run's codec and
+// overlap c (the scenario's; a solo run, whose hub is on the phone, sends
+// nothing and compresses nothing; the "paper" policy sends whole
+// gradients, one frame after the backward pass, as the paper's system did:
+// newRunner sets both so).
+func (r *runner) setupComm(net *solver.Net, c runspec.Codec) error {
+	codec, err := compress.Parse(c.Compression)
 	if err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
 	// The parts as the hub cuts them (frozen layers make parts of their
 	// own that nobody sends; the checker never sees them).
-	starts, _ := hub.SessionParts(net, cfg.Overlap)
+	starts, _ := hub.SessionParts(net, c.Overlap)
 	r.comm = comm{readyAt: []float64{1}, seen: map[*wire.Merged]bool{}}
-	if cfg.Overlap {
+	if c.Overlap {
 		if r.comm.readyAt, err = partReadyAt(r.sc.Model, r.opt.ModelConfig, net.Layers()); err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/cotrain/cotrain/data"
 	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/hub"
+	"github.com/cotrain/cotrain/hub/runspec"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 	"github.com/cotrain/cotrain/sync/wire"
@@ -59,6 +60,7 @@ type runner struct {
 	net     *network
 	hub     *hub.Core
 	hubTr   *solver.Trainer // the hub core's master: flushHub runs its ApplyRequests on it
+	setup   runspec.Spec    // the run the hub was built from (its set-up as data)
 	hubDev  *device
 	hubFree int64 // the hub sends nothing before: it is merging
 	phones  []*phone
@@ -194,57 +196,56 @@ func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Opt
 		return nil, err
 	}
 	r.paramCount = net.NumParams()
-	cfg := hub.DefaultConfig()
-	cfg.GlobalBatch = sc.GlobalBatch
+	// The run as data (runspec): the same set-up cmd/hub makes from its
+	// flags, from the scenario.
+	rs := runspec.Default()
+	rs.Model, rs.ModelConfig = sc.Model, opt.ModelConfig
+	rs.Optimizer = runspec.Optimizer{Name: sc.Optimizer, LR: sc.LR, Momentum: sc.Momentum,
+		WeightDecay: sc.WeightDecay, Nesterov: sc.Nesterov}
+	rs.Schedule = runspec.Schedule{Name: "constant"}
 	r.stopper = hub.NewStopper(hub.StopRule{Iterations: uint64(r.iterations()), EvalEvery: sc.EvalEvery,
 		Patience: sc.Patience, Target: sc.Target})
 	if err := r.stopper.Rule().Validate(); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	cfg.Iterations = r.stopper.Rule().Iterations
-	cfg.MaxWorkers = len(r.phones)
-	cfg.MinWorkers = 0
+	rs.Stop = r.stopper.Rule()
+	rs.GlobalBatch = sc.GlobalBatch
+	rs.MaxWorkers, rs.MinWorkers = len(r.phones), 0
 	for _, p := range r.phones {
 		if solo || !p.spec.Absent {
-			cfg.MinWorkers++
+			rs.MinWorkers++
 		}
 	}
-	cfg.DeadlineTicks, cfg.Tick = 0, tick
-	if sc.Deadline > 0 {
-		rules := hub.DriverConfig{Tick: tick, Deadline: sc.Deadline, DeadlineFloor: hub.DefaultDriverConfig().DeadlineFloor}
-		cfg.DeadlineTicks, cfg.DeadlineFloorTicks = rules.DeadlineTicks(), rules.DeadlineFloorTicks()
-	}
+	// No deadline unless the scenario sets one; measured unless the
+	// variant fixes it.
+	rs.Deadline.Tick, rs.Deadline.Max, rs.Deadline.MaxMisses = tick, sc.Deadline, 3
 	if spec.Deadline == "fixed" {
-		cfg.DeadlineFactor = 0
+		rs.Deadline.Factor = 0
 	}
-	cfg.MaxMisses = 3
-	cfg.NoWeightsHash = !sc.Hash
-	cfg.Smoothing, cfg.ParkMargin = sc.Smoothing, sc.ParkMargin
-	if err := r.setupComm(&cfg, net, solo); err != nil {
+	rs.NoWeightsHash = !sc.Hash
+	rs.Policy.Smoothing, rs.Policy.ParkMargin = sc.Smoothing, sc.ParkMargin
+	rs.Policy.Batch = hub.Adaptive
+	switch spec.Policy {
+	case "fixed", "paper", "solo":
+		rs.Policy.Batch = hub.Fixed
+	case "adaptive-park":
+		rs.Policy.Park = true
+	}
+	rs.Codec = runspec.Codec{Compression: sc.Compression, Overlap: sc.Overlap}
+	if solo || spec.Policy == "paper" {
+		rs.Codec = runspec.Codec{Compression: "none"}
+	}
+	if err := r.setupComm(net, rs.Codec); err != nil {
 		return nil, err
 	}
 	// A top-k session moves SGD's momentum or Adam onto the workers
 	// (hub.ConfigureTopK): the master then steps with plain SGD.
-	node, err := hub.ConfigureTopK(&cfg, hub.NodeOptimizer{Name: sc.Optimizer, Momentum: sc.Momentum,
-		WeightDecay: sc.WeightDecay, Nesterov: sc.Nesterov})
+	run, err := rs.Build(b, net)
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	// The optimizer as cmd/hub builds it.
-	nodeOpt, err := solver.NewOptimizer(b, node.Name, net.NumParams(), float32(node.Momentum), float32(node.WeightDecay), node.Nesterov)
-	if err != nil {
-		return nil, fmt.Errorf("sim: %w", err)
-	}
-	tr := solver.NewTrainer(net, nodeOpt, solver.Constant(float32(sc.LR)))
-	cfg.Batch = hub.Adaptive
-	switch spec.Policy {
-	case "fixed", "paper", "solo":
-		cfg.Batch = hub.Fixed
-	case "adaptive-park":
-		cfg.Park = true
-	}
-	r.hubTr = tr
-	if r.hub, err = hub.NewCore(cfg, hub.Model{Name: sc.Model, Config: opt.ModelConfig, Trainer: tr}); err != nil {
+	r.setup, r.hubTr = rs, run.Trainer
+	if r.hub, err = run.Core(""); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	return r, nil

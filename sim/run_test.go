@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/cotrain/cotrain/gpu/cpu"
+	"github.com/cotrain/cotrain/hub"
+	"github.com/cotrain/cotrain/hub/runspec"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 	"github.com/cotrain/cotrain/sync/compress"
@@ -308,5 +310,41 @@ func TestMasterOptimizer(t *testing.T) {
 	}
 	if sgd := r.hubTr.Opt.(*solver.SGD); sgd.Nesterov || sgd.Momentum != 0 {
 		t.Errorf("top-k with plain momentum: master SGD momentum %v Nesterov %v, want 0 and off (momentum on the workers)", sgd.Momentum, sgd.Nesterov)
+	}
+}
+
+// TestScenarioToSpec: a scenario's run lands in the run's spec (runspec)
+// field by field, and the hub core is built from it: the simulator sets
+// its hub up as cmd/hub does from flags, through the same package.
+func TestScenarioToSpec(t *testing.T) {
+	sc, err := ParseScenario(strings.NewReader("name t\ndata synthetic train=256 test=64\nmodel lenet5\nbatch 48\niterations 30\n" +
+		"deadline 2s\noptimizer sgd lr=0.05 momentum=0.9\ncompress fp16\nhub-policy smoothing=0.5 park-margin=0.1\n" +
+		"device nexus-6p\ndevice meizu-mx3\ndevice nexus-6p name=late absent\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := LoadData(sc, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := newRunner(context.Background(), sc, runSpec{Name: "adaptive-park fixed-deadline", Policy: "adaptive-park", Deadline: "fixed"}, d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := runspec.Default()
+	want.Model = "lenet5"
+	want.Optimizer = runspec.Optimizer{Name: "sgd", LR: 0.05, Momentum: 0.9}
+	want.Schedule = runspec.Schedule{Name: "constant"}
+	want.Stop = hub.StopRule{Iterations: 30, EvalEvery: sc.EvalEvery, Patience: sc.Patience, Target: sc.Target}
+	want.GlobalBatch, want.MinWorkers, want.MaxWorkers = 48, 2, 3 // the absent phone joins later
+	want.Policy = runspec.Policy{Batch: hub.Adaptive, Smoothing: 0.5, Park: true, ParkMargin: 0.1, ParkProbe: want.Policy.ParkProbe}
+	want.Codec = runspec.Codec{Compression: "fp16", Overlap: sc.Overlap}
+	want.Deadline = runspec.Deadline{Tick: tick, Max: 2 * time.Second, Floor: want.Deadline.Floor, Factor: 0, MaxMisses: 3}
+	want.NoWeightsHash = !sc.Hash
+	if !reflect.DeepEqual(r.setup, want) {
+		t.Errorf("spec\n%+v\nwant\n%+v", r.setup, want)
+	}
+	if r.hub.Iteration() != 0 || r.hubTr.Opt.(*solver.SGD).Momentum != 0.9 {
+		t.Errorf("hub at %d, master %+v: want 0 and fp16's SGD with momentum 0.9 on the nodes", r.hub.Iteration(), r.hubTr.Opt)
 	}
 }

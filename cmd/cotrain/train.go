@@ -14,8 +14,8 @@ import (
 	"github.com/cotrain/cotrain/cmd/internal/chart"
 	"github.com/cotrain/cotrain/cmd/internal/cli"
 	"github.com/cotrain/cotrain/data"
+	"github.com/cotrain/cotrain/hub/runspec"
 	"github.com/cotrain/cotrain/models"
-	"github.com/cotrain/cotrain/solver"
 )
 
 // trainConfig is what train and finetune take.
@@ -162,26 +162,19 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 	if c.autoLength {
 		total = max(total, minFinetuneSteps)
 	}
-	opt, err := solver.NewOptimizer(b, c.optimizer, net.NumParams(), float32(c.momentum), float32(c.weightDecay), c.nesterov)
+	// The trainer from the run's spec (runspec), as cmd/hub and the
+	// simulator build theirs.
+	spec := runspec.Default()
+	spec.Optimizer = runspec.Optimizer{Name: c.optimizer, LR: c.lr, Momentum: c.momentum, WeightDecay: c.weightDecay, Nesterov: c.nesterov}
+	spec.Schedule = runspec.Schedule{Name: c.schedule, StepEvery: c.stepEvery, Gamma: c.gamma}
+	if spec.Schedule.StepEvery == 0 {
+		spec.Schedule.StepEvery = perEpoch
+	}
+	spec.Stop.Iterations = uint64(total)
+	tr, err := spec.Trainer(b, net)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	var sched solver.Schedule
-	switch c.schedule {
-	case "cosine":
-		sched = solver.Cosine{Base: float32(c.lr), Total: total}
-	case "step":
-		every := c.stepEvery
-		if every == 0 {
-			every = perEpoch
-		}
-		sched = solver.StepLR{Base: float32(c.lr), Gamma: float32(c.gamma), Every: every}
-	case "constant":
-		sched = solver.Constant(float32(c.lr))
-	default:
-		return fmt.Errorf("%w: --schedule %q: want cosine, step or constant", errUsage, c.schedule)
-	}
-	tr := solver.NewTrainer(net, opt, sched)
 
 	var ev *cli.Events
 	var bar *cli.Progress
@@ -267,7 +260,7 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 	if err := os.MkdirAll(c.out, 0o755); err != nil {
 		return err
 	}
-	f := models.Snapshot(model, mcfg, net, opt)
+	f := models.Snapshot(model, mcfg, net, tr.Opt)
 	f.Meta = [][2]string{{"iterations", strconv.Itoa(tr.Iter)}, {"epoch", strconv.Itoa(loader.Epoch())},
 		{"data", c.dataSpec}, {"seed", strconv.FormatUint(c.seed, 10)},
 		// The split travels with the weights: a test figure quoted later

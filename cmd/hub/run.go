@@ -13,6 +13,7 @@ import (
 	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/hub"
+	"github.com/cotrain/cotrain/hub/runspec"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 	"github.com/cotrain/cotrain/sync/discovery"
@@ -56,30 +57,18 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if c.epochs > 0 {
 		iterations = uint64((c.epochs*ds.Train.Len() + c.batch - 1) / c.batch)
 	}
-	hc := hub.DefaultConfig()
-	hc.Compression, hc.Overlap = c.compress, c.overlap
+	spec, err := c.spec(iterations)
+	if err != nil {
+		return err
+	}
+	spec.Model, spec.ModelConfig, spec.Meta = m.Name, m.Config, m.Meta
 	// A top-k session with SGD momentum or Adam runs it on the workers
 	// (momentum or Adam correction): the nodes step with plain SGD.
-	node, err := hub.ConfigureTopK(&hc, hub.NodeOptimizer{Name: c.optimizer, Momentum: c.momentum, WeightDecay: c.weightDecay, Nesterov: c.nesterov})
-	if err != nil {
-		return fmt.Errorf("%w: --compress: %v", errUsage, err)
-	}
-	opt, err := solver.NewOptimizer(b, node.Name, net.NumParams(), float32(node.Momentum), float32(node.WeightDecay), node.Nesterov)
+	rn, err := spec.Build(b, net)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	var sched solver.Schedule = solver.Constant(float32(c.lr))
-	switch c.schedule {
-	case "cosine":
-		if iterations > 0 {
-			sched = solver.Cosine{Base: float32(c.lr), Total: int(iterations)}
-		}
-	case "constant":
-	default:
-		return fmt.Errorf("%w: --schedule %q: want cosine or constant", errUsage, c.schedule)
-	}
-	tr := solver.NewTrainer(net, opt, sched)
-	m.Trainer = tr
+	tr := rn.Trainer
 	if c.resume {
 		if err := checkClasses(c.out, m.Meta); err != nil {
 			return err
@@ -106,25 +95,6 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		bus.Publish(watch.KindCheckpoint, map[string]any{"iteration": tr.Iter, "path": path})
 	}
 
-	hc.MinWorkers, hc.MaxWorkers, hc.GlobalBatch = c.minWorkers, max(c.maxWorkers, c.minWorkers), c.batch
-	hc.Iterations, hc.Tick, hc.MaxMisses = iterations, c.tick, c.maxMisses
-	rules := hub.DriverConfig{Tick: c.tick, Deadline: c.deadline, DeadlineFloor: c.deadlineFloor}
-	hc.DeadlineTicks, hc.DeadlineFactor, hc.DeadlineFloorTicks = rules.DeadlineTicks(), c.deadlineFactor, rules.DeadlineFloorTicks()
-	hc.Park, hc.ParkMargin, hc.ParkProbe = c.park, c.parkMargin, c.parkProbe
-	if c.allow != "" {
-		if hc.Allow, err = loadAllow(c.allow); err != nil {
-			return err
-		}
-	}
-	switch c.policy {
-	case "adaptive":
-		hc.Batch = hub.Adaptive
-	case "fixed":
-		hc.Batch = hub.Fixed
-	default:
-		return fmt.Errorf("%w: --policy %q: want adaptive or fixed", errUsage, c.policy)
-	}
-
 	hostCfg := p2p.HostConfig{Listen: c.listen, Logger: log,
 		// A push is the biggest thing a worker sends: the gradient.
 		MaxFrame: 4*net.NumParams() + 1<<20}
@@ -139,8 +109,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer host.Close()
-	hc.ID = host.ID()
-	core, err := hub.NewCore(hc, m)
+	core, err := rn.Core(host.ID())
 	if err != nil {
 		return err
 	}
@@ -177,9 +146,9 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		}
 	}
 
-	stop := hub.NewStopper(hub.StopRule{Iterations: iterations, EvalEvery: c.evalEvery, Patience: c.patience})
+	stop := hub.NewStopper(spec.Stop)
 	p := &progress{c: c, bus: bus, start: time.Now(), stop: stop}
-	d := &hub.Driver{Core: core, Trainer: m.Trainer, Listener: ln, Tick: c.tick, Log: log, Watch: bus}
+	d := &hub.Driver{Core: core, Trainer: tr, Listener: ln, Tick: c.tick, Log: log, Watch: bus}
 	val := solver.NewTrainer(net, nil, nil)
 	// With a dashboard and no --patience, test accuracy is measured on a
 	// copy of the weights, off the driver's goroutine.
@@ -239,6 +208,39 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 			perIteration(p.bytesUp, p.merges)/1e3, perIteration(p.bytesDown, p.merges)/1e3)
 	}
 	return runErr
+}
+
+// spec maps the flags onto the run's spec (runspec), for a run of
+// iterations (0: until stopped); the model is loadModel's to fill in.
+func (c config) spec(iterations uint64) (runspec.Spec, error) {
+	s := runspec.Default()
+	s.Optimizer = runspec.Optimizer{Name: c.optimizer, LR: c.lr, Momentum: c.momentum, WeightDecay: c.weightDecay, Nesterov: c.nesterov}
+	switch c.schedule {
+	case "cosine", "constant":
+		s.Schedule = runspec.Schedule{Name: c.schedule}
+	default:
+		return s, fmt.Errorf("%w: --schedule %q: want cosine or constant", errUsage, c.schedule)
+	}
+	s.Stop = hub.StopRule{Iterations: iterations, EvalEvery: c.evalEvery, Patience: c.patience}
+	s.GlobalBatch, s.MinWorkers, s.MaxWorkers = c.batch, c.minWorkers, max(c.maxWorkers, c.minWorkers)
+	switch c.policy {
+	case "adaptive":
+		s.Policy.Batch = hub.Adaptive
+	case "fixed":
+		s.Policy.Batch = hub.Fixed
+	default:
+		return s, fmt.Errorf("%w: --policy %q: want adaptive or fixed", errUsage, c.policy)
+	}
+	s.Policy.Park, s.Policy.ParkMargin, s.Policy.ParkProbe = c.park, c.parkMargin, c.parkProbe
+	s.Codec = runspec.Codec{Compression: c.compress, Overlap: c.overlap}
+	s.Deadline = runspec.Deadline{Tick: c.tick, Max: c.deadline, Floor: c.deadlineFloor, Factor: c.deadlineFactor, MaxMisses: c.maxMisses}
+	if c.allow != "" {
+		var err error
+		if s.Allow, err = loadAllow(c.allow); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
 }
 
 // loadModel makes the hub's master network on b and loads its evaluation
