@@ -66,6 +66,19 @@ type Driver struct {
 	RegisterTimeout time.Duration
 
 	stop string // set by RequestStop
+
+	// The state of a Run, owned by its goroutine (but for the channels).
+	log       *slog.Logger
+	rules     DriverConfig
+	serve     context.Context // outlives Run's ctx by the drain
+	obs       *observer
+	conns     map[string]*peerConn // the live connection of each peer id
+	pending   int                  // connections that have not registered
+	inbox     chan inbound
+	accepted  chan transport.Conn
+	acceptErr chan error
+	ended     chan *peerConn // each connection once its reader and writer are done
+	failed    error          // a step the trainer could not take: a bug of ours
 }
 
 // RequestStop ends the run after the current Ready is handled (Core.Stop
@@ -97,251 +110,300 @@ type peerConn struct {
 // DrainTimeout passed) or ctx ends. When ctx ends first, the hub stops the
 // run itself (Stop: Goodbye with the final weights to every worker) and
 // drains as at a normal end, so SIGINT and SIGTERM lose nothing.
+//
+// Run's goroutine is the only one that calls the core: it waits for the
+// next input (a connection accepted, a message or error read, a tick, the
+// interrupt), hands it over (admit, receive, tick), then flushes the
+// Ready it produced. A Driver runs once.
 func (d *Driver) Run(ctx context.Context) error {
 	if d.Core == nil || d.Trainer == nil || d.Listener == nil || d.Tick <= 0 {
 		return errors.New("hub: driver needs a core, its trainer, a listener and a tick")
 	}
-	log := d.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	d.log = d.Log
+	if d.log == nil {
+		d.log = slog.New(slog.DiscardHandler)
 	}
-	dc := d.orDefaults()
-	queue, drain, maxPending, regTimeout := dc.QueueLen, dc.DrainTimeout, dc.MaxPending, dc.RegisterTimeout
+	d.rules = d.orDefaults()
 	// The serving context outlives ctx by the drain, so the last Goodbyes
 	// still go out after an interrupt.
 	serve, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var obs *observer
+	d.serve = serve
 	if d.Watch != nil {
-		obs = newObserver(d.Watch)
+		d.obs = newObserver(d.Watch)
 	}
-
-	accepted := make(chan transport.Conn)
-	acceptErr := make(chan error, 1)
-	go func() {
-		for {
-			c, err := d.Listener.Accept(serve)
-			if err != nil {
-				acceptErr <- err
-				return
-			}
-			select {
-			case accepted <- c:
-			case <-serve.Done():
-				c.Close()
-				return
-			}
-		}
-	}()
-
-	inbox := make(chan inbound, 256)
-	conns := map[string]*peerConn{}
-	// ended receives each connection once its reader and writer are done:
-	// only then has it stopped costing memory.
-	ended := make(chan *peerConn)
-	pending := 0
-	unpend := func(p *peerConn) {
-		if p.pending {
-			p.pending = false
-			pending--
-		}
-	}
-	// retire stops a connection the core refused: its queue (the Reject)
-	// is still delivered, then the writer closes it.
-	retire := func(p *peerConn) {
-		if p.gone {
-			return
-		}
-		p.gone = true
-		close(p.out)
-		if conns[p.id] == p {
-			delete(conns, p.id)
-		}
-		// A refused worker is someone's mistake to fix (other classes, a
-		// full run, not allowed): a warning, not news.
-		log.Warn("connection refused", "peer", p.id)
-	}
-	closeConn := func(p *peerConn, why string) {
-		if p.gone {
-			return
-		}
-		p.gone = true
-		close(p.out)
-		p.conn.Close() // an error or a stalled peer: nothing more to deliver
-		if conns[p.id] == p {
-			delete(conns, p.id)
-			d.Core.Leave(p.id)
-		}
-		log.Info("connection closed", "peer", p.id, "why", why)
-	}
-	var failed error // a step the trainer could not take: a bug of ours
-	var flush func() bool
-	flush = func() bool {
-		if err := ApplyPending(d.Core, d.Trainer); err != nil {
-			failed = err
-			return true
-		}
-		rd := d.Core.Ready()
-		// The observer's clock is read before the messages are queued: a
-		// worker may receive them, compute and push while this goroutine
-		// is still here (logging, or descheduled on a loaded machine), and
-		// its cycle must not start after the Merged it answers was sent.
-		var at time.Time
-		if obs != nil {
-			at = obs.now()
-		}
-		for _, env := range rd.Messages {
-			p := conns[env.To]
-			if p == nil {
-				continue // gone since: the core learns it through Leave
-			}
-			select {
-			case p.out <- env.Msg:
-				if _, ok := env.Msg.(*wire.Reject); ok {
-					retire(p)
-				}
-			default:
-				closeConn(p, fmt.Sprintf("outgoing queue of %d messages full", queue))
-			}
-		}
-		for _, e := range rd.Events {
-			logEvent(log, e)
-		}
-		if obs != nil {
-			obs.ready(rd, at)
-		}
-		if d.OnReady != nil {
-			d.OnReady(rd)
-		}
-		d.Core.Advance()
-		if d.stop != "" && !rd.Done {
-			d.Core.Stop(d.stop)
-			d.stop = ""
-			return flush()
-		}
-		return rd.Done
-	}
+	d.conns = map[string]*peerConn{}
+	d.inbox = make(chan inbound, 256)
+	d.accepted, d.acceptErr = make(chan transport.Conn), make(chan error, 1)
+	d.ended = make(chan *peerConn)
+	go d.accept()
 
 	ticker := time.NewTicker(d.Tick)
 	defer ticker.Stop()
 	interrupted := ctx.Done()
-	for !flush() {
+	for !d.flush() {
 		select {
-		case c := <-accepted:
-			if pending >= maxPending {
-				log.Warn("connection closed: too many connections that have not registered",
-					"peer", c.RemotePeer(), "max", maxPending)
-				c.Close()
-				continue
-			}
-			p := &peerConn{id: c.RemotePeer(), conn: c, out: make(chan wire.Message, queue),
-				done: make(chan struct{}), read: make(chan struct{}), pending: true, since: time.Now()}
-			pending++
-			if old := conns[p.id]; old != nil {
-				// The same identity again: the new connection replaces the old.
-				delete(conns, p.id)
-				old.gone = true
-				close(old.out)
-			}
-			conns[p.id] = p
-			log.Info("connection", "peer", p.id)
-			go writer(serve, p, drain, log)
-			go reader(serve, p, inbox)
-			go func() {
-				<-p.done
-				<-p.read
-				select {
-				case ended <- p:
-				case <-serve.Done():
-				}
-			}()
-		case p := <-ended:
-			unpend(p)
-		case in := <-inbox:
-			if in.c.gone || conns[in.c.id] != in.c {
-				continue
-			}
-			if in.err != nil {
-				if r := rejectFor(in.err); r != nil {
-					// Tell the peer why before hanging up: the writer
-					// delivers the Reject, then closes (its reader is done).
-					select {
-					case in.c.out <- r:
-					default:
-					}
-					if conns[in.c.id] == in.c {
-						d.Core.Leave(in.c.id)
-					}
-					retire(in.c)
-					log.Warn("refused a frame", "peer", in.c.id, "err", in.err)
-					continue
-				}
-				closeConn(in.c, in.err.Error())
-				continue
-			}
-			if d.OnStep != nil {
-				d.OnStep(in.c.id, in.msg)
-			}
-			if _, ok := in.msg.(*wire.Push); ok && in.span > 0 {
-				// What the push cost on the network: parking weighs it.
-				d.Core.ObserveComm(in.c.id, in.span.Nanoseconds())
-			}
-			err := d.Core.Step(in.c.id, in.msg)
-			if err != nil {
-				log.Warn("refused", "peer", in.c.id, "kind", in.msg.Kind().String(), "err", err)
-				continue
-			}
-			if obs != nil {
-				obs.step(in.c.id, in.msg, in.span)
-			}
-			switch in.msg.(type) {
-			case *wire.Register:
-				unpend(in.c)
-			case *wire.Goodbye:
-				// The worker left (the core forgot it): nothing more goes
-				// to it, and it sends nothing after its Goodbye. Closing
-				// at once tells the worker, which waits for that before it
-				// closes its end (worker.Driver), that the Goodbye
-				// arrived; a worker that closed first could reset the
-				// connection under a Goodbye not yet read. (closeConn's
-				// Leave finds the peer already forgotten.)
-				closeConn(in.c, "the worker left")
-			}
+		case c := <-d.accepted:
+			d.admit(c)
+		case p := <-d.ended:
+			d.unpend(p)
+		case in := <-d.inbox:
+			d.receive(in)
 		case <-ticker.C:
-			d.Core.Tick()
-			now := time.Now()
-			for _, p := range conns {
-				if p.pending && now.Sub(p.since) > regTimeout {
-					closeConn(p, fmt.Sprintf("no registration within %v", regTimeout))
-				}
-			}
-		case err := <-acceptErr:
+			d.tick(time.Now())
+		case err := <-d.acceptErr:
 			return fmt.Errorf("hub: accept: %w", err)
 		case <-interrupted:
 			interrupted = nil
-			log.Info("interrupted: saying goodbye to every worker")
+			d.log.Info("interrupted: saying goodbye to every worker")
 			d.Core.Stop("the hub was stopped")
 		}
 	}
-	// Done: close the queues and let the writers deliver the Goodbyes.
-	deadline := time.After(drain)
-	for _, p := range conns {
+	d.drain()
+	if d.failed != nil {
+		return d.failed
+	}
+	return ctx.Err()
+}
+
+// accept runs on a goroutine of its own: it hands every connection the
+// Listener accepts to Run's goroutine (d.accepted), and the Listener's
+// error, which ends the run, to d.acceptErr. A connection accepted once
+// the serving context is done is closed here.
+func (d *Driver) accept() {
+	for {
+		c, err := d.Listener.Accept(d.serve)
+		if err != nil {
+			d.acceptErr <- err
+			return
+		}
+		select {
+		case d.accepted <- c:
+		case <-d.serve.Done():
+			c.Close()
+			return
+		}
+	}
+}
+
+// admit takes a new connection on Run's goroutine: one beyond MaxPending
+// unregistered connections is closed at once; otherwise it gets a queue of
+// QueueLen messages, a reader and a writer goroutine, and replaces an
+// older connection of the same peer id (whose queue is closed: its writer
+// finishes what was queued). The core hears of it only through its
+// Register.
+func (d *Driver) admit(c transport.Conn) {
+	if d.pending >= d.rules.MaxPending {
+		d.log.Warn("connection closed: too many connections that have not registered",
+			"peer", c.RemotePeer(), "max", d.rules.MaxPending)
+		c.Close()
+		return
+	}
+	p := &peerConn{id: c.RemotePeer(), conn: c, out: make(chan wire.Message, d.rules.QueueLen),
+		done: make(chan struct{}), read: make(chan struct{}), pending: true, since: time.Now()}
+	d.pending++
+	if old := d.conns[p.id]; old != nil {
+		// The same identity again: the new connection replaces the old.
+		delete(d.conns, p.id)
+		old.gone = true
+		close(old.out)
+	}
+	d.conns[p.id] = p
+	d.log.Info("connection", "peer", p.id)
+	go p.write(d.serve, d.rules.DrainTimeout, d.log)
+	go p.readInto(d.serve, d.inbox)
+	go func() {
+		<-p.done
+		<-p.read
+		select {
+		case d.ended <- p:
+		case <-d.serve.Done():
+		}
+	}()
+}
+
+// receive hands one input from a peer's reader to the core, on Run's
+// goroutine. Input from a connection already replaced or closed is
+// dropped. A frame the hub could not read ends the connection: one that
+// breaks the protocol with a Reject saying why (rejectFor), and the core
+// forgets the peer. A message goes to OnStep, then (a push's transport
+// time) to ObserveComm and to Step; one the core refused is logged and
+// changes nothing here, one it accepted is seen by the observer, and a
+// Register ends the connection's pending state, a Goodbye the connection.
+func (d *Driver) receive(in inbound) {
+	if in.c.gone || d.conns[in.c.id] != in.c {
+		return
+	}
+	if in.err != nil {
+		if r := rejectFor(in.err); r != nil {
+			// Tell the peer why before hanging up: the writer delivers
+			// the Reject, then closes (its reader is done).
+			select {
+			case in.c.out <- r:
+			default:
+			}
+			if d.conns[in.c.id] == in.c {
+				d.Core.Leave(in.c.id)
+			}
+			d.retire(in.c)
+			d.log.Warn("refused a frame", "peer", in.c.id, "err", in.err)
+			return
+		}
+		d.closeConn(in.c, in.err.Error())
+		return
+	}
+	if d.OnStep != nil {
+		d.OnStep(in.c.id, in.msg)
+	}
+	if _, ok := in.msg.(*wire.Push); ok && in.span > 0 {
+		// What the push cost on the network: parking weighs it.
+		d.Core.ObserveComm(in.c.id, in.span.Nanoseconds())
+	}
+	if err := d.Core.Step(in.c.id, in.msg); err != nil {
+		d.log.Warn("refused", "peer", in.c.id, "kind", in.msg.Kind().String(), "err", err)
+		return
+	}
+	if d.obs != nil {
+		d.obs.step(in.c.id, in.msg, in.span)
+	}
+	switch in.msg.(type) {
+	case *wire.Register:
+		d.unpend(in.c)
+	case *wire.Goodbye:
+		// The worker left (the core forgot it): nothing more goes to it,
+		// and it sends nothing after its Goodbye. Closing at once tells
+		// the worker, which waits for that before it closes its end
+		// (worker.Driver), that the Goodbye arrived; a worker that closed
+		// first could reset the connection under a Goodbye not yet read.
+		// (closeConn's Leave finds the peer already forgotten.)
+		d.closeConn(in.c, "the worker left")
+	}
+}
+
+// tick counts one period for the core (Core.Tick) and closes every
+// connection that has not registered within RegisterTimeout of now.
+func (d *Driver) tick(now time.Time) {
+	d.Core.Tick()
+	for _, p := range d.conns {
+		if p.pending && now.Sub(p.since) > d.rules.RegisterTimeout {
+			d.closeConn(p, fmt.Sprintf("no registration within %v", d.rules.RegisterTimeout))
+		}
+	}
+}
+
+// flush handles the core's Ready after an input, on Run's goroutine, and
+// reports whether the run is over: the step it asks for is taken first
+// (ApplyPending: a step that fails ends the run with d.failed), then each
+// message is queued to its peer's writer without waiting (a peer gone
+// since is skipped, the core learns it through Leave; a peer whose queue is
+// full is disconnected; a Reject's connection is retired after it), the
+// events are logged and observed, OnReady sees the Ready, and Advance
+// acknowledges it. A stop requested meanwhile (RequestStop) is handed to
+// the core and its Ready flushed too.
+func (d *Driver) flush() bool {
+	if err := ApplyPending(d.Core, d.Trainer); err != nil {
+		d.failed = err
+		return true
+	}
+	rd := d.Core.Ready()
+	// The observer's clock is read before the messages are queued: a
+	// worker may receive them, compute and push while this goroutine is
+	// still here (logging, or descheduled on a loaded machine), and its
+	// cycle must not start after the Merged it answers was sent.
+	var at time.Time
+	if d.obs != nil {
+		at = d.obs.now()
+	}
+	for _, env := range rd.Messages {
+		p := d.conns[env.To]
+		if p == nil {
+			continue // gone since: the core learns it through Leave
+		}
+		select {
+		case p.out <- env.Msg:
+			if _, ok := env.Msg.(*wire.Reject); ok {
+				d.retire(p)
+			}
+		default:
+			d.closeConn(p, fmt.Sprintf("outgoing queue of %d messages full", d.rules.QueueLen))
+		}
+	}
+	for _, e := range rd.Events {
+		logEvent(d.log, e)
+	}
+	if d.obs != nil {
+		d.obs.ready(rd, at)
+	}
+	if d.OnReady != nil {
+		d.OnReady(rd)
+	}
+	d.Core.Advance()
+	if d.stop != "" && !rd.Done {
+		d.Core.Stop(d.stop)
+		d.stop = ""
+		return d.flush()
+	}
+	return rd.Done
+}
+
+// unpend ends p's pending state (it registered, or its goroutines ended).
+func (d *Driver) unpend(p *peerConn) {
+	if p.pending {
+		p.pending = false
+		d.pending--
+	}
+}
+
+// retire stops a connection the core refused: its queue (the Reject) is
+// still delivered, then the writer closes it.
+func (d *Driver) retire(p *peerConn) {
+	if p.gone {
+		return
+	}
+	p.gone = true
+	close(p.out)
+	if d.conns[p.id] == p {
+		delete(d.conns, p.id)
+	}
+	// A refused worker is someone's mistake to fix (other classes, a full
+	// run, not allowed): a warning, not news.
+	d.log.Warn("connection refused", "peer", p.id)
+}
+
+// closeConn ends a connection at once (an error, or a stalled peer:
+// nothing more to deliver), and tells the core the peer left if it was
+// the peer's live connection.
+func (d *Driver) closeConn(p *peerConn, why string) {
+	if p.gone {
+		return
+	}
+	p.gone = true
+	close(p.out)
+	p.conn.Close()
+	if d.conns[p.id] == p {
+		delete(d.conns, p.id)
+		d.Core.Leave(p.id)
+	}
+	d.log.Info("connection closed", "peer", p.id, "why", why)
+}
+
+// drain ends a run that is done: every queue is closed and the writers
+// deliver what is queued (the Goodbyes), each within DrainTimeout in all.
+func (d *Driver) drain() {
+	deadline := time.After(d.rules.DrainTimeout)
+	for _, p := range d.conns {
 		if !p.gone {
 			p.gone = true
 			close(p.out)
 		}
 	}
-	for _, p := range conns {
+	for _, p := range d.conns {
 		select {
 		case <-p.done:
 		case <-deadline:
-			log.Warn("goodbye not delivered in time", "peer", p.id)
+			d.log.Warn("goodbye not delivered in time", "peer", p.id)
 		}
 	}
-	if failed != nil {
-		return failed
-	}
-	return ctx.Err()
 }
 
 // rejectFor returns the Reject that tells a peer why its connection ends
@@ -360,8 +422,10 @@ func rejectFor(err error) *wire.Reject {
 	return nil
 }
 
-// reader hands every message of p to the inbox, then its error.
-func reader(ctx context.Context, p *peerConn, inbox chan<- inbound) {
+// readInto runs on a goroutine of its own: it hands every message of p's
+// connection to the inbox, then the error that ended it, and closes p.read.
+// It holds at most one message while the inbox is full.
+func (p *peerConn) readInto(ctx context.Context, inbox chan<- inbound) {
 	defer close(p.read)
 	for {
 		m, err := p.conn.Recv(ctx)
@@ -380,11 +444,13 @@ func reader(ctx context.Context, p *peerConn, inbox chan<- inbound) {
 	}
 }
 
-// writer sends p's queue in order. When the queue is closed it waits for
-// the peer to close its end (a worker closes after reading its Goodbye) or
-// for linger to pass, then closes the connection: closing at once could
-// drop the last frames.
-func writer(ctx context.Context, p *peerConn, linger time.Duration, log *slog.Logger) {
+// write runs on a goroutine of its own: it sends p's queue in order. When
+// the queue is closed it waits for the peer to close its end (a worker
+// closes after reading its Goodbye) or for linger to pass, then closes the
+// connection: closing at once could drop the last frames. A send that
+// fails ends it; the rest of the queue is drained unsent, so that Run's
+// goroutine never blocks on it. It closes p.done.
+func (p *peerConn) write(ctx context.Context, linger time.Duration, log *slog.Logger) {
 	defer close(p.done)
 	defer p.conn.Close()
 	for m := range p.out {
