@@ -6,6 +6,7 @@ import (
 	stdnet "net"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/cotrain/cotrain/hub"
@@ -62,32 +63,37 @@ func TestDriverRejectsUnreadableFrames(t *testing.T) {
 		{"unknown kind", patch(6, 0x7f), wire.CodeProtocol, "unknown message kind"},
 	}
 	for _, c := range cases {
+		// In a synctest bubble: the ticks, the read deadline and the
+		// writer's linger before it hangs up run on the bubble's clock.
 		t.Run(c.name, func(t *testing.T) {
-			ln := &pipeListener{conns: make(chan transport.Conn, 1), done: make(chan struct{})}
-			h := newHubCore(t, trainConfig(2, 0), 1)
-			d := &hub.Driver{Core: h.Core, Trainer: h.Trainer(), Listener: ln, Tick: 10 * time.Millisecond,
-				DrainTimeout: 100 * time.Millisecond}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- d.Run(ctx) }()
-			defer func() { cancel(); <-done; ln.Close() }()
+			synctest.Test(t, func(t *testing.T) {
+				ln := &pipeListener{conns: make(chan transport.Conn, 1), done: make(chan struct{})}
+				h := newHubCore(t, trainConfig(2, 0), 1)
+				d := &hub.Driver{Core: h.Core, Trainer: h.Trainer(), Listener: ln, Tick: 10 * time.Millisecond,
+					DrainTimeout: 100 * time.Millisecond}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- d.Run(ctx) }()
+				defer func() { cancel(); <-done; ln.Close() }()
 
-			hubEnd, peer := stdnet.Pipe()
-			ln.conns <- transport.NewStreamConn(hubEnd, "w-old", 1<<20)
-			go peer.Write(c.frame)
-			r := wire.NewReader(peer, 1<<20)
-			peer.SetReadDeadline(time.Now().Add(5 * time.Second))
-			m, err := r.ReadMessage(nil)
-			if err != nil {
-				t.Fatalf("no answer from the hub: %v", err)
-			}
-			rej, ok := m.(*wire.Reject)
-			if !ok || rej.Code != c.code || !strings.Contains(rej.Message, c.says) {
-				t.Fatalf("got %T %+v, want a Reject with code %q saying %q", m, m, c.code, c.says)
-			}
-			if _, err := r.ReadMessage(nil); err == nil {
-				t.Fatal("the connection stayed open after the Reject")
-			}
+				hubEnd, peer := stdnet.Pipe()
+				ln.conns <- transport.NewStreamConn(hubEnd, "w-old", 1<<20)
+				go peer.Write(c.frame)
+				r := wire.NewReader(peer, 1<<20)
+				peer.SetReadDeadline(time.Now().Add(5 * time.Second))
+				m, err := r.ReadMessage(nil)
+				if err != nil {
+					t.Fatalf("no answer from the hub: %v", err)
+				}
+				rej, ok := m.(*wire.Reject)
+				if !ok || rej.Code != c.code || !strings.Contains(rej.Message, c.says) {
+					t.Fatalf("got %T %+v, want a Reject with code %q saying %q", m, m, c.code, c.says)
+				}
+				if _, err := r.ReadMessage(nil); err == nil {
+					t.Fatal("the connection stayed open after the Reject")
+				}
+				peer.Close()
+			})
 		})
 	}
 }
