@@ -20,11 +20,11 @@ func TestActivations(t *testing.T) {
 	nan, negZero := float32(math.NaN()), float32(math.Copysign(0, -1))
 	special := []float32{-1, negZero, 0, 0.5, 6, 7, nan, -7}
 	rng := rand.New(rand.NewPCG(8, 8))
-	x := append(special, randSlice(rng, 100000)...)
+	x := append(special, gputest.Rand(rng, 100000)...)
 	for i := len(special); i < len(x); i++ {
 		x[i] *= 5
 	}
-	dy := randSlice(rng, len(x))
+	dy := gputest.Rand(rng, len(x))
 	c := NewCPU()
 	for _, a := range []gpu.Act{gpu.ReLU, gpu.ReLU6} {
 		y, dx := make([]float32, len(x)), make([]float32, len(x))
@@ -49,7 +49,7 @@ func TestActivations(t *testing.T) {
 // BenchmarkActivate: lenet5's first ReLU at batch 64 (64×6×28×28).
 func BenchmarkActivate(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	x, dy := gpu.Host(randSlice(rng, 64*6*28*28)), gpu.Host(randSlice(rng, 64*6*28*28))
+	x, dy := gpu.Host(gputest.Rand(rng, 64*6*28*28)), gpu.Host(gputest.Rand(rng, 64*6*28*28))
 	c := NewCPU()
 	y, dx := c.Alloc(x.Len()), c.Alloc(x.Len())
 	b.Run("relu/forward", func(b *testing.B) {
@@ -121,11 +121,11 @@ func TestActivationsParam(t *testing.T) {
 	runtime.GOMAXPROCS(2)
 	rng := rand.New(rand.NewPCG(9, 9))
 	special := []float32{-3.5, -3, -2.5, -1, -0.25, 0, 0.5, 2, 2.5, 3, 3.5, 6, 7, 20, -20}
-	x := append(special, randSlice(rng, 70000)...)
+	x := append(special, gputest.Rand(rng, 70000)...)
 	for i := len(special); i < len(x); i++ {
 		x[i] *= 5
 	}
-	dy := randSlice(rng, len(x))
+	dy := gputest.Rand(rng, len(x))
 	c := NewCPU()
 	for _, a := range gputest.ParamActs() {
 		y, dx := make([]float32, len(x)), make([]float32, len(x))
@@ -180,7 +180,7 @@ func TestActValidate(t *testing.T) {
 func TestActivationsThreads(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	rng := rand.New(rand.NewPCG(10, 10))
-	x, dy := randSlice(rng, 3*40000), randSlice(rng, 3*40000)
+	x, dy := gputest.Rand(rng, 3*40000), gputest.Rand(rng, 3*40000)
 	run := func(procs int) [][]float32 {
 		runtime.GOMAXPROCS(procs)
 		c := NewCPU()
@@ -242,7 +242,7 @@ func TestSoftmaxAxis(t *testing.T) {
 	c := NewCPU()
 	for _, g := range [][3]int{{2, 5, 12}, {3, 10, 1}, {4, 1, 3}, {6, 7, 5}} {
 		n := g[0] * g[1] * g[2]
-		x, dy := randSlice(rng, n), randSlice(rng, n)
+		x, dy := gputest.Rand(rng, n), gputest.Rand(rng, n)
 		for i := range x {
 			x[i] *= 8
 		}
@@ -266,7 +266,7 @@ func TestSoftmaxAxis(t *testing.T) {
 func BenchmarkActivateKinds(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 3))
 	n := 16 * 16 * 112 * 112
-	x, dy := gpu.Host(randSlice(rng, n)), gpu.Host(randSlice(rng, n))
+	x, dy := gpu.Host(gputest.Rand(rng, n)), gpu.Host(gputest.Rand(rng, n))
 	c := NewCPU()
 	y, dx := c.Alloc(n), c.Alloc(n)
 	for _, a := range []gpu.Act{gpu.ReLU, gpu.Sigmoid, gpu.Tanh, gpu.HardSwish, gpu.SiLU, gpu.HardSigmoid(1.0/6, 0.5), gpu.LeakyReLU(0.01), gpu.Clip(-1, 1)} {
@@ -292,7 +292,7 @@ func BenchmarkSoftmax(b *testing.B) {
 	c := NewCPU()
 	for _, g := range [][3]int{{16, 64, 28 * 28}, {256, 1000, 1}} {
 		n := g[0] * g[1] * g[2]
-		x, dy := gpu.Host(randSlice(rng, n)), gpu.Host(randSlice(rng, n))
+		x, dy := gpu.Host(gputest.Rand(rng, n)), gpu.Host(gputest.Rand(rng, n))
 		y, dx := c.Alloc(n), c.Alloc(n)
 		b.Run(fmt.Sprintf("%dx%dx%d/forward", g[0], g[1], g[2]), func(b *testing.B) {
 			for b.Loop() {
@@ -375,11 +375,11 @@ var branchy = []gpu.Act{gpu.LeakyReLU(0.01), gpu.LeakyReLU(-0.3), gpu.Clip(-1, 2
 // may differ), NaN included.
 func TestActivationsBranchFree(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 12))
-	x := append([]float32{float32(math.NaN()), 0, -1, 2, -3, 3}, randSlice(rng, 5000)...)
+	x := append([]float32{float32(math.NaN()), 0, -1, 2, -3, 3}, gputest.Rand(rng, 5000)...)
 	for i := range x {
 		x[i] *= 4
 	}
-	dy := randSlice(rng, len(x))
+	dy := gputest.Rand(rng, len(x))
 	for _, a := range branchy {
 		y, yn := make([]float32, len(x)), make([]float32, len(x))
 		dx, dxn := make([]float32, len(x)), make([]float32, len(x))
@@ -406,7 +406,7 @@ func sameValue(a, b float32) bool { return a == b || (a != a && b != b) }
 func BenchmarkActivateBranchFree(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 5))
 	n := 1 << 20
-	x, dy := randSlice(rng, n), randSlice(rng, n)
+	x, dy := gputest.Rand(rng, n), gputest.Rand(rng, n)
 	y, dx := make([]float32, n), make([]float32, n)
 	for _, a := range branchy {
 		name := fmt.Sprintf("%v(%g,%g)", a, a.Alpha, a.Beta)
@@ -467,7 +467,7 @@ func TestTanhAccuracy(t *testing.T) {
 // way) on 1M activations, one thread.
 func BenchmarkTanh(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 6))
-	x, y := randSlice(rng, 1<<20), make([]float32, 1<<20)
+	x, y := gputest.Rand(rng, 1<<20), make([]float32, 1<<20)
 	for i := range x {
 		x[i] *= 3
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/gputest"
 )
 
 // convCases covers the lowering's corners: stride 1/2/3, padding 0/1/2 (and
@@ -93,14 +94,6 @@ func convNaive(g gpu.ConvGeom, x, w, bias, dy []float32) naiveConv {
 	return r
 }
 
-func randSlice(r *rand.Rand, n int) []float32 {
-	s := make([]float32, n)
-	for i := range s {
-		s[i] = float32(2*r.Float64() - 1)
-	}
-	return s
-}
-
 func nanSlice(n int) []float32 {
 	s := make([]float32, n)
 	for i := range s {
@@ -138,13 +131,13 @@ func TestConvAgainstNaive(t *testing.T) {
 			name := fmt.Sprintf("N%dC%d_%dx%d_K%d_%dx%d_s%dx%d_p%dx%d_g%d_bias%v", g.N, g.C, g.H, g.W, g.K, g.R, g.S,
 				g.StrideH, g.StrideW, g.PadH, g.PadW, g.Groups, withBias)
 			t.Run(name, func(t *testing.T) {
-				x := randSlice(rng, g.N*g.C*g.H*g.W)
-				w := randSlice(rng, g.K*g.C/g.Groups*g.R*g.S)
-				dy := randSlice(rng, g.N*g.K*g.OH*g.OW)
+				x := gputest.Rand(rng, g.N*g.C*g.H*g.W)
+				w := gputest.Rand(rng, g.K*g.C/g.Groups*g.R*g.S)
+				dy := gputest.Rand(rng, g.N*g.K*g.OH*g.OW)
 				var bias, db gpu.Buffer
 				var bs []float32
 				if withBias {
-					bs = randSlice(rng, g.K)
+					bs = gputest.Rand(rng, g.K)
 					bias, db = gpu.Host(bs), gpu.Host(nanSlice(g.K))
 				}
 				want := convNaive(g, x, w, bs, dy)
@@ -227,8 +220,8 @@ func TestConvSameBitsAtAnyThreadCount(t *testing.T) {
 		if err := g.Setup(); err != nil {
 			t.Fatal(err)
 		}
-		x, w := randSlice(rng, g.N*g.C*g.H*g.W), randSlice(rng, g.K*g.C/g.Groups*g.R*g.S)
-		bias, dy := randSlice(rng, g.K), randSlice(rng, g.N*g.K*g.OH*g.OW)
+		x, w := gputest.Rand(rng, g.N*g.C*g.H*g.W), gputest.Rand(rng, g.K*g.C/g.Groups*g.R*g.S)
+		bias, dy := gputest.Rand(rng, g.K), gputest.Rand(rng, g.N*g.K*g.OH*g.OW)
 		pg := gpu.PoolGeom{N: g.N, C: g.K, H: g.OH, W: g.OW, KH: 2, KW: 2, CeilMode: true}
 		if err := pg.Setup(); err != nil {
 			t.Fatal(err)
@@ -328,8 +321,8 @@ func BenchmarkConvForward(b *testing.B) {
 		// Random data: gonum's Sgemm skips zero elements of A, so zeroed
 		// buffers would time less work than a real layer does.
 		rng := rand.New(rand.NewPCG(1, 2))
-		x, w := gpu.Host(randSlice(rng, g.N*g.C*g.H*g.W)), gpu.Host(randSlice(rng, g.K*g.C/g.Groups*g.R*g.S))
-		y, bias, ws := gpu.Host(randSlice(rng, g.N*g.K*g.OH*g.OW)), gpu.Host(randSlice(rng, g.K)), c.Alloc(c.ConvWorkspace(g))
+		x, w := gpu.Host(gputest.Rand(rng, g.N*g.C*g.H*g.W)), gpu.Host(gputest.Rand(rng, g.K*g.C/g.Groups*g.R*g.S))
+		y, bias, ws := gpu.Host(gputest.Rand(rng, g.N*g.K*g.OH*g.OW)), gpu.Host(gputest.Rand(rng, g.K)), c.Alloc(c.ConvWorkspace(g))
 		dx, dw := c.Alloc(x.Len()), c.Alloc(w.Len())
 		flops := float64(2 * g.N * g.K * g.OH * g.OW * g.C / g.Groups * g.R * g.S)
 		run := func(name string, f func()) {
@@ -361,8 +354,8 @@ func TestCol2imSameBitsAsScalarLoop(t *testing.T) {
 		if err := g.Setup(); err != nil {
 			t.Fatal(err)
 		}
-		col := randSlice(rng, cg(&g).ColRows()*g.OH*g.OW)
-		got, want := randSlice(rng, g.C*g.H*g.W), make([]float32, g.C*g.H*g.W)
+		col := gputest.Rand(rng, cg(&g).ColRows()*g.OH*g.OW)
+		got, want := gputest.Rand(rng, g.C*g.H*g.W), make([]float32, g.C*g.H*g.W)
 		copy(want, got)
 		cg(&g).col2im(got, col)
 		for c := 0; c < g.C; c++ {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/gputest"
 	"github.com/cotrain/cotrain/gpu/internal/sgemm"
 )
 
@@ -32,9 +33,9 @@ func TestDepthwise3x3SameBits(t *testing.T) {
 					}
 					n++
 					name := fmt.Sprintf("%dx%d_s%d_p%d_m%d", g.H, g.W, stride, pad, m)
-					x := randSlice(rng, g.N*g.C*g.H*g.W)
-					w := randSlice(rng, g.K*9)
-					dy := randSlice(rng, g.N*g.K*g.OH*g.OW)
+					x := gputest.Rand(rng, g.N*g.C*g.H*g.W)
+					w := gputest.Rand(rng, g.K*9)
+					dy := gputest.Rand(rng, g.N*g.K*g.OH*g.OW)
 
 					want, got := nanSlice(len(dy)), nanSlice(len(dy))
 					cg(&g).depthwiseForward(want, x, w, 0, g.N)
@@ -123,7 +124,7 @@ func benchDepthwise(b *testing.B, g gpu.ConvGeom) {
 		b.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 1))
-	x, w, dy := randSlice(rng, g.N*g.C*g.H*g.W), randSlice(rng, g.K*9), randSlice(rng, g.N*g.K*g.OH*g.OW)
+	x, w, dy := gputest.Rand(rng, g.N*g.C*g.H*g.W), gputest.Rand(rng, g.K*9), gputest.Rand(rng, g.N*g.K*g.OH*g.OW)
 	y, dx, dw := make([]float32, len(dy)), make([]float32, len(x)), make([]float32, len(w))
 	var th sgemm.Thread
 	s1 := g.StrideH == 1 && g.StrideW == 1 && g.K == g.C

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/gputest"
 )
 
 // naiveGemm is the reference: the textbook triple loop in float64.
@@ -37,7 +38,7 @@ func TestGemmAgainstNaive(t *testing.T) {
 		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
 			for _, ab := range [][2]float32{{1, 0}, {0.5, 1}, {-2, 0.25}} {
 				name := fmt.Sprintf("%dx%dx%d/tA=%v,tB=%v/alpha=%v,beta=%v", m, n, k, tr[0], tr[1], ab[0], ab[1])
-				a, bb, c := randSlice(r, m*k), randSlice(r, k*n), randSlice(r, m*n)
+				a, bb, c := gputest.Rand(r, m*k), gputest.Rand(r, k*n), gputest.Rand(r, m*n)
 				want := append([]float32(nil), c...)
 				naiveGemm(tr[0], tr[1], m, n, k, ab[0], a, bb, ab[1], want)
 				b.Gemm(tr[0], tr[1], m, n, k, ab[0], gpu.Host(a), gpu.Host(bb), ab[1], gpu.Host(c))
@@ -67,7 +68,7 @@ func TestGemmZeroSizes(t *testing.T) {
 func BenchmarkSgemm(b *testing.B) {
 	r := rand.New(rand.NewPCG(2, 2))
 	for _, n := range []int{64, 128, 256, 512, 1024} {
-		a, bb, c := randSlice(r, n*n), randSlice(r, n*n), make([]float32, n*n)
+		a, bb, c := gputest.Rand(r, n*n), gputest.Rand(r, n*n), make([]float32, n*n)
 		flops := 2 * float64(n) * float64(n) * float64(n)
 		if n <= 256 {
 			b.Run(fmt.Sprintf("naive/%d", n), func(b *testing.B) {

@@ -102,7 +102,7 @@ func TestPoolAgainstNaive(t *testing.T) {
 					t.Fatalf("%s: %v", poolName(g), err)
 				}
 				t.Run(fmt.Sprintf("%s_ties%v", poolName(g), ties), func(t *testing.T) {
-					x := randSlice(rng, g.N*g.C*g.H*g.W)
+					x := gputest.Rand(rng, g.N*g.C*g.H*g.W)
 					if ties {
 						// Few distinct values: windows hold several maxima,
 						// and the first one must take the gradient.
@@ -110,7 +110,7 @@ func TestPoolAgainstNaive(t *testing.T) {
 							x[i] = float32(rng.IntN(3))
 						}
 					}
-					dy := randSlice(rng, g.N*g.C*g.OH*g.OW)
+					dy := gputest.Rand(rng, g.N*g.C*g.OH*g.OW)
 					maxY, maxDX, avgY, avgDX := poolNaive(g, x, dy)
 					y, dx := nanSlice(len(dy)), nanSlice(len(x))
 					c.MaxPoolForward(g, gpu.Host(y), gpu.Host(x))
@@ -238,7 +238,7 @@ func BenchmarkPool(b *testing.B) {
 			b.Fatal(err)
 		}
 		rng := rand.New(rand.NewPCG(1, 2))
-		x, y := gpu.Host(randSlice(rng, g.N*g.C*g.H*g.W)), gpu.Host(randSlice(rng, g.N*g.C*g.OH*g.OW))
+		x, y := gpu.Host(gputest.Rand(rng, g.N*g.C*g.H*g.W)), gpu.Host(gputest.Rand(rng, g.N*g.C*g.OH*g.OW))
 		dx := c.Alloc(x.Len())
 		b.Run(tc.name+"/forward", func(b *testing.B) {
 			for b.Loop() {
@@ -277,7 +277,7 @@ func TestMaxPoolPairsMatchGeneral(t *testing.T) {
 		for i := range x {
 			x[i] = values[rng.IntN(len(values)-1+trial%2)] // NaN in every other trial
 		}
-		dy := randSlice(rng, g.OH*g.OW)
+		dy := gputest.Rand(rng, g.OH*g.OW)
 		// The pairs path writes every cell (no clear first): start it on NaN.
 		fast, slow := nanSlice(len(x)), make([]float32, len(x))
 		pg(&g).maxBackward(fast, dy, x, 0, 1)

@@ -19,7 +19,7 @@ func BenchmarkStructural(b *testing.B) {
 	r := rand.New(rand.NewPCG(4, 16))
 	c := NewCPU()
 	const n, ch, hw = 32, 116, 28
-	x := randSlice(r, n*ch*hw*hw)
+	x := gputest.Rand(r, n*ch*hw*hw)
 	y := make([]float32, len(x))
 	shuffle := gputest.PermGeom([]int{n, 2, ch / 2, hw, hw}, []int{0, 2, 1, 3, 4})
 	b.Run("shuffle/kernel", func(b *testing.B) {
@@ -38,7 +38,7 @@ func BenchmarkStructural(b *testing.B) {
 			c.CopyStrided(gpu.Host(y), gpu.Host(x), nhwc, false)
 		}
 	})
-	gate := randSlice(r, n*ch)
+	gate := gputest.Rand(r, n*ch)
 	se, _, _ := gputest.BroadcastCase([]int{n, ch, hw, hw}, []int{n, ch, 1, 1})
 	b.Run("se-mul/kernel", func(b *testing.B) {
 		for b.Loop() {
@@ -70,8 +70,8 @@ func TestStructuralThreads(t *testing.T) {
 	runtime.GOMAXPROCS(2)
 	r := rand.New(rand.NewPCG(5, 16))
 	const n, ch, hw = 8, 24, 14
-	x := randSlice(r, n*ch*hw*hw)
-	gate := randSlice(r, n*ch)
+	x := gputest.Rand(r, n*ch*hw*hw)
+	gate := gputest.Rand(r, n*ch)
 	shuffle := gputest.PermGeom([]int{n, 2, ch / 2, hw, hw}, []int{0, 2, 1, 3, 4})
 	se, _, _ := gputest.BroadcastCase([]int{n, ch, hw, hw}, []int{n, ch, 1, 1})
 	red := gpu.ReduceGeom{In: []int{n, ch, hw, hw}, Out: []int{n, ch, 1, 1}}

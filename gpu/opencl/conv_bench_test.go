@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/gputest"
 )
 
 // The lowering kernels of a convolution at AlexNet's sizes (torchvision's
@@ -61,7 +62,7 @@ func poolBench(b *testing.B, o *OpenCL, g gpu.PoolGeom, nb int) (_ gpu.PoolGeom,
 	}
 	x, dx = o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.N*g.C*g.H*g.W)
 	dy = o.Alloc(g.N * g.C * g.OH * g.OW)
-	o.Upload(x, clRand(newBenchRand(), x.Len()))
+	o.Upload(x, gputest.Rand(newBenchRand(), x.Len()))
 	o.Fill(dy, 1)
 	return g, x, dx, dy
 }

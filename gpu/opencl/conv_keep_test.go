@@ -58,7 +58,7 @@ func testOpenCLIm2colWin(t *testing.T, o *OpenCL) {
 		if err := g.Setup(); err != nil {
 			t.Fatal(err)
 		}
-		xv := forStorage(o, clRand(r, g.N*g.C*g.H*g.W))
+		xv := forStorage(o, gputest.Rand(r, g.N*g.C*g.H*g.W))
 		x := o.buf(o.Alloc(len(xv)))
 		o.Upload(x, xv)
 		rows, ohw := g.ColRows(), g.OH*g.OW
@@ -106,7 +106,7 @@ func testOpenCLCol2imPlanes(t *testing.T, o *OpenCL) {
 		}
 		rows, ohw, cg := g.ColRows(), g.OH*g.OW, g.C/g.GroupCount()
 		col := o.buf(o.Alloc(rows * g.N * ohw))
-		o.Upload(col, clRand(r, col.n))
+		o.Upload(col, gputest.Rand(r, col.n))
 		want, got := o.buf(o.Alloc(g.N*g.C*g.H*g.W)), o.buf(o.Alloc(g.N*g.C*g.H*g.W))
 		for _, b := range []*clBuf{want, got} {
 			o.Fill(b, float32(math.NaN()))
@@ -158,12 +158,12 @@ func testOpenCLConvKeepColumns(t *testing.T, o *OpenCL) {
 			t.Fatalf("%+v: kept columns %v", g, cols)
 		}
 		x, w := o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.K*g.ColRows())
-		o.Upload(x, forStorage(o, clRand(r, x.Len())))
-		o.Upload(w, forStorage(o, clRand(r, w.Len())))
+		o.Upload(x, forStorage(o, gputest.Rand(r, x.Len())))
+		o.Upload(w, forStorage(o, gputest.Rand(r, w.Len())))
 		dy := o.Alloc(g.N * g.K * g.OH * g.OW)
-		o.Upload(dy, forStorage(o, clRand(r, dy.Len())))
+		o.Upload(dy, forStorage(o, gputest.Rand(r, dy.Len())))
 		bias := o.Alloc(g.K)
-		o.Upload(bias, forStorage(o, clRand(r, g.K)))
+		o.Upload(bias, forStorage(o, gputest.Rand(r, g.K)))
 		per := g.ColRows() * g.OH * g.OW
 		for _, tc := range []struct {
 			ws gpu.Buffer

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/gputest"
 )
 
 // Checks that the convolution paths beside im2col (FFT, Winograd) share:
@@ -46,8 +47,8 @@ func checkTimedVariant[K comparable](t *testing.T, o *OpenCL, r *rand.Rand, g gp
 	defer func(tune bool, by map[K]int) { o.gemmShapeTune, *byShape = tune, by }(o.gemmShapeTune, *byShape)
 	x, w := o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.K*g.ColRows())
 	y := o.Alloc(g.N * g.K * g.OH * g.OW)
-	o.Upload(x, clRand(r, x.Len()))
-	o.Upload(w, clRand(r, w.Len()))
+	o.Upload(x, gputest.Rand(r, x.Len()))
+	o.Upload(w, gputest.Rand(r, w.Len()))
 	ws := o.Alloc(o.ConvWorkspace(g))
 	o.gemmShapeTune, *byShape = false, nil
 	o.ConvForward(g, y, x, w, nil, ws)
@@ -82,10 +83,10 @@ func checkTimedVariant[K comparable](t *testing.T, o *OpenCL, r *rand.Rand, g gp
 // gradient from cols.
 func checkKeptForward(t *testing.T, o *OpenCL, r *rand.Rand, g gpu.ConvGeom, cols gpu.Buffer) (x, w, dy twin, ws gpu.Buffer) {
 	t.Helper()
-	x = newTwin(o, clRand(r, g.N*g.C*g.H*g.W))
-	w = newTwin(o, clRand(r, g.K*g.ColRows()))
-	bias := newTwin(o, clRand(r, g.K))
-	dy = newTwin(o, clRand(r, g.N*g.K*g.OH*g.OW))
+	x = newTwin(o, gputest.Rand(r, g.N*g.C*g.H*g.W))
+	w = newTwin(o, gputest.Rand(r, g.K*g.ColRows()))
+	bias := newTwin(o, gputest.Rand(r, g.K))
+	dy = newTwin(o, gputest.Rand(r, g.N*g.K*g.OH*g.OW))
 	y1, y2 := o.Alloc(dy.cl.Len()), o.Alloc(dy.cl.Len())
 	ws = o.Alloc(o.ConvWorkspace(g))
 	o.ConvForward(g, y1, x.cl, w.cl, bias.cl, ws)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/gputest"
 )
 
 // The GEMM epilogue (gemm.cl): a convolution's or a fully connected
@@ -49,11 +50,11 @@ func testOpenCLConvEpilogue(t *testing.T, o *OpenCL) {
 			t.Fatal(err)
 		}
 		x := o.Alloc(g.N * g.C * g.H * g.W)
-		o.Upload(x, scaled(clRand(r, x.Len()), 4))
+		o.Upload(x, scaled(gputest.Rand(r, x.Len()), 4))
 		w := o.Alloc(g.K * g.ColRows())
-		o.Upload(w, scaled(clRand(r, w.Len()), 2))
+		o.Upload(w, scaled(gputest.Rand(r, w.Len()), 2))
 		bias := o.Alloc(g.K)
-		o.Upload(bias, clRand(r, g.K))
+		o.Upload(bias, gputest.Rand(r, g.K))
 		ny := g.N * g.K * g.OH * g.OW
 		// The whole batch in one column matrix, and one sample per chunk.
 		per := max(o.ConvWorkspace(g)/g.N, 1)
@@ -121,11 +122,11 @@ func testOpenCLLinearEpilogue(t *testing.T, o *OpenCL) {
 		for _, a := range []gpu.Act{gpu.ReLU, gpu.ReLU6} {
 			for _, withBias := range []bool{true, false} {
 				name := fmt.Sprintf("%+v/split %d/%v/bias=%v", s, splits, a.Kind, withBias)
-				x := newTwin(o, scaled(clRand(r, s.n*s.in), 2))
-				w := newTwin(o, scaled(clRand(r, s.out*s.in), 8/float32(math.Sqrt(float64(s.in)))))
+				x := newTwin(o, scaled(gputest.Rand(r, s.n*s.in), 2))
+				w := newTwin(o, scaled(gputest.Rand(r, s.out*s.in), 8/float32(math.Sqrt(float64(s.in)))))
 				var bcl, bcpu gpu.Buffer
 				if withBias {
-					b := newTwin(o, clRand(r, s.out))
+					b := newTwin(o, gputest.Rand(r, s.out))
 					bcl, bcpu = b.cl, b.cpu
 				}
 				on, off, un := o.Alloc(s.n*s.out), o.Alloc(s.n*s.out), o.Alloc(s.n*s.out)
@@ -178,7 +179,7 @@ func TestOpenCLEpilogueKinks(t *testing.T) {
 	x, w, bias := o.Alloc(n), o.Alloc(out), o.Alloc(out)
 	o.Upload(x, special)
 	o.Upload(w, []float32{1, 1, 1, 1, 1})
-	o.Upload(bias, append([]float32{0, float32(math.Copysign(0, -1))}, scaled(clRand(r, out-2), 1e-3)...))
+	o.Upload(bias, append([]float32{0, float32(math.Copysign(0, -1))}, scaled(gputest.Rand(r, out-2), 1e-3)...))
 	for _, a := range []gpu.Act{gpu.ReLU, gpu.ReLU6} {
 		for _, b := range []gpu.Buffer{nil, bias} {
 			on, off := o.Alloc(n*out), o.Alloc(n*out)
@@ -212,17 +213,17 @@ func BenchmarkOpenCLEpilogue(b *testing.B) {
 			b.Fatal(err)
 		}
 		x, w, bias := o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.K*g.ColRows()), o.Alloc(g.K)
-		o.Upload(x, clRand(r, x.Len()))
-		o.Upload(w, clRand(r, w.Len()))
-		o.Upload(bias, clRand(r, bias.Len()))
+		o.Upload(x, gputest.Rand(r, x.Len()))
+		o.Upload(w, gputest.Rand(r, w.Len()))
+		o.Upload(bias, gputest.Rand(r, bias.Len()))
 		y, ws := o.Alloc(g.N*g.K*g.OH*g.OW), o.Alloc(max(o.ConvWorkspace(g), 1))
 		layers = append(layers, layer{fmt.Sprintf("conv%d", i+1), func() { o.ConvForwardAct(gpu.ReLU, g, y, x, w, bias, ws, nil) }})
 	}
 	const in, out = 9216, 4096
 	x, w, bias, y := o.Alloc(batch*in), o.Alloc(out*in), o.Alloc(out), o.Alloc(batch*out)
-	o.Upload(x, clRand(r, x.Len()))
-	o.Upload(w, clRand(r, w.Len()))
-	o.Upload(bias, clRand(r, out))
+	o.Upload(x, gputest.Rand(r, x.Len()))
+	o.Upload(w, gputest.Rand(r, w.Len()))
+	o.Upload(bias, gputest.Rand(r, out))
 	layers = append(layers, layer{"fc6", func() { o.LinearForwardAct(gpu.ReLU, y, x, w, bias, batch, in, out) }})
 	for _, l := range layers {
 		for _, on := range []bool{true, false} {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/gputest"
 )
 
 // setFFT sets o's FFT mode for the rest of the test.
@@ -91,14 +92,14 @@ func TestOpenCLFFT(t *testing.T) {
 				if !o.fft(&g) {
 					t.Fatal("FFT not chosen with the mode forced on")
 				}
-				x := newTwin(o, clRand(r, g.N*g.C*g.H*g.W))
-				w := newTwin(o, clRand(r, g.K*g.ColRows()))
-				bias := newTwin(o, clRand(r, g.K))
-				y := newTwin(o, clRand(r, g.N*g.K*g.OH*g.OW))
-				dy := newTwin(o, clRand(r, y.cpu.Len()))
-				dx := newTwin(o, clRand(r, x.cpu.Len())) // garbage: must be overwritten
-				dw := newTwin(o, clRand(r, w.cpu.Len()))
-				db := newTwin(o, clRand(r, g.K))
+				x := newTwin(o, gputest.Rand(r, g.N*g.C*g.H*g.W))
+				w := newTwin(o, gputest.Rand(r, g.K*g.ColRows()))
+				bias := newTwin(o, gputest.Rand(r, g.K))
+				y := newTwin(o, gputest.Rand(r, g.N*g.K*g.OH*g.OW))
+				dy := newTwin(o, gputest.Rand(r, y.cpu.Len()))
+				dx := newTwin(o, gputest.Rand(r, x.cpu.Len())) // garbage: must be overwritten
+				dw := newTwin(o, gputest.Rand(r, w.cpu.Len()))
+				db := newTwin(o, gputest.Rand(r, g.K))
 				y2, dx2, dw2 := o.Alloc(y.cl.Len()), o.Alloc(dx.cl.Len()), o.Alloc(dw.cl.Len())
 				wsC := cpu.Alloc(cpu.ConvWorkspace(g))
 				one := g
@@ -153,7 +154,7 @@ func TestOpenCLFFT(t *testing.T) {
 					requireSameBits(t, "backward data, second run", download(o, dx.cl), first)
 
 					chunks = fftChunks(o, &g, ws, filter)
-					o.Upload(dw.cl, clRand(r, dw.cl.Len())) // garbage: must be overwritten
+					o.Upload(dw.cl, gputest.Rand(r, dw.cl.Len())) // garbage: must be overwritten
 					cpu.ConvBackwardFilter(g, dw.cpu, db.cpu, dy.cpu, x.cpu, wsC)
 					o.Profile(true)
 					o.ConvBackwardFilter(g, dw.cl, db.cl, dy.cl, x.cl, ws)
@@ -255,12 +256,12 @@ func TestOpenCLFFTAlexNetConv2(t *testing.T) {
 	if !o.fft(&g) || fftSize(&g) != 32 {
 		t.Fatalf("auto mode: FFT %v at size %d for conv2, want true at 32", o.fft(&g), fftSize(&g))
 	}
-	x := newTwin(o, clRand(r, g.N*g.C*g.H*g.W))
-	w := newTwin(o, clRand(r, g.K*g.ColRows()))
-	bias := newTwin(o, clRand(r, g.K))
-	y := newTwin(o, clRand(r, g.N*g.K*g.OH*g.OW))
-	dy, dx := newTwin(o, clRand(r, y.cpu.Len())), newTwin(o, clRand(r, x.cpu.Len()))
-	dw, db := newTwin(o, clRand(r, w.cpu.Len())), newTwin(o, clRand(r, g.K))
+	x := newTwin(o, gputest.Rand(r, g.N*g.C*g.H*g.W))
+	w := newTwin(o, gputest.Rand(r, g.K*g.ColRows()))
+	bias := newTwin(o, gputest.Rand(r, g.K))
+	y := newTwin(o, gputest.Rand(r, g.N*g.K*g.OH*g.OW))
+	dy, dx := newTwin(o, gputest.Rand(r, y.cpu.Len())), newTwin(o, gputest.Rand(r, x.cpu.Len()))
+	dw, db := newTwin(o, gputest.Rand(r, w.cpu.Len())), newTwin(o, gputest.Rand(r, g.K))
 	ws, wsC := o.Alloc(o.ConvWorkspace(g)), cpu.Alloc(cpu.ConvWorkspace(g))
 	relu := gpu.ReLU
 	cpu.ConvForward(g, y.cpu, x.cpu, w.cpu, bias.cpu, wsC)
@@ -366,7 +367,7 @@ func TestOpenCLFFTKeptColumns(t *testing.T) {
 	}
 	setFFT(t, o, FFTOn)
 	x, w, dy, ws := checkKeptForward(t, o, r, g, cols)
-	dw1 := newTwin(o, clRand(r, w.cl.Len()))
+	dw1 := newTwin(o, gputest.Rand(r, w.cl.Len()))
 	dw2, db2 := o.Alloc(w.cl.Len()), o.Alloc(g.K)
 	cpu := newCPU()
 	cpu.ConvBackwardFilter(g, dw1.cpu, cpu.Alloc(g.K), dy.cpu, x.cpu, cpu.Alloc(cpu.ConvWorkspace(g)))
@@ -426,7 +427,7 @@ func BenchmarkOpenCLFFT(b *testing.B) {
 		x, w := o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.K*g.ColRows())
 		y, dx := o.Alloc(g.N*g.K*g.OH*g.OW), o.Alloc(g.N*g.C*g.H*g.W)
 		for _, z := range []gpu.Buffer{x, w, y} {
-			o.Upload(z, clRand(r, z.Len()))
+			o.Upload(z, gputest.Rand(r, z.Len()))
 		}
 		oldF, oldW := o.fftSetting, o.wino
 		o.fftSetting, o.wino = FFTOn, WinogradOn

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/gputest"
 )
 
 // fuseGeoms are convolutions of each forward path: im2col and GEMM on
@@ -82,11 +83,11 @@ func testOpenCLActFuser(t *testing.T, o *OpenCL) {
 				default:
 					o.kn.biasColsMax, o.kn.redPartLen = 0, 16
 				}
-				x := newTwin(o, scaled(clRand(r, g.N*g.C*g.H*g.W), 4))
-				w := newTwin(o, scaled(clRand(r, g.K*g.ColRows()), 2))
+				x := newTwin(o, scaled(gputest.Rand(r, g.N*g.C*g.H*g.W), 4))
+				w := newTwin(o, scaled(gputest.Rand(r, g.K*g.ColRows()), 2))
 				var biasCL, biasCPU gpu.Buffer
 				if !c.noBias {
-					b := newTwin(o, clRand(r, g.K))
+					b := newTwin(o, gputest.Rand(r, g.K))
 					biasCL, biasCPU = b.cl, b.cpu
 				}
 				ny := g.N * g.K * g.OH * g.OW
@@ -135,7 +136,7 @@ func testOpenCLActFuser(t *testing.T, o *OpenCL) {
 				fwdUnfused := unfused
 
 				// Backward, from the fused output.
-				dy := newTwin(o, clRand(r, ny))
+				dy := newTwin(o, gputest.Rand(r, ny))
 				dxf, dxu, dbf, dbu := o.Alloc(ny), o.Alloc(ny), o.Alloc(g.K), o.Alloc(g.K)
 				before = o.ctx.launches
 				o.ActivateBackwardBias(a, dxf, dbf, dy.cl, yf, g.N, g.K, g.OH*g.OW)
@@ -188,12 +189,12 @@ func testOpenCLBiasAct(t *testing.T, o *OpenCL) {
 	for _, s := range []struct{ n, c, hw int }{{5, 33, 1}, {3, 4, 13}, {1, 7, 1}} {
 		for _, a := range []gpu.Act{gpu.ReLU, gpu.ReLU6} {
 			for _, withBias := range []bool{true, false} {
-				data := scaled(clRand(r, s.n*s.c*s.hw), 8)
+				data := scaled(gputest.Rand(r, s.n*s.c*s.hw), 8)
 				x := newTwin(o, data)
 				xu := newTwin(o, data)
 				var bcl, bcpu gpu.Buffer
 				if withBias {
-					b := newTwin(o, clRand(r, s.c))
+					b := newTwin(o, gputest.Rand(r, s.c))
 					bcl, bcpu = b.cl, b.cpu
 				}
 				before := o.ctx.launches
@@ -227,7 +228,7 @@ func testOpenCLFusedKinks(t *testing.T, o *OpenCL) {
 		vals = append(vals, special...)
 	}
 	bias := o.Alloc(c)
-	o.Upload(bias, scaled(clRand(r, c), 1e-3))
+	o.Upload(bias, scaled(gputest.Rand(r, c), 1e-3))
 	for _, a := range []gpu.Act{gpu.ReLU, gpu.ReLU6} {
 		for _, b := range []gpu.Buffer{nil, bias} {
 			x, xu := o.Alloc(len(vals)), o.Alloc(len(vals))
@@ -239,7 +240,7 @@ func testOpenCLFusedKinks(t *testing.T, o *OpenCL) {
 		}
 		y, dy := o.Alloc(len(vals)), o.Alloc(len(vals))
 		o.Upload(y, vals)
-		o.Upload(dy, clRand(r, len(vals)))
+		o.Upload(dy, gputest.Rand(r, len(vals)))
 		// BiasGrad's three paths: items, work-groups, parts of one element.
 		for _, p := range [][2]int{{o.kn.biasColsMax, o.kn.redPartLen}, {0, o.kn.redPartLen}, {0, 1}} {
 			oldCols, oldPart := o.kn.biasColsMax, o.kn.redPartLen
@@ -271,12 +272,12 @@ func BenchmarkOpenCLConvReLU(b *testing.B) {
 		}
 		r := rand.New(rand.NewPCG(1, 2))
 		x, w, bias := o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.K*g.ColRows()), o.Alloc(g.K)
-		o.Upload(x, clRand(r, x.Len()))
-		o.Upload(w, clRand(r, w.Len()))
-		o.Upload(bias, clRand(r, bias.Len()))
+		o.Upload(x, gputest.Rand(r, x.Len()))
+		o.Upload(w, gputest.Rand(r, w.Len()))
+		o.Upload(bias, gputest.Rand(r, bias.Len()))
 		ny := g.N * g.K * g.OH * g.OW
 		y, dy, dx, db := o.Alloc(ny), o.Alloc(ny), o.Alloc(ny), o.Alloc(g.K)
-		o.Upload(dy, clRand(r, ny))
+		o.Upload(dy, gputest.Rand(r, ny))
 		ws := o.Alloc(max(o.ConvWorkspace(g), 1))
 		for _, f := range []struct {
 			name string
@@ -315,10 +316,10 @@ func BenchmarkOpenCLBiasActPasses(b *testing.B) {
 		r := rand.New(rand.NewPCG(1, 2))
 		n := batch * s.c * s.hw
 		x, y, dy, dx, bias, db := o.Alloc(n), o.Alloc(n), o.Alloc(n), o.Alloc(n), o.Alloc(s.c), o.Alloc(s.c)
-		o.Upload(x, clRand(r, n))
-		o.Upload(y, clRand(r, n))
-		o.Upload(dy, clRand(r, n))
-		o.Upload(bias, clRand(r, s.c))
+		o.Upload(x, gputest.Rand(r, n))
+		o.Upload(y, gputest.Rand(r, n))
+		o.Upload(dy, gputest.Rand(r, n))
+		o.Upload(bias, gputest.Rand(r, s.c))
 		for _, f := range []struct {
 			name string
 			f    gpu.ActFuser

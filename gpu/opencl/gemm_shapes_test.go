@@ -5,6 +5,8 @@ package opencl
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/cotrain/cotrain/gpu/gputest"
 )
 
 // netGemmShapes are the products of AlexNet's and MobileNet v1's training
@@ -46,8 +48,8 @@ func BenchmarkOpenCLGemmShapes(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, s := range netGemmShapes {
 		a, bb, c := o.Alloc(s.m*s.k), o.Alloc(s.k*s.n), o.Alloc(s.m*s.n)
-		o.Upload(a, clRand(r, s.m*s.k))
-		o.Upload(bb, clRand(r, s.k*s.n))
+		o.Upload(a, gputest.Rand(r, s.m*s.k))
+		o.Upload(bb, gputest.Rand(r, s.k*s.n))
 		as, bs, cs := o.buf(a), o.buf(bb), o.buf(c)
 		lda, ldb := s.k, s.n
 		if s.ta {

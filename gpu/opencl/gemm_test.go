@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/gputest"
 )
 
 // gemmShapes are odd sizes, none a multiple of the tiles, plus a few that are.
@@ -32,8 +33,8 @@ func testOpenCLGemm(t *testing.T, o *OpenCL) {
 		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
 			for _, ab := range [][2]float32{{1, 0}, {0.5, -1.5}} {
 				name := fmt.Sprintf("%dx%dx%d/ta=%v/tb=%v/alpha=%v/beta=%v", s.m, s.n, s.k, tr[0], tr[1], ab[0], ab[1])
-				a, b := newTwin(o, clRand(r, s.m*s.k)), newTwin(o, clRand(r, s.k*s.n))
-				c := newTwin(o, clRand(r, s.m*s.n))
+				a, b := newTwin(o, gputest.Rand(r, s.m*s.k)), newTwin(o, gputest.Rand(r, s.k*s.n))
+				c := newTwin(o, gputest.Rand(r, s.m*s.n))
 				cpu.Gemm(tr[0], tr[1], s.m, s.n, s.k, ab[0], a.cpu, b.cpu, ab[1], c.cpu)
 				o.Gemm(tr[0], tr[1], s.m, s.n, s.k, ab[0], a.cl, b.cl, ab[1], c.cl)
 				c.check(t, o, name)
@@ -58,7 +59,7 @@ func testOpenCLGemmVariantsAgree(t *testing.T, o *OpenCL) {
 		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
 			for _, off := range []int{3, 4} {
 				all := o.Alloc(off + s.m*s.k + s.k*s.n + 4)
-				o.Upload(all, clRand(r, all.Len()))
+				o.Upload(all, gputest.Rand(r, all.Len()))
 				a := o.buf(o.View(all, off, s.m*s.k))
 				b := o.buf(o.View(all, off+s.m*s.k, s.k*s.n))
 				prods := variantProducts(o, s.m, s.n, s.k, tr, a, b, 0.75)
@@ -104,8 +105,8 @@ func TestOpenCLGemmShapeTuning(t *testing.T) {
 	r := rand.New(rand.NewPCG(19, 20))
 	const m, n, k = 512, 516, 508 // 2.7e8 flops
 	a, b := o.Alloc(m*k), o.Alloc(k*n)
-	o.Upload(a, forStorage(o, clRand(r, m*k)))
-	o.Upload(b, forStorage(o, clRand(r, k*n)))
+	o.Upload(a, forStorage(o, gputest.Rand(r, m*k)))
+	o.Upload(b, forStorage(o, gputest.Rand(r, k*n)))
 	c := o.Alloc(m * n)
 	o.Gemm(false, false, m, n, k, 1, a, b, 0, c)
 	if len(o.gemmByShape) != 1 {
@@ -128,7 +129,7 @@ func TestOpenCLGemmShapeTuning(t *testing.T) {
 	ab := o.Alloc(m*k + k*n2 + m*n2)
 	a2, b2, c2 := o.View(ab, 0, m*k), o.View(ab, m*k, k*n2), o.View(ab, m*k+k*n2, m*n2)
 	o.Copy(a2, a)
-	o.Upload(b2, forStorage(o, clRand(r, k*n2)))
+	o.Upload(b2, forStorage(o, gputest.Rand(r, k*n2)))
 	o.Gemm(false, false, m, n2, k, 1, a2, b2, 0, c2)
 	want2 := o.Alloc(m * n2)
 	o.gemmRun(o.gemms[0], false, false, m, n2, k, 1, plainMat(as.m, as.off, k), plainMat(o.buf(b2).m, o.buf(b2).off, n2), 0,
@@ -230,7 +231,7 @@ type segOperand struct {
 
 func newSegOperand(o *OpenCL, r *rand.Rand, rows, cols, hw int) segOperand {
 	nb, chans := cols/hw, rows+2
-	data := forStorage(o, clRand(r, 4+nb*chans*hw))
+	data := forStorage(o, gputest.Rand(r, 4+nb*chans*hw))
 	buf := o.Alloc(len(data))
 	o.Upload(buf, data)
 	plain := make([]float32, rows*cols)
@@ -457,8 +458,8 @@ func benchOpenCL(b *testing.B) *OpenCL {
 func sgemmBench(b *testing.B, o *OpenCL, v *gemmVariant, n int, ta, tb bool) {
 	r := rand.New(rand.NewPCG(1, 1))
 	a, bb, c := o.Alloc(n*n), o.Alloc(n*n), o.Alloc(n*n)
-	o.Upload(a, clRand(r, n*n))
-	o.Upload(bb, clRand(r, n*n))
+	o.Upload(a, gputest.Rand(r, n*n))
+	o.Upload(bb, gputest.Rand(r, n*n))
 	as, bs, cs := o.buf(a), o.buf(bb), o.buf(c)
 	run := func() {
 		if v == nil {
@@ -596,7 +597,7 @@ func TestOpenCLGemmOrderAgrees(t *testing.T) {
 			continue // nothing to order
 		}
 		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
-			a, b := clRand(r, s.m*s.k), clRand(r, s.k*s.n)
+			a, b := gputest.Rand(r, s.m*s.k), gputest.Rand(r, s.k*s.n)
 			var want []float32
 			for _, o := range []*OpenCL{def, rows} {
 				ab, bb := o.Alloc(len(a)), o.Alloc(len(b))

@@ -38,10 +38,10 @@ func testOpenCLConv(t *testing.T, o *OpenCL) {
 			t.Fatal(err)
 		}
 		t.Run(fmt.Sprintf("%+v", g), func(t *testing.T) {
-			x := newTwin(o, clRand(r, g.N*g.C*g.H*g.W))
-			w := newTwin(o, clRand(r, g.K*g.ColRows()))
-			bias := newTwin(o, clRand(r, g.K))
-			y := newTwin(o, clRand(r, g.N*g.K*g.OH*g.OW))
+			x := newTwin(o, gputest.Rand(r, g.N*g.C*g.H*g.W))
+			w := newTwin(o, gputest.Rand(r, g.K*g.ColRows()))
+			bias := newTwin(o, gputest.Rand(r, g.K))
+			y := newTwin(o, gputest.Rand(r, g.N*g.K*g.OH*g.OW))
 			wsC, wsO := cpu.Alloc(cpu.ConvWorkspace(g)), o.Alloc(o.ConvWorkspace(g))
 			for _, withBias := range []bool{false, true} {
 				bc, bo := gpu.Buffer(nil), gpu.Buffer(nil)
@@ -52,12 +52,12 @@ func testOpenCLConv(t *testing.T, o *OpenCL) {
 				o.ConvForward(g, y.cl, x.cl, w.cl, bo, wsO)
 				y.check(t, o, fmt.Sprintf("forward bias=%v", withBias))
 			}
-			dy := newTwin(o, clRand(r, y.cpu.Len()))
-			dx := newTwin(o, clRand(r, x.cpu.Len())) // garbage: must be overwritten
+			dy := newTwin(o, gputest.Rand(r, y.cpu.Len()))
+			dx := newTwin(o, gputest.Rand(r, x.cpu.Len())) // garbage: must be overwritten
 			cpu.ConvBackwardData(g, dx.cpu, dy.cpu, w.cpu, wsC)
 			o.ConvBackwardData(g, dx.cl, dy.cl, w.cl, wsO)
 			dx.check(t, o, "backward data")
-			dw := newTwin(o, clRand(r, w.cpu.Len()))
+			dw := newTwin(o, gputest.Rand(r, w.cpu.Len()))
 			cpu.ConvBackwardFilter(g, dw.cpu, bias.cpu, dy.cpu, x.cpu, wsC)
 			o.ConvBackwardFilter(g, dw.cl, bias.cl, dy.cl, x.cl, wsO)
 			dw.check(t, o, "backward filter")
@@ -90,14 +90,14 @@ func testOpenCLConvBatched(t *testing.T, o *OpenCL) {
 			t.Fatal(err)
 		}
 		t.Run(fmt.Sprintf("%+v", g), func(t *testing.T) {
-			x := newTwin(o, clRand(r, g.N*g.C*g.H*g.W))
-			w := newTwin(o, clRand(r, g.K*g.ColRows()))
-			bias := newTwin(o, clRand(r, g.K))
-			y := newTwin(o, clRand(r, g.N*g.K*g.OH*g.OW))
-			dy := newTwin(o, clRand(r, y.cpu.Len()))
-			dx := newTwin(o, clRand(r, x.cpu.Len()))
-			dw := newTwin(o, clRand(r, w.cpu.Len()))
-			db := newTwin(o, clRand(r, g.K))
+			x := newTwin(o, gputest.Rand(r, g.N*g.C*g.H*g.W))
+			w := newTwin(o, gputest.Rand(r, g.K*g.ColRows()))
+			bias := newTwin(o, gputest.Rand(r, g.K))
+			y := newTwin(o, gputest.Rand(r, g.N*g.K*g.OH*g.OW))
+			dy := newTwin(o, gputest.Rand(r, y.cpu.Len()))
+			dx := newTwin(o, gputest.Rand(r, x.cpu.Len()))
+			dw := newTwin(o, gputest.Rand(r, w.cpu.Len()))
+			db := newTwin(o, gputest.Rand(r, g.K))
 			wsC := cpu.Alloc(cpu.ConvWorkspace(g))
 			per := g.ColRows() * g.OH * g.OW
 			if g.Pointwise() {
@@ -167,14 +167,14 @@ func testOpenCLPool(t *testing.T, o *OpenCL) {
 			t.Run(fmt.Sprintf("%+v", g), func(t *testing.T) {
 				// Values on a coarse grid, so windows hold ties: the first
 				// maximum must get the gradient, as on the CPU.
-				xv := clRand(r, g.N*g.C*g.H*g.W)
+				xv := gputest.Rand(r, g.N*g.C*g.H*g.W)
 				for i := range xv {
 					xv[i] = float32(math.Round(float64(xv[i]) * 3))
 				}
 				x := newTwin(o, xv)
-				y := newTwin(o, clRand(r, g.N*g.C*g.OH*g.OW))
-				dy := newTwin(o, clRand(r, y.cpu.Len()))
-				dx := newTwin(o, clRand(r, x.cpu.Len()))
+				y := newTwin(o, gputest.Rand(r, g.N*g.C*g.OH*g.OW))
+				dy := newTwin(o, gputest.Rand(r, y.cpu.Len()))
+				dx := newTwin(o, gputest.Rand(r, x.cpu.Len()))
 				cpu.MaxPoolForward(g, y.cpu, x.cpu)
 				o.MaxPoolForward(g, y.cl, x.cl)
 				y.check(t, o, "max forward")
@@ -217,13 +217,13 @@ func testOpenCLBatchNorm(t *testing.T, o *OpenCL) {
 	} {
 		t.Run(fmt.Sprintf("%+v", g), func(t *testing.T) {
 			n := g.N * g.C * g.HW
-			xv := clRand(r, n)
+			xv := gputest.Rand(r, n)
 			for i := range xv {
 				xv[i] = xv[i]*3 + 5 // a mean away from zero
 			}
-			x, y, dy := newTwin(o, xv), newTwin(o, make([]float32, n)), newTwin(o, clRand(r, n))
-			gamma, beta := newTwin(o, clRand(r, g.C)), newTwin(o, clRand(r, g.C))
-			rm, rv := newTwin(o, clRand(r, g.C)), newTwin(o, scaled(clRand(r, g.C), 0)) // runVar 0 then updated
+			x, y, dy := newTwin(o, xv), newTwin(o, make([]float32, n)), newTwin(o, gputest.Rand(r, n))
+			gamma, beta := newTwin(o, gputest.Rand(r, g.C)), newTwin(o, gputest.Rand(r, g.C))
+			rm, rv := newTwin(o, gputest.Rand(r, g.C)), newTwin(o, scaled(gputest.Rand(r, g.C), 0)) // runVar 0 then updated
 			sm, si := newTwin(o, make([]float32, g.C)), newTwin(o, make([]float32, g.C))
 			for step := 0; step < 2; step++ {
 				cpu.BatchNormTrain(g, y.cpu, x.cpu, gamma.cpu, beta.cpu, rm.cpu, rv.cpu, sm.cpu, si.cpu)
@@ -237,7 +237,7 @@ func testOpenCLBatchNorm(t *testing.T, o *OpenCL) {
 			cpu.BatchNormInfer(g, y.cpu, x.cpu, gamma.cpu, beta.cpu, rm.cpu, rv.cpu)
 			o.BatchNormInfer(g, y.cl, x.cl, gamma.cl, beta.cl, rm.cl, rv.cl)
 			y.check(t, o, "infer y")
-			dx, dg, db := newTwin(o, make([]float32, n)), newTwin(o, clRand(r, g.C)), newTwin(o, clRand(r, g.C))
+			dx, dg, db := newTwin(o, make([]float32, n)), newTwin(o, gputest.Rand(r, g.C)), newTwin(o, gputest.Rand(r, g.C))
 			for mask := 0; mask < 8; mask++ {
 				pick := func(on bool, tw twin) (gpu.Buffer, gpu.Buffer) {
 					if on {
@@ -271,7 +271,7 @@ func testOpenCLDeterministic(t *testing.T, o *OpenCL) {
 	bn := gpu.BNGeom{N: g.N, C: g.K, HW: g.OH * g.OW, Eps: 1e-5, Momentum: 0.1}
 	x, w, dy := o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.K*g.ColRows()), o.Alloc(g.N*g.K*g.OH*g.OW)
 	for _, b := range []gpu.Buffer{x, w, dy} {
-		o.Upload(b, clRand(r, b.Len()))
+		o.Upload(b, gputest.Rand(r, b.Len()))
 	}
 	gamma := o.Alloc(g.K)
 	o.Fill(gamma, 1)
@@ -300,11 +300,11 @@ func testOpenCLActivationsParam(t *testing.T, o *OpenCL) {
 	for _, n := range []int{1, 130, 4099} {
 		for _, a := range gputest.ParamActs() {
 			t.Run(fmt.Sprintf("%v%+v/%d", a, a, n), func(t *testing.T) {
-				xs := clRand(r, n)
+				xs := gputest.Rand(r, n)
 				for i := range xs {
 					xs[i] *= 6 // across HardSwish's and the clips' kinks
 				}
-				x, y, dy, dx := newTwin(o, xs), newTwin(o, clRand(r, n)), newTwin(o, clRand(r, n)), newTwin(o, clRand(r, n))
+				x, y, dy, dx := newTwin(o, xs), newTwin(o, gputest.Rand(r, n)), newTwin(o, gputest.Rand(r, n)), newTwin(o, gputest.Rand(r, n))
 				cpu.Activate(a, y.cpu, x.cpu)
 				o.Activate(a, y.cl, x.cl)
 				y.check(t, o, "forward")
@@ -321,11 +321,11 @@ func testOpenCLActivationsParam(t *testing.T, o *OpenCL) {
 	for _, g := range [][3]int{{2, 5, 12}, {3, 10, 1}, {4, 1, 3}, {5, 33, 7}} {
 		t.Run(fmt.Sprintf("softmax %v", g), func(t *testing.T) {
 			n := g[0] * g[1] * g[2]
-			xs := clRand(r, n)
+			xs := gputest.Rand(r, n)
 			for i := range xs {
 				xs[i] *= 8
 			}
-			x, y, dy, dx := newTwin(o, xs), newTwin(o, clRand(r, n)), newTwin(o, clRand(r, n)), newTwin(o, clRand(r, n))
+			x, y, dy, dx := newTwin(o, xs), newTwin(o, gputest.Rand(r, n)), newTwin(o, gputest.Rand(r, n)), newTwin(o, gputest.Rand(r, n))
 			cpu.Softmax(y.cpu, x.cpu, g[0], g[1], g[2])
 			o.Softmax(y.cl, x.cl, g[0], g[1], g[2])
 			y.check(t, o, "forward")
@@ -344,7 +344,7 @@ func BenchmarkOpenCLActivateKinds(b *testing.B) {
 	cpu := newCPU()
 	r := rand.New(rand.NewPCG(33, 34))
 	n := 16 * 16 * 56 * 56
-	xs := clRand(r, n)
+	xs := gputest.Rand(r, n)
 	for _, a := range []gpu.Act{gpu.ReLU, gpu.Sigmoid, gpu.HardSwish, gpu.HardSigmoid(1.0/6, 0.5), gpu.Tanh} {
 		for _, be := range []gpu.Backend{cpu, o} {
 			x, y := be.Alloc(n), be.Alloc(n)
@@ -389,10 +389,10 @@ func TestOpenCLDepthwise3Bits(t *testing.T) {
 			t.Fatal(err)
 		}
 		x, dy := o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.N*g.K*g.OH*g.OW)
-		o.Upload(x, clRand(r, x.Len()))
-		o.Upload(dy, clRand(r, dy.Len()))
+		o.Upload(x, gputest.Rand(r, x.Len()))
+		o.Upload(dy, gputest.Rand(r, dy.Len()))
 		w := o.Alloc(g.K * 9)
-		o.Upload(w, clRand(r, w.Len()))
+		o.Upload(w, gputest.Rand(r, w.Len()))
 		xs, dys, ws := o.buf(x), o.buf(dy), o.buf(w)
 		y, yref := o.buf(o.Alloc(dy.Len())), o.buf(o.Alloc(dy.Len()))
 		o.ConvForward(g, y, x, w, nil, nil)
@@ -427,14 +427,14 @@ func testOpenCLVec4Bits(t *testing.T, o *OpenCL) {
 	r := rand.New(rand.NewPCG(35, 36))
 	g := gpu.BNGeom{N: 3, C: 5, HW: 12}
 	n := g.N * g.C * g.HW
-	vals := scaled(clRand(r, n+1), 8)
+	vals := scaled(gputest.Rand(r, n+1), 8)
 	copy(vals[1:], []float32{float32(math.Copysign(0, -1)), 0, 6, -6, float32(math.NaN()), 5.999, 6.001})
 	all, dyAll := o.Alloc(n+1), o.Alloc(n+1)
 	o.Upload(all, vals)
-	o.Upload(dyAll, clRand(r, n+1))
+	o.Upload(dyAll, gputest.Rand(r, n+1))
 	x, dy := o.buf(o.View(all, 1, n)), o.buf(o.View(dyAll, 1, n))
 	coef := o.scratch(&o.coef, 4*g.C)
-	cv := clRand(r, 4*g.C)
+	cv := gputest.Rand(r, 4*g.C)
 	must(o.ctx.write(coef, 0, unsafe.Pointer(&cv[0]), 4*len(cv)))
 	for _, c := range []struct {
 		name string
@@ -478,8 +478,8 @@ func TestOpenCLConvBackwardDataTransposedBits(t *testing.T) {
 			t.Fatal(err)
 		}
 		w, dy := o.Alloc(g.K*g.ColRows()), o.Alloc(g.N*g.K*g.OH*g.OW)
-		o.Upload(w, clRand(r, w.Len()))
-		o.Upload(dy, clRand(r, dy.Len()))
+		o.Upload(w, gputest.Rand(r, w.Len()))
+		o.Upload(dy, gputest.Rand(r, dy.Len()))
 		ws := o.Alloc(o.ConvWorkspace(g))
 		dx := o.Alloc(g.N * g.C * g.H * g.W)
 		o.ConvBackwardData(g, dx, dy, w, ws)
@@ -524,7 +524,7 @@ func testOpenCLConvPlainRows(t *testing.T, o *OpenCL) {
 		x, w, bias := o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.K*g.ColRows()), o.Alloc(g.K)
 		dy := o.Alloc(g.N * g.K * g.OH * g.OW)
 		for _, b := range []gpu.Buffer{x, w, bias, dy} {
-			o.Upload(b, forStorage(o, clRand(r, b.Len())))
+			o.Upload(b, forStorage(o, gputest.Rand(r, b.Len())))
 		}
 		per := g.ColRows() * g.OH * g.OW
 		for _, nb := range []int{2, g.N} {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/gputest"
 	"github.com/cotrain/cotrain/gpu/half"
 )
 
@@ -84,14 +85,6 @@ func forStorage(o *OpenCL, data []float32) []float32 {
 		}
 	}
 	return data
-}
-
-func clRand(r *rand.Rand, n int) []float32 {
-	v := make([]float32, n)
-	for i := range v {
-		v[i] = float32(r.Float64()*2 - 1)
-	}
-	return v
 }
 
 // twin holds the same data on the CPU and on OpenCL.
@@ -183,7 +176,7 @@ func testOpenCLElementwise(t *testing.T, o *OpenCL) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{1, 7, 128, 1000, 4097} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			x, y, z := newTwin(o, clRand(r, n)), newTwin(o, clRand(r, n)), newTwin(o, clRand(r, n))
+			x, y, z := newTwin(o, gputest.Rand(r, n)), newTwin(o, gputest.Rand(r, n)), newTwin(o, gputest.Rand(r, n))
 			x.check(t, o, "upload")
 			cpu.Axpy(0.7, x.cpu, y.cpu)
 			o.Axpy(0.7, x.cl, y.cl)
@@ -195,7 +188,7 @@ func testOpenCLElementwise(t *testing.T, o *OpenCL) {
 			o.Mul(z.cl, x.cl, y.cl)
 			z.check(t, o, "mul")
 			for _, a := range []gpu.Act{gpu.ReLU, gpu.ReLU6} {
-				big := newTwin(o, scaled(clRand(r, n), 8))
+				big := newTwin(o, scaled(gputest.Rand(r, n), 8))
 				cpu.Activate(a, z.cpu, big.cpu)
 				o.Activate(a, z.cl, big.cl)
 				z.check(t, o, a.String())
@@ -227,7 +220,7 @@ func TestOpenCLViews(t *testing.T) { bothStorages(t, testOpenCLViews) }
 func testOpenCLViews(t *testing.T, o *OpenCL) {
 	cpu := newCPU()
 	r := rand.New(rand.NewPCG(3, 4))
-	all := newTwin(o, clRand(r, 100))
+	all := newTwin(o, gputest.Rand(r, 100))
 	views := func(b gpu.Backend, buf gpu.Buffer) (gpu.Buffer, gpu.Buffer, gpu.Buffer) {
 		return b.View(buf, 3, 17), b.View(buf, 41, 17), b.View(b.View(buf, 60, 30), 5, 17)
 	}
@@ -257,8 +250,8 @@ func testOpenCLBias(t *testing.T, o *OpenCL) {
 	cpu := newCPU()
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, s := range []struct{ n, c, hw int }{{1, 1, 1}, {2, 3, 5}, {8, 16, 49}, {3, 7, 1000}, {64, 10, 1}} {
-		x := newTwin(o, clRand(r, s.n*s.c*s.hw))
-		b := newTwin(o, clRand(r, s.c))
+		x := newTwin(o, gputest.Rand(r, s.n*s.c*s.hw))
+		b := newTwin(o, gputest.Rand(r, s.c))
 		cpu.AddBias(x.cpu, b.cpu, s.n, s.c, s.hw)
 		o.AddBias(x.cl, b.cl, s.n, s.c, s.hw)
 		x.check(t, o, fmt.Sprintf("AddBias %+v", s))
@@ -281,7 +274,7 @@ func TestOpenCLOptimizers(t *testing.T) {
 		mom, wd  float32
 		nesterov bool
 	}{{0, 0, false}, {0.9, 0, false}, {0.9, 5e-4, true}, {0, 1e-2, false}} {
-		p, g, v := newTwin(o, clRand(r, n)), newTwin(o, clRand(r, n)), newTwin(o, make([]float32, n))
+		p, g, v := newTwin(o, gputest.Rand(r, n)), newTwin(o, gputest.Rand(r, n)), newTwin(o, make([]float32, n))
 		for step := 0; step < 3; step++ {
 			cpu.SGDStep(p.cpu, g.cpu, v.cpu, 0.1, c.mom, c.wd, c.nesterov)
 			o.SGDStep(p.cl, g.cl, v.cl, 0.1, c.mom, c.wd, c.nesterov)
@@ -290,7 +283,7 @@ func TestOpenCLOptimizers(t *testing.T) {
 		v.check(t, o, fmt.Sprintf("SGD %+v velocity", c))
 	}
 	for _, wd := range []float32{0, 1e-2} {
-		p, g := newTwin(o, clRand(r, n)), newTwin(o, clRand(r, n))
+		p, g := newTwin(o, gputest.Rand(r, n)), newTwin(o, gputest.Rand(r, n))
 		m, v := newTwin(o, make([]float32, n)), newTwin(o, make([]float32, n))
 		for step := 1; step <= 3; step++ {
 			cpu.AdamStep(p.cpu, g.cpu, m.cpu, v.cpu, 1e-3, 0.9, 0.999, 1e-8, wd, step)
@@ -308,7 +301,7 @@ func testOpenCLSoftmaxCrossEntropy(t *testing.T, o *OpenCL) {
 	cpu := newCPU()
 	r := rand.New(rand.NewPCG(9, 10))
 	for _, s := range []struct{ n, classes int }{{1, 2}, {7, 10}, {64, 10}, {300, 1000}} {
-		logits := newTwin(o, scaled(clRand(r, s.n*s.classes), 20))
+		logits := newTwin(o, scaled(gputest.Rand(r, s.n*s.classes), 20))
 		probs := newTwin(o, make([]float32, s.n*s.classes))
 		labels := make([]int32, s.n)
 		for i := range labels {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/gputest"
 )
 
 // TestOpenCLMaxPoolIndexer: MaxPoolForwardIdx gives MaxPoolForward's bits
@@ -38,7 +39,7 @@ func testOpenCLMaxPoolIndexer(t *testing.T, o *OpenCL) {
 				name := fmt.Sprintf("%d/N=%d/special=%v", gi, n, special)
 				sg := g
 				sg.N = n
-				xv := clRand(r, n*g.C*g.H*g.W)
+				xv := gputest.Rand(r, n*g.C*g.H*g.W)
 				for i := range xv {
 					xv[i] = float32(math.Round(float64(xv[i]) * 3)) // ties
 					if special {
@@ -54,7 +55,7 @@ func testOpenCLMaxPoolIndexer(t *testing.T, o *OpenCL) {
 				}
 				x, dy := o.Alloc(len(xv)), o.Alloc(n*g.C*g.OH*g.OW)
 				o.Upload(x, xv)
-				o.Upload(dy, clRand(r, dy.Len()))
+				o.Upload(dy, gputest.Rand(r, dy.Len()))
 				y, yIdx := o.Alloc(dy.Len()), o.Alloc(dy.Len())
 				dx, dxIdx := o.Alloc(len(xv)), o.Alloc(len(xv))
 				o.MaxPoolForward(sg, y, x)

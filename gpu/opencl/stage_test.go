@@ -16,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/gputest"
 )
 
 // The pinned staging path (stage.go) is checked against the direct
@@ -126,7 +127,7 @@ func TestOpenCLStagingFallback(t *testing.T) {
 	staged0 := o.ctx.st.staged
 	b := o.Alloc(100)
 	for range 3 {
-		data := clRand(rand.New(rand.NewPCG(7, 8)), 100)
+		data := gputest.Rand(rand.New(rand.NewPCG(7, 8)), 100)
 		o.Upload(b, data)
 		got := download(o, b)
 		for i := range got {

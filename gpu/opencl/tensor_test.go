@@ -30,7 +30,7 @@ func testOpenCLStructural(t *testing.T, o *OpenCL) {
 	for _, tc := range gputest.StridedCases() {
 		for _, add := range []bool{false, true} {
 			t.Run(fmt.Sprintf("copy %s add=%v", tc.Name, add), func(t *testing.T) {
-				src, dst := newTwin(o, clRand(r, tc.NS)), newTwin(o, clRand(r, tc.ND))
+				src, dst := newTwin(o, gputest.Rand(r, tc.NS)), newTwin(o, gputest.Rand(r, tc.ND))
 				cpu.CopyStrided(dst.cpu, src.cpu, tc.G, add)
 				o.CopyStrided(dst.cl, src.cl, tc.G, add)
 				dst.check(t, o, "copy")
@@ -48,15 +48,15 @@ func testOpenCLStructural(t *testing.T, o *OpenCL) {
 		}
 		for _, op := range []gpu.BinOp{gpu.BinAdd, gpu.BinSub, gpu.BinMul, gpu.BinDiv} {
 			t.Run(fmt.Sprintf("broadcast %v%v %v", s[0], s[1], op), func(t *testing.T) {
-				a, b := newTwin(o, clRand(r, na)), newTwin(o, clRand(r, nb))
+				a, b := newTwin(o, gputest.Rand(r, na)), newTwin(o, gputest.Rand(r, nb))
 				if op == gpu.BinDiv { // keep divisors away from 0
-					bv := clRand(r, nb)
+					bv := gputest.Rand(r, nb)
 					for i := range bv {
 						bv[i] = 1.5 + bv[i]
 					}
 					b = newTwin(o, bv)
 				}
-				d := newTwin(o, clRand(r, n))
+				d := newTwin(o, gputest.Rand(r, n))
 				cpu.Broadcast(op, d.cpu, a.cpu, b.cpu, g)
 				o.Broadcast(op, d.cl, a.cl, b.cl, g)
 				if !o.half {
@@ -72,7 +72,7 @@ func testOpenCLStructural(t *testing.T, o *OpenCL) {
 			for k := range g.In {
 				ns, nd = ns*g.In[k], nd*g.Out[k]
 			}
-			src, dst := newTwin(o, clRand(r, ns)), newTwin(o, clRand(r, nd))
+			src, dst := newTwin(o, gputest.Rand(r, ns)), newTwin(o, gputest.Rand(r, nd))
 			cpu.ReduceSum(dst.cpu, src.cpu, g, 0.5)
 			o.ReduceSum(dst.cl, src.cl, g, 0.5)
 			dst.check(t, o, "reduce")
@@ -81,7 +81,7 @@ func testOpenCLStructural(t *testing.T, o *OpenCL) {
 	// A view's offset adds to the geometry's (the importer's concat writes
 	// into views of a larger buffer).
 	t.Run("views", func(t *testing.T) {
-		base, src := newTwin(o, clRand(r, 40)), newTwin(o, clRand(r, 12))
+		base, src := newTwin(o, gputest.Rand(r, 40)), newTwin(o, gputest.Rand(r, 12))
 		g := gpu.StridedGeom{Dims: []int{3, 4}, Dst: []int{8, 2}, Src: []int{4, 1}, DstOff: 1}
 		cpu.CopyStrided(cpu.View(base.cpu, 5, 30), cpu.View(src.cpu, 0, 12), g, false)
 		o.CopyStrided(o.View(base.cl, 5, 30), o.View(src.cl, 0, 12), g, false)
@@ -105,7 +105,7 @@ func BenchmarkOpenCLStructural(b *testing.B) {
 	r := rand.New(rand.NewPCG(4, 16))
 	const n, ch, hw = 32, 116, 28
 	x := o.Alloc(n * ch * hw * hw)
-	o.Upload(x, clRand(r, x.Len()))
+	o.Upload(x, gputest.Rand(r, x.Len()))
 	y, gate := o.Alloc(x.Len()), o.Alloc(n*ch)
 	shuffle := gputest.PermGeom([]int{n, 2, ch / 2, hw, hw}, []int{0, 2, 1, 3, 4})
 	se, _, _ := gputest.BroadcastCase([]int{n, ch, hw, hw}, []int{n, ch, 1, 1})

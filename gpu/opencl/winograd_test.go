@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/gputest"
 )
 
 // setWinograd sets o's Winograd mode for the rest of the test.
@@ -92,13 +93,13 @@ func TestOpenCLWinograd(t *testing.T) {
 			if !o.winograd(&g) {
 				t.Fatal("Winograd not chosen with the mode forced on")
 			}
-			x := newTwin(o, clRand(r, g.N*g.C*g.H*g.W))
-			w := newTwin(o, clRand(r, g.K*g.ColRows()))
-			bias := newTwin(o, clRand(r, g.K))
-			y := newTwin(o, clRand(r, g.N*g.K*g.OH*g.OW))
-			dy := newTwin(o, clRand(r, y.cpu.Len()))
-			dx := newTwin(o, clRand(r, x.cpu.Len())) // garbage: must be overwritten
-			dw := newTwin(o, clRand(r, w.cpu.Len()))
+			x := newTwin(o, gputest.Rand(r, g.N*g.C*g.H*g.W))
+			w := newTwin(o, gputest.Rand(r, g.K*g.ColRows()))
+			bias := newTwin(o, gputest.Rand(r, g.K))
+			y := newTwin(o, gputest.Rand(r, g.N*g.K*g.OH*g.OW))
+			dy := newTwin(o, gputest.Rand(r, y.cpu.Len()))
+			dx := newTwin(o, gputest.Rand(r, x.cpu.Len())) // garbage: must be overwritten
+			dw := newTwin(o, gputest.Rand(r, w.cpu.Len()))
 			wsC := cpu.Alloc(cpu.ConvWorkspace(g))
 			one := g
 			one.N = 1
@@ -215,10 +216,10 @@ func TestOpenCLWinogradHalfOff(t *testing.T) {
 	if err := g.Setup(); err != nil {
 		t.Fatal(err)
 	}
-	x := newTwin(o, clRand(r, g.N*g.C*g.H*g.W))
-	w := newTwin(o, clRand(r, g.K*g.ColRows()))
-	y := newTwin(o, clRand(r, g.N*g.K*g.OH*g.OW))
-	dx := newTwin(o, clRand(r, x.cpu.Len()))
+	x := newTwin(o, gputest.Rand(r, g.N*g.C*g.H*g.W))
+	w := newTwin(o, gputest.Rand(r, g.K*g.ColRows()))
+	y := newTwin(o, gputest.Rand(r, g.N*g.K*g.OH*g.OW))
+	dx := newTwin(o, gputest.Rand(r, x.cpu.Len()))
 	ws, wsC := o.Alloc(o.ConvWorkspace(g)), cpu.Alloc(cpu.ConvWorkspace(g))
 	o.Profile(true)
 	o.ConvForward(g, y.cl, x.cl, w.cl, nil, ws)
@@ -299,7 +300,7 @@ func BenchmarkOpenCLWinograd(b *testing.B) {
 		x, w := o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.K*g.ColRows())
 		y, dx := o.Alloc(g.N*g.K*g.OH*g.OW), o.Alloc(g.N*g.C*g.H*g.W)
 		for _, z := range []gpu.Buffer{x, w, y} {
-			o.Upload(z, clRand(r, z.Len()))
+			o.Upload(z, gputest.Rand(r, z.Len()))
 		}
 		setWinograd(b, o, WinogradOn)
 		ws := o.Alloc(o.ConvWorkspace(g)) // room for both paths
@@ -341,11 +342,11 @@ func TestOpenCLWinogradAlexNetShapes(t *testing.T) {
 		if err := g.Setup(); err != nil {
 			t.Fatal(err)
 		}
-		x := newTwin(o, clRand(r, g.N*g.C*g.H*g.W))
-		w := newTwin(o, clRand(r, g.K*g.ColRows()))
-		bias := newTwin(o, clRand(r, g.K))
-		y := newTwin(o, clRand(r, g.N*g.K*g.OH*g.OW))
-		dy, dx := newTwin(o, clRand(r, y.cpu.Len())), newTwin(o, clRand(r, x.cpu.Len()))
+		x := newTwin(o, gputest.Rand(r, g.N*g.C*g.H*g.W))
+		w := newTwin(o, gputest.Rand(r, g.K*g.ColRows()))
+		bias := newTwin(o, gputest.Rand(r, g.K))
+		y := newTwin(o, gputest.Rand(r, g.N*g.K*g.OH*g.OW))
+		dy, dx := newTwin(o, gputest.Rand(r, y.cpu.Len())), newTwin(o, gputest.Rand(r, x.cpu.Len()))
 		ws, wsC := o.Alloc(o.ConvWorkspace(g)), cpu.Alloc(cpu.ConvWorkspace(g))
 		cpu.ConvForward(g, y.cpu, x.cpu, w.cpu, bias.cpu, wsC)
 		o.ConvForward(g, y.cl, x.cl, w.cl, bias.cl, ws)
