@@ -88,10 +88,14 @@ func sensorNoise(rate float64) float64 { return 180e-6 * math.Sqrt(rate/2) }
 //   - pocket wobble and sensor noise: white Gaussian (gaitOf holds the σ).
 //
 // The body frame is turned into the phone's by the thigh's pitch (upright
-// standing, about horizontal sitting) and a random mounting of ±10° about
-// each axis, drawn per recording; readings are clipped to ±8 g, a common
-// phone range. Not modelled: a phone upside down or in another place
-// (hand, bag), transitions between activities, sensor bias.
+// standing, about horizontal sitting), a random mounting of ±10° about
+// each axis, and one of the four ways a phone goes into a pocket (top up or
+// down, screen towards the thigh or away: a half turn about the phone's z
+// axis, its y axis, both or neither, equally likely), all drawn per
+// recording; readings are clipped to ±8 g, a common phone range. So the
+// axis gravity lies along tells posture, but not its sign. Not modelled: a
+// phone in another place (hand, bag), transitions between activities,
+// sensor bias.
 func AccelRecording(activity string, n int, rate float64, r *rand.Rand) ([]float32, error) {
 	g, ok := gaitOf(activity)
 	if !ok {
@@ -108,6 +112,9 @@ func AccelRecording(activity string, n int, rate float64, r *rand.Rand) ([]float
 	// z. Upright, y points up (the phone's long side along the thigh), z
 	// forward and x lateral; the thigh's pitch turns y and z about x.
 	mount := [3]float64{(r.Float64()*20 - 10) * deg, (r.Float64()*20 - 10) * deg, (r.Float64()*20 - 10) * deg}
+	// The pocket orientation: a half turn about z negates x and y, about y
+	// negates x and z.
+	flip := [4][3]float64{{1, 1, 1}, {-1, -1, 1}, {-1, 1, -1}, {1, -1, -1}}[r.IntN(4)]
 	step := g.stepLo + r.Float64()*(g.stepHi-g.stepLo)
 	amp := g.ampLo + r.Float64()*(g.ampHi-g.ampLo)
 	swayF := 0.1 + 0.3*r.Float64()
@@ -142,6 +149,7 @@ func AccelRecording(activity string, n int, rate float64, r *rand.Rand) ([]float
 		y := up*math.Cos(pitch) + fwd*math.Sin(pitch)
 		z := -up*math.Sin(pitch) + fwd*math.Cos(pitch)
 		v := rotate([3]float64{lat, y, z}, mount)
+		v[0], v[1], v[2] = v[0]*flip[0], v[1]*flip[1], v[2]*flip[2]
 		for k := range v {
 			out = append(out, float32(min(max(v[k]+noise*r.NormFloat64(), -8), 8)))
 		}
