@@ -276,6 +276,14 @@ type Backend interface {
 	// pass with the same geometry that output y.
 	SoftmaxBackward(dx, dy, y Buffer, outer, c, inner int)
 
+	// LRN sets y to the local response normalization of x (LRNGeom).
+	LRN(g LRNGeom, y, x Buffer)
+	// LRNBackward sets dx from dy for an LRN forward pass of x that gave
+	// y: dx[c] = dy[c]·s[c]^-Beta − 2·Alpha·Beta/Size · x[c] ·
+	// Σ dy[j]·y[j]/s[j] over the channels j whose window holds c (s is
+	// recomputed from x).
+	LRNBackward(g LRNGeom, dx, dy, x, y Buffer)
+
 	// CopyStrided sets (or, with add, adds into) the destination elements of
 	// a strided index space from the source's (tensor.go: transposes, slices,
 	// padding, concatenation along any axis, broadcasting copies).

@@ -84,6 +84,10 @@ type Layer struct {
 	Beta  float32  `json:"beta,omitempty"`  // hardsigmoid
 	Min   *float32 `json:"min,omitempty"`   // clip
 	Max   *float32 `json:"max,omitempty"`   // clip
+
+	// LRN (solver.LRN) uses Alpha and Beta too.
+	Size int     `json:"size,omitempty"` // lrn: channels in the window
+	K    float32 `json:"k,omitempty"`    // lrn: the bias (PyTorch's k)
 }
 
 // Describe turns layers (set up or not) into their description. A layer
@@ -130,6 +134,8 @@ func Describe(nodes []solver.Node) ([]Layer, error) {
 			for a := l.First; a <= l.Last; a++ {
 				d.Axes = append(d.Axes, a)
 			}
+		case *solver.LRN:
+			d.Size, d.Alpha, d.Beta, d.K = l.Size, l.Alpha, l.Beta, l.Bias
 		case *solver.Flatten, *solver.Add, *solver.Concat:
 		default:
 			return nil, fmt.Errorf("%w: layer %s of kind %s has no description", ErrGraph, d.Name, d.Kind)
@@ -195,6 +201,8 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 			l = solver.NewFlatten(d.Name)
 		case "add":
 			l = solver.NewAdd(d.Name)
+		case "lrn":
+			l = solver.NewLRN(d.Name, d.Size, d.Alpha, d.Beta, d.K)
 		case "concat":
 			l = solver.NewConcat(d.Name)
 		case "reshape":

@@ -31,6 +31,8 @@ It writes models/onnx/testdata/opsets/:
   classic CNNs (Caffe/Caffe2 exports, opset 9) that need more than a
   PyTorch export shows: asymmetric pads on Conv, MaxPool and AveragePool, and
   Sum of three inputs, with PyTorch's output and parameter gradients.
+- zoo_lrn.onnx and zoo_lrn.json: LRN (AlexNet's parameters, and larger
+  ones on signed values) against nn.LocalResponseNorm, the same way.
 
 Every array has a fixed seed, so a rerun rewrites identical data.
 """
@@ -263,6 +265,53 @@ def zoo_ops():
     print("zoo_ops written")
 
 
+def zoo_lrn():
+    """zoo_lrn.onnx: LRN as the zoo's AlexNet, CaffeNet and GoogLeNet use it
+    (opset 9, onnx.helper): after a ReLU with AlexNet's parameters (size 5,
+    alpha 1e-4, beta 0.75, bias 1), and on a convolution's signed output
+    with parameters large enough to matter (size 5, alpha 0.5, beta 0.75,
+    bias 2). zoo_lrn.json holds PyTorch's output (nn.LocalResponseNorm) and
+    parameter gradients, as zoo_ops.json."""
+    g = torch.Generator().manual_seed(5)
+    r = lambda *s: torch.randn(*s, generator=g)
+    p = {"c1.weight": r(8, 3, 3, 3) * 0.4, "c1.bias": r(8) * 0.1,
+         "c2.weight": r(8, 8, 3, 3) * 0.3, "c2.bias": r(8) * 0.1,
+         "fc.weight": r(5, 128) * 0.2, "fc.bias": r(5) * 0.1}
+    x, dy = r(2, 3, 8, 8), r(2, 5)
+    nodes = [
+        helper.make_node("Conv", ["x", "c1.weight", "c1.bias"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("LRN", ["r1"], ["n1"], name="norm1", size=5, alpha=1e-4, beta=0.75, bias=1.0),
+        helper.make_node("MaxPool", ["n1"], ["m"], name="pool1", kernel_shape=[3, 3], strides=[2, 2], pads=[0, 0, 1, 1]),
+        helper.make_node("Conv", ["m", "c2.weight", "c2.bias"], ["c2"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("LRN", ["c2"], ["n2"], name="norm2", size=5, alpha=0.5, beta=0.75, bias=2.0),
+        helper.make_node("Flatten", ["n2"], ["f"], name="flatten", axis=1),
+        helper.make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1),
+    ]
+    graph = helper.make_graph(nodes, "zoo_lrn",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])],
+                              initializer=[floats(k, v) for k, v in p.items()])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)], producer_name="scripts/onnx_opsets.py")
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save_model(m, os.path.join(OUT, "zoo_lrn.onnx"))
+
+    d = {k: v.double().requires_grad_() for k, v in p.items()}
+    h = F.relu(F.conv2d(x.double(), d["c1.weight"], d["c1.bias"], padding=1))
+    h = nn.LocalResponseNorm(5, alpha=1e-4, beta=0.75, k=1.0)(h)
+    h = F.max_pool2d(F.pad(h, (0, 1, 0, 1), value=float("-inf")), 3, 2)
+    h = F.conv2d(h, d["c2.weight"], d["c2.bias"], padding=1)
+    h = nn.LocalResponseNorm(5, alpha=0.5, beta=0.75, k=2.0)(h)
+    y = F.linear(torch.flatten(h, 1), d["fc.weight"], d["fc.bias"])
+    (y * dy.double()).sum().backward()
+    flat = lambda t: [float(v) for v in t.detach().float().flatten()]
+    out = {"x": flat(x), "dy": flat(dy), "y": flat(y), "grads": {k: flat(v.grad) for k, v in d.items()}}
+    with open(os.path.join(OUT, "zoo_lrn.json"), "w") as fh:
+        json.dump(out, fh)
+    print("zoo_lrn written")
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     w = weights()
@@ -273,6 +322,7 @@ def main():
     print("ops_op7..21 written")
     cnn_op20()
     zoo_ops()
+    zoo_lrn()
 
 
 if __name__ == "__main__":

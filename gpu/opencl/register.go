@@ -198,6 +198,7 @@ var mainKernels = []string{
 	"maxpool_argmax_planes", "maxpool_backward_idx_planes", "maxpool_backward_idx_planes_s2",
 	"wino_filter", "wino_input", "wino_output", "dropout_mask", "bias_act", "bias_act_planes", "act_bias_grad", "bias_grad_part",
 	"act_bias_grad_part", "bias_grad_cols", "act_bias_grad_cols",
+	"lrn_forward", "lrn_backward",
 }
 
 // reductionKernels run in work-groups of redWG items.
@@ -317,7 +318,7 @@ func New(cfg Config) (*OpenCL, error) {
 // (maxWG, or 256 when 0, then halving down to 16) that the device and every
 // reduction kernel accept.
 func (o *OpenCL) buildMain(dir string, maxWG int) error {
-	src := kernelSource("elementwise.cl", "conv.cl", "pool.cl", "norm.cl", "tensor.cl", "activation.cl", "winograd.cl", "dropout.cl") + fftSource(o.info)
+	src := kernelSource("elementwise.cl", "conv.cl", "pool.cl", "norm.cl", "tensor.cl", "activation.cl", "winograd.cl", "dropout.cl", "lrn.cl") + fftSource(o.info)
 	if maxWG <= 0 {
 		maxWG = 256
 	}

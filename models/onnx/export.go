@@ -146,6 +146,12 @@ func (e *exporter) layer(l solver.Layer, xs []string, rank int) (string, int, er
 		return e.node("AveragePool", name, xs, attrInts("kernel_shape", c.KH, c.KW), attrInts("strides", c.StrideH, c.StrideW),
 			attrInts("pads", c.PadH, c.PadW, c.PadH, c.PadW), attrInt("ceil_mode", b2i(c.CeilMode)),
 			attrInt("count_include_pad", b2i(c.CountIncludePad))), 4, nil
+	case *solver.LRN:
+		if rank != 4 {
+			return "", 0, fmt.Errorf("%w: LRN of a flattened tensor", ErrUnsupported)
+		}
+		return e.node("LRN", name, xs, attrInt("size", l.Size), attrFloat("alpha", l.Alpha), attrFloat("beta", l.Beta),
+			attrFloat("bias", l.Bias)), 4, nil
 	case *solver.Linear:
 		x := xs[0]
 		if rank != 2 {

@@ -25,7 +25,7 @@ var knownOps = map[string]bool{
 	"ReduceSum": true, "ReduceMax": true, "Reciprocal": true, "GlobalMaxPool": true, "Transpose": true,
 	"Split": true, "Slice": true, "Squeeze": true, "Unsqueeze": true, "Concat": true, "Softmax": true,
 	"Sigmoid": true, "Tanh": true, "HardSigmoid": true, "HardSwish": true, "LeakyRelu": true, "Pad": true,
-	"Shape": true, "Gather": true, "ConstantOfShape": true, "Cast": true, "Sum": true,
+	"Shape": true, "Gather": true, "ConstantOfShape": true, "Cast": true, "Sum": true, "LRN": true,
 }
 
 // checkOps refuses the first node whose operator (or domain) is not one
@@ -103,6 +103,8 @@ func (im *importer) node(n *onnxpb.NodeProto, outName string) error {
 		return im.arith(n)
 	case "Sum":
 		return im.sumOp(n)
+	case "LRN":
+		return im.lrn(n, a)
 	case "ReduceMean", "ReduceSum", "ReduceMax":
 		return im.reduce(n, a)
 	case "Reciprocal":
@@ -360,6 +362,25 @@ func (im *importer) padBefore(n *onnxpb.NodeProto, x *value, pads [4]int, mode s
 	before, after := []int{0, pads[0], pads[1]}, []int{0, pads[2], pads[3]}
 	d := models.Layer{Kind: "pad", Name: im.unique(name + ".pad"), Dims: base.ldims(), Before: before, After: after, Mode: mode}
 	return im.push(d, []*value{&base}, 0, []int{base.shape.C, base.shape.H + pads[0] + pads[2], base.shape.W + pads[1] + pads[3]})
+}
+
+// lrn maps LRN (AlexNet's, CaffeNet's and GoogLeNet's local response
+// normalization across channels) of N×C×H×W to an lrn layer; ONNX's
+// defaults are alpha 1e-4, beta 0.75, bias 1.
+func (im *importer) lrn(n *onnxpb.NodeProto, a attrs) error {
+	x, err := im.act(n, 0)
+	if err != nil {
+		return err
+	}
+	if x.rank != 4 {
+		return fmt.Errorf("%w: LRN of a rank-%d tensor (N×C×H×W only)", ErrUnsupported, x.rank)
+	}
+	size, err := limits.Count("LRN size", a.int("size", 0), true)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	return im.unary(n, models.Layer{Kind: "lrn", Size: size, Alpha: a.float("alpha", 1e-4), Beta: a.float("beta", 0.75),
+		K: a.float("bias", 1)})
 }
 
 func (im *importer) batchNorm(n *onnxpb.NodeProto, a attrs) error {
