@@ -155,7 +155,11 @@ func importModel(r io.Reader, ext *externalData) (*models.File, error) {
 		return nil, fmt.Errorf("%w: opset %d is newer than %d, the newest read (%d to %d are): export with "+
 			"torch.onnx.export(..., opset_version=20)", ErrUnsupported, im.opset, MaxOpset, MinOpset, MaxOpset)
 	}
-	if err := checkOps(g); err != nil {
+	functions := map[string]bool{}
+	for _, fn := range m.GetFunctions() {
+		functions[fn.GetName()] = true
+	}
+	if err := checkOps(g, functions); err != nil {
 		return nil, err
 	}
 	in, err := im.inputs(g)
@@ -182,7 +186,7 @@ func importModel(r io.Reader, ext *externalData) (*models.File, error) {
 			if name == "" {
 				name = "#" + strconv.Itoa(i)
 			}
-			return nil, fmt.Errorf("onnx: node %q (%s): %w", name, n.GetOpType(), err)
+			return nil, fmt.Errorf("onnx: node %q (#%d of %d, %s): %w", name, i, len(g.GetNode()), n.GetOpType(), err)
 		}
 	}
 	out, ok := im.vals[outName]

@@ -29,8 +29,10 @@ var knownOps = map[string]bool{
 }
 
 // checkOps refuses the first node whose operator (or domain) is not one
-// node maps, naming it and the node.
-func checkOps(g *onnxpb.GraphProto) error {
+// node maps, naming it, the node's name and index, and what to do (advice).
+// functions are the names of the model-local functions (the dynamo
+// exporter's), whose calls are nodes too.
+func checkOps(g *onnxpb.GraphProto, functions map[string]bool) error {
 	for i, n := range g.GetNode() {
 		d := n.GetDomain()
 		if knownOps[n.GetOpType()] && (d == "" || d == "ai.onnx") {
@@ -40,12 +42,36 @@ func checkOps(g *onnxpb.GraphProto) error {
 		if name == "" {
 			name = "#" + strconv.Itoa(i)
 		}
-		if d != "" && d != "ai.onnx" {
-			return fmt.Errorf("onnx: node %q (%s): %w operator %s of domain %q", name, n.GetOpType(), ErrUnsupported, n.GetOpType(), d)
+		where := fmt.Sprintf("onnx: node %q (#%d of %d, %s)", name, i, len(g.GetNode()), n.GetOpType())
+		if functions[n.GetOpType()] {
+			return fmt.Errorf("%s: %w operator %s: a model-local function, which cotrain does not inline: "+
+				"export with torch.onnx.export(..., dynamo=False), or inline it with onnx.inliner.inline_local_functions",
+				where, ErrUnsupported, n.GetOpType())
 		}
-		return fmt.Errorf("onnx: node %q (%s): %w operator %s", name, n.GetOpType(), ErrUnsupported, n.GetOpType())
+		if d != "" && d != "ai.onnx" {
+			return fmt.Errorf("%s: %w operator %s of domain %q: only the standard ONNX operators are read; "+
+				"export with torch.onnx.export(..., dynamo=False) and without custom operators", where, ErrUnsupported, n.GetOpType(), d)
+		}
+		return fmt.Errorf("%s: %w operator %s%s", where, ErrUnsupported, n.GetOpType(), advice(n.GetOpType()))
 	}
 	return nil
+}
+
+// advice says what to do about an operator cotrain does not read.
+func advice(op string) string {
+	switch op {
+	case "If", "Loop", "Scan":
+		return ": control flow in the graph; export a model whose forward has no data-dependent Python " +
+			"branches or loops (torch.onnx.export traces one path)"
+	case "Resize", "Upsample":
+		return ": upsampling is not read yet (classification networks do not need it)"
+	case "Gelu", "Erf":
+		return ": GELU is not read yet; a model with nn.ReLU, nn.SiLU or nn.Hardswish in its place imports"
+	case "ATen":
+		return ": PyTorch wrote an operator it could not express in ONNX; export with a newer opset_version"
+	}
+	return ": not read yet (the operators Import reads are listed in its documentation, go doc " +
+		"github.com/cotrain/cotrain/models/onnx.Import)"
 }
 
 // node maps one ONNX node. outName is the graph output, which decides

@@ -237,3 +237,53 @@ func TestExternalDataWeightFile(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRefusalSaysWhereAndWhat: an operator cotrain does not read is
+// refused naming it, the node's name and index, and what to do; so is a
+// call of a model-local function (the dynamo exporter's) and an operator
+// of another domain.
+func TestRefusalSaysWhereAndWhat(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(opsetsDir, "ops_op13.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		op, domain string
+		function   bool
+		want       []string
+	}{
+		{op: "Resize", want: []string{`"clip_3" (#3 of 13, Resize)`, "unsupported operator Resize", "upsampling"}},
+		{op: "Gelu", want: []string{"#3 of 13", "GELU is not read yet"}},
+		{op: "If", want: []string{"control flow"}},
+		{op: "Hardmax", want: []string{"Hardmax", "go doc"}},
+		{op: "Clip", domain: "com.microsoft", want: []string{`domain "com.microsoft"`, "dynamo=False"}},
+		{op: "MyBlock", domain: "pkg.torch", function: true, want: []string{"model-local function", "inline_local_functions"}},
+	} {
+		var m onnxpb.ModelProto
+		if err := proto.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		n := m.GetGraph().GetNode()[3]
+		n.OpType = proto.String(tc.op)
+		if tc.domain != "" {
+			n.Domain = proto.String(tc.domain)
+		}
+		if tc.function {
+			m.Functions = append(m.Functions, &onnxpb.FunctionProto{Name: proto.String(tc.op), Domain: proto.String(tc.domain)})
+		}
+		b, err := proto.Marshal(&m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Import(bytes.NewReader(b))
+		if !errors.Is(err, ErrUnsupported) {
+			t.Errorf("%s: %v, want ErrUnsupported", tc.op, err)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q does not say %q", tc.op, err, w)
+			}
+		}
+	}
+}
