@@ -140,3 +140,16 @@ func BenchmarkFinetuneStep(b *testing.B) {
 		}
 	}
 }
+
+// TestImportONNXExternalData: what `cotrain import`, `hub --weights` and
+// `finetune --weights` do with a model whose weights lie in a data file
+// beside it (today's torch.onnx.export default), read from the model's folder.
+func TestImportONNXExternalData(t *testing.T) {
+	f, net, err := ImportONNX("../../../models/onnx/testdata/opsets/cnn_op20.onnx", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.MetaValue("onnx.opset"); got != "20" || net.NumParams() != 1598 {
+		t.Errorf("opset %q, %d parameters; want 20 and 1598", got, net.NumParams())
+	}
+}
