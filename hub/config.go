@@ -148,6 +148,16 @@ type Config struct {
 	// so without probes the hub would weigh it by figures that may be stale
 	// (the Wi-Fi got better, the phone cooled down). 0 means never.
 	ParkProbe int
+	// BatteryFloor, when above 0, parks every worker whose battery (as it
+	// reports it: wire.Battery, at registration, with its pushes and in
+	// Status messages) is discharging below BatteryFloor percent, under
+	// any batch policy: it gets no batch, stays connected and in sync, and
+	// gets a batch again at the first iteration that opens after it
+	// reports charging (or full) or a level at or above the floor
+	// (EventWorkerParked, EventWorkerResumed; battery.go). A worker that
+	// reports no battery is never parked for it. While every live worker is
+	// parked so, the run waits (EventParked). In [0, 100].
+	BatteryFloor float64
 }
 
 // DefaultConfig returns a config for a few phones: start with 2 workers, at
@@ -226,6 +236,8 @@ func (c Config) Validate() error {
 		return bad("ParkMargin %v, want [0, 1)", c.ParkMargin)
 	case c.ParkProbe < 0:
 		return bad("ParkProbe %d, want 0 (never) or more", c.ParkProbe)
+	case !(c.BatteryFloor >= 0 && c.BatteryFloor <= 100):
+		return bad("BatteryFloor %v, want a percentage in [0, 100] (0: off)", c.BatteryFloor)
 	}
 	codec, err := compress.Parse(c.Compression)
 	if err != nil {

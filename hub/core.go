@@ -74,7 +74,9 @@ type peer struct {
 	iterTicks, lastTicks float64
 	timedBatch           int
 	timed                bool
-	park                 parking // communication figures and parking state (park.go)
+	park                 parking      // communication figures and parking state (park.go)
+	battery              wire.Battery // the latest the worker reported (battery.go)
+	low                  bool         // parked for its battery (Config.BatteryFloor)
 }
 
 // Core is the hub's protocol state machine. It is not safe for concurrent
@@ -123,6 +125,7 @@ func newCore(cfg Config, m modelInfo) (*Core, error) {
 	c.session.GlobalBatch = cfg.GlobalBatch
 	c.session.Iterations = cfg.Iterations
 	c.session.DeadlineMillis = int64(cfg.DeadlineTicks) * cfg.Tick.Milliseconds()
+	c.session.Status = true // the core takes Status (battery.go)
 	if err := c.setupParts(); err != nil {
 		return nil, err
 	}
@@ -217,6 +220,9 @@ func (c *Core) step(from string, m wire.Message) error {
 			}
 		}
 		c.check()
+		return nil
+	case *wire.Status:
+		c.status(p, m)
 		return nil
 	case *wire.Goodbye:
 		c.remove(p, "goodbye: "+m.Reason)

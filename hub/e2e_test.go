@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/data"
+	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/hub"
 	"github.com/cotrain/cotrain/models"
@@ -82,7 +83,12 @@ type envelope struct {
 
 func newHubCore(t testing.TB, cfg hub.Config, seed uint64) *testCore {
 	t.Helper()
-	b := cpu.NewCPU()
+	return newHubCoreOn(t, cfg, seed, cpu.NewCPU())
+}
+
+// newHubCoreOn is newHubCore on backend b.
+func newHubCoreOn(t testing.TB, cfg hub.Config, seed uint64, b gpu.Backend) *testCore {
+	t.Helper()
 	m, err := models.Build(b, "lenet5", models.Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -73,6 +73,7 @@ func (c *Core) push(p *peer, m *wire.Push) error {
 		a.state = slices.Clone([]float32(m.State))
 	}
 	c.bar.bytesUp += payloadBytes(m.Gradient, m.Enc)
+	c.noteBattery(p, m.Battery)
 	p.misses = 0
 	if c.bar.done(a) && a.nanos > 0 {
 		// The whole backward pass is in: the largest part time is the
@@ -121,9 +122,22 @@ func (c *Core) reopen() {
 // welcome set each member gets a Welcome carrying its batch size; otherwise
 // the caller has already told them (in a Merged).
 func (c *Core) open(ids []string, welcome bool) map[string]int {
-	// Parked workers (Config.Park) get no share: they stay idle, apply
-	// the Merged of the iteration and are weighed again at the next open.
-	shares := c.shares(c.active(ids))
+	// Parked workers (Config.Park, Config.BatteryFloor) get no share: they
+	// stay idle, apply the Merged of the iteration and are weighed again at
+	// the next open.
+	act := c.active(ids)
+	if len(act) == 0 && len(ids) > 0 {
+		// Every worker is parked for its battery: nothing to open until
+		// one reports a charger (Status).
+		c.phase = phaseParked
+		for _, id := range ids {
+			c.peers[id].role = roleIdle
+		}
+		c.event(Event{Kind: EventParked, Iteration: c.iter, Text: fmt.Sprintf(
+			"every worker's battery is discharging below the floor of %g%%", c.cfg.BatteryFloor)})
+		return nil
+	}
+	shares := c.shares(act)
 	c.bar.reset(c.iter, shares)
 	c.bar.deadline = c.deadlineFor(shares)
 	c.partials, c.bytesDown = nil, 0

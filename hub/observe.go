@@ -109,6 +109,8 @@ func (o *observer) ready(rd Ready, now time.Time) {
 			if e.Err != nil {
 				p.Text = e.Err.Error()
 			}
+		case EventBattery:
+			p.Battery = &watch.Battery{Percent: float64(e.Battery.Percent), Status: e.Battery.Status.String()}
 		}
 		o.bus.Publish(kind, p)
 	}

@@ -99,7 +99,9 @@ func (c *Core) Parked() []string {
 
 // active returns the workers of ids (sorted) that get a batch when an
 // iteration opens, updating who is parked and emitting an event for every
-// change. Without Config.Park under Adaptive every worker is active.
+// change. Workers whose battery is below Config.BatteryFloor are out first
+// (battery.go), under any policy; without Config.Park under Adaptive every
+// other worker is active.
 //
 // The choice is greedy: starting from every live worker, it removes the
 // worker whose removal lowers the predicted time per sample the most, as
@@ -114,8 +116,10 @@ func (c *Core) Parked() []string {
 func (c *Core) active(ids []string) []string {
 	on := c.cfg.Park && c.cfg.Batch == Adaptive
 	in := make([]bool, len(ids))
+	low := make([]bool, len(ids)) // parked for its battery (battery.go)
 	tput := make([]float64, len(ids))
 	cost := make([]float64, len(ids))
+	left := 0
 	for i, id := range ids {
 		p := c.peers[id]
 		k := &p.park
@@ -123,14 +127,17 @@ func (c *Core) active(ids []string) []string {
 			c.foldComm(k)
 		}
 		k.probing = false
-		in[i] = true
+		low[i] = c.batteryLow(p)
+		c.batteryPark(p, low[i])
+		if in[i] = !low[i]; in[i] {
+			left++
+		}
 		tput[i], cost[i] = c.throughput(p), k.comm
 	}
 	predict := func(in []bool) float64 {
 		return predictPerSample(c.cfg.GlobalBatch, tput, cost, in, c.cfg.Overlap)
 	}
 	if on {
-		left := len(ids)
 		for left > 1 {
 			now := predict(in)
 			best, bestT := -1, now
@@ -153,7 +160,7 @@ func (c *Core) active(ids []string) []string {
 		}
 		quo := make([]bool, len(ids))
 		for i, id := range ids {
-			quo[i] = !c.peers[id].park.parked
+			quo[i] = !c.peers[id].park.parked && !low[i]
 		}
 		// Keep the workers active now unless the new set is clearly
 		// faster (or nobody is active now: the others left).
@@ -165,6 +172,9 @@ func (c *Core) active(ids []string) []string {
 	var out []string
 	for i, id := range ids {
 		k := &c.peers[id].park
+		if low[i] {
+			continue // its battery's events are out (batteryPark)
+		}
 		if !in[i] && k.parked && c.cfg.ParkProbe > 0 && c.iter >= k.since+uint64(c.cfg.ParkProbe) {
 			// Not parked while it is measured: the next open weighs it
 			// as any active worker, and parks it again (with an event)

@@ -30,10 +30,11 @@ const (
 	EventWorkerParked                       // a worker gets no batch: it does not pay for its communication (Peer, Iteration, Text)
 	EventWorkerResumed                      // a parked worker gets a batch again (Peer, Iteration, Text)
 	EventWorkerProbed                       // a parked worker gets one batch to be measured again (Config.ParkProbe; Peer, Iteration, Text)
+	EventBattery                            // a worker reported a battery other than it did before (Peer, Battery, Text)
 )
 
 var eventNames = [...]string{"", "joined", "started", "left", "late", "dropped", "resync",
-	"merged", "retry", "parked", "refused", "done", "worker-parked", "worker-resumed", "worker-probed"}
+	"merged", "retry", "parked", "refused", "done", "worker-parked", "worker-resumed", "worker-probed", "battery"}
 
 // String returns the kind's name ("merged").
 func (k EventKind) String() string {
@@ -58,8 +59,10 @@ type Event struct {
 	// merged update sent, every copy counted (frame headers, hashes and
 	// batch sizes not included).
 	BytesUp, BytesDown int64
-	Text               string
-	Err                error
+	// Battery (EventBattery) is the worker's battery as it reported it.
+	Battery wire.Battery
+	Text    string
+	Err     error
 }
 
 // Envelope is a message and the peer id it goes to.

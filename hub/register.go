@@ -52,6 +52,7 @@ func (c *Core) register(from string, m *wire.Register) error {
 	i, _ := slices.BinarySearch(c.order, from)
 	c.order = slices.Insert(c.order, i, from)
 	c.event(Event{Kind: EventJoined, Peer: from, Iteration: c.iter, Text: m.Device})
+	c.noteBattery(p, m.Battery)
 	switch c.phase {
 	case phaseWaiting:
 		p.role = roleWaiting

@@ -121,6 +121,7 @@ const (
 	// KindCheckpoint is published by the binaries that checkpoint (the
 	// hub): the recorder's log keeps only the latest.
 	KindCheckpoint = "checkpoint"
+	KindBattery    = "battery" // *Peer (Battery): a worker reported a battery other than before
 )
 
 // Session describes the run being watched. Fields that do not apply are
@@ -197,6 +198,16 @@ type Peer struct {
 	Backend   string `json:"backend,omitempty"`
 	Workers   int    `json:"workers,omitempty"`
 	Text      string `json:"text,omitempty"`
+	// Battery is the worker's battery (KindBattery).
+	Battery *Battery `json:"battery,omitempty"`
+}
+
+// Battery is a phone's battery as it reports it (wire.Battery).
+type Battery struct {
+	Percent float64 `json:"percent"`
+	// Status is "discharging", "charging", "full", "not-charging" or
+	// "unknown".
+	Status string `json:"status"`
 }
 
 // Eval is an evaluation of the hub's weights after Iteration iterations.

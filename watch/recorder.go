@@ -86,7 +86,9 @@ type Worker struct {
 	BytesDown     int64   `json:"bytes_down"`
 	Late          int     `json:"late"` // deadlines missed in all
 	Joined        string  `json:"joined"`
-	seq           int     // join order
+	// Battery is the last battery it reported (nil: none).
+	Battery *Battery `json:"battery,omitempty"`
+	seq     int      // join order
 }
 
 // Point is one point of a curve.
@@ -319,6 +321,11 @@ func (r *Recorder) peer(e Event, d *Peer) {
 		w.State, w.Why = "parked", d.Text
 	case KindResumed:
 		w.State, w.Why = "training", ""
+	case KindBattery:
+		if w != nil && d.Battery != nil {
+			b := *d.Battery
+			w.Battery = &b
+		}
 	}
 }
 

@@ -3,6 +3,8 @@ package worker
 import (
 	"errors"
 	"fmt"
+
+	"github.com/cotrain/cotrain/sync/wire"
 )
 
 // Sentinel errors. Step and Computed return an error wrapping one of them
@@ -37,6 +39,9 @@ type Config struct {
 	Speed   float64
 	Info    map[string]string
 	Classes []string
+	// Battery is the battery when the worker registers (the zero Battery:
+	// unknown). The driver reports later readings with Core.SetBattery.
+	Battery wire.Battery
 }
 
 // DefaultConfig returns a config that talks to a hub named "hub".

@@ -55,8 +55,11 @@ type Core struct {
 	parts   parts // codec, error feedback, layer-wise parts (parts.go)
 
 	mismatches int
-	final      *wire.Goodbye
-	err        error
+	// battery is the latest reading (SetBattery), sent with every push;
+	// told is the last one a Status or the Register carried.
+	battery, told wire.Battery
+	final         *wire.Goodbye
+	err           error
 
 	ready Ready
 }
@@ -70,9 +73,9 @@ func NewCore(cfg Config, b gpu.Backend) (*Core, error) {
 	if b == nil {
 		return nil, fmt.Errorf("%w: nil backend", ErrConfig)
 	}
-	c := &Core{cfg: cfg, b: b, id: cfg.Name}
+	c := &Core{cfg: cfg, b: b, id: cfg.Name, battery: cfg.Battery, told: cfg.Battery}
 	c.send(&wire.Register{Device: cfg.Device, Backend: cfg.Backend, Speed: cfg.Speed,
-		Shard: cfg.Shard, Info: cfg.Info, Classes: cfg.Classes})
+		Shard: cfg.Shard, Info: cfg.Info, Classes: cfg.Classes, Battery: cfg.Battery})
 	return c, nil
 }
 
@@ -111,6 +114,27 @@ func (c *Core) Model() (string, models.Config, [][2]string) {
 	cfg, meta, _ := state.DecodeModel(c.mcfg) // decoded once already when the model was built
 	return c.model, cfg, meta
 }
+
+// SetBattery records the driver's latest battery reading: every later
+// push carries it. When the hub takes Status messages (its Welcome's
+// Session.Status) and the reading differs from the last one the hub was
+// told in its status or whole percentage, the next Ready holds a Status:
+// a parked worker pushes nothing, and this is how the hub learns it is
+// charging again. Before the Welcome and after the end it only records.
+func (c *Core) SetBattery(b wire.Battery) {
+	c.battery = b
+	if c.phase == phaseJoining || c.phase == phaseDone || !c.session.Status {
+		return
+	}
+	if b.Status == c.told.Status && math.Floor(float64(b.Percent)) == math.Floor(float64(c.told.Percent)) {
+		return
+	}
+	c.told = b
+	c.send(&wire.Status{Header: wire.Header{Iteration: c.iter}, Battery: b})
+}
+
+// Battery returns the latest battery reading (the zero Battery: unknown).
+func (c *Core) Battery() wire.Battery { return c.battery }
 
 // Mismatches returns how many times the weights' hash after a step differed
 // from the hub's.

@@ -51,6 +51,13 @@ type Driver struct {
 	// each pass and its Pushes, once they are sent.
 	OnPass func(PassTiming)
 
+	// Battery, when set, reads the phone's battery (PowerSupply.Read):
+	// Run reads it every BatteryEvery and hands the reading to the core
+	// (Core.SetBattery), which sends it with its pushes and, when it
+	// changed, in a Status. A reading that fails is skipped.
+	Battery      func() (wire.Battery, error)
+	BatteryEvery time.Duration
+
 	pass   pass   // the compute goroutine's buffers (driver_pass.go)
 	timing timing // for OnPass
 }
@@ -134,6 +141,12 @@ func (d *Driver) Run(ctx context.Context) error {
 	var x []float32
 	var labels []int32
 	hub := d.Conn.RemotePeer()
+	var batteryDue <-chan time.Time
+	if d.Battery != nil && d.BatteryEvery > 0 {
+		t := time.NewTicker(d.BatteryEvery)
+		defer t.Stop()
+		batteryDue = t.C
+	}
 	// A stop by the user does not cut a frame in half: a cancelled send
 	// resets the stream, and the Goodbye that follows would be lost (the
 	// hub would log a lost connection, not a leave). Sends get a grace
@@ -215,6 +228,13 @@ func (d *Driver) Run(ctx context.Context) error {
 			if err := d.Core.Computed(r.done); err != nil {
 				log.Warn("compute refused", "err", err)
 			}
+		case <-batteryDue:
+			b, err := d.Battery()
+			if err != nil {
+				log.Debug("battery", "err", err)
+				break
+			}
+			d.Core.SetBattery(b)
 		case <-ctx.Done():
 			return leave()
 		}

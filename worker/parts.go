@@ -223,7 +223,8 @@ func (c *Core) pushValues(j int, it uint64, samples int, loss float64, nanos int
 		return false
 	}
 	m := &wire.Push{Header: wire.Header{Iteration: it}, Samples: samples, ComputeNanos: nanos,
-		Loss: float32(loss), Part: j}
+		Loss: float32(loss), Part: j, Battery: c.battery}
+	c.told = c.battery
 	if p.codec.Lossless() {
 		m.Gradient = wire.Floats(append([]float32(nil), g...))
 	} else {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/sync/transport"
+	"github.com/cotrain/cotrain/sync/wire"
 )
 
 // Backoff is a reconnection schedule: the wait before retry k (from 0) is
@@ -80,6 +81,10 @@ type Session struct {
 	OnReady func(*Core, Ready)
 	// Slowdown is passed to each Driver (for tests).
 	Slowdown float64
+	// Battery and BatteryEvery are passed to each Driver; each Register
+	// carries a fresh reading (none when it fails).
+	Battery      func() (wire.Battery, error)
+	BatteryEvery time.Duration
 
 	core *Core
 }
@@ -113,6 +118,13 @@ func (s *Session) Run(ctx context.Context) error {
 	for n := 0; ; n++ {
 		cfg := s.Config
 		cfg.Hub = conn.RemotePeer()
+		if s.Battery != nil {
+			if b, err := s.Battery(); err == nil {
+				cfg.Battery = b
+			} else {
+				log.Debug("battery", "err", err)
+			}
+		}
 		core, err := NewCore(cfg, s.Backend)
 		if err != nil {
 			conn.Close()
@@ -122,7 +134,8 @@ func (s *Session) Run(ctx context.Context) error {
 		if s.OnConnect != nil {
 			s.OnConnect(n)
 		}
-		d := &Driver{Core: core, Conn: conn, Data: s.Data, Log: log, Slowdown: s.Slowdown}
+		d := &Driver{Core: core, Conn: conn, Data: s.Data, Log: log, Slowdown: s.Slowdown,
+			Battery: s.Battery, BatteryEvery: s.BatteryEvery}
 		if s.OnReady != nil {
 			d.OnReady = func(rd Ready) { s.OnReady(core, rd) }
 		}

@@ -52,7 +52,7 @@ type config struct {
 	weights, trainLast, normalize                                             string
 	allow, compress                                                           string
 	overlap, park                                                             bool
-	parkMargin                                                                float64
+	parkMargin, batteryFloor                                                  float64
 	parkProbe                                                                 int
 	checkpointEvery                                                           int
 	resume                                                                    bool
@@ -116,6 +116,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.park, "park", true, "with --policy adaptive, park a worker whose contribution does not pay for its communication (it says so, and is probed again now and then)")
 	fs.Float64Var(&c.parkMargin, "park-margin", 0.1, "parking hysteresis: park or take back only for a predicted gain above this fraction")
 	fs.IntVar(&c.parkProbe, "park-probe", def.ParkProbe, "iterations a worker stays parked before one batch measures it again (0: never)")
+	fs.Float64Var(&c.batteryFloor, "battery-floor", 0, "park a worker whose battery (as it reports it) is discharging below this percentage, under any --policy; it gets a batch again once it reports charging or a level at the floor (0: off)")
 	fs.DurationVar(&c.deadline, "deadline", ddef.Deadline, "barrier deadline, the upper bound: workers that have not pushed by then are marked late")
 	fs.Float64Var(&c.deadlineFactor, "deadline-factor", def.DeadlineFactor, "measure the deadline: this many times the slowest worker's recent iteration time, within --deadline-floor and --deadline (0: always --deadline)")
 	fs.DurationVar(&c.deadlineFloor, "deadline-floor", ddef.DeadlineFloor, "the least measured deadline")
@@ -162,6 +163,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		cli.FlagRule{Flag: "--eval-every", Value: c.evalEvery, OK: c.evalEvery >= 1, Want: "at least 1"},
 		cli.FlagRule{Flag: "--log-every", Value: c.logEvery, OK: c.logEvery >= 1, Want: "at least 1"},
 		cli.FlagRule{Flag: "--checkpoint-every", Value: c.checkpointEvery, OK: c.checkpointEvery >= 0, Want: "0 (none) or more"},
+		cli.FlagRule{Flag: "--battery-floor", Value: c.batteryFloor, OK: c.batteryFloor >= 0 && c.batteryFloor <= 100, Want: "a percentage from 0 (off) to 100"},
 	); err != nil {
 		return c, fmt.Errorf("%w: %v", errUsage, err)
 	}

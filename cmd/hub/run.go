@@ -232,6 +232,7 @@ func (c config) spec(iterations uint64) (runspec.Spec, error) {
 		return s, fmt.Errorf("%w: --policy %q: want adaptive or fixed", errUsage, c.policy)
 	}
 	s.Policy.Park, s.Policy.ParkMargin, s.Policy.ParkProbe = c.park, c.parkMargin, c.parkProbe
+	s.Policy.BatteryFloor = c.batteryFloor
 	s.Codec = runspec.Codec{Compression: c.compress, Overlap: c.overlap}
 	s.Deadline = runspec.Deadline{Tick: c.tick, Max: c.deadline, Floor: c.deadlineFloor, Factor: c.deadlineFactor, MaxMisses: c.maxMisses}
 	if c.allow != "" {

@@ -122,6 +122,15 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	sess := &worker.Session{Config: wc, Backend: b, Data: src, Dial: dial, Log: log,
 		Backoff: worker.DefaultDriverConfig().Backoff, ReconnectTimeout: c.reconnect,
 		Rand: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), c.seed)), Slowdown: c.slowdown}
+	if c.powerSupply != "" {
+		ps := worker.PowerSupply{Dir: c.powerSupply}
+		if bat, err := ps.Read(); err != nil {
+			log.Info("no battery to report", "power_supply", c.powerSupply, "err", err)
+		} else {
+			log.Info("battery", "power_supply", c.powerSupply, "level", bat.String())
+			sess.Battery, sess.BatteryEvery = ps.Read, c.batteryEvery
+		}
+	}
 	obs := newObserver(bus, watch.Session{Role: "worker", Hub: addr, WorkerName: c.name, Backend: b.Name()})
 	first := obs.session // a copy: the observer goes on filling in its own
 	bus.Publish("session", &first)

@@ -86,13 +86,16 @@ type Schedule struct {
 
 // Policy is how the global batch is split among the workers
 // (hub.Config.Batch, Smoothing) and whether a worker that does not pay for
-// its communication is parked (Park, ParkMargin, ParkProbe).
+// its communication is parked (Park, ParkMargin, ParkProbe), and below
+// which battery level a discharging worker is parked (BatteryFloor, 0:
+// never).
 type Policy struct {
-	Batch      hub.BatchPolicy
-	Smoothing  float64
-	Park       bool
-	ParkMargin float64
-	ParkProbe  int
+	Batch        hub.BatchPolicy
+	Smoothing    float64
+	Park         bool
+	ParkMargin   float64
+	ParkProbe    int
+	BatteryFloor float64
 }
 
 // Codec is the gradients' compression (sync/compress.Parse) and whether
@@ -122,7 +125,8 @@ func Default() Spec {
 		Schedule:    Schedule{Name: "constant"},
 		GlobalBatch: c.GlobalBatch,
 		MinWorkers:  c.MinWorkers, MaxWorkers: c.MaxWorkers,
-		Policy:   Policy{Batch: c.Batch, Smoothing: c.Smoothing, Park: c.Park, ParkMargin: c.ParkMargin, ParkProbe: c.ParkProbe},
+		Policy: Policy{Batch: c.Batch, Smoothing: c.Smoothing, Park: c.Park, ParkMargin: c.ParkMargin, ParkProbe: c.ParkProbe,
+			BatteryFloor: c.BatteryFloor},
 		Codec:    Codec{Compression: c.Compression, Overlap: c.Overlap},
 		Deadline: Deadline{Tick: d.Tick, Max: d.Deadline, Floor: d.DeadlineFloor, Factor: c.DeadlineFactor, MaxMisses: c.MaxMisses},
 	}
@@ -159,6 +163,7 @@ func (s Spec) HubConfig() (hub.Config, Optimizer, error) {
 	c.Iterations = s.Stop.Iterations
 	c.Batch, c.Smoothing = s.Policy.Batch, s.Policy.Smoothing
 	c.Park, c.ParkMargin, c.ParkProbe = s.Policy.Park, s.Policy.ParkMargin, s.Policy.ParkProbe
+	c.BatteryFloor = s.Policy.BatteryFloor
 	c.Compression, c.Overlap = s.Codec.Compression, s.Codec.Overlap
 	rules := hub.DriverConfig{Tick: s.Deadline.Tick, Deadline: s.Deadline.Max, DeadlineFloor: s.Deadline.Floor}
 	c.Tick, c.DeadlineTicks, c.DeadlineFloorTicks = s.Deadline.Tick, rules.DeadlineTicks(), rules.DeadlineFloorTicks()

@@ -19,6 +19,7 @@
 //	6     ResyncAnswer   hub → worker     ModelState
 //	7     Goodbye        either way       reason, final weights and batch-norm state
 //	8     Reject         either way       code, message for the user
+//	9     Status         worker → hub     battery (only to a hub whose Session.Status is set)
 //
 // Float vectors (type Floats) travel as msgpack bins of raw little-endian
 // float32, so a gradient of n parameters takes 4·n bytes plus a few dozen

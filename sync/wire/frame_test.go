@@ -163,7 +163,7 @@ func TestMalformed(t *testing.T) {
 		{"version 0", frame(fields(0, 3, 0, "", map[string]any{})), 100, ErrVersion, "version 0"},
 		{"version a string", frame(fields("1", 3, 0, "", map[string]any{})), 100, ErrMalformed, "want an integer"},
 		{"short header", frame(packed(t, []any{v, 3, 0, ""})), 100, ErrMalformed, "4 fields, want 5"},
-		{"unknown kind", frame(fields(v, 9, 0, "", map[string]any{})), 100, ErrUnknownKind, "kind 9"},
+		{"unknown kind", frame(fields(v, 10, 0, "", map[string]any{})), 100, ErrUnknownKind, "kind 10"},
 		{"kind 0", frame(fields(v, 0, 0, "", map[string]any{})), 100, ErrUnknownKind, "kind 0"},
 		{"kind over a byte", frame(fields(v, 300, 0, "", map[string]any{})), 100, ErrMalformed, "kind is 300"},
 		{"negative iteration", frame(fields(v, 3, -1, "", map[string]any{})), 100, ErrMalformed, "iteration is -1"},

@@ -31,8 +31,9 @@ const (
 	KindResyncAnswer  Kind = 6 // hub → worker: the model state
 	KindGoodbye       Kind = 7 // either way: the session ends (from the hub: final weights)
 	KindReject        Kind = 8 // either way: a refusal with a reason for the user
+	KindStatus        Kind = 9 // worker → hub: my battery changed (only to a hub whose Session.Status is set)
 
-	maxKind = KindReject
+	maxKind = KindStatus
 )
 
 var kindNames = [...]string{
@@ -44,6 +45,7 @@ var kindNames = [...]string{
 	KindResyncAnswer:  "resync-answer",
 	KindGoodbye:       "goodbye",
 	KindReject:        "reject",
+	KindStatus:        "status",
 }
 
 // String returns the kind's name ("push"), or "kind(N)" for an unknown one.
@@ -75,7 +77,7 @@ type Header struct {
 func (h *Header) Head() *Header { return h }
 
 // Message is one of the closed set of message kinds: *Register, *Welcome,
-// *Push, *Merged, *ResyncRequest, *ResyncAnswer, *Goodbye, *Reject.
+// *Push, *Merged, *ResyncRequest, *ResyncAnswer, *Goodbye, *Reject, *Status.
 type Message interface {
 	// Kind tells the message's kind, fixed by its Go type.
 	Kind() Kind
@@ -105,6 +107,8 @@ func New(k Kind) Message {
 		return new(Goodbye)
 	case KindReject:
 		return new(Reject)
+	case KindStatus:
+		return new(Status)
 	}
 	return nil
 }
@@ -131,6 +135,9 @@ type Register struct {
 	// class on every node. Added in version 2 without a bump: an older hub
 	// skips the field.
 	Classes []string `msgpack:"classes,omitempty"`
+	// Battery is the worker's battery when it registers (zero: unknown,
+	// left out). Added in version 2 without a bump: an older hub skips it.
+	Battery Battery `msgpack:"battery,omitempty"`
 }
 
 // Welcome is the hub's answer to Register: everything a worker needs to join
@@ -240,6 +247,12 @@ type Session struct {
 	// Without layer-wise overlap a session with frozen layers still has
 	// Parts: one per run of frozen or trainable layers.
 	ZeroParts []int `msgpack:"zero_parts,omitempty"`
+	// Status tells the worker that this hub takes Status messages (kind
+	// 9): a worker sends them only then, so that a hub from before them,
+	// which would refuse the unknown kind and drop the connection, never
+	// gets one. Added in version 2 without a bump: an older worker skips
+	// it and never sends one.
+	Status bool `msgpack:"status,omitempty"`
 }
 
 // Schedule describes a learning-rate schedule of the solver package by its
@@ -285,6 +298,9 @@ type Push struct {
 	// statistics every node evaluates with are the same and reflect every
 	// worker's data.
 	State Floats `msgpack:"bn_state,omitempty"`
+	// Battery is the worker's battery when it pushed (zero: unknown, left
+	// out). Added in version 2 without a bump: an older hub skips it.
+	Battery Battery `msgpack:"battery,omitempty"`
 }
 
 // Merged closes the header's Iteration: every node applies Gradient with
@@ -341,6 +357,15 @@ type Goodbye struct {
 	FinalState   Floats `msgpack:"bn_state"`
 }
 
+// Status is a worker's news between its pushes: its battery changed. A
+// parked worker pushes nothing, so this is how the hub learns that it is on
+// a charger again. A worker sends one only to a hub whose Session.Status is
+// set, and only when the battery's status or whole percentage changed.
+type Status struct {
+	Header  `msgpack:"-"`
+	Battery Battery `msgpack:"battery"`
+}
+
 // Reject refuses a request; the worker shows Message to its user.
 type Reject struct {
 	Header `msgpack:"-"`
@@ -386,9 +411,13 @@ func (*Goodbye) Kind() Kind { return KindGoodbye }
 // Kind implements Message.
 func (*Reject) Kind() Kind { return KindReject }
 
+// Kind implements Message.
+func (*Status) Kind() Kind { return KindStatus }
+
 func (m *Register) reset()      { *m = Register{} }
 func (m *ResyncRequest) reset() { *m = ResyncRequest{} }
 func (m *Reject) reset()        { *m = Reject{} }
+func (m *Status) reset()        { *m = Status{} }
 func (m *Push) reset()          { *m = Push{Gradient: m.Gradient[:0], State: m.State[:0]} }
 func (m *Merged) reset()        { *m = Merged{Gradient: m.Gradient[:0], State: m.State[:0]} }
 func (m *Welcome) reset()       { *m = Welcome{ModelState: m.ModelState.kept()} }
@@ -412,6 +441,7 @@ var (
 	_ Message = (*ResyncAnswer)(nil)
 	_ Message = (*Goodbye)(nil)
 	_ Message = (*Reject)(nil)
+	_ Message = (*Status)(nil)
 )
 
 // SortTensors sorts an optimizer's tensors by name, the order senders should

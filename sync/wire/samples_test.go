@@ -42,7 +42,7 @@ func samplesOf(n int) []Message {
 		&Register{
 			Header: hdr(0, "12D3KooWworker"), Device: "Pixel 7", Backend: "opencl",
 			Speed: 812.5, Shard: "mnist/3-of-4", Info: map[string]string{"token": "s3cret", "app": "1.2.0"},
-			Classes: []string{"cat", "dog", "ünïcode"},
+			Classes: []string{"cat", "dog", "ünïcode"}, Battery: Battery{Percent: 15, Status: BatteryDischarging},
 		},
 		&Welcome{
 			Header: hdr(77, "hub"), WorkerID: "w3", Model: "lenet-caffe",
@@ -51,12 +51,13 @@ func samplesOf(n int) []Message {
 				GlobalBatch: 256, Iterations: 5000, DeadlineMillis: 30000, Compression: "topk:0.01",
 				Parts:    []int{0, 520, 25570, 425570},
 				LR:       Schedule{Kind: "cosine", Base: 0.1, Min: 0.001, Gamma: 0.5, Every: 10, Total: 5000, Warmup: 100},
-				Momentum: 0.9, WeightDecay: 5e-4, Nesterov: true,
+				Momentum: 0.9, WeightDecay: 5e-4, Nesterov: true, Status: true,
 			},
 		},
 		&Push{
 			Header: hdr(78, "w3"), Samples: 48, ComputeNanos: 1_234_567_890, Loss: 2.302585,
 			Gradient: Floats{0, -0, 1, -1, float32(math.Inf(1)), float32(math.Inf(-1)), math.MaxFloat32, math.SmallestNonzeroFloat32},
+			Battery:  Battery{Percent: 99.5, Status: BatteryFull},
 		},
 		&Merged{
 			Header: hdr(78, "hub"), Gradient: vec(n, 5),
@@ -70,6 +71,7 @@ func samplesOf(n int) []Message {
 		&ResyncAnswer{Header: hdr(80, "hub"), ModelState: state},
 		&Goodbye{Header: hdr(5000, "hub"), Reason: "iterations done", FinalWeights: vec(n, 6), FinalState: vec(min(n, 20), 7)},
 		&Reject{Header: hdr(0, "hub"), Code: CodeVersion, Message: "update the app: hub speaks protocol 1"},
+		&Status{Header: hdr(81, "w3"), Battery: Battery{Percent: 14, Status: BatteryCharging}},
 	}
 }
 
