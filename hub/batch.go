@@ -17,15 +17,21 @@ const (
 	// throughput (samples per second), so that every worker takes about as
 	// long on its batch; see SplitThroughput and Config.Smoothing.
 	Adaptive
+	// Energy lets an iteration take up to Config.EnergySlack times the
+	// adaptive one's time and fills the workers whose samples cost the
+	// least energy first (energy.go); a worker may get no batch.
+	Energy
 )
 
-// String returns "fixed", "adaptive" or "policy(N)".
+// String returns "fixed", "adaptive", "energy" or "policy(N)".
 func (p BatchPolicy) String() string {
 	switch p {
 	case Fixed:
 		return "fixed"
 	case Adaptive:
 		return "adaptive"
+	case Energy:
+		return "energy"
 	}
 	return fmt.Sprintf("policy(%d)", uint8(p))
 }

@@ -67,8 +67,13 @@ type Config struct {
 	// it only reports DeadlineTicks·Tick to workers as
 	// Session.DeadlineMillis.
 	Tick time.Duration
-	// Batch is the batch policy: Fixed or Adaptive.
+	// Batch is the batch policy: Fixed, Adaptive or Energy.
 	Batch BatchPolicy
+	// EnergySlack is the Energy policy's knob: how many times the adaptive
+	// split's iteration time an iteration may take so that the workers
+	// whose samples cost the least energy do more of them (energy.go). At
+	// least 1 (1: the adaptive split); DefaultConfig's is 1.5.
+	EnergySlack float64
 	// Smoothing is the weight α of the newest measurement in the adaptive
 	// policy's exponential moving average of each worker's time per sample:
 	// t ← α·(ComputeNanos/Samples) + (1−α)·t. 0.3 follows a change of speed
@@ -183,6 +188,7 @@ func DefaultConfig() Config {
 		Smoothing:          0.3,
 		MaxMisses:          3,
 		ParkProbe:          20,
+		EnergySlack:        1.5,
 	}
 }
 
@@ -226,8 +232,10 @@ func (c Config) Validate() error {
 		return bad("DeadlineFloorTicks %d, want 0 or more", c.DeadlineFloorTicks)
 	case c.Tick < 0:
 		return bad("Tick %v, want 0 or more", c.Tick)
-	case c.Batch != Fixed && c.Batch != Adaptive:
-		return bad("batch policy %v, want fixed or adaptive", c.Batch)
+	case c.Batch != Fixed && c.Batch != Adaptive && c.Batch != Energy:
+		return bad("batch policy %v, want fixed, adaptive or energy", c.Batch)
+	case c.Batch == Energy && !(c.EnergySlack >= 1 && c.EnergySlack <= 100):
+		return bad("EnergySlack %v, want from 1 to 100", c.EnergySlack)
 	case !(c.Smoothing > 0 && c.Smoothing <= 1):
 		return bad("Smoothing %v, want (0, 1]", c.Smoothing)
 	case c.MaxMisses < 0:

@@ -77,6 +77,7 @@ type peer struct {
 	park                 parking      // communication figures and parking state (park.go)
 	battery              wire.Battery // the latest the worker reported (battery.go)
 	low                  bool         // parked for its battery (Config.BatteryFloor)
+	computeW, radioW     float64      // declared draws (Register.Info; energy.go)
 }
 
 // Core is the hub's protocol state machine. It is not safe for concurrent

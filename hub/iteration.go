@@ -162,7 +162,9 @@ func (c *Core) open(ids []string, welcome bool) map[string]int {
 // shares applies the batch policy to ids (sorted).
 func (c *Core) shares(ids []string) map[string]int {
 	sizes := make([]int, len(ids))
-	if c.cfg.Batch == Adaptive {
+	if c.cfg.Batch == Energy {
+		c.splitEnergy(sizes, ids)
+	} else if c.cfg.Batch == Adaptive {
 		tput := make([]float64, len(ids))
 		for i, id := range ids {
 			p := c.peers[id]
@@ -179,7 +181,9 @@ func (c *Core) shares(ids []string) map[string]int {
 	}
 	out := make(map[string]int, len(ids))
 	for i, id := range ids {
-		out[id] = sizes[i]
+		if sizes[i] > 0 { // the energy policy may spare a worker
+			out[id] = sizes[i]
+		}
 	}
 	return out
 }

@@ -48,6 +48,7 @@ func (c *Core) register(from string, m *wire.Register) error {
 		speed = 0
 	}
 	p := &peer{id: from, speed: speed}
+	p.computeW, p.radioW = declaredPower(m.Info)
 	c.peers[from] = p
 	i, _ := slices.BinarySearch(c.order, from)
 	c.order = slices.Insert(c.order, i, from)

@@ -75,6 +75,7 @@ func (r *runner) startCompute(p *phone, req worker.ComputeRequest) {
 	}
 	p.busy = start + dur
 	p.stats.Compute += float64(dur) / 1e9
+	p.meter.computed(float64(dur) / 1e9)
 	p.stats.Samples += n
 	r.segment(p.spec.Name, "compute", start, start+dur, req.Iteration)
 	r.scheduleParts(p, req, start, dur, n, loss)
@@ -97,7 +98,8 @@ func (r *runner) startCompute(p *phone, req worker.ComputeRequest) {
 func (r *runner) sendUp(p *phone, m wire.Message) {
 	size := r.frameSize(m)
 	now := r.clk.now
-	start, _, arrive := r.net.transfer(now, p.spec.Name, size)
+	start, end, arrive := r.net.transfer(now, p.spec.Name, size)
+	r.radio(p, true, size, now, start, end)
 	p.stats.AirWait += r.span(now, start)
 	p.stats.Send += r.span(start, arrive)
 	p.stats.BytesSent += int64(size)
@@ -215,7 +217,8 @@ func (r *runner) sendDown(to string, m wire.Message, at int64) {
 		return // gone: the hub learns it through Leave
 	}
 	size := r.frameSize(m)
-	start, _, arrive := r.net.transfer(at, to, size)
+	start, end, arrive := r.net.transfer(at, to, size)
+	r.radio(p, false, size, at, start, end)
 	p.stats.AirWait += r.span(at, start)
 	p.stats.Receive += r.span(start, arrive)
 	p.stats.BytesReceived += int64(size)
@@ -314,10 +317,11 @@ func (r *runner) merged(e hub.Event, msgs []hub.Envelope) {
 		return
 	}
 	acc, loss := r.memo.evaluate(r.hubTr, r.d.Test)
-	r.res.Curve = append(r.res.Curve, Point{Iteration: int(k), Seconds: end, Accuracy: acc, Loss: loss})
+	joules := r.energyNow()
+	r.res.Curve = append(r.res.Curve, Point{Iteration: int(k), Seconds: end, Accuracy: acc, Loss: loss, Joules: joules})
 	why := r.stopper.Observe(acc, loss)
 	if r.stopper.Reached() && r.res.TimeToTarget < 0 {
-		r.res.TimeToTarget = end
+		r.res.TimeToTarget, r.res.EnergyToTarget = end, joules
 	}
 	if why != "" {
 		r.stop = why

@@ -78,6 +78,11 @@ type RunResult struct {
 	// TimeToTarget is when an evaluation first reached the scenario's
 	// target accuracy, -1 if none did.
 	TimeToTarget float64
+	// Energy is what every phone of the run spent, in joules, from the
+	// start of training to the end (docs/energy.md; the hub's own energy
+	// is not counted); EnergyToTarget is what they had spent when an
+	// evaluation first reached the target, -1 if none did.
+	Energy, EnergyToTarget float64
 	// Bytes is what crossed the network, both ways (0 for a solo run,
 	// whose hub is on the phone); HubBytesSent is the hub's part.
 	Bytes        int64
@@ -124,6 +129,8 @@ type Point struct {
 	Seconds   float64
 	Accuracy  float64
 	Loss      float64
+	// Joules is what the run's phones had spent by then.
+	Joules float64
 }
 
 // LossPoint is one iteration's training loss.
@@ -142,14 +149,20 @@ type DeviceTime struct {
 	// receiving (transfer and latency), waiting for the medium, and idle
 	// (waiting for the others at the barrier).
 	Compute, Send, Receive, AirWait, Idle float64
+	// Wall is the seconds from the start of training to its end; the
+	// parts above overlap (a push goes out while the backward pass goes
+	// on), so they may add up to more.
+	Wall float64
 	// Throttled counts computes run throttled.
 	Throttled int
 	// BytesSent counts the phone's frames; BytesReceived the hub's frames
 	// to it. Summed over the phones they are the run's Bytes (on a
 	// network; a solo run's loopback counts none there).
 	BytesSent, BytesReceived int64
-	ended                    bool
-	endAt                    int64
+	// Energy is where its energy went (energy.go).
+	Energy Energy
+	ended  bool
+	endAt  int64
 }
 
 // end marks the phone's end at t (once).
@@ -228,7 +241,10 @@ func (r *runner) finish() {
 		if d.ended {
 			end = d.endAt
 		}
-		d.Idle = max(0, float64(end-t0)/1e9-d.Compute-d.Send-d.Receive-d.AirWait)
+		d.Wall = max(0, float64(end-t0)/1e9)
+		d.Idle = max(0, d.Wall-d.Compute-d.Send-d.Receive-d.AirWait)
+		d.Energy = r.phoneEnergy(p, end)
+		res.Energy += d.Energy.Total()
 	}
 	off := float64(t0) / 1e9
 	for i := range res.Timeline {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 
@@ -115,6 +116,7 @@ type phone struct {
 	busy      int64
 	reached   bool // has reached iteration 10
 	stats     *DeviceTime
+	meter     *meter // its energy (energy.go)
 	// drifted is set by a diverge fault until the phone's hash check
 	// finds it; mismatches is how many of its core's mismatches the run
 	// has counted; resyncing is set from one until the hub's state is
@@ -140,7 +142,7 @@ func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Opt
 		return nil, fmt.Errorf("sim: sizing a Merged: %w", err)
 	}
 	r.hashBytes = with - without
-	r.res = &RunResult{Name: spec.Name, Policy: spec.Policy, Solo: spec.Solo, TimeToTarget: -1}
+	r.res = &RunResult{Name: spec.Name, Policy: spec.Policy, Solo: spec.Solo, TimeToTarget: -1, EnergyToTarget: -1}
 	refFLOPs, err := TrainFLOPs(RefModel, models.Config{}, RefBatch)
 	if err != nil {
 		return nil, err
@@ -160,7 +162,8 @@ func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Opt
 		if err != nil {
 			return nil, err
 		}
-		p := &phone{spec: ds, idx: i, stats: &DeviceTime{Name: ds.Name, Profile: ds.Profile}}
+		p := &phone{spec: ds, idx: i, stats: &DeviceTime{Name: ds.Name, Profile: ds.Profile},
+			meter: newMeter(sc.powerOf(ds.Profile))}
 		p.dev = newDevice(prof, refFLOPs, ds, rand.New(rand.NewPCG(sc.Seed, 1000+uint64(i))))
 		if solo {
 			hubProfile = ds.Profile
@@ -230,7 +233,10 @@ func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Opt
 		rs.Policy.Batch = hub.Fixed
 	case "adaptive-park":
 		rs.Policy.Park = true
+	case "energy":
+		rs.Policy.Batch = hub.Energy
 	}
+	rs.Policy.EnergySlack = sc.EnergySlack
 	rs.Codec = runspec.Codec{Compression: sc.Compression, Overlap: sc.Overlap}
 	if solo || spec.Policy == "paper" {
 		rs.Codec = runspec.Codec{Compression: "none"}
@@ -339,6 +345,17 @@ func (r *runner) connect(p *phone) {
 	cfg := worker.DefaultConfig()
 	cfg.Name, cfg.Hub, cfg.Device = p.spec.Name, "hub", p.spec.Profile
 	cfg.Speed = p.dev.flops / r.sampleFLOPs // what a phone's benchmark would say
+	// What the hub's energy policy weighs (hub/energy.go): the phone's
+	// compute draw, and its radio's draw while it moves bytes at the
+	// network's rate; a phone on a charger says so.
+	pw := p.meter.pw
+	cfg.Info = map[string]string{
+		wire.InfoComputeWatts: strconv.FormatFloat(pw.compute(), 'g', -1, 64),
+		wire.InfoRadioWatts:   strconv.FormatFloat(pw.Tx*r.sc.Network.Bandwidth/8, 'g', -1, 64),
+	}
+	if p.spec.Charging {
+		cfg.Battery = wire.Battery{Percent: 80, Status: wire.BatteryCharging}
+	}
 	core, err := worker.NewCore(cfg, r.newCPU())
 	if err != nil {
 		r.fail(err)

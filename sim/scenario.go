@@ -60,6 +60,9 @@ type Scenario struct {
 	// Smoothing and ParkMargin go to hub.Config.
 	Smoothing  float64
 	ParkMargin float64
+	// EnergySlack goes to hub.Config for the "energy" policy: how many
+	// times the adaptive split's iteration time an iteration may take.
+	EnergySlack float64
 	// Compression is the hub's gradient codec (hub.Config.Compression:
 	// none, fp16, int8, topk:F) and Overlap its layer-wise push and merge
 	// (hub.Config.Overlap), for the co-training runs; a solo run sends
@@ -88,8 +91,11 @@ type Scenario struct {
 	// Hub is the hub's device profile.
 	Hub      string
 	Profiles []Profile
-	Devices  []DeviceSpec
-	Faults   []Fault
+	// Powers are the scenario's power lines by profile (sim/energy.go);
+	// a profile without one has its built-in model.
+	Powers  map[string]Power
+	Devices []DeviceSpec
+	Faults  []Fault
 }
 
 // NetworkSpec is the network between the hub and the phones.
@@ -143,6 +149,10 @@ type DeviceSpec struct {
 	Throttle      float64
 	// Absent phones join only with a Fault.
 	Absent bool
+	// Charging phones are on a charger: they report it to the hub (the
+	// energy policy counts their energy as free) and their energy comes
+	// from the wall, not the battery.
+	Charging bool
 }
 
 // Fault is a phone leaving (its connection drops), joining, or cut off
@@ -198,7 +208,7 @@ func defaults() Scenario {
 	return Scenario{
 		Seed: 1, Model: "lenet-caffe", Data: "mnist", TestImages: 1000, EvalEvery: 10,
 		Iterations: 100, GlobalBatch: 64, Optimizer: "sgd", LR: 0.01, Momentum: 0.9,
-		Policies: []string{"solo", "fixed", "adaptive"}, Smoothing: 0.3, ParkMargin: 0.1,
+		Policies: []string{"solo", "fixed", "adaptive"}, Smoothing: 0.3, ParkMargin: 0.1, EnergySlack: 1.5,
 		Network: NetworkSpec{Bandwidth: 32e6, Latency: 2 * time.Millisecond, Medium: "shared",
 			RTO: DefaultRTO, ConnTimeout: DefaultConnTimeout},
 		Hub: "nexus-7",

@@ -53,6 +53,14 @@ func (sc *Scenario) Validate() error {
 	if _, err := compress.Parse(sc.Compression); err != nil {
 		return bad("compress: %v", err)
 	}
+	for name, pw := range sc.Powers {
+		if err := pw.validate(); err != nil {
+			return bad("power %s: %v", name, err)
+		}
+	}
+	if sc.EnergySlack < 1 || sc.EnergySlack > 100 {
+		return bad("energy-slack %v, want from 1 to 100", sc.EnergySlack)
+	}
 	for _, p := range sc.Profiles {
 		if p.RefStep <= 0 {
 			return bad("profile %s: step %v, want the time of a lenet-caffe step at batch 64", p.Name, p.RefStep)
@@ -99,8 +107,8 @@ func (sc *Scenario) Validate() error {
 		return bad("no policy")
 	}
 	for _, p := range sc.Policies {
-		if !slices.Contains([]string{"solo", "paper", "fixed", "adaptive", "adaptive-park"}, p) {
-			return bad("policy %q, want solo, paper, fixed, adaptive or adaptive-park", p)
+		if !slices.Contains([]string{"solo", "paper", "fixed", "adaptive", "adaptive-park", "energy"}, p) {
+			return bad("policy %q, want solo, paper, fixed, adaptive, adaptive-park or energy", p)
 		}
 	}
 	if !slices.Contains(sc.Policies, sc.Primary) || sc.Primary == "solo" {

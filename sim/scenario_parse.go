@@ -260,6 +260,7 @@ func (sc *Scenario) set(key string, args []string) error {
 		f := fieldSetter{m: kv(args)}
 		f.take("smoothing", floatTo(&sc.Smoothing))
 		f.take("park-margin", floatTo(&sc.ParkMargin))
+		f.take("energy-slack", floatTo(&sc.EnergySlack))
 		return f.done()
 	case "network":
 		f := fieldSetter{m: kv(args)}
@@ -291,6 +292,8 @@ func (sc *Scenario) set(key string, args []string) error {
 			return nil
 		})
 		return f.done()
+	case "power":
+		return sc.setPower(args)
 	case "profile":
 		p := Profile{Name: args[0], Source: "scenario"}
 		f := fieldSetter{m: kv(args[1:])}
@@ -311,6 +314,7 @@ func (sc *Scenario) set(key string, args []string) error {
 		f.take("throttle-after", durTo(&d.ThrottleAfter))
 		f.take("throttle", floatTo(&d.Throttle))
 		f.take("absent", func(string) error { d.Absent = true; return nil })
+		f.take("charging", func(string) error { d.Charging = true; return nil })
 		if err := f.done(); err != nil {
 			return err
 		}

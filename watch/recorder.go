@@ -59,6 +59,10 @@ type Run struct {
 	SamplesPerSec float64 `json:"samples_per_sec"`
 	Bytes         int64   `json:"bytes"`
 	TestAccuracy  float64 `json:"test_accuracy"` // final, -1 if never evaluated
+	// Joules is what the run's phones spent (simulated energy model);
+	// ToTargetJoules what they had spent at the target, -1 if never.
+	Joules         float64 `json:"joules"`
+	ToTargetJoules float64 `json:"target_joules"`
 }
 
 // Worker is one worker's row.

@@ -52,7 +52,7 @@ type config struct {
 	weights, trainLast, normalize                                             string
 	allow, compress                                                           string
 	overlap, park                                                             bool
-	parkMargin, batteryFloor                                                  float64
+	parkMargin, batteryFloor, energySlack                                     float64
 	parkProbe                                                                 int
 	checkpointEvery                                                           int
 	resume                                                                    bool
@@ -112,7 +112,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.schedule, "schedule", "cosine", "learning-rate schedule: cosine or constant")
 	fs.StringVar(&c.compress, "compress", "", "gradient codec of pushes and merged updates: none, fp16, int8 or topk[:FRACTION] (workers learn it from the hub); default: fp16 with adam, topk:0.01 with sgd")
 	fs.BoolVar(&c.overlap, "overlap", def.Overlap, "push and merge the gradient layer by layer, so that transfers overlap the backward pass")
-	fs.StringVar(&c.policy, "policy", "adaptive", "batch split: adaptive (by measured throughput) or fixed (equal)")
+	fs.StringVar(&c.policy, "policy", "adaptive", "batch split: adaptive (by measured throughput), fixed (equal) or energy (the phones whose samples cost their battery least first, within --energy-slack; weighs the power workers declare with --compute-watts, adaptive without)")
+	fs.Float64Var(&c.energySlack, "energy-slack", def.EnergySlack, "with --policy energy: how many times the adaptive split's iteration time an iteration may take (at least 1)")
 	fs.BoolVar(&c.park, "park", true, "with --policy adaptive, park a worker whose contribution does not pay for its communication (it says so, and is probed again now and then)")
 	fs.Float64Var(&c.parkMargin, "park-margin", 0.1, "parking hysteresis: park or take back only for a predicted gain above this fraction")
 	fs.IntVar(&c.parkProbe, "park-probe", def.ParkProbe, "iterations a worker stays parked before one batch measures it again (0: never)")
@@ -163,6 +164,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		cli.FlagRule{Flag: "--eval-every", Value: c.evalEvery, OK: c.evalEvery >= 1, Want: "at least 1"},
 		cli.FlagRule{Flag: "--log-every", Value: c.logEvery, OK: c.logEvery >= 1, Want: "at least 1"},
 		cli.FlagRule{Flag: "--checkpoint-every", Value: c.checkpointEvery, OK: c.checkpointEvery >= 0, Want: "0 (none) or more"},
+		cli.FlagRule{Flag: "--energy-slack", Value: c.energySlack, OK: c.energySlack >= 1 && c.energySlack <= 100, Want: "from 1 to 100"},
 		cli.FlagRule{Flag: "--battery-floor", Value: c.batteryFloor, OK: c.batteryFloor >= 0 && c.batteryFloor <= 100, Want: "a percentage from 0 (off) to 100"},
 	); err != nil {
 		return c, fmt.Errorf("%w: %v", errUsage, err)

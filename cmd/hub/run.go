@@ -228,8 +228,10 @@ func (c config) spec(iterations uint64) (runspec.Spec, error) {
 		s.Policy.Batch = hub.Adaptive
 	case "fixed":
 		s.Policy.Batch = hub.Fixed
+	case "energy":
+		s.Policy.Batch, s.Policy.EnergySlack = hub.Energy, c.energySlack
 	default:
-		return s, fmt.Errorf("%w: --policy %q: want adaptive or fixed", errUsage, c.policy)
+		return s, fmt.Errorf("%w: --policy %q: want adaptive, fixed or energy", errUsage, c.policy)
 	}
 	s.Policy.Park, s.Policy.ParkMargin, s.Policy.ParkProbe = c.park, c.parkMargin, c.parkProbe
 	s.Policy.BatteryFloor = c.batteryFloor

@@ -42,7 +42,7 @@ func dashboardStatus(sc *sim.Scenario, rep *sim.Report, planned int, images []st
 	for _, r := range rep.Runs {
 		st.Runs = append(st.Runs, watch.Run{Name: r.Name, Policy: r.Policy, Iterations: r.Iterations, Seconds: r.End,
 			TenIterations: r.TenIterations, ToTarget: r.TimeToTarget, SamplesPerSec: r.SamplesPerSecond(),
-			Bytes: r.Bytes, TestAccuracy: r.FinalAccuracy()})
+			Bytes: r.Bytes, TestAccuracy: r.FinalAccuracy(), Joules: r.Energy, ToTargetJoules: r.EnergyToTarget})
 	}
 	r := rep.Run(sc.Primary)
 	st.Session = watch.Session{Role: "sim", Name: sc.Name, Model: sc.Model, Policy: sc.Primary, Codec: sc.Compression,

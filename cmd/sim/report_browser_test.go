@@ -125,7 +125,7 @@ func TestReportPageInChromium(t *testing.T) {
 	}
 	if got.Role != "simulation tiny" || got.State != "ended" || got.Iteration != "20 / 20" || len(got.Phones) != 2 ||
 		got.Phones[0] != "fast" || got.Phones[1] != "slow" || got.LossPoints != 20 || got.Timeline != 10 || got.Runs != 4 ||
-		got.Images != 3 || got.Loaded != 3 {
+		got.Images != 4 || got.Loaded != 4 {
 		t.Errorf("the report page shows %+v", got)
 	}
 	if got.TimelineTitle != "Timeline: iterations 1–10 of 20, per worker" {

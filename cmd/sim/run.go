@@ -203,14 +203,35 @@ func writeTable(w io.Writer, sc *sim.Scenario, rep *sim.Report) {
 		target = "to target (s)" // none set: the column stays empty
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "\nrun\t10 iterations (s)\tsamples/s\t%s\tMB sent\tkB up/iter\tkB down/iter\tfinal accuracy\titerations\t\n", target)
+	energyTarget := strings.Replace(strings.TrimSuffix(target, " (s)"), "to", "J to", 1)
+	fmt.Fprintf(tw, "\nrun\t10 iterations (s)\tsamples/s\t%s\t%s\tJ\tmJ/sample\tbattery %%\tMB sent\tkB up/iter\tkB down/iter\tfinal accuracy\titerations\t\n", target, energyTarget)
 	for _, r := range rep.Runs {
 		up, down := perIter(r.GradBytesUp, r.Iterations), perIter(r.GradBytesDown, r.Iterations)
 		if r.Policy == "solo" {
 			up, down = "-", "-" // the hub is on the phone: nothing crosses the air
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%.1f\t%s\t%s\t%s\t%d\t\n", r.Name, secs(r.TenIterations), r.SamplesPerSecond(),
-			secs(r.TimeToTarget), float64(r.Bytes)/1e6, up, down, pct(r.FinalAccuracy()), r.Iterations)
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%.0f\t%.1f\t%.2f\t%.1f\t%s\t%s\t%s\t%d\t\n", r.Name, secs(r.TenIterations), r.SamplesPerSecond(),
+			secs(r.TimeToTarget), joules(r.EnergyToTarget), r.Energy, 1e3*r.JoulesPerSample(), r.MaxBatteryPercent(),
+			float64(r.Bytes)/1e6, up, down, pct(r.FinalAccuracy()), r.Iterations)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nenergy: every phone's, from the start of training (docs/energy.md); battery %%: the most any phone used of its own battery\n")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "run\tdevice\tsamples\tJ\tcompute J\tradio J\twaiting J\tmJ/sample\tbattery %%\t\n")
+	for _, r := range rep.Runs {
+		for _, d := range r.Devices {
+			e := d.Energy
+			per := "-"
+			if d.Samples > 0 {
+				per = fmt.Sprintf("%.1f", 1e3*e.Total()/float64(d.Samples))
+			}
+			bat := fmt.Sprintf("%.3f", e.BatteryPercent())
+			if e.Charging {
+				bat = "charging"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t\n", r.Name, d.Name, d.Samples, e.Total(),
+				e.Compute, e.Radio, e.Wait, per, bat)
+		}
 	}
 	tw.Flush()
 	codec := sc.Compression
@@ -260,6 +281,14 @@ func perIter(b int64, iters int) string {
 	return fmt.Sprintf("%.1f", float64(b)/float64(iters)/1e3)
 }
 
+// joules prints an energy, "-" for none (-1: the target was not reached).
+func joules(j float64) string {
+	if j < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", j)
+}
+
 func secs(s float64) string {
 	if s <= 0 {
 		return "-"
@@ -289,9 +318,11 @@ func doneFields(sc *sim.Scenario, rep *sim.Report) map[string]any {
 		m := map[string]any{"name": r.Name, "policy": r.Policy, "iterations": r.Iterations, "samples": r.Samples,
 			"sim_seconds_10_iterations": r.TenIterations, "samples_per_second": r.SamplesPerSecond(),
 			"bytes": r.Bytes, "test_accuracy": r.FinalAccuracy(), "sim_seconds": r.End, "parks": r.Parks, "deadline_wait_seconds": r.DeadlineWait,
-			"grad_bytes_up": r.GradBytesUp, "grad_bytes_down": r.GradBytesDown, "mismatches": r.Mismatches, "resynced": r.Resynced}
+			"grad_bytes_up": r.GradBytesUp, "grad_bytes_down": r.GradBytesDown, "mismatches": r.Mismatches, "resynced": r.Resynced,
+			"joules": r.Energy, "joules_per_sample": r.JoulesPerSample(), "max_battery_percent": r.MaxBatteryPercent()}
 		if r.TimeToTarget >= 0 {
 			m["sim_seconds_to_target"] = r.TimeToTarget
+			m["joules_to_target"] = r.EnergyToTarget
 		}
 		runs = append(runs, m)
 	}
@@ -327,6 +358,21 @@ func writePlots(dir string, sc *sim.Scenario, rep *sim.Report) (images []string,
 		return nil, err
 	}
 	images = append(images, "accuracy.png")
+	// The same curves against the phones' energy: where a policy saves
+	// joules for the same accuracy.
+	series = series[:0]
+	for _, r := range rep.Runs {
+		s := chart.Series{Name: r.Name}
+		for _, p := range r.Curve {
+			s.X, s.Y = append(s.X, p.Joules/1e3), append(s.Y, p.Accuracy)
+		}
+		series = append(series, s)
+	}
+	if err := chart.LinePlot(filepath.Join(dir, "energy.png"), sc.Name+": test accuracy against energy",
+		"kJ spent by the phones", "test accuracy", series...); err != nil {
+		return nil, err
+	}
+	images = append(images, "energy.png")
 	// The segments' kinds, drawn in the dashboard's colours: compute, and
 	// communication's three parts in shades of its orange.
 	kinds := []string{"compute", "send", "receive", "wait-air"}

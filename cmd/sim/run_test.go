@@ -54,11 +54,18 @@ func TestRunJSON(t *testing.T) {
 			t.Errorf("done lacks %q: %s", k, a)
 		}
 	}
+	// Every run says what its phones spent.
+	for _, r := range m["runs"].([]any) {
+		run := r.(map[string]any)
+		if j, _ := run["joules"].(float64); !(j > 0) || run["joules_per_sample"] == nil || run["max_battery_percent"] == nil {
+			t.Errorf("run %v: joules %v, per sample %v, battery %v", run["name"], run["joules"], run["joules_per_sample"], run["max_battery_percent"])
+		}
+	}
 	// The same but for the time it was written.
 	if b, _ := done(""); untimed(t, a) != untimed(t, b) {
 		t.Errorf("same seed, different done lines:\n%s\n%s", a, b)
 	}
-	for _, f := range []string{"accuracy.png", "timeline-fixed.png", "timeline-adaptive.png"} {
+	for _, f := range []string{"accuracy.png", "energy.png", "timeline-fixed.png", "timeline-adaptive.png"} {
 		if _, err := os.Stat(filepath.Join(dir, "plots", f)); err != nil {
 			t.Error(err)
 		}

@@ -53,6 +53,7 @@ var errUsage = cli.ErrUsage
 type config struct {
 	hubAddr, session, dataSpec, shard, out, name, identity, psk, device string
 	powerSupply                                                         string
+	computeWatts, radioWatts                                            float64
 	batteryEvery                                                        time.Duration
 	http                                                                string
 	listen                                                              []string
@@ -91,6 +92,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.json, "json", false, "print JSON lines instead of progress: every event with its time, progress every --log-every pushes (docs/dashboard.md)")
 	fs.StringVar(&c.http, "http", "", "serve this worker's live dashboard, /api/status, /api/events and /metrics on this address (e.g. 127.0.0.1:8081, then open it in the phone's browser; :8081 exposes them to the LAN, read-only: docs/dashboard.md); empty: off")
 	fs.StringVar(&c.powerSupply, "power-supply", worker.DefaultPowerSupply, "the power_supply folder (Linux and Android sysfs) the battery is read from, to report to the hub with the pushes (a hub with --battery-floor parks a phone that runs low); empty: report none")
+	fs.Float64Var(&c.computeWatts, "compute-watts", 0, "declare to the hub what training draws on this phone above idle, in watts, for a hub with --policy energy (docs/energy.md has figures); 0: declare none")
+	fs.Float64Var(&c.radioWatts, "radio-watts", 0, "declare what the Wi-Fi radio draws while it sends, in watts (with --compute-watts); 0: declare none")
 	fs.DurationVar(&c.batteryEvery, "battery-every", 30*time.Second, "how often to read the battery (a change goes to the hub at once, also while parked)")
 	fs.BoolVar(&c.verbose, "v", false, "log every push and merge")
 	version := cli.VersionFlag(fs)
@@ -111,6 +114,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.slowdown < 1 || c.reconnect < 0 {
 		return c, fmt.Errorf("%w: --slowdown must be at least 1 and --reconnect-timeout not negative", errUsage)
+	}
+	if c.computeWatts < 0 || c.radioWatts < 0 {
+		return c, fmt.Errorf("%w: --compute-watts %v, --radio-watts %v: want 0 (none) or more", errUsage, c.computeWatts, c.radioWatts)
 	}
 	if c.batteryEvery <= 0 {
 		return c, fmt.Errorf("%w: --battery-every %v: want more than 0", errUsage, c.batteryEvery)

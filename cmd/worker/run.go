@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/cotrain/cotrain/sync/p2p"
 	"github.com/cotrain/cotrain/sync/state"
 	"github.com/cotrain/cotrain/sync/transport"
+	"github.com/cotrain/cotrain/sync/wire"
 	"github.com/cotrain/cotrain/watch"
 	"github.com/cotrain/cotrain/watch/web"
 	"github.com/cotrain/cotrain/worker"
@@ -110,6 +112,13 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 
 	wc := worker.DefaultConfig()
 	wc.Name, wc.Device, wc.Backend, wc.Shard = host.ID(), c.name, b.Name(), c.shard
+	if c.computeWatts > 0 || c.radioWatts > 0 {
+		// What a hub with --policy energy weighs (hub/energy.go).
+		wc.Info = map[string]string{
+			wire.InfoComputeWatts: strconv.FormatFloat(c.computeWatts, 'g', -1, 64),
+			wire.InfoRadioWatts:   strconv.FormatFloat(c.radioWatts, 'g', -1, 64),
+		}
+	}
 	// The class list goes into the Register (the hub refuses a worker
 	// whose classes differ from its model's); it needs only the folder
 	// names, so it is read before the model is known.

@@ -88,9 +88,10 @@ type Schedule struct {
 // (hub.Config.Batch, Smoothing) and whether a worker that does not pay for
 // its communication is parked (Park, ParkMargin, ParkProbe), and below
 // which battery level a discharging worker is parked (BatteryFloor, 0:
-// never).
+// never); EnergySlack is the Energy policy's knob.
 type Policy struct {
 	Batch        hub.BatchPolicy
+	EnergySlack  float64
 	Smoothing    float64
 	Park         bool
 	ParkMargin   float64
@@ -126,7 +127,7 @@ func Default() Spec {
 		GlobalBatch: c.GlobalBatch,
 		MinWorkers:  c.MinWorkers, MaxWorkers: c.MaxWorkers,
 		Policy: Policy{Batch: c.Batch, Smoothing: c.Smoothing, Park: c.Park, ParkMargin: c.ParkMargin, ParkProbe: c.ParkProbe,
-			BatteryFloor: c.BatteryFloor},
+			BatteryFloor: c.BatteryFloor, EnergySlack: c.EnergySlack},
 		Codec:    Codec{Compression: c.Compression, Overlap: c.Overlap},
 		Deadline: Deadline{Tick: d.Tick, Max: d.Deadline, Floor: d.DeadlineFloor, Factor: c.DeadlineFactor, MaxMisses: c.MaxMisses},
 	}
@@ -163,7 +164,7 @@ func (s Spec) HubConfig() (hub.Config, Optimizer, error) {
 	c.Iterations = s.Stop.Iterations
 	c.Batch, c.Smoothing = s.Policy.Batch, s.Policy.Smoothing
 	c.Park, c.ParkMargin, c.ParkProbe = s.Policy.Park, s.Policy.ParkMargin, s.Policy.ParkProbe
-	c.BatteryFloor = s.Policy.BatteryFloor
+	c.BatteryFloor, c.EnergySlack = s.Policy.BatteryFloor, s.Policy.EnergySlack
 	c.Compression, c.Overlap = s.Codec.Compression, s.Codec.Overlap
 	rules := hub.DriverConfig{Tick: s.Deadline.Tick, Deadline: s.Deadline.Max, DeadlineFloor: s.Deadline.Floor}
 	c.Tick, c.DeadlineTicks, c.DeadlineFloorTicks = s.Deadline.Tick, rules.DeadlineTicks(), rules.DeadlineFloorTicks()

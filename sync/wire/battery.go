@@ -5,7 +5,16 @@ import (
 	"math"
 )
 
-// This file is the battery a worker reports (Register, Push, Status).
+// This file is the battery a worker reports (Register, Push, Status), and
+// the power it may declare.
+
+// The Register.Info keys of a worker's declared power, in watts (decimal
+// numbers): what training draws on it above idle, and what its radio draws
+// while it sends. A hub's energy policy weighs them (hub/energy.go).
+const (
+	InfoComputeWatts = "compute_w"
+	InfoRadioWatts   = "radio_w"
+)
 
 // BatteryStatus is what a phone's system says its battery is doing, as the
 // Linux and Android power_supply class names it in its "status" file. The
