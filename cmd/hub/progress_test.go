@@ -53,10 +53,22 @@ func TestFlagsOutOfRange(t *testing.T) {
 		{[]string{"--log-every", "0"}, "--log-every 0"},
 		{[]string{"--deadline", "1ms", "--tick", "5ms"}, "--deadline 1ms: want at least --tick (5ms)"},
 		{[]string{"--checkpoint-every", "-1"}, "--checkpoint-every -1"},
+		{[]string{"--battery-floor", "101"}, "--battery-floor 101: want a percentage"},
+		{[]string{"--battery-floor", "-5"}, "--battery-floor -5"},
+		{[]string{"--energy-slack", "0.5"}, "--energy-slack 0.5: want from 1 to 100"},
 	} {
 		if _, err := parseFlags(append(tc.args, "--iterations", "10"), io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("hub %q: %v, want an error containing %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestFlagsBatteryFloor: hub --battery-floor 20 parks below 20% (the
+// hub's config, which TestBatteryFloorParksAndResumes runs end to end).
+func TestFlagsBatteryFloor(t *testing.T) {
+	c, err := parseFlags([]string{"--battery-floor", "20", "--policy", "energy", "--energy-slack", "2", "--iterations", "10"}, io.Discard)
+	if err != nil || c.batteryFloor != 20 || c.policy != "energy" || c.energySlack != 2 {
+		t.Fatalf("parsed %+v, %v", c, err)
 	}
 }
 
