@@ -107,6 +107,14 @@
 // (EventWorkerResumed) when its figures say it pays again. park.go holds
 // the model and its limits.
 //
+// Two more rules spare phones. Config.BatteryFloor parks a worker whose
+// battery, as it reports it (Register, Push, or a Status between pushes),
+// is discharging below the floor, under any policy, and the run waits when
+// every worker is (battery.go). The Energy policy lets an iteration take up
+// to Config.EnergySlack times the adaptive one's time and gives the most
+// samples to the workers whose samples cost their batteries least, by the
+// power they declared at registration (energy.go).
+//
 // # States
 //
 // The run:

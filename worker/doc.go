@@ -37,6 +37,11 @@
 //     weights (Goodbye) or Err() says why the hub refused (Reject).
 //  6. To leave early (the user stopped the worker), call Leave and send the
 //     Goodbye it queues, so the hub forgets the worker at once.
+//  7. To report the phone's battery (optional), read it before NewCore
+//     into Config.Battery (the Register carries it), then call SetBattery
+//     with every new reading: pushes carry the latest, and a change goes to
+//     the hub as a Status in the next Ready. PowerSupply reads Linux and
+//     Android sysfs; Driver does this every BatteryEvery.
 //
 // Driver runs one core over one connection; Session runs a worker across
 // connections: when the hub's connection drops before its Goodbye, it dials
