@@ -298,6 +298,18 @@ func (r *RunResult) JoulesPerSample() float64 {
 	return r.Energy / float64(r.Samples)
 }
 
+// BatteryJoules is what the run took from the phones' batteries: the
+// energy of every phone not on a charger (what the energy policy saves).
+func (r *RunResult) BatteryJoules() float64 {
+	var sum float64
+	for _, d := range r.Devices {
+		if !d.Energy.Charging {
+			sum += d.Energy.Total()
+		}
+	}
+	return sum
+}
+
 // MaxBatteryPercent is the largest share of a battery any phone of the
 // run used.
 func (r *RunResult) MaxBatteryPercent() float64 {

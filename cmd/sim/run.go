@@ -204,18 +204,18 @@ func writeTable(w io.Writer, sc *sim.Scenario, rep *sim.Report) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	energyTarget := strings.Replace(strings.TrimSuffix(target, " (s)"), "to", "J to", 1)
-	fmt.Fprintf(tw, "\nrun\t10 iterations (s)\tsamples/s\t%s\t%s\tJ\tmJ/sample\tbattery %%\tMB sent\tkB up/iter\tkB down/iter\tfinal accuracy\titerations\t\n", target, energyTarget)
+	fmt.Fprintf(tw, "\nrun\t10 iterations (s)\tsamples/s\t%s\t%s\tJ\tbattery J\tmJ/sample\tbattery %%\tMB sent\tkB up/iter\tkB down/iter\tfinal accuracy\titerations\t\n", target, energyTarget)
 	for _, r := range rep.Runs {
 		up, down := perIter(r.GradBytesUp, r.Iterations), perIter(r.GradBytesDown, r.Iterations)
 		if r.Policy == "solo" {
 			up, down = "-", "-" // the hub is on the phone: nothing crosses the air
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%.0f\t%.1f\t%.2f\t%.1f\t%s\t%s\t%s\t%d\t\n", r.Name, secs(r.TenIterations), r.SamplesPerSecond(),
-			secs(r.TimeToTarget), joules(r.EnergyToTarget), r.Energy, 1e3*r.JoulesPerSample(), r.MaxBatteryPercent(),
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%.0f\t%.0f\t%.1f\t%.2f\t%.1f\t%s\t%s\t%s\t%d\t\n", r.Name, secs(r.TenIterations), r.SamplesPerSecond(),
+			secs(r.TimeToTarget), joules(r.EnergyToTarget), r.Energy, r.BatteryJoules(), 1e3*r.JoulesPerSample(), r.MaxBatteryPercent(),
 			float64(r.Bytes)/1e6, up, down, pct(r.FinalAccuracy()), r.Iterations)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nenergy: every phone's, from the start of training (docs/energy.md); battery %%: the most any phone used of its own battery\n")
+	fmt.Fprintf(w, "\nenergy: every phone's, from the start of training (docs/energy.md); battery J: of the phones not on a charger; battery %%: the most any phone used of its own battery\n")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "run\tdevice\tsamples\tJ\tcompute J\tradio J\twaiting J\tmJ/sample\tbattery %%\t\n")
 	for _, r := range rep.Runs {
@@ -319,7 +319,7 @@ func doneFields(sc *sim.Scenario, rep *sim.Report) map[string]any {
 			"sim_seconds_10_iterations": r.TenIterations, "samples_per_second": r.SamplesPerSecond(),
 			"bytes": r.Bytes, "test_accuracy": r.FinalAccuracy(), "sim_seconds": r.End, "parks": r.Parks, "deadline_wait_seconds": r.DeadlineWait,
 			"grad_bytes_up": r.GradBytesUp, "grad_bytes_down": r.GradBytesDown, "mismatches": r.Mismatches, "resynced": r.Resynced,
-			"joules": r.Energy, "joules_per_sample": r.JoulesPerSample(), "max_battery_percent": r.MaxBatteryPercent()}
+			"joules": r.Energy, "battery_joules": r.BatteryJoules(), "joules_per_sample": r.JoulesPerSample(), "max_battery_percent": r.MaxBatteryPercent()}
 		if r.TimeToTarget >= 0 {
 			m["sim_seconds_to_target"] = r.TimeToTarget
 			m["joules_to_target"] = r.EnergyToTarget
