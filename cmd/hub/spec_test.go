@@ -18,7 +18,7 @@ func TestFlagsToSpec(t *testing.T) {
 	c, err := parseFlags([]string{"--model", "lenet5", "--optimizer", "adam", "--lr", "0.002", "--weight-decay", "0.0001",
 		"--schedule", "constant", "--batch", "96", "--min-workers", "3", "--max-workers", "2", "--policy", "fixed",
 		"--park=false", "--compress", "fp16", "--overlap=false", "--tick", "20ms", "--deadline", "3s",
-		"--max-misses", "4", "--patience", "5", "--eval-every", "10"}, io.Discard)
+		"--max-misses", "4", "--patience", "5", "--eval-every", "10", "--battery-floor", "20"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,8 @@ func TestFlagsToSpec(t *testing.T) {
 	want.Schedule = runspec.Schedule{Name: "constant"}
 	want.Stop = hub.StopRule{Iterations: 300, EvalEvery: 10, Patience: 5}
 	want.GlobalBatch, want.MinWorkers, want.MaxWorkers = 96, 3, 3 // --max-workers below --min-workers is raised
-	want.Policy = runspec.Policy{Batch: hub.Fixed, Smoothing: hub.DefaultConfig().Smoothing, ParkMargin: c.parkMargin, ParkProbe: c.parkProbe}
+	want.Policy = runspec.Policy{Batch: hub.Fixed, Smoothing: hub.DefaultConfig().Smoothing, ParkMargin: c.parkMargin, ParkProbe: c.parkProbe,
+		EnergySlack: hub.DefaultConfig().EnergySlack, BatteryFloor: 20}
 	want.Codec = runspec.Codec{Compression: "fp16"}
 	want.Deadline = runspec.Deadline{Tick: 20 * time.Millisecond, Max: 3 * time.Second, Floor: c.deadlineFloor,
 		Factor: c.deadlineFactor, MaxMisses: 4}

@@ -54,7 +54,7 @@ func TestSpecToConfig(t *testing.T) {
 	s.Stop.Iterations = 300
 	s.GlobalBatch, s.MinWorkers, s.MaxWorkers = 96, 3, 5
 	s.Allow = map[string]bool{"a": true}
-	s.Policy = runspec.Policy{Batch: hub.Fixed, Smoothing: 0.5, Park: true, ParkMargin: 0.1, ParkProbe: 7}
+	s.Policy = runspec.Policy{Batch: hub.Fixed, Smoothing: 0.5, Park: true, ParkMargin: 0.1, ParkProbe: 7, EnergySlack: 2, BatteryFloor: 15}
 	s.Codec = runspec.Codec{Compression: "fp16", Overlap: false}
 	s.Deadline = runspec.Deadline{Tick: 20 * time.Millisecond, Max: 3 * time.Second, Floor: 410 * time.Millisecond, Factor: 2, MaxMisses: 4}
 	s.NoWeightsHash = true
@@ -65,6 +65,7 @@ func TestSpecToConfig(t *testing.T) {
 	want := hub.DefaultConfig()
 	want.Iterations, want.GlobalBatch, want.MinWorkers, want.MaxWorkers, want.Allow = 300, 96, 3, 5, s.Allow
 	want.Batch, want.Smoothing, want.Park, want.ParkMargin, want.ParkProbe = hub.Fixed, 0.5, true, 0.1, 7
+	want.EnergySlack, want.BatteryFloor = 2, 15
 	want.Compression, want.Overlap = "fp16", false
 	want.Tick, want.DeadlineTicks, want.DeadlineFloorTicks, want.DeadlineFactor, want.MaxMisses = 20*time.Millisecond, 150, 21, 2, 4
 	want.NoWeightsHash = true
