@@ -318,7 +318,7 @@ func TestMasterOptimizer(t *testing.T) {
 // its hub up as cmd/hub does from flags, through the same package.
 func TestScenarioToSpec(t *testing.T) {
 	sc, err := ParseScenario(strings.NewReader("name t\ndata synthetic train=256 test=64\nmodel lenet5\nbatch 48\niterations 30\n" +
-		"deadline 2s\noptimizer sgd lr=0.05 momentum=0.9\ncompress fp16\nhub-policy smoothing=0.5 park-margin=0.1\n" +
+		"deadline 2s\noptimizer sgd lr=0.05 momentum=0.9\ncompress fp16\nhub-policy smoothing=0.5 park-margin=0.1 energy-slack=1.25\n" +
 		"device nexus-6p\ndevice meizu-mx3\ndevice nexus-6p name=late absent\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -337,7 +337,8 @@ func TestScenarioToSpec(t *testing.T) {
 	want.Schedule = runspec.Schedule{Name: "constant"}
 	want.Stop = hub.StopRule{Iterations: 30, EvalEvery: sc.EvalEvery, Patience: sc.Patience, Target: sc.Target}
 	want.GlobalBatch, want.MinWorkers, want.MaxWorkers = 48, 2, 3 // the absent phone joins later
-	want.Policy = runspec.Policy{Batch: hub.Adaptive, Smoothing: 0.5, Park: true, ParkMargin: 0.1, ParkProbe: want.Policy.ParkProbe}
+	want.Policy = runspec.Policy{Batch: hub.Adaptive, Smoothing: 0.5, Park: true, ParkMargin: 0.1, ParkProbe: want.Policy.ParkProbe,
+		EnergySlack: 1.25}
 	want.Codec = runspec.Codec{Compression: "fp16", Overlap: sc.Overlap}
 	want.Deadline = runspec.Deadline{Tick: tick, Max: 2 * time.Second, Floor: want.Deadline.Floor, Factor: 0, MaxMisses: 3}
 	want.NoWeightsHash = !sc.Hash
