@@ -2,9 +2,6 @@ package data
 
 import (
 	"fmt"
-	"io/fs"
-	"path/filepath"
-	"strings"
 )
 
 // CheckImageFolder reads and decodes every image of dir, laid out as
@@ -27,22 +24,7 @@ func CheckImageFolder(dir string, maxPixels int, progress func(done, total int))
 	}
 	var paths []string
 	for _, name := range names {
-		err := filepath.WalkDir(filepath.Join(dir, name), func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if strings.HasPrefix(d.Name(), ".") {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if d.IsDir() {
-				return nil
-			}
-			if err := inFolder(dir, path, d); err != nil {
-				return err
-			}
+		err := walkClass(dir, name, func(path string) error {
 			paths = append(paths, path)
 			return nil
 		})

@@ -116,22 +116,7 @@ func LoadImageFolder(dir string, opt FolderOptions) (*Images, error) {
 	var pix []uint8
 	var labels []int32
 	for class, name := range names {
-		err := filepath.WalkDir(filepath.Join(dir, name), func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if strings.HasPrefix(d.Name(), ".") {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if d.IsDir() {
-				return nil
-			}
-			if err := inFolder(dir, path, d); err != nil {
-				return err
-			}
+		err := walkClass(dir, name, func(path string) error {
 			pix = append(pix, make([]uint8, size)...)
 			if err := loadImageFile(pix[len(pix)-size:], path, opt.C, opt.H, opt.W, opt.maxPixels()); err != nil {
 				return err
@@ -153,6 +138,32 @@ func LoadImageFolder(dir string, opt FolderOptions) (*Images, error) {
 // or a symbolic link that leads out of the folder root (to /etc/passwd, say)
 // or to anything but a regular file: a folder of images reads images, and
 // only its own. A link within the folder is followed.
+// walkClass calls fn with the path of every file under the class folder
+// dir/name, at any depth, in path order: names starting with '.' (files or
+// folders) are skipped, and a file that is not regular, or a symbolic link
+// leading out of dir, is an error (inFolder) before fn sees it. Every
+// class-folder loader walks through it, so they skip and refuse alike.
+func walkClass(dir, name string, fn func(path string) error) error {
+	return filepath.WalkDir(filepath.Join(dir, name), func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if err := inFolder(dir, path, d); err != nil {
+			return err
+		}
+		return fn(path)
+	})
+}
+
 func inFolder(root, path string, d fs.DirEntry) error {
 	if d.Type().IsRegular() {
 		return nil

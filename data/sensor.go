@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -222,22 +220,7 @@ func LoadSensorFolder(dir string, opt SensorOptions) (*Signals, error) {
 	var channels []string   // the first header's names, if any
 	var first, named string // the first file, and the first with a header
 	for class, name := range classes {
-		err := filepath.WalkDir(filepath.Join(dir, name), func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if strings.HasPrefix(d.Name(), ".") {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if d.IsDir() {
-				return nil
-			}
-			if err := inFolder(dir, path, d); err != nil {
-				return err
-			}
+		err := walkClass(dir, name, func(path string) error {
 			f, err := openLimited(path, opt.MaxBytes)
 			if err != nil {
 				return err
