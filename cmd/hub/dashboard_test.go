@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -166,7 +165,7 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Errorf("the dashboard shows %+v; want role \"hub of session cotrain\", \"samples/s computing\", one checkpoint in the events, "+
 			"the loss axis from 0 or above and a timeline titled with its iterations", lb)
 	}
-	checkLayout(t, tab, "at 1280 px")
+	browsertest.CheckLayout(t, tab, "at 1280 px")
 	// On a laptop the workers' table fits its box: every column shows
 	// without scrolling sideways.
 	wide, err := chromedp.Run(tab, chromedp.Evaluate[int](`(() => { const b = document.querySelector("#workers").parentElement; return b.scrollWidth - b.clientWidth; })()`))
@@ -180,7 +179,7 @@ func TestDashboardInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	save(t, "dashboard-desktop.png", png)
+	browsertest.Screenshot(t, "dashboard-desktop.png", png)
 
 	// A phone's screen: 390 CSS pixels wide, nothing scrolls sideways but
 	// the workers' table inside its own box.
@@ -198,8 +197,8 @@ func TestDashboardInChromium(t *testing.T) {
 	if overflow > 0 {
 		t.Errorf("at 390 px the page is %d px wider than the screen", overflow)
 	}
-	checkLayout(t, tab, "at 390 px")
-	save(t, "dashboard-phone.png", png)
+	browsertest.CheckLayout(t, tab, "at 390 px")
+	browsertest.Screenshot(t, "dashboard-phone.png", png)
 
 	// phone-a's own page, on the phone's screen: its name, its iteration
 	// advancing, its loss curve.
@@ -223,61 +222,7 @@ func TestDashboardInChromium(t *testing.T) {
 	if png, err = chromedp.Run(tab, chromedp.FullScreenshot(100)); err != nil {
 		t.Fatal(err)
 	}
-	save(t, "worker-phone.png", png)
-}
-
-// docsImgEnv, set to 1, makes the browser tests also write their
-// screenshots into docs/img (the pictures docs/dashboard.md shows):
-//
-//	COTRAIN_DOCS_IMG=1 go test ./cmd/hub ./cmd/sim -run InChromium -count=1
-//
-// A plain go test leaves the tree alone.
-const docsImgEnv = "COTRAIN_DOCS_IMG"
-
-// save keeps a screenshot as a test artifact and, with docsImgEnv set, in
-// docs/img.
-func save(t *testing.T, name string, b []byte) {
-	t.Helper()
-	if len(b) < 8 || string(b[1:4]) != "PNG" {
-		t.Fatalf("%s: not a PNG (%d bytes)", name, len(b))
-	}
-	dirs := []string{t.ArtifactDir()}
-	if os.Getenv(docsImgEnv) == "1" {
-		dirs = append(dirs, filepath.Join("..", "..", "docs", "img"))
-	}
-	for _, d := range dirs {
-		path := filepath.Join(d, name)
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("screenshot: %s (%d bytes)", path, len(b))
-	}
-}
-
-// checkLayout fails t where the page cuts what it shows: a session value
-// wider than its box (the iteration count once read "18460 / 10…"), a
-// chart's iteration labels outside its canvas, the page wider than the
-// window. (cmd/sim's report test has the same check.)
-func checkLayout(t *testing.T, tab context.Context, where string) {
-	t.Helper()
-	type layout struct {
-		Cut      []string
-		Labels   []string
-		Overflow int
-	}
-	got, err := chromedp.Run(tab, chromedp.Evaluate[layout](`(() => ({
-		Cut: [...document.querySelectorAll(".kv b")].filter((b) => b.scrollWidth > b.clientWidth + 1).map((b) => b.id + "=" + b.textContent),
-		Labels: [...document.querySelectorAll("canvas[data-xlabels]")].filter((c) => {
-			const [lo, hi, w] = c.dataset.xlabels.split(",").map(Number);
-			return lo < 0 || hi > w;
-		}).map((c) => c.id + " " + c.dataset.xlabels),
-		Overflow: document.documentElement.scrollWidth - window.innerWidth}))()`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got.Cut) > 0 || len(got.Labels) > 0 || got.Overflow > 0 {
-		t.Errorf("%s: values cut %q, labels outside their canvas %q, page %d px wider than the window", where, got.Cut, got.Labels, got.Overflow)
-	}
+	browsertest.Screenshot(t, "worker-phone.png", png)
 }
 
 // TestDashboardEndpoints reads /api/status, /api/events and /metrics of a

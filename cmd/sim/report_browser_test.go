@@ -14,34 +14,6 @@ import (
 	"github.com/cotrain/cotrain/internal/browsertest"
 )
 
-// docsImgEnv, set to 1, makes the browser tests also write their
-// screenshots into docs/img (the pictures docs/dashboard.md shows):
-//
-//	COTRAIN_DOCS_IMG=1 go test ./cmd/hub ./cmd/sim -run InChromium -count=1
-//
-// A plain go test leaves the tree alone.
-const docsImgEnv = "COTRAIN_DOCS_IMG"
-
-// shot saves a screenshot as a test artifact and, with docsImgEnv set, into
-// docs/img.
-func shot(t *testing.T, name string, png []byte) {
-	t.Helper()
-	if len(png) < 8 || string(png[1:4]) != "PNG" {
-		t.Fatalf("%s: not a PNG (%d bytes)", name, len(png))
-	}
-	dirs := []string{t.ArtifactDir()}
-	if os.Getenv(docsImgEnv) == "1" {
-		dirs = append(dirs, filepath.Join("..", "..", "docs", "img"))
-	}
-	for _, d := range dirs {
-		path := filepath.Join(d, name)
-		if err := os.WriteFile(path, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("screenshot: %s", path)
-	}
-}
-
 // reportScenario is tiny, run for 20 iterations: the report's timeline
 // (the first 10) is then not the whole run, and its title must say so.
 const reportScenario = `name tiny
@@ -62,7 +34,7 @@ device meizu-mx3 name=slow
 // the plots loaded; counts that add up (each phone's bytes up and down to
 // the session's, those to the table's MB sent); no value cut, axes from 0
 // with their labels inside the canvas. Screenshots at 1280 and 390 px wide
-// are test artifacts (go test -artifacts), and docs/img's with docsImgEnv.
+// are test artifacts (go test -artifacts), and docs/img's with browsertest.DocsImgEnv.
 func TestReportPageInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a simulation and a browser; skipped with -short")
@@ -148,45 +120,20 @@ func TestReportPageInChromium(t *testing.T) {
 	if got.LossYMin < 0 {
 		t.Errorf("the loss axis starts at %v, below 0", got.LossYMin)
 	}
-	checkLayout(t, tab, "at 1280 px")
+	browsertest.CheckLayout(t, tab, "at 1280 px")
 	png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
 	}
-	shot(t, "report-desktop.png", png)
+	browsertest.Screenshot(t, "report-desktop.png", png)
 
 	if err := chromedp.Do(tab, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
 		chromedp.Sleep(500*time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
-	checkLayout(t, tab, "at 390 px")
+	browsertest.CheckLayout(t, tab, "at 390 px")
 	if png, err = chromedp.Run(tab, chromedp.FullScreenshot(100)); err != nil {
 		t.Fatal(err)
 	}
-	shot(t, "report-phone.png", png)
-}
-
-// checkLayout fails t where the page cuts what it shows: a session value
-// wider than its box, a chart's iteration labels outside its canvas, the
-// page wider than the window.
-func checkLayout(t *testing.T, tab context.Context, where string) {
-	t.Helper()
-	type layout struct {
-		Cut      []string
-		Labels   []string
-		Overflow int
-	}
-	got, err := chromedp.Run(tab, chromedp.Evaluate[layout](`(() => ({
-		Cut: [...document.querySelectorAll(".kv b")].filter((b) => b.scrollWidth > b.clientWidth + 1).map((b) => b.id + "=" + b.textContent),
-		Labels: [...document.querySelectorAll("canvas[data-xlabels]")].filter((c) => {
-			const [lo, hi, w] = c.dataset.xlabels.split(",").map(Number);
-			return lo < 0 || hi > w;
-		}).map((c) => c.id + " " + c.dataset.xlabels),
-		Overflow: document.documentElement.scrollWidth - window.innerWidth}))()`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got.Cut) > 0 || len(got.Labels) > 0 || got.Overflow > 0 {
-		t.Errorf("%s: values cut %q, labels outside their canvas %q, page %d px wider than the window", where, got.Cut, got.Labels, got.Overflow)
-	}
+	browsertest.Screenshot(t, "report-phone.png", png)
 }
