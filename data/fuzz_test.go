@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"slices"
 	"testing"
+
+	"github.com/cotrain/cotrain/internal/pngbomb"
 )
 
 // FuzzReadNPY feeds arbitrary bytes to ReadNPY: it must never panic, and
@@ -69,8 +71,8 @@ func FuzzLoadImage(f *testing.F) {
 		}
 		f.Add(b, uint8(3))
 	}
-	f.Add(pngBomb(300, 300), uint8(1)) // over the limit below
-	f.Add(pngBomb(60, 40), uint8(1))
+	f.Add(pngbomb.PNG(300, 300), uint8(1)) // over the limit below
+	f.Add(pngbomb.PNG(60, 40), uint8(1))
 	f.Add([]byte("\x89PNG\r\n\x1a\n"), uint8(1))
 	f.Fuzz(func(t *testing.T, raw []byte, c uint8) {
 		ch := 1 + 2*int(c%2) // 1 or 3 channels

@@ -1,57 +1,23 @@
 package data
 
 import (
-	"bytes"
-	"compress/zlib"
-	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"image/color"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// pngBomb returns a valid 8-bit grayscale PNG of w×h black pixels: a zlib
-// stream of zeros that compresses about a thousandfold (issue 28's bombs:
-// 30000×30000 in 875 KB, 16000×16000 in 249 KB). testdata/bomb/gen.go
-// writes the same bytes to a file.
-func pngBomb(w, h int) []byte {
-	var idat bytes.Buffer
-	z, _ := zlib.NewWriterLevel(&idat, zlib.BestCompression)
-	row := make([]byte, 1+w) // filter type 0, then w black pixels
-	for range h {
-		z.Write(row)
-	}
-	z.Close()
-	var out bytes.Buffer
-	out.WriteString("\x89PNG\r\n\x1a\n")
-	chunk := func(typ string, data []byte) {
-		binary.Write(&out, binary.BigEndian, uint32(len(data)))
-		c := crc32.NewIEEE()
-		c.Write([]byte(typ))
-		c.Write(data)
-		out.WriteString(typ)
-		out.Write(data)
-		binary.Write(&out, binary.BigEndian, c.Sum32())
-	}
-	ihdr := binary.BigEndian.AppendUint32(nil, uint32(w))
-	ihdr = binary.BigEndian.AppendUint32(ihdr, uint32(h))
-	ihdr = append(ihdr, 8, 0, 0, 0, 0) // 8-bit grayscale, deflate, no interlace
-	chunk("IHDR", ihdr)
-	chunk("IDAT", idat.Bytes())
-	chunk("IEND", nil)
-	return out.Bytes()
-}
+	"github.com/cotrain/cotrain/internal/pngbomb"
+)
 
 // TestPNGBomb: issue 28's 16000×16000 PNG of 249 KB is refused from its
 // header, as a single input and in an image folder (the old loader decoded
 // it: 1.28 GB for finetune; its 30000×30000 sibling took predict to 4.4 GB).
 // A limit raised above it decodes it.
 func TestPNGBomb(t *testing.T) {
-	bomb := pngBomb(16000, 16000)
+	bomb := pngbomb.PNG(16000, 16000)
 	if len(bomb) > 300<<10 {
 		t.Fatalf("the bomb takes %d bytes", len(bomb))
 	}
@@ -65,7 +31,7 @@ func TestPNGBomb(t *testing.T) {
 		t.Errorf("LoadImageFolder: %v, want ErrTooLarge naming bomb.png", err)
 	}
 	// A raised limit admits a bomb of 25 megapixels, over the default.
-	small := pngBomb(5000, 5000)
+	small := pngbomb.PNG(5000, 5000)
 	dir = makeFolder(t, map[string][]byte{"a/bomb.png": small})
 	opt.MaxPixels = 0
 	if _, err := LoadImage(filepath.Join(dir, "a", "bomb.png"), opt); !errors.Is(err, ErrTooLarge) {
