@@ -1,0 +1,94 @@
+package onnx
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cotrain/cotrain/gpu/cpu"
+	"github.com/cotrain/cotrain/solver"
+)
+
+// torch2Dir holds what PyTorch 2.11's torch.onnx.export wrote on the device
+// machine (scripts/torch2_exports.py): NAME.onnx with default arguments (the
+// dynamo exporter, opset 20, weights in NAME.onnx.data) and
+// NAME_legacy.onnx with dynamo=False, beside NAME.x.npy and PyTorch's
+// output NAME.y.npy.
+const torch2Dir = "testdata/torch2"
+
+// torch2Refused lists the exports the importer does not read yet, each with
+// the words its refusal must contain (the operator or input it stops at).
+// When support lands, the entry goes and the model joins the checks below:
+// the test fails until it does, so that this list stays true.
+var torch2Refused = map[string]string{
+	"prelu_ln":        "PRelu",
+	"prelu_ln_legacy": "PRelu",
+	"cnn1d":           "rank 3",
+	"cnn1d_legacy":    "rank 3",
+	"lstm_lm":         "LSTM",
+	"lstm_lm_legacy":  "Expand",
+	"gru_lm":          "GRU",
+	"gru_lm_legacy":   "Expand",
+}
+
+// TestTorch2Exports imports every model today's PyTorch exported, both
+// ways, predicts PyTorch's output to a relative 1e-4 on the CPU backend and
+// fine-tunes every layer two steps on the batch, whose loss must fall; the
+// ones still refused must say what stops them.
+func TestTorch2Exports(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(torch2Dir, "*.onnx"))
+	if err != nil || len(files) < 12 {
+		t.Fatalf("%d exports in %s (%v), want 12", len(files), torch2Dir, err)
+	}
+	for _, path := range files {
+		name := strings.TrimSuffix(filepath.Base(path), ".onnx")
+		base := strings.TrimSuffix(name, "_legacy")
+		t.Run(name, func(t *testing.T) {
+			f, err := ImportFile(path)
+			if want, refused := torch2Refused[name]; refused {
+				if err == nil || !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), want) {
+					t.Fatalf("import: %v, want ErrUnsupported naming %q (if it imports now, drop it from torch2Refused)", err, want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(path + ".data"); (err == nil) == strings.HasSuffix(name, "_legacy") {
+				t.Errorf("external data file present: %v; the default export keeps its weights in one, the legacy one inline", err == nil)
+			}
+			x, _ := readNPY(t, filepath.Join(torch2Dir, base+".x.npy"))
+			want, _ := readNPY(t, filepath.Join(torch2Dir, base+".y.npy"))
+			net, err := f.Build(cpu.NewCPU())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := relErr(forward(net, x), want); !(e <= 1e-4) {
+				t.Errorf("relative error %.3g against PyTorch 2.11, want <= 1e-4", e)
+			}
+			opt, err := solver.NewOptimizer(net.B, "sgd", net.Params.Len(), 0, 0, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := solver.NewTrainer(net, opt, solver.Constant(0.01))
+			n := len(x) / net.In.Size()
+			labels := make([]int32, n)
+			for i := range labels {
+				labels[i] = int32(i % net.Out.Size())
+			}
+			before, err := tr.Step(x, labels)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after, err := tr.Step(x, labels)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !(after < before) {
+				t.Errorf("loss %.4f after a step, %.4f before", after, before)
+			}
+		})
+	}
+}

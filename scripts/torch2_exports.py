@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""What today's PyTorch writes, checked against cotrain's importer.
+
+Runs on the device machine, whose python3 has PyTorch 2.11 and torchvision
+(the exporter users have today), not on the Debian machine (PyTorch 1.13):
+
+    python3 scripts/torch2_exports.py OUTDIR [COTRAIN_BINARY]
+
+For every model below it writes OUTDIR/NAME.onnx as torch.onnx.export writes
+it with default arguments (PyTorch 2.11: the dynamo exporter, opset 20 or
+newer, weights in NAME.onnx.data beside the model) and OUTDIR/NAME_legacy.onnx
+with dynamo=False (the TorchScript exporter, its default opset), plus
+NAME.x.npy (a seeded input batch) and NAME.y.npy (PyTorch's float32 output in
+eval mode). Models:
+
+- small ones, kept as test fixtures (copy OUTDIR's cnn*, resnet_tiny*,
+  prelu_ln*, gru_lm*, lstm_lm* files into models/onnx/testdata/torch2,
+  where TestTorch2Exports reads them, and this run's output into its
+  device.log): a CNN with BatchNorm and AdaptiveAvgPool, a ResNet basic
+  block, PReLU with LayerNorm and GELU, a 1-D CNN over 3×128 sensor windows,
+  an embedding+LSTM and an embedding+GRU next-word model;
+- checked here only: torchvision's MobileNet v2 at width 0.25 on 64×64
+  input (2.2 MB), and resnet18, mobilenet_v2 and alexnet at 224² (random
+  weights, seeded; 14 to 245 MB).
+
+With COTRAIN_BINARY (a cotrain built for this machine), each file is then
+imported and run by `cotrain predict --json` on NAME.x.npy and its logits
+are compared with NAME.y.npy; one line per file says the largest absolute
+difference, or cotrain's refusal. Everything is seeded: a rerun writes
+the same inputs and weights.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+from torch import nn
+
+
+class CNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.f = nn.Sequential(
+            nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
+
+    def forward(self, x):
+        return self.f(x)
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c1 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.b1 = nn.BatchNorm2d(c)
+        self.c2 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.b2 = nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        y = torch.relu(self.b1(self.c1(x)))
+        return torch.relu(self.b2(self.c2(y)) + x)
+
+
+class ResNetTiny(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU())
+        self.block = Block(16)
+        self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 5))
+
+    def forward(self, x):
+        return self.head(self.block(self.stem(x)))
+
+
+class PReLULN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.act = nn.PReLU(8)
+        self.flat = nn.Flatten()
+        self.fc1 = nn.Linear(8 * 8 * 8, 32)
+        self.ln = nn.LayerNorm(32)
+        self.gelu = nn.GELU()
+        self.fc2 = nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.fc2(self.gelu(self.ln(self.fc1(self.flat(self.act(self.conv(x)))))))
+
+
+class CNN1D(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.f = nn.Sequential(
+            nn.Conv1d(3, 16, 5, padding=2), nn.BatchNorm1d(16), nn.ReLU(), nn.MaxPool1d(2),
+            nn.Conv1d(16, 32, 5, padding=2), nn.BatchNorm1d(32), nn.ReLU(),
+            nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(32, 6))
+
+    def forward(self, x):
+        return self.f(x)
+
+
+class LM(nn.Module):
+    def __init__(self, cell, vocab=50, dim=16, hidden=24):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, dim)
+        self.rnn = cell(dim, hidden, batch_first=True)
+        self.out = nn.Linear(hidden, vocab)
+
+    def forward(self, ids):
+        h, _ = self.rnn(self.emb(ids))
+        return self.out(h[:, -1])
+
+
+def models():
+    import torchvision
+    small = [
+        ("cnn", CNN, (2, 1, 28, 28)),
+        ("resnet_tiny", ResNetTiny, (2, 3, 16, 16)),
+        ("prelu_ln", PReLULN, (2, 3, 16, 16)),
+        ("cnn1d", CNN1D, (2, 3, 128)),
+        ("lstm_lm", lambda: LM(nn.LSTM), (2, 12)),
+        ("gru_lm", lambda: LM(nn.GRU), (2, 12)),
+        ("mobilenet_v2_w025", lambda: torchvision.models.mobilenet_v2(width_mult=0.25, num_classes=10), (2, 3, 64, 64)),
+    ]
+    large = [
+        ("resnet18", lambda: torchvision.models.resnet18(), (1, 3, 224, 224)),
+        ("mobilenet_v2", lambda: torchvision.models.mobilenet_v2(), (1, 3, 224, 224)),
+        ("alexnet", lambda: torchvision.models.alexnet(), (1, 3, 224, 224)),
+    ]
+    return small, large
+
+
+def export(name, make, shape, out):
+    torch.manual_seed(29)
+    m = make().eval()
+    # Batch norm statistics that are not the identity, so that folding them is tested.
+    with torch.no_grad():
+        for mod in m.modules():
+            if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d)):
+                mod.running_mean.uniform_(-0.5, 0.5)
+                mod.running_var.uniform_(0.5, 1.5)
+    g = torch.Generator().manual_seed(30)
+    if name.endswith("_lm"):
+        x = torch.randint(0, 50, shape, generator=g)
+    else:
+        x = torch.randn(*shape, generator=g)
+    with torch.no_grad():
+        y = m(x)
+    np.save(os.path.join(out, name + ".x.npy"), x.numpy().astype(np.float32) if x.dtype.is_floating_point else x.numpy().astype(np.float32))
+    np.save(os.path.join(out, name + ".y.npy"), y.numpy().astype(np.float32))
+    files = []
+    for suffix, kw in (("", {}), ("_legacy", {"dynamo": False})):
+        path = os.path.join(out, name + suffix + ".onnx")
+        try:
+            torch.onnx.export(m, (x,), path, **kw)
+            files.append(path)
+        except Exception as e:  # an exporter failure is a finding too
+            print(f"{name}{suffix}: torch.onnx.export failed: {type(e).__name__}: {str(e)[:300]}")
+    return files
+
+
+def check(binary, path, ynpy):
+    import onnx
+    mp = onnx.load(path, load_external_data=False)
+    opset = max((o.version for o in mp.opset_import if o.domain in ("", "ai.onnx")), default=0)
+    ops = sorted({n.op_type for n in mp.graph.node})
+    ext = os.path.exists(path + ".data") or any(
+        t.data_location == onnx.TensorProto.EXTERNAL for t in mp.graph.initializer)
+    base = path[: -len(".onnx")].replace("_legacy", "")
+    head = f"{os.path.basename(path)}: opset {opset}, external data {ext}, ops {' '.join(ops)}"
+    if not binary:
+        print(head)
+        return
+    r = subprocess.run([binary, "predict", "--device", "cpu", "--json", "--weights", path, "--input", base + ".x.npy"],
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        print(head + "\n    cotrain: " + (r.stderr.strip() or r.stdout.strip())[:400])
+        return
+    got = np.array([json.loads(l)["logits"] for l in r.stdout.splitlines() if l.startswith("{")], dtype=np.float32)
+    want = np.load(ynpy)
+    got = got.reshape(want.shape) if got.size == want.size else got
+    if got.shape != want.shape:
+        print(head + f"\n    cotrain: output shape {got.shape}, PyTorch {want.shape}")
+        return
+    print(head + f"\n    cotrain predict matches PyTorch: max |diff| {np.abs(got - want).max():.3g}")
+
+
+def main():
+    out = sys.argv[1]
+    binary = sys.argv[2] if len(sys.argv) > 2 else None
+    os.makedirs(out, exist_ok=True)
+    print("torch", torch.__version__)
+    small, large = models()
+    for name, make, shape in small + large:
+        for f in export(name, make, shape, out):
+            check(binary, f, os.path.join(out, name + ".y.npy"))
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
