@@ -45,6 +45,8 @@ const (
 	InitFanIn Init = iota
 	InitZeros
 	InitOnes
+	// InitNormal draws from N(0, 1): PyTorch's default for nn.Embedding.
+	InitNormal
 )
 
 // ParamSpec describes one parameter or state tensor of a layer.
