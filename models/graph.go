@@ -88,6 +88,13 @@ type Layer struct {
 	// LRN (solver.LRN) uses Alpha and Beta too.
 	Size int     `json:"size,omitempty"` // lrn: channels in the window
 	K    float32 `json:"k,omitempty"`    // lrn: the bias (PyTorch's k)
+
+	// Sequence layers: an embedding's table is Vocab×Out; a recurrent
+	// layer (lstm, gru) has Out hidden units in Layers stacked layers and
+	// outputs every step when AllSteps is set, else the last.
+	Vocab    int  `json:"vocab,omitempty"`     // embedding
+	Layers   int  `json:"layers,omitempty"`    // lstm, gru
+	AllSteps bool `json:"all_steps,omitempty"` // lstm, gru
 }
 
 // Describe turns layers (set up or not) into their description. A layer
@@ -136,6 +143,10 @@ func Describe(nodes []solver.Node) ([]Layer, error) {
 			}
 		case *solver.LRN:
 			d.Size, d.Alpha, d.Beta, d.K = l.Size, l.Alpha, l.Beta, l.Bias
+		case *solver.Embedding:
+			d.Vocab, d.Out = l.Vocab, l.Dim
+		case *solver.Recurrent:
+			d.Out, d.Layers, d.AllSteps = l.Hidden, l.Layers, l.AllSteps
 		case *solver.Flatten, *solver.Add, *solver.Concat:
 		default:
 			return nil, fmt.Errorf("%w: layer %s of kind %s has no description", ErrGraph, d.Name, d.Kind)
@@ -205,6 +216,12 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 			l = solver.NewLRN(d.Name, d.Size, d.Alpha, d.Beta, d.K)
 		case "concat":
 			l = solver.NewConcat(d.Name)
+		case "embedding":
+			l = solver.NewEmbedding(d.Name, d.Vocab, d.Out)
+		case "lstm":
+			l = solver.NewLSTM(d.Name, d.Out, d.Layers, d.AllSteps)
+		case "gru":
+			l = solver.NewGRU(d.Name, d.Out, d.Layers, d.AllSteps)
 		case "reshape":
 			l = solver.NewReshape(d.Name, d.To)
 		case "transpose":

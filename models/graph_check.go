@@ -44,6 +44,28 @@ func checkLayer(i int, d Layer) error {
 		if _, err := limits.Count("output units", int64(d.Out), true); err != nil {
 			return bad(err)
 		}
+	case "embedding":
+		if _, err := limits.Count("vocabulary", int64(d.Vocab), true); err != nil {
+			return bad(err)
+		}
+		if _, err := limits.Count("embedding dimension", int64(d.Out), true); err != nil {
+			return bad(err)
+		}
+		// One view per row of the table is made from it: its size is
+		// bounded by the elements a tensor may hold.
+		if _, err := limits.Product("embedding table", d.Vocab, d.Out); err != nil {
+			return bad(err)
+		}
+	case "lstm", "gru":
+		if _, err := limits.Count("hidden units", int64(d.Out), true); err != nil {
+			return bad(err)
+		}
+		if _, err := limits.Count("layers", int64(d.Layers), true); err != nil {
+			return bad(err)
+		}
+		if _, err := limits.Product("recurrent weights", d.Layers, 4, d.Out, 2, d.Out); err != nil {
+			return bad(err)
+		}
 	}
 	for _, f := range []struct {
 		what string

@@ -55,6 +55,11 @@ func forward(net *solver.Net, n int) []float32 {
 	for i := range x {
 		x[i] = float32(i%23)/23 - 0.5
 	}
+	if net.CheckInput(x) != nil { // token ids: whole numbers below the vocabulary's size
+		for i := range x {
+			x[i] = float32(i % 23)
+		}
+	}
 	xb := net.B.Alloc(len(x))
 	net.B.Upload(xb, x)
 	out := make([]float32, n*net.Out.Size())
@@ -74,6 +79,8 @@ func TestGraphFileBuildsTheSameNetwork(t *testing.T) {
 		{"lenet-caffe", Config{Classes: 7}},
 		{"alexnet-small", Config{}},
 		{"mobilenet-small", Config{Width: 0.25}},
+		{"lstm-lm", Config{Classes: 50, Input: solver.Shape{C: 1, H: 1, W: 8}}},
+		{"gru-lm", Config{Classes: 50, Input: solver.Shape{C: 1, H: 1, W: 8}}},
 	} {
 		t.Run(tc.model, func(t *testing.T) {
 			f, want := randomFile(t, tc.model, tc.c)
