@@ -122,22 +122,60 @@ func LoadText(path string, opt TextOptions) (*Text, error) {
 			return nil, fmt.Errorf("data: text: %s: %w", path, err)
 		}
 	}
-	t := &Text{context: opt.Context, stride: opt.Stride, vocab: v, names: files, first: []int{0}}
-	for _, d := range docs {
-		t.docs = append(t.docs, span{off: len(t.ids), n: len(d)})
-		for _, w := range d {
-			t.ids = append(t.ids, v.ID(w))
+	ids := make([][]int32, len(docs))
+	for i, d := range docs {
+		ids[i] = make([]int32, len(d))
+		for k, w := range d {
+			ids[i][k] = v.ID(w)
 		}
-		n := 0
-		if len(d) > opt.Context {
-			n = (len(d)-opt.Context-1)/opt.Stride + 1
-		}
-		t.first = append(t.first, t.first[len(t.first)-1]+n)
 	}
+	t := newText(ids, files, opt.Context, opt.Stride, v)
 	if t.Len() == 0 {
 		return nil, errorf(ErrInvalid, "data: text: %s: no file holds more than %d tokens (the context)", path, opt.Context)
 	}
 	return t, nil
+}
+
+// newText lays the documents' ids out one after another and counts each
+// one's samples.
+func newText(docs [][]int32, names []string, context, stride int, v *Vocab) *Text {
+	t := &Text{context: context, stride: stride, vocab: v, names: names, first: []int{0}}
+	for _, d := range docs {
+		t.docs = append(t.docs, span{off: len(t.ids), n: len(d)})
+		t.ids = append(t.ids, d...)
+		n := 0
+		if len(d) > context {
+			n = (len(d)-context-1)/stride + 1
+		}
+		t.first = append(t.first, t.first[len(t.first)-1]+n)
+	}
+	return t
+}
+
+// SplitTail holds out the end of every document: the last fraction
+// holdout (0 < holdout < 1) of each one's tokens, rounded down, is a
+// document of test, the rest one of train. No window of test shares a
+// token with a window of train, so a language model is tested on text it
+// never saw (a random subset of the windows, as images are split, would
+// test on contexts that overlap the training ones by all but a word). A
+// split that leaves either part without a sample is an error.
+func (t *Text) SplitTail(holdout float64) (train, test *Text, err error) {
+	if !(holdout > 0 && holdout < 1) {
+		return nil, nil, errorf(ErrInvalid, "data: text: holdout %v, want a fraction between 0 and 1", holdout)
+	}
+	var a, b [][]int32
+	for _, d := range t.docs {
+		ids := t.ids[d.off : d.off+d.n]
+		cut := d.n - int(holdout*float64(d.n))
+		a, b = append(a, ids[:cut]), append(b, ids[cut:])
+	}
+	train = newText(a, t.names, t.context, t.stride, t.vocab)
+	test = newText(b, t.names, t.context, t.stride, t.vocab)
+	if train.Len() == 0 || test.Len() == 0 {
+		return nil, nil, errorf(ErrInvalid, "data: text: holding out %v of %d tokens leaves %d samples to train on and %d to test (a sample needs %d tokens)",
+			holdout, len(t.ids), train.Len(), test.Len(), t.context+1)
+	}
+	return train, test, nil
 }
 
 // TextFiles returns the files LoadText reads for path: path itself when it

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -215,18 +216,16 @@ func ReadVocab(r io.Reader) (*Vocab, error) {
 	seen := map[string]int{}
 	for line := 2; sc.Scan(); line++ {
 		t := strings.TrimSuffix(sc.Text(), "\r")
-		switch {
-		case len(words) == MaxVocabSize:
+		if len(words) == MaxVocabSize {
 			return nil, errorf(ErrFormat, "data: vocab: line %d: more than %d tokens", line, MaxVocabSize)
-		case t == "":
-			return nil, errorf(ErrFormat, "data: vocab: line %d: an empty token", line)
-		case !utf8.ValidString(t):
-			return nil, errorf(ErrFormat, "data: vocab: line %d: invalid UTF-8", line)
-		case strings.IndexFunc(t, unicode.IsSpace) >= 0:
-			return nil, errorf(ErrFormat, "data: vocab: line %d: token %q holds white space", line, t)
-		case len(words) == 0 && t != Unknown:
+		}
+		if len(words) == 0 && t != Unknown {
 			return nil, errorf(ErrFormat, "data: vocab: line 2 is %.40q, want %q (id 0)", t, Unknown)
-		case seen[t] > 0:
+		}
+		if msg := badToken(len(words), t); msg != "" {
+			return nil, errorf(ErrFormat, "data: vocab: line %d: %s", line, msg)
+		}
+		if seen[t] > 0 {
 			return nil, errorf(ErrFormat, "data: vocab: line %d: token %q already on line %d", line, t, seen[t])
 		}
 		seen[t] = line
@@ -239,4 +238,45 @@ func ReadVocab(r io.Reader) (*Vocab, error) {
 		return nil, errorf(ErrFormat, "data: vocab: %d tokens, want %s and at least one word", len(words), Unknown)
 	}
 	return newVocab(words), nil
+}
+
+// badToken says what is wrong with t as the token of id k of a
+// vocabulary, or "" when nothing is (duplicates are the caller's check).
+func badToken(k int, t string) string {
+	switch {
+	case t == "":
+		return "an empty token"
+	case !utf8.ValidString(t):
+		return "invalid UTF-8"
+	case len(t) > MaxTokenBytes:
+		return fmt.Sprintf("a token of %d bytes (at most %d)", len(t), MaxTokenBytes)
+	case strings.IndexFunc(t, unicode.IsSpace) >= 0:
+		return fmt.Sprintf("token %q holds white space", t)
+	case k == 0 && t != Unknown:
+		return fmt.Sprintf("%.40q first, want %q (id 0)", t, Unknown)
+	}
+	return ""
+}
+
+// NewVocab returns the vocabulary whose token of id k is words[k], under
+// ReadVocab's rules: Unknown first, then at least one word, at most
+// MaxVocabSize tokens, none empty, with white space or invalid UTF-8, longer
+// than MaxTokenBytes or repeated. It is how a vocabulary that travelled as
+// a list (a model file's meta, a hub's Welcome) becomes a Vocab again;
+// every rule is checked before the index is built.
+func NewVocab(words []string) (*Vocab, error) {
+	if len(words) < 2 || len(words) > MaxVocabSize {
+		return nil, errorf(ErrFormat, "data: vocab: %d tokens, want %s, at least one word and at most %d in all", len(words), Unknown, MaxVocabSize)
+	}
+	seen := make(map[string]int, len(words))
+	for k, t := range words {
+		if msg := badToken(k, t); msg != "" {
+			return nil, errorf(ErrFormat, "data: vocab: token %d: %s", k, msg)
+		}
+		if j, ok := seen[t]; ok {
+			return nil, errorf(ErrFormat, "data: vocab: token %d: %q is already token %d", k, t, j)
+		}
+		seen[t] = k
+	}
+	return newVocab(slices.Clone(words)), nil
 }
