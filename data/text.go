@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -80,6 +81,51 @@ var (
 // invalid UTF-8 is refused naming the file and byte offset, and a text too
 // short for one sample is an error.
 func LoadText(path string, opt TextOptions) (*Text, error) {
+	if opt.MaxBytes == 0 {
+		opt.MaxBytes = DefaultMaxTextBytes
+	}
+	if err := opt.check(); err != nil {
+		return nil, err
+	}
+	files, err := TextFiles(path)
+	if err != nil {
+		return nil, err
+	}
+	texts := make([]string, len(files))
+	left := opt.MaxBytes
+	for i, f := range files {
+		if texts[i], err = readText(f, left); err != nil {
+			return nil, err
+		}
+		left -= int64(len(texts[i]))
+	}
+	t, err := NewText(files, texts, opt)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// check refuses a context or stride out of internal/limits and a negative
+// byte limit.
+func (opt TextOptions) check() error {
+	if _, err := limits.Extent("context", int64(opt.Context), false); err != nil {
+		return fmt.Errorf("data: text: %w", err)
+	}
+	if _, err := limits.Extent("stride", int64(opt.Stride), false); err != nil {
+		return fmt.Errorf("data: text: %w", err)
+	}
+	if opt.MaxBytes < 0 {
+		return errorf(ErrInvalid, "data: text: limit %d bytes, want 0 (the default) or more", opt.MaxBytes)
+	}
+	return nil
+}
+
+// NewText is LoadText of documents already in memory: texts[i] is the
+// text of the document named names[i] (what Files returns). The texts are
+// UTF-8 (invalid bytes become U+FFFD tokens); opt.MaxBytes caps their
+// total size as it caps what LoadText reads.
+func NewText(names, texts []string, opt TextOptions) (*Text, error) {
 	if opt.Context == 0 {
 		opt.Context = DefaultContext
 	}
@@ -89,27 +135,21 @@ func LoadText(path string, opt TextOptions) (*Text, error) {
 	if opt.MaxBytes == 0 {
 		opt.MaxBytes = DefaultMaxTextBytes
 	}
-	if _, err := limits.Extent("context", int64(opt.Context), true); err != nil {
-		return nil, fmt.Errorf("data: text: %w", err)
-	}
-	if _, err := limits.Extent("stride", int64(opt.Stride), true); err != nil {
-		return nil, fmt.Errorf("data: text: %w", err)
-	}
-	if opt.MaxBytes < 0 {
-		return nil, errorf(ErrInvalid, "data: text: limit %d bytes, want 0 (the default) or more", opt.MaxBytes)
-	}
-	files, err := TextFiles(path)
-	if err != nil {
+	if err := opt.check(); err != nil {
 		return nil, err
 	}
-	docs := make([][]string, len(files))
-	left := opt.MaxBytes
-	for i, f := range files {
-		s, err := readText(f, left)
-		if err != nil {
-			return nil, err
-		}
-		left -= int64(len(s))
+	if len(names) != len(texts) {
+		return nil, errorf(ErrInvalid, "data: text: %d names for %d documents", len(names), len(texts))
+	}
+	total := int64(0)
+	for _, s := range texts {
+		total += int64(len(s))
+	}
+	if total > opt.MaxBytes {
+		return nil, errorf(ErrTooLarge, "data: text: %d bytes, more than the limit of %d", total, opt.MaxBytes)
+	}
+	docs := make([][]string, len(texts))
+	for i, s := range texts {
 		docs[i] = Tokenize(s)
 	}
 	v := opt.Vocab
@@ -118,8 +158,9 @@ func LoadText(path string, opt TextOptions) (*Text, error) {
 		for _, d := range docs {
 			all = append(all, d...)
 		}
+		var err error
 		if v, err = BuildVocab(all, opt.VocabOptions); err != nil {
-			return nil, fmt.Errorf("data: text: %s: %w", path, err)
+			return nil, err
 		}
 	}
 	ids := make([][]int32, len(docs))
@@ -129,9 +170,9 @@ func LoadText(path string, opt TextOptions) (*Text, error) {
 			ids[i][k] = v.ID(w)
 		}
 	}
-	t := newText(ids, files, opt.Context, opt.Stride, v)
+	t := newText(ids, slices.Clone(names), opt.Context, opt.Stride, v)
 	if t.Len() == 0 {
-		return nil, errorf(ErrInvalid, "data: text: %s: no file holds more than %d tokens (the context)", path, opt.Context)
+		return nil, errorf(ErrInvalid, "data: text: no file holds more than %d tokens (the context)", opt.Context)
 	}
 	return t, nil
 }
@@ -150,6 +191,27 @@ func newText(docs [][]int32, names []string, context, stride int, v *Vocab) *Tex
 		t.first = append(t.first, t.first[len(t.first)-1]+n)
 	}
 	return t
+}
+
+// Part returns part i of n (0 <= i < n) of t: the i-th of n contiguous,
+// equal (to a token) pieces of every document, as documents of their own.
+// It is how text is sharded among workers, each one's part being text of
+// its own (data.Shard would give every shard windows of all the text, each
+// overlapping others' by all but a word). A part with no sample is an error.
+func (t *Text) Part(i, n int) (*Text, error) {
+	if n < 1 || i < 0 || i >= n {
+		return nil, errorf(ErrInvalid, "data: text part %d/%d: want 0 <= i < n", i, n)
+	}
+	var docs [][]int32
+	for _, d := range t.docs {
+		lo, hi := d.n*i/n, d.n*(i+1)/n
+		docs = append(docs, t.ids[d.off+lo:d.off+hi])
+	}
+	p := newText(docs, t.names, t.context, t.stride, t.vocab)
+	if p.Len() == 0 {
+		return nil, errorf(ErrInvalid, "data: text part %d/%d: no piece of a document holds more than %d tokens (the context)", i, n, t.context)
+	}
+	return p, nil
 }
 
 // SplitTail holds out the end of every document: the last fraction

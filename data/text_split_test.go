@@ -69,3 +69,43 @@ func TestNewVocab(t *testing.T) {
 		}
 	}
 }
+
+// Part cuts every document into n contiguous pieces: the parts share no
+// token and together hold every one.
+func TestTextPart(t *testing.T) {
+	ds, err := NewText([]string{"a", "b"}, []string{
+		"one two three four five six seven eight nine ten eleven twelve",
+		"alpha beta gamma delta epsilon zeta eta theta iota kappa",
+	}, TextOptions{Context: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][]string
+	total := 0
+	for i := range 3 {
+		p, err := ds.Part(i, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := p.Tokens()
+		total += n
+		var words []string
+		for _, d := range p.docs {
+			for _, id := range p.ids[d.off : d.off+d.n] {
+				words = append(words, p.Vocab().Word(id))
+			}
+			words = append(words, "|")
+		}
+		got = append(got, words)
+	}
+	if total != 22 || strings.Join(got[0], " ") != "one two three four | alpha beta gamma |" ||
+		strings.Join(got[2], " ") != "nine ten eleven twelve | eta theta iota kappa |" {
+		t.Errorf("parts %q (%d tokens)", got, total)
+	}
+	if _, err := ds.Part(3, 3); !errors.Is(err, ErrInvalid) {
+		t.Errorf("part 3/3: %v", err)
+	}
+	if _, err := ds.Part(0, 6); !errors.Is(err, ErrInvalid) {
+		t.Errorf("parts of 2 tokens for a context of 2: %v", err)
+	}
+}
