@@ -35,35 +35,34 @@ func checkModeSetting(t *testing.T, what string, parse func(string) error, set f
 	}
 }
 
-// checkTimedVariant checks o's per-shape GEMM timing on g's forward (g set
+// checkTimedVariant checks per-shape GEMM timing on g's forward (g set
 // up; no bias), which must make one batched launch of shape key plus 3 other
-// kernels: untimed, byShape (o's variants by shape for the path, forgotten
-// first) then holds pick() for key (picker names it in errors); timed, the
-// forward gives the same bits, launches each variant at least twice
-// (warm-up and timed) and keeps one for key, and the next forward launches
-// no timing runs. o's timing and byShape are restored after.
-func checkTimedVariant[K comparable](t *testing.T, o *OpenCL, r *rand.Rand, g gpu.ConvGeom, byShape *map[K]int, key K, pick func() int, picker string) {
+// kernels: with a tuner that times nothing (tunerLike), its batched choices
+// then hold pick() for key (picker names it in errors); with one that
+// times, the forward gives the same bits, launches each variant at least
+// twice (warm-up and timed) and keeps one for key, and the next forward
+// launches no timing runs. o's tuner is restored when the test ends.
+func checkTimedVariant(t *testing.T, o *OpenCL, r *rand.Rand, g gpu.ConvGeom, key batchShape, pick func() int, picker string) {
 	t.Helper()
-	defer func(tune bool, by map[K]int) { o.gemmShapeTune, *byShape = tune, by }(o.gemmShapeTune, *byShape)
 	x, w := o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.K*g.ColRows())
 	y := o.Alloc(g.N * g.K * g.OH * g.OW)
 	o.Upload(x, gputest.Rand(r, x.Len()))
 	o.Upload(w, gputest.Rand(r, w.Len()))
 	ws := o.Alloc(o.ConvWorkspace(g))
-	o.gemmShapeTune, *byShape = false, nil
+	useTuner(t, o, tunerLike(o, false))
 	o.ConvForward(g, y, x, w, nil, ws)
 	want := download(o, y)
-	if i, ok := (*byShape)[key]; !ok || i != pick() {
-		t.Fatalf("untimed: variants by shape %v, want %v → %s", *byShape, key, picker)
+	if i, ok := o.tuner.batched[key]; !ok || i != pick() {
+		t.Fatalf("untimed: variants by shape %v, want %v → %s", o.tuner.batched, key, picker)
 	}
-	o.gemmShapeTune, *byShape = true, nil
+	useTuner(t, o, tunerLike(o, true))
 	o.Fill(y, 0)
 	before := o.ctx.launches
 	o.ConvForward(g, y, x, w, nil, ws)
 	launches := o.ctx.launches - before
 	requireSameBits(t, "forward with the timed variant", download(o, y), want)
-	if _, ok := (*byShape)[key]; !ok || len(o.gemms) < 2 {
-		t.Fatalf("timed: variants by shape %v, want %v (of %d variants)", *byShape, key, len(o.gemms))
+	if _, ok := o.tuner.batched[key]; !ok || len(o.gemms) < 2 {
+		t.Fatalf("timed: variants by shape %v, want %v (of %d variants)", o.tuner.batched, key, len(o.gemms))
 	}
 	// 4 kernels, and each variant at least twice (warm-up and timed).
 	if launches < 4+2*len(o.gemms) {

@@ -512,25 +512,15 @@ func (o *OpenCL) fftBackwardFilter(g *gpu.ConvGeom, dws, dys, xs, ws *clBuf) {
 	o.c2r(p, fftPlanes{m: dws.m, off: dws.off, na: k, nb: c, h: g.R, w: g.S}, sum, 0, out, nil, 0)
 }
 
-// fftPick is the variant for layers m×n×kc products when not timed:
-// pickGemm's for a product of layers times the columns, or a smaller tile
+// fftPick is the variant for layers m×n×kc products when not timed: the
+// tuner's pick for a product of layers times the columns, or a smaller tile
 // that at least halves the area of each layer's C the work-groups cover
 // (every layer pads its own C to whole tiles: conv2's forward at batch 8 is
 // 544 layers of 192×16, which 128×128 tiles cover 8 times over; on PoCL
 // the products then took 6.6 times the filter gradient's, as many
 // multiplications in layers of 192×128).
 func (o *OpenCL) fftPick(m, n, kc, layers int) int {
-	i := o.pickGemm(m, layers*n, kc)
-	best := i
-	for j := i - 1; j >= 0; j-- {
-		if padded(o.gemms[j], m, n) < padded(o.gemms[best], m, n) {
-			best = j
-		}
-	}
-	if 2*padded(o.gemms[best], m, n) <= padded(o.gemms[i], m, n) {
-		return best
-	}
-	return i
+	return o.tuner.leastPadded(o.tuner.pick(m, layers*n, kc), m, n)
 }
 
 // fftGemm runs the layers products C_f = beta·C_f + A_fᵀ·B_f of one pass

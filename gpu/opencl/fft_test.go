@@ -389,7 +389,7 @@ func TestOpenCLFFTTimedVariant(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := batchShape{m: g.K, n: 2 * g.N, kc: 2 * g.C, layers: fftFreqs(32)}
-	checkTimedVariant(t, o, rand.New(rand.NewPCG(57, 58)), g, &o.batchByShape, key,
+	checkTimedVariant(t, o, rand.New(rand.NewPCG(57, 58)), g, key,
 		func() int { return o.fftPick(key.m, key.n, key.kc, key.layers) }, "fftPick's")
 }
 

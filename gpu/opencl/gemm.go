@@ -3,27 +3,21 @@
 package opencl
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/cotrain/cotrain/gpu"
 )
 
-// GEMM variants and the auto-tuner.
+// GEMM variants and their launches.
 //
 // gemm.cl is compiled once per variant (tiling); each program holds the four
-// transpose cases. The tuner times every variant that built and fits the
-// device on a few square sizes, once per device and driver, and saves the
-// fastest per size as JSON next to the program binaries; later runs read the
-// file. Because every variant sums in the same order (see gemm.cl), the
-// choice affects speed only, never the bits.
+// transpose cases. The tuner (gemm_tune.go) times every variant that built
+// and fits the device on a few square sizes, once per device and driver,
+// and saves the fastest per size as JSON next to the program binaries;
+// later runs read the file. Because every variant sums in the same order
+// (see gemm.cl), the choice affects speed only, never the bits.
 
 // gemmVariant is one compiled tiling of gemm.cl.
 type gemmVariant struct {
@@ -144,20 +138,21 @@ func gemmRegCap(info gpu.DeviceInfo, v *gemmVariant) string {
 	return fmt.Sprintf("-D GEMM_WG_HINT -cl-nv-maxrregcount=%d", 65536/(2*v.items()))
 }
 
-// buildGemms compiles every candidate that fits, with extra appended to the
-// build options; a variant the compiler or the kernel's own work-group limit
-// refuses is skipped and logged.
-func (o *OpenCL) buildGemms(dir string, cands []gemmVariant, extra string) error {
+// buildGemms compiles every candidate that fits into o.gemms, with extra
+// appended to the build options; a variant the compiler or the kernel's own
+// work-group limit refuses is skipped and logged. key names the
+// candidates and options, for the tuning file (tuningPath).
+func (o *OpenCL) buildGemms(dir string, cands []gemmVariant, extra string) (key string, err error) {
 	src := kernelSource("gemm.cl")
-	o.gemmKey = extra
+	key = extra
 	var lastErr error
 	for _, cand := range cands {
 		v := cand
 		opts := v.options()
-		o.gemmKey += "," + v.Name
+		key += "," + v.Name
 		if c := gemmRegCap(o.info, &v); c != "" {
 			opts += " " + c
-			o.gemmKey += " " + c // a tuning file timed without the cap is not used
+			key += " " + c // a tuning file timed without the cap is not used
 		}
 		if !v.fits(o.info) {
 			continue
@@ -176,14 +171,14 @@ func (o *OpenCL) buildGemms(dir string, cands []gemmVariant, extra string) error
 		for i, name := range gemmKernels {
 			k, err := o.ctx.kernel(p, name)
 			if err != nil {
-				return err
+				return key, err
 			}
 			v.k[i] = k
 			ok = ok && k.maxWG >= v.items()
 		}
 		if v.sum, err = o.ctx.kernel(p, "gemm_sum"); err != nil {
 			v.release()
-			return err
+			return key, err
 		}
 		if !ok {
 			v.release()
@@ -195,13 +190,12 @@ func (o *OpenCL) buildGemms(dir string, cands []gemmVariant, extra string) error
 	if len(o.gemms) == 0 && lastErr != nil {
 		// A kernel that does not compile is a bug to see (in the tests
 		// too), not a missing device.
-		return fmt.Errorf("no GEMM variant builds on %s: %w", o.info.Name, lastErr)
+		return key, fmt.Errorf("no GEMM variant builds on %s: %w", o.info.Name, lastErr)
 	}
 	if len(o.gemms) == 0 {
-		return fmt.Errorf("%w: no GEMM variant fits %s", gpu.ErrNoDevice, o.info.Name)
+		return key, fmt.Errorf("%w: no GEMM variant fits %s", gpu.ErrNoDevice, o.info.Name)
 	}
-	o.gemmSel = len(o.gemms) - 1
-	return nil
+	return key, nil
 }
 
 func (v *gemmVariant) release() {
@@ -235,8 +229,7 @@ func (a mat) vec(clen int) int {
 }
 
 // gemm enqueues C = alpha*op(A)*op(B) + beta*C with the variant the tuner
-// chose for this size, stepping down to smaller tiles while the grid would
-// leave compute units idle.
+// chose for this shape or size (gemmFor).
 func (o *OpenCL) gemm(ta, tb bool, m, n, k int, alpha float32, a, b mat, beta float32, c mat) {
 	o.gemmEpi(ta, tb, m, n, k, alpha, a, b, beta, c, epilogue{})
 }
@@ -291,156 +284,7 @@ func (o *OpenCL) gemmEpi(ta, tb bool, m, n, k int, alpha float32, a, b mat, beta
 	if k == 0 { // C = beta*C; A and B hold no memory and are not read
 		a.m, b.m = c.m, c.m
 	}
-	o.gemmRun(o.gemms[o.gemmFor(ta, tb, m, n, k, a, b, beta, c)], ta, tb, m, n, k, alpha, a, b, beta, c, e)
-}
-
-// Per-shape tuning. The square sizes the tuner times say little about the
-// products networks run: on the H100, AlexNet's filter gradients (192×1600
-// with k = 23,328, a few blocks of C cut into k-ranges) ran at 25 TFLOPS with
-// the variant pickGemm's rule chose and at 34 with the 64×64 one; fully
-// connected layers at batch 32 differ as much. So, as cuDNN's benchmark
-// mode does, the first product of each shape (sizes, transposes and how the
-// operands load: plain or segmented, float4 or not) big enough to time
-// (gemmShapeMinFlops) runs once with every variant, and the fastest serves
-// that shape from then on. The variants sum in the same order (gemm.cl), so
-// the choice changes speed only, never the bits. Timing writes C with beta
-// 0, so a product with beta ≠ 0, or whose C shares memory with A or B, is
-// not timed (pickGemm's rule serves it). The winners join the tuning file,
-// so a later process on the same device times nothing.
-
-// gemmShape identifies a product for per-shape tuning.
-type gemmShape struct {
-	ta, tb           bool
-	m, n, k          int
-	avec, bvec, cvec int
-	aseg, bseg, cseg bool
-}
-
-func (s gemmShape) String() string {
-	return fmt.Sprintf("%dx%dx%d/t%d%d/v%d%d%d/s%d%d%d", s.m, s.n, s.k, b2i(s.ta), b2i(s.tb), s.avec, s.bvec, s.cvec,
-		b2i(s.aseg), b2i(s.bseg), b2i(s.cseg))
-}
-
-// gemmShapeMinFlops is the least work (2·m·n·k) a product needs for its
-// shape to be timed: below it launches, not the tiling, set the pace.
-const gemmShapeMinFlops = 1e8
-
-// gemmFor returns the index of the variant for a product: the shape's
-// measured winner, timing the shape first when it is new and may be timed,
-// else pickGemm's rule.
-func (o *OpenCL) gemmFor(ta, tb bool, m, n, k int, a, b mat, beta float32, c mat) int {
-	aLen, bLen := k, n
-	if ta {
-		aLen = m
-	}
-	if tb {
-		bLen = k
-	}
-	key := gemmShape{ta: ta, tb: tb, m: m, n: n, k: k, avec: a.vec(aLen), bvec: b.vec(bLen), cvec: c.vec(n),
-		aseg: a.segl > 0, bseg: b.segl > 0, cseg: c.segl > 0}
-	if i, ok := o.gemmByShape[key]; ok {
-		return i
-	}
-	if !o.gemmShapeTune || 2*float64(m)*float64(n)*float64(k) < gemmShapeMinFlops || beta != 0 || c.m == a.m || c.m == b.m {
-		return o.pickGemm(m, n, k)
-	}
-	best, times, err := o.timeShape(ta, tb, m, n, k, a, b, c)
-	if err != nil {
-		o.log.Debug("gpu: opencl: gemm shape not timed", "shape", key.String(), "err", err)
-		o.gemmShapeTune = false // the device is in trouble; the launch that follows reports it
-		return o.pickGemm(m, n, k)
-	}
-	if o.gemmByShape == nil {
-		o.gemmByShape = map[gemmShape]int{}
-	}
-	o.gemmByShape[key] = best
-	o.log.Debug("gpu: opencl: gemm shape timed", "shape", key.String(), "best", o.gemms[best].Name, "times", times)
-	if o.gemmTuned.Shapes == nil {
-		o.gemmTuned.Shapes = map[string]string{}
-	}
-	o.gemmTuned.Shapes[key.String()] = o.gemms[best].Name
-	o.saveTuning()
-	return best
-}
-
-// batchShape is a batched launch of layers m×n×kc products over the GEMM's
-// split-k layers (Winograd's 16 per tile element, FFT's one per frequency).
-type batchShape struct{ layers, m, n, kc int }
-
-// batchedGemm returns the GEMM variant for the batched launch of shape s
-// that launch runs (what names the path in the log): as gemmFor does for a
-// single product, the first launch of each shape large enough is timed with
-// every variant, when the backend tunes and mayTime says the launch may
-// (it writes C with beta 0), and the fastest serves the shape from then on
-// (in this process: the tuning file holds single products only); else pick's
-// variant does. Every variant sums in the same order, so the choice changes
-// no bit.
-func (o *OpenCL) batchedGemm(what string, s batchShape, pick func() int, mayTime bool, launch func(*gemmVariant)) *gemmVariant {
-	if i, ok := o.batchByShape[s]; ok {
-		return o.gemms[i]
-	}
-	i := pick()
-	if mayTime && o.gemmShapeTune && 2*float64(s.layers)*float64(s.m)*float64(s.n)*float64(s.kc) >= gemmShapeMinFlops {
-		shape := fmt.Sprintf("%dx%dx%dx%d", s.layers, s.m, s.n, s.kc)
-		best, times, err := o.timeVariants(launch)
-		if err != nil {
-			o.log.Debug("gpu: opencl: "+what+" products not timed", "shape", shape, "err", err)
-			return o.gemms[i] // the device is in trouble; the launch that follows reports it
-		}
-		i = best
-		o.log.Debug("gpu: opencl: "+what+" products timed", "shape", shape, "best", o.gemms[i].Name, "times", times)
-	}
-	if o.batchByShape == nil {
-		o.batchByShape = map[batchShape]int{}
-	}
-	o.batchByShape[s] = i
-	return o.gemms[i]
-}
-
-// timeShape times the product with every variant (timeVariants).
-func (o *OpenCL) timeShape(ta, tb bool, m, n, k int, a, b, c mat) (int, map[string]time.Duration, error) {
-	return o.timeVariants(func(v *gemmVariant) { o.gemmRun(v, ta, tb, m, n, k, 1, a, b, 0, c, epilogue{}) })
-}
-
-// timeVariants runs launch with every variant (once to warm up, then
-// repeated to fill about 1 ms; the faster timing counts) and returns the
-// fastest, ties to the smaller tile, with every variant's time. What was
-// queued before is waited for first and not timed.
-func (o *OpenCL) timeVariants(launch func(*gemmVariant)) (int, map[string]time.Duration, error) {
-	if err := o.ctx.finish(); err != nil {
-		return 0, nil, err
-	}
-	times := map[string]time.Duration{}
-	best := -1
-	for i, v := range o.gemms {
-		run := func(reps int) (time.Duration, error) {
-			t0 := time.Now()
-			for r := 0; r < reps; r++ {
-				launch(v)
-			}
-			err := o.ctx.finish()
-			return time.Since(t0) / time.Duration(reps), err
-		}
-		if _, err := run(1); err != nil {
-			return 0, nil, err
-		}
-		t, err := run(1)
-		if err != nil {
-			return 0, nil, err
-		}
-		if t < time.Millisecond {
-			again, err := run(min(20, int(time.Millisecond/max(t, time.Microsecond))+1))
-			if err != nil {
-				return 0, nil, err
-			}
-			t = min(t, again)
-		}
-		times[v.Name] = t
-		if best < 0 || t < times[o.gemms[best].Name] {
-			best = i
-		}
-	}
-	return best, times, nil
+	o.gemmRun(o.tuner.vars[o.gemmFor(ta, tb, m, n, k, a, b, beta, c)], ta, tb, m, n, k, alpha, a, b, beta, c, e)
 }
 
 // gemmSplits returns into how many k-ranges of kc (a multiple of 32) an
@@ -490,61 +334,6 @@ func (o *OpenCL) gemmRun(v *gemmVariant, ta, tb bool, m, n, k int, alpha float32
 	must(o.ctx.launch(v.sum, []int{(items + wg - 1) / wg * wg}, []int{wg}, append([]any{m, n, splits, alpha, ws, beta,
 		c.m, c.off, c.ld, c.segl, c.segs, vec}, e.args(c.m)...)...))
 }
-
-// pickGemm returns the index of the variant for an m×n×k product: the tuned
-// winner at the tuned size nearest (in log scale) to the cube root of m·n·k,
-// then smaller tiles while the grid (its split-k layers included) would
-// leave more than half of the compute units idle. (The winners were timed
-// on square products, whose occupancy they reflect; a thin product needs
-// the step down.)
-func (o *OpenCL) pickGemm(m, n, k int) int {
-	i, size := o.gemmSel, 0
-	if len(o.gemmBySize) > 0 {
-		s := math.Cbrt(float64(m) * float64(n) * float64(max(k, 1)))
-		best := math.Inf(1)
-		for _, c := range o.gemmBySize {
-			if d := math.Abs(math.Log(s / float64(c.size))); d < best {
-				best, i, size = d, c.index, c.size
-			}
-		}
-	}
-	splits, _ := o.kn.gemmSplits(m, n, k)
-	for i > 0 && 2*blocks(o.gemms[i], m, n)*splits < o.info.ComputeUnits {
-		i--
-	}
-	// A C that the tile does not divide (AlexNet's 64 and 192 filters
-	// against 128-row tiles; a 64×32 filter gradient cut into many
-	// k-ranges): a smaller tile, when the padded area of C it computes,
-	// divided by its measured rate at this size, takes at least 5% less time.
-	// Without measured rates, the variant that pads least, when it at least
-	// halves the padded area.
-	best := i
-	if rates := o.gemmRates[size]; rates[o.gemms[i].Name] > 0 {
-		cost := func(j int) float64 { return float64(padded(o.gemms[j], m, n)) / rates[o.gemms[j].Name] }
-		for j := i - 1; j >= 0; j-- {
-			if rates[o.gemms[j].Name] > 0 && cost(j) < 0.95*cost(best) {
-				best = j
-			}
-		}
-		return best
-	}
-	for j := i - 1; j >= 0; j-- {
-		if padded(o.gemms[j], m, n) < padded(o.gemms[best], m, n) {
-			best = j
-		}
-	}
-	if 2*padded(o.gemms[best], m, n) <= padded(o.gemms[i], m, n) {
-		i = best
-	}
-	return i
-}
-
-func blocks(v *gemmVariant, m, n int) int {
-	return ((m + v.TSM - 1) / v.TSM) * ((n + v.TSN - 1) / v.TSN)
-}
-
-// padded is the area of C that v's work-groups cover for an m×n C.
-func padded(v *gemmVariant, m, n int) int { return blocks(v, m, n) * v.TSM * v.TSN }
 
 // gemmWith launches one product kernel of v over splits layers of k-ranges
 // of kc (1 and k: no split); layer z writes its sums at c offset by z·m·n,
@@ -596,192 +385,3 @@ func (o *OpenCL) Gemm(transA, transB bool, m, n, k int, alpha float32, a, b gpu.
 	}
 	o.gemm(transA, transB, m, n, k, alpha, plainMat(as.m, as.off, lda), plainMat(bs.m, bs.off, ldb), beta, plainMat(cs.m, cs.off, n))
 }
-
-// gemmTuning is the tuner's saved result.
-type gemmTuning struct {
-	Device string `json:"device"`
-	Driver string `json:"driver"`
-	// Best names the fastest variant per timed size (n of n×n×n products).
-	Best map[int]string `json:"best"`
-	// GFLOPS per size and variant, as measured.
-	GFLOPS map[int]map[string]float64 `json:"gflops"`
-	// Shapes names the fastest variant per product shape (gemmShape's
-	// String), as timed by gemmFor.
-	Shapes map[string]string `json:"shapes,omitempty"`
-}
-
-// gemmSizeChoice is one tuned size and the index of its winner in gemms.
-type gemmSizeChoice struct{ size, index int }
-
-// tuningPath is where dir keeps this device's tuning; the key covers the
-// kernel source, the candidate list and the extra options, so a change to
-// any of them retunes.
-func (o *OpenCL) tuningPath(dir string) string {
-	return filepath.Join(dir, "gemm-"+hashKey(deviceKey(o.info), kernelSource("gemm.cl"), o.gemmKey)+".json")
-}
-
-// tuneGemm sets the per-size choice: from dir's saved tuning when there is
-// one, else by timing (when tune is set), else the largest variant for every
-// size. Timing stays within about 2 s.
-func (o *OpenCL) tuneGemm(dir string, tune bool) {
-	o.gemmSel, o.gemmBySize, o.gemmRates = len(o.gemms)-1, nil, nil
-	o.gemmByShape, o.gemmTuned, o.gemmTunePath = nil, gemmTuning{}, ""
-	o.gemmShapeTune = tune && len(o.gemms) > 1
-	path := ""
-	if dir != "" {
-		path = o.tuningPath(dir)
-		o.gemmTunePath = path
-		if data, err := os.ReadFile(path); err == nil {
-			var t gemmTuning
-			if json.Unmarshal(data, &t) == nil && o.applyTuning(t) {
-				return
-			}
-		}
-	}
-	if !tune || len(o.gemms) == 1 {
-		return
-	}
-	t, err := o.timeGemms(2 * time.Second)
-	if err != nil {
-		o.log.Debug("gpu: opencl: gemm tuning failed", "err", err)
-		return
-	}
-	o.applyTuning(t)
-	o.log.Debug("gpu: opencl: gemm tuned", "best", t.Best, "gflops", t.GFLOPS)
-	o.saveTuning()
-}
-
-// applyTuning installs t's per-size winners (those that were built); the
-// largest size's winner becomes the default. It reports whether any applied.
-func (o *OpenCL) applyTuning(t gemmTuning) bool {
-	var by []gemmSizeChoice
-	for size, name := range t.Best {
-		if i := o.gemmIndex(name); i >= 0 && size > 0 {
-			by = append(by, gemmSizeChoice{size, i})
-		}
-	}
-	if len(by) == 0 {
-		return false
-	}
-	slices.SortFunc(by, func(a, b gemmSizeChoice) int { return a.size - b.size })
-	o.gemmBySize, o.gemmSel = by, by[len(by)-1].index
-	o.gemmRates = t.GFLOPS
-	o.gemmTuned, o.gemmByShape = t, map[gemmShape]int{}
-	for key, name := range t.Shapes {
-		var s gemmShape
-		var ta, tb, as, bs, cs int
-		_, err := fmt.Sscanf(key, "%dx%dx%d/t%1d%1d/v%1d%1d%1d/s%1d%1d%1d", &s.m, &s.n, &s.k, &ta, &tb, &s.avec, &s.bvec, &s.cvec,
-			&as, &bs, &cs)
-		s.ta, s.tb, s.aseg, s.bseg, s.cseg = ta == 1, tb == 1, as == 1, bs == 1, cs == 1
-		if i := o.gemmIndex(name); err == nil && i >= 0 && s.String() == key { // else not a shape this version writes
-			o.gemmByShape[s] = i
-		}
-	}
-	return true
-}
-
-// saveTuning writes the tuning, shapes included, to the cache folder (when
-// there is one); a failure only costs timing again next time.
-func (o *OpenCL) saveTuning() {
-	if o.gemmTunePath == "" || len(o.gemmTuned.Best) == 0 {
-		return
-	}
-	data, _ := json.MarshalIndent(o.gemmTuned, "", "  ")
-	if err := writeAtomic(o.gemmTunePath, data); err != nil {
-		o.log.Debug("gpu: opencl: gemm tuning not saved", "err", err)
-	}
-}
-
-func (o *OpenCL) gemmIndex(name string) int {
-	for i, v := range o.gemms {
-		if v.Name == name {
-			return i
-		}
-	}
-	return -1
-}
-
-// timeGemms times each variant on n×n×n products (the values do not change
-// the work) for n = 256, 512, 1024, 2048 while the budget lasts: a size is
-// kept only when every variant finished it. The first size is always
-// finished, whatever the budget: it is the least that yields a choice, and on
-// a loaded machine (or a driver that compiles each kernel at its first
-// launch) it may alone take longer than the budget; giving up there would
-// throw away the time spent and leave the untuned default. The budget then
-// decides whether a larger size is started and when one is abandoned. A
-// variant is run once, then, if that took under 2 ms, repeated to fill about
-// 2 ms; the faster of the two timings counts.
-func (o *OpenCL) timeGemms(budget time.Duration) (gemmTuning, error) {
-	start := time.Now()
-	t := gemmTuning{Device: o.info.Name, Driver: o.info.Driver, Best: map[int]string{}, GFLOPS: map[int]map[string]float64{}}
-	for i, size := range []int{256, 512, 1024, 2048} {
-		a, errA := o.ctx.allocSized(size*size, o.esize())
-		b, errB := o.ctx.allocSized(size*size, o.esize())
-		c, errC := o.ctx.allocSized(size*size, o.esize())
-		if err := errors.Join(errA, errB, errC); err != nil {
-			if i == 0 {
-				return t, fmt.Errorf("gpu: opencl: tuning at %d×%d: %w", size, size, err)
-			}
-			break
-		}
-		o.run1("fill", size*size, a, 0, size*size, float32(0.5))
-		o.run1("fill", size*size, b, 0, size*size, float32(0.25))
-		res := map[string]float64{}
-		sizeStart := time.Now()
-		for _, v := range o.gemms {
-			run := func(reps int) (time.Duration, error) {
-				t0 := time.Now()
-				for r := 0; r < reps; r++ {
-					o.gemmRun(v, false, false, size, size, size, 1, plainMat(a, 0, size), plainMat(b, 0, size), 0, plainMat(c, 0, size), epilogue{})
-				}
-				err := o.ctx.finish()
-				return time.Since(t0) / time.Duration(reps), err
-			}
-			if _, err := run(1); err != nil { // warm-up
-				return t, err
-			}
-			best, err := run(1)
-			if err != nil {
-				return t, err
-			}
-			if best < 2*time.Millisecond {
-				reps := min(50, int(2*time.Millisecond/max(best, time.Microsecond))+1)
-				again, err := run(reps)
-				if err != nil {
-					return t, err
-				}
-				best = min(best, again)
-			}
-			res[v.Name] = 2 * float64(size) * float64(size) * float64(size) / best.Seconds() / 1e9
-			if i > 0 && time.Since(start) > budget {
-				break
-			}
-		}
-		if len(res) < len(o.gemms) {
-			break // this size did not finish for every variant
-		}
-		t.GFLOPS[size] = res
-		for _, v := range o.gemms { // ties go to the smaller tile
-			if w, ok := t.Best[size]; !ok || res[v.Name] > res[w] {
-				t.Best[size] = v.Name
-			}
-		}
-		// The next size costs about 8 times as much.
-		if time.Since(start)+8*time.Since(sizeStart) > budget {
-			break
-		}
-	}
-	return t, nil
-}
-
-// GemmVariants lists the built variants, by increasing tile size, and the
-// default (the tuned winner at the largest tuned size).
-func (o *OpenCL) GemmVariants() (names []string, selected string) {
-	for _, v := range o.gemms {
-		names = append(names, v.Name)
-	}
-	return names, o.gemms[o.gemmSel].Name
-}
-
-// GemmVariantFor names the variant an m×n×k product runs with.
-func (o *OpenCL) GemmVariantFor(m, n, k int) string { return o.gemms[o.pickGemm(m, n, k)].Name }

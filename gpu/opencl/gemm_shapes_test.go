@@ -58,7 +58,7 @@ func BenchmarkOpenCLGemmShapes(b *testing.B) {
 		if s.tb {
 			ldb = s.k
 		}
-		picked := o.gemms[o.pickGemm(s.m, s.n, s.k)]
+		picked := o.gemms[o.tuner.pick(s.m, s.n, s.k)]
 		for _, v := range append([]*gemmVariant{picked}, o.gemms...) {
 			name := s.name + "/" + v.Name
 			if v == picked && name == s.name+"/"+picked.Name {

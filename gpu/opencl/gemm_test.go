@@ -83,25 +83,12 @@ func TestOpenCLGemmShapeTuning(t *testing.T) {
 	if len(o.gemms) < 2 {
 		t.Skip("one variant built")
 	}
-	prev := struct {
-		sel    int
-		by     []gemmSizeChoice
-		rates  map[int]map[string]float64
-		shapes map[gemmShape]int
-		tune   bool
-		tuned  gemmTuning
-		path   string
-	}{o.gemmSel, o.gemmBySize, o.gemmRates, o.gemmByShape, o.gemmShapeTune, o.gemmTuned, o.gemmTunePath}
-	defer func() {
-		o.gemmSel, o.gemmBySize, o.gemmRates, o.gemmByShape = prev.sel, prev.by, prev.rates, prev.shapes
-		o.gemmShapeTune, o.gemmTuned, o.gemmTunePath = prev.tune, prev.tuned, prev.path
-	}()
 	dir := t.TempDir()
-	path := o.tuningPath(dir)
+	path := tuningPath(dir, o.info, o.tuner.key)
 	if err := os.WriteFile(path, []byte(fmt.Sprintf(`{"best": {"256": %q}}`, o.gemms[0].Name)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	o.tuneGemm(dir, true) // the sizes from the file, shapes timed from now on
+	useTuner(t, o, o.tuneGemm(o.tuner.key, dir, true)) // the sizes from the file, shapes timed from now on
 	r := rand.New(rand.NewPCG(19, 20))
 	const m, n, k = 512, 516, 508 // 2.7e8 flops
 	a, b := o.Alloc(m*k), o.Alloc(k*n)
@@ -109,8 +96,8 @@ func TestOpenCLGemmShapeTuning(t *testing.T) {
 	o.Upload(b, forStorage(o, gputest.Rand(r, k*n)))
 	c := o.Alloc(m * n)
 	o.Gemm(false, false, m, n, k, 1, a, b, 0, c)
-	if len(o.gemmByShape) != 1 {
-		t.Fatalf("after one product of a new shape: %d shapes timed, want 1", len(o.gemmByShape))
+	if len(o.tuner.byShape) != 1 {
+		t.Fatalf("after one product of a new shape: %d shapes timed, want 1", len(o.tuner.byShape))
 	}
 	got := download(o, c)
 	as, bs, cs := o.buf(a), o.buf(b), o.buf(c)
@@ -137,8 +124,8 @@ func TestOpenCLGemmShapeTuning(t *testing.T) {
 	if !slices.Equal(download(o, c2), download(o, want2)) {
 		t.Error("product whose C shares an allocation with A and B: wrong result")
 	}
-	if len(o.gemmByShape) != 1 {
-		t.Errorf("%d shapes timed, want 1: %v", len(o.gemmByShape), o.gemmByShape)
+	if len(o.tuner.byShape) != 1 {
+		t.Errorf("%d shapes timed, want 1: %v", len(o.tuner.byShape), o.tuner.byShape)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -149,12 +136,12 @@ func TestOpenCLGemmShapeTuning(t *testing.T) {
 		t.Fatalf("tuning file %s: %v, shapes %v", data, err, saved.Shapes)
 	}
 	// A later open reads the shape and, tuning off, times nothing new.
-	o.tuneGemm(dir, false)
-	if len(o.gemmByShape) != 1 {
-		t.Fatalf("from the file: %d shapes, want 1", len(o.gemmByShape))
+	useTuner(t, o, o.tuneGemm(o.tuner.key, dir, false))
+	if len(o.tuner.byShape) != 1 {
+		t.Fatalf("from the file: %d shapes, want 1", len(o.tuner.byShape))
 	}
 	o.Gemm(true, false, m, n, k, 1, a, b, 0, c)
-	if len(o.gemmByShape) != 1 {
+	if len(o.tuner.byShape) != 1 {
 		t.Errorf("tuning off: a new shape was timed")
 	}
 }
@@ -170,12 +157,8 @@ func TestOpenCLGemmTuningFileShapes(t *testing.T) {
 	if len(o.gemms) < 2 {
 		t.Skip("one variant built")
 	}
-	defer func(sel int, by []gemmSizeChoice, rates map[int]map[string]float64, shapes map[gemmShape]int, tune bool, tuned gemmTuning, path string) {
-		o.gemmSel, o.gemmBySize, o.gemmRates, o.gemmByShape = sel, by, rates, shapes
-		o.gemmShapeTune, o.gemmTuned, o.gemmTunePath = tune, tuned, path
-	}(o.gemmSel, o.gemmBySize, o.gemmRates, o.gemmByShape, o.gemmShapeTune, o.gemmTuned, o.gemmTunePath)
 	dir := t.TempDir()
-	path := o.tuningPath(dir)
+	path := tuningPath(dir, o.info, o.tuner.key)
 	good := gemmShape{m: 512, n: 516, k: 508, avec: 1, bvec: 1, cvec: 1}
 	v0, v1 := o.gemms[0].Name, o.gemms[1].Name
 	shapes := map[string]string{
@@ -197,13 +180,13 @@ func TestOpenCLGemmTuningFileShapes(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	o.tuneGemm(dir, false)
+	useTuner(t, o, o.tuneGemm(o.tuner.key, dir, false))
 	want := map[gemmShape]int{good: 1, {ta: true, tb: true, m: 1, n: 2, k: 3, aseg: true, bseg: true, cseg: true}: 0}
-	if len(o.gemmByShape) != len(want) {
-		t.Fatalf("shapes from the file: %v, want %v", o.gemmByShape, want)
+	if len(o.tuner.byShape) != len(want) {
+		t.Fatalf("shapes from the file: %v, want %v", o.tuner.byShape, want)
 	}
 	for s, i := range want {
-		if got, ok := o.gemmByShape[s]; !ok || got != i {
+		if got, ok := o.tuner.byShape[s]; !ok || got != i {
 			t.Errorf("shape %v: variant %d (present %v), want %d", s, got, ok, i)
 		}
 	}
@@ -214,9 +197,9 @@ func TestOpenCLGemmTuningFileShapes(t *testing.T) {
 	if err := os.WriteFile(path, []byte(fmt.Sprintf(`{"best": {"256": %q}, "shapes": 5}`, v0)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	o.tuneGemm(dir, false)
-	if len(o.gemmByShape) != 0 || len(o.gemmBySize) != 0 {
-		t.Errorf("a file whose shapes is not a map: sizes %v, shapes %v applied", o.gemmBySize, o.gemmByShape)
+	tn := o.tuneGemm(o.tuner.key, dir, false)
+	if len(tn.byShape) != 0 || len(tn.bySize) != 0 {
+		t.Errorf("a file whose shapes is not a map: sizes %v, shapes %v applied", tn.bySize, tn.byShape)
 	}
 }
 
@@ -344,9 +327,7 @@ func TestOpenCLTuner(t *testing.T) {
 	t.Logf("device %s: GFLOPS %v, best %v", o.info.Name, tn.GFLOPS, tn.Best)
 
 	dir := t.TempDir()
-	prevSel, prevBy, prevRates := o.gemmSel, o.gemmBySize, o.gemmRates
-	defer func() { o.gemmSel, o.gemmBySize, o.gemmRates = prevSel, prevBy, prevRates }()
-	o.tuneGemm(dir, true)
+	o.tuneGemm(o.tuner.key, dir, true)
 	files, _ := filepath.Glob(filepath.Join(dir, "gemm-*.json"))
 	if len(files) != 1 {
 		t.Fatalf("tuning files %v", files)
@@ -360,15 +341,15 @@ func TestOpenCLTuner(t *testing.T) {
 	if err := os.WriteFile(files[0], data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	o.tuneGemm(dir, false)
-	if got := o.GemmVariantFor(200, 300, 250); got != small {
+	tuner := o.tuneGemm(o.tuner.key, dir, false)
+	if got := tuner.variantFor(200, 300, 250); got != small {
 		t.Errorf("200x300x250 runs %s, want %s", got, small)
 	}
 	big := 128 * (o.info.ComputeUnits + 1)
-	if got := o.GemmVariantFor(big, 2048, 2048); got != large {
+	if got := tuner.variantFor(big, 2048, 2048); got != large {
 		t.Errorf("%dx2048x2048 runs %s, want %s", big, got, large)
 	}
-	if _, sel := o.GemmVariants(); sel != large {
+	if sel := tuner.vars[tuner.sel].Name; sel != large {
 		t.Errorf("default variant %s, want %s", sel, large)
 	}
 	// With measured rates, a C of 64 rows runs with the small tile when
@@ -379,18 +360,18 @@ func TestOpenCLTuner(t *testing.T) {
 	if err := os.WriteFile(files[0], data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	o.tuneGemm(dir, false)
-	if got := o.GemmVariantFor(64, big, 1<<16); got != small && small != large {
+	tuner = o.tuneGemm(o.tuner.key, dir, false)
+	if got := tuner.variantFor(64, big, 1<<16); got != small && small != large {
 		t.Errorf("64x%dx65536 runs %s, want %s", big, got, small)
 	}
-	if got := o.GemmVariantFor(big, big, 1<<16); got != large {
+	if got := tuner.variantFor(big, big, 1<<16); got != large {
 		t.Errorf("%dx%dx65536 runs %s, want %s", big, big, got, large)
 	}
 	// A file naming no built variant is ignored.
 	os.WriteFile(files[0], []byte(`{"best": {"256": "9x9/1x1"}}`), 0o644)
-	o.tuneGemm(dir, false)
-	if o.gemmBySize != nil || o.gemmSel != len(o.gemms)-1 {
-		t.Errorf("unknown variant applied: %v", o.gemmBySize)
+	tuner = o.tuneGemm(o.tuner.key, dir, false)
+	if tuner.bySize != nil || tuner.sel != len(o.gemms)-1 {
+		t.Errorf("unknown variant applied: %v", tuner.bySize)
 	}
 }
 
@@ -536,7 +517,7 @@ func BenchmarkOpenCLSgemmSplit(b *testing.B) {
 	// and gemm_sum in work-groups of 64, 128 and 256.
 	o.kn.splitTiles, o.kn.splitDepth = 256, 256
 	v := o.gemms[len(o.gemms)-1]
-	if i := o.gemmIndex("128x128/8x8/k16"); i >= 0 {
+	if i := o.tuner.index("128x128/8x8/k16"); i >= 0 {
 		v = o.gemms[i]
 	}
 	b.Run("split=4/body-only/"+v.Name, func(b *testing.B) {

@@ -44,20 +44,12 @@ type OpenCL struct {
 	half  bool
 	stage *clMem
 
-	progs      []*clProgram
-	k          map[string]*clKernel
-	gemms      []*gemmVariant             // built variants, by increasing tile area
-	gemmSel    int                        // index of the default variant in gemms
-	gemmBySize []gemmSizeChoice           // the tuner's winner per timed size, by size
-	gemmRates  map[int]map[string]float64 // the tuner's GFLOPS per timed size and variant
-	gemmKey    string                     // extra options and candidates, for the tuning file's name
-	// Per-shape tuning (gemm.go, gemmFor): the measured winner per
-	// product shape, whether new shapes are timed, and the tuning as saved
-	// (shapes included) and where.
-	gemmByShape   map[gemmShape]int
-	gemmShapeTune bool
-	gemmTuned     gemmTuning
-	gemmTunePath  string
+	progs []*clProgram
+	k     map[string]*clKernel
+	// gemms are the built GEMM variants (gemm.go), by increasing tile
+	// area; tuner chooses among them (gemm_tune.go).
+	gemms []*gemmVariant
+	tuner *gemmTuner
 
 	coef    *clMem // per-channel batch-norm coefficients (4 per channel)
 	splitWS *clMem // partial sums of split-k products (gemm.go)
@@ -91,10 +83,6 @@ type OpenCL struct {
 	// geometries whose choice was logged.
 	fftSetting string
 	fftSeen    map[gpu.ConvGeom]bool
-
-	// batchByShape is the GEMM variant (index in gemms) of each batched
-	// launch's shape: Winograd's and FFT's products (batchedGemm).
-	batchByShape map[batchShape]int
 
 	// kn are the backend's thresholds and switches (knobs.go).
 	kn knobs

@@ -63,6 +63,24 @@ func openCLForTest(t testing.TB) *OpenCL { return testCL.get(t, false) }
 // openCLHalfForTest is openCLForTest with half storage.
 func openCLHalfForTest(t testing.TB) *OpenCL { return testCLHalf.get(t, true) }
 
+// useTuner makes o run its products with tn until the test ends, then
+// with the tuner it had.
+func useTuner(t testing.TB, o *OpenCL, tn *gemmTuner) {
+	prev := o.tuner
+	o.tuner = tn
+	t.Cleanup(func() { o.tuner = prev })
+}
+
+// tunerLike is a copy of o's tuner with its per-size choice, no shape or
+// batched launch chosen yet, saving nowhere, timing new shapes when
+// timeShapes is set.
+func tunerLike(o *OpenCL, timeShapes bool) *gemmTuner {
+	tn := *o.tuner
+	tn.byShape, tn.batched, tn.path, tn.tuned.Shapes = nil, nil, "", nil
+	tn.timeShapes = timeShapes && len(tn.vars) > 1
+	return &tn
+}
+
 // bothStorages runs test as subtests "fp32" and "fp16", on the float and the
 // half-storage backend. On the latter, twins hold half-rounded data on the
 // CPU side too, so that both compute from the same inputs, and checks allow

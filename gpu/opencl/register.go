@@ -303,12 +303,13 @@ func New(cfg Config) (*OpenCL, error) {
 		o.Close()
 		return nil, fmt.Errorf("gpu: opencl: %s: kernels: %w", info.Name, err)
 	}
-	if err := o.buildGemms(cfg.CacheDir, cands, gemmOpts); err != nil {
+	gemmKey, err := o.buildGemms(cfg.CacheDir, cands, gemmOpts)
+	if err != nil {
 		o.Close()
 		return nil, fmt.Errorf("gpu: opencl: %s: gemm: %w", info.Name, err)
 	}
 	built := time.Since(start)
-	o.tuneGemm(cfg.CacheDir, cfg.Tune)
+	o.tuner = o.tuneGemm(gemmKey, cfg.CacheDir, cfg.Tune)
 	_, sel := o.GemmVariants()
 	cfg.Log.Debug("gpu: opencl: ready", "device", info.String(), "build", built, "gemm", sel, "reduction_wg", o.redWG, "fp16_storage", o.half, "staging", staging, "transfer_queue", ctx.xfer != nil, "winograd", wino, "fft", fftSetting, "fuse", !cfg.NoFuse, "epilogue", o.epilogueOn())
 	return o, nil

@@ -200,10 +200,10 @@ func (o *OpenCL) winoRun(op string, out, in winoPlane, u *clMem, ph, pw int, bia
 				o.gemmWith(g, false, false, out.ch, pld, 16*ipad, 1, plainMat(u, 0, 16*ipad), plainMat(ws.m, v, pld),
 					0, plainMat(ws.m, m, pld), ipad, 16, ws.m, epilogue{})
 			}
-			// Untimed: the variant pickGemm gives a product of 16 times
-			// the columns (as many blocks of C).
+			// Untimed: the variant the tuner picks for a product of 16
+			// times the columns (as many blocks of C).
 			s := batchShape{layers: 16, m: out.ch, n: pld, kc: ipad}
-			launch(o.batchedGemm("winograd", s, func() int { return o.pickGemm(s.m, 16*s.n, s.kc) }, true, launch))
+			launch(o.batchedGemm("winograd", s, func() int { return o.tuner.pick(s.m, 16*s.n, s.kc) }, true, launch))
 		} else {
 			for xi := 0; xi < 16; xi++ {
 				o.gemm(false, false, out.ch, pld, ipad, 1, plainMat(u, xi*ipad, 16*ipad),

@@ -369,6 +369,6 @@ func TestOpenCLWinogradTimedVariant(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := batchShape{16, g.K, winoCols(g.N, winoTiles(g.OH, g.OW)), round4(g.C)}
-	checkTimedVariant(t, o, rand.New(rand.NewPCG(49, 50)), g, &o.batchByShape, key,
-		func() int { return o.pickGemm(key.m, 16*key.n, key.kc) }, "pickGemm's")
+	checkTimedVariant(t, o, rand.New(rand.NewPCG(49, 50)), g, key,
+		func() int { return o.tuner.pick(key.m, 16*key.n, key.kc) }, "the tuner's pick")
 }
