@@ -53,7 +53,7 @@ func convKeepLen(g gpu.ConvGeom) int {
 // only cost the memory) or FFT (whose filter gradient reads x), they do not fit the budget or the device refuses
 // the allocation.
 func (o *OpenCL) ConvKeepColumns(g gpu.ConvGeom) gpu.Buffer {
-	if o.fft(&g) || o.winograd(&g) {
+	if o.algoFor(&g) != nil {
 		return nil
 	}
 	n := convKeepLen(g)
@@ -101,14 +101,9 @@ func (o *OpenCL) ConvForwardKeep(g gpu.ConvGeom, y, x, w, bias, ws, cols gpu.Buf
 func (o *OpenCL) convForwardKeepAct(g gpu.ConvGeom, y, x, w, bias, ws, cols gpu.Buffer, act int) {
 	c := o.keepBufs("ConvForwardKeep", &g, cols)
 	xs, wsl, ys, bs, col, nb := o.convBufs("ConvForwardKeep", &g, x, w, y, bias, ws)
-	if o.fft(&g) {
+	if a := o.algoFor(&g); a != nil {
 		o.im2col(&g, g.ColRows(), g.N, g.OH*g.OW, c.m, c.off, xs.m, xs.off) // one group
-		o.fftForward(&g, ys, xs, wsl, bs, col, act)
-		return
-	}
-	if o.winograd(&g) {
-		o.im2col(&g, g.ColRows(), g.N, g.OH*g.OW, c.m, c.off, xs.m, xs.off) // one group
-		o.winoForward(&g, ys, xs, wsl, bs, col, act)
+		a.forward(&g, ys, xs, wsl, bs, col, act)
 		return
 	}
 	o.convForward(&g, ys, xs, wsl, bs, c, nb, true, act)

@@ -37,7 +37,7 @@ import (
 // 2k×2n real product, which duplicates B) or [Cr; Ci] = [[Ar, −Ai], [Ai,
 // Ar]]·[Br; Bi] (2m×2k by 2k×n, duplicating A); a conjugation flips the
 // sign of the imaginary part, which the transform folds into the block it
-// writes. Each pass duplicates the smaller operand (fftDupActs): the
+// writes. Each pass duplicates the smaller operand (dupActs): the
 // activations' spectra (x, or dy for the data gradient) when the batch is
 // at most the channels they are multiplied with (a batch of 32 against
 // AlexNet's 64–192 channels), else the filters' (forward, data gradient);
@@ -65,7 +65,7 @@ import (
 // (ConvWorkspace asks for room for them), in chunks of as many samples as
 // it holds; the filters' spectra (forward, data gradient) and the filter
 // gradient's sum over chunks (beta 1 after the first) in a scratch buffer
-// of the backend. Every value is computed by one item or one GEMM in a
+// the fftConv value owns. Every value is computed by one item or one GEMM in a
 // fixed order, with no atomics: the same bits on every run.
 
 // FFT modes (Config.FFT, COTRAIN_OPENCL_FFT).
@@ -143,12 +143,12 @@ func fftFits(p int, localMem int64) bool {
 // fftWG is the work-group size of kernel k of size p whose work-groups
 // take planes planes: one item per column of the planes (planes·(P/2+1):
 // the column pass, the longer one, in one round), rounded up to a multiple of 32 (a warp), at most
-// the kernel's limit and fftWGCap. The kernels take any size: with fewer
+// the kernel's limit and wgCap. The kernels take any size: with fewer
 // items than a pass has tasks, the items loop over them in rounds
 // (fft.cl), computing the same bits.
-func (o *OpenCL) fftWG(k *clKernel, p, planes int) int {
+func (f *fftConv) fftWG(k *clKernel, p, planes int) int {
 	n := planes * (p/2 + 1)
-	return max(1, min((n+31)/32*32, k.maxWG, o.kn.fftWGCap))
+	return max(1, min((n+31)/32*32, k.maxWG, f.wgCap))
 }
 
 // fftThinPlanes is the planes per work-group of fft_r2c_thin (FFT_TG in
@@ -222,20 +222,64 @@ func fftEligible(g gpu.ConvGeom) bool {
 	return g.StrideH == 1 && g.StrideW == 1 && g.GroupCount() == 1 && g.R*g.S > 1 && fftSize(&g) > 0
 }
 
-// fftChoice says whether g runs FFT on o, and why.
-func (o *OpenCL) fftChoice(g *gpu.ConvGeom) (bool, string) {
+// fftConv is the FFT algorithm of one backend: its mode, the scratch
+// buffer of the filters' spectra (or a filter gradient's sum of them) and
+// the geometries whose choice it has logged. The backend launches its
+// kernels and GEMMs.
+type fftConv struct {
+	o    *OpenCL
+	mode string // FFTAuto, FFTOn or FFTOff (checked)
+	// wgCap caps the kernels' work-groups (fftWG): tests lower it to
+	// cover the loops that take several planes per item.
+	wgCap int
+	// dupForce overrides dupActs: 1 the activations, 2 the other operand,
+	// 0 the smaller. Tests set it to cover both layouts.
+	dupForce int
+
+	s    *clMem // filter spectra, or a filter gradient's sum of spectra
+	seen map[gpu.ConvGeom]bool
+}
+
+var _ convAlgo = (*fftConv)(nil)
+
+// newFFTConv returns o's FFT algorithm in mode (checked by fftMode):
+// work-groups as large as the kernels take, the smaller operand
+// duplicated.
+func newFFTConv(o *OpenCL, mode string) *fftConv { return &fftConv{o: o, mode: mode, wgCap: 1 << 30} }
+
+// dupActs says whether a pass duplicates the activations' spectra (else
+// the filters', or for the filter gradient dy's): the smaller operand, or
+// as dupForce says.
+func (f *fftConv) dupActs(g *gpu.ConvGeom, pass int) bool {
+	switch f.dupForce {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	switch pass {
+	case fftPassForward: // X is N×C, W K×C
+		return g.N <= g.K
+	case fftPassData: // dY is N×K, W K×C
+		return g.N <= g.C
+	}
+	return g.C <= g.K // X is N×C, dY N×K
+}
+
+// choice says whether g runs FFT, and why.
+func (f *fftConv) choice(g *gpu.ConvGeom) (bool, string) {
 	switch {
 	case !fftEligible(*g):
 		return false, "not a stride-1 ungrouped convolution with a padded plane of at most 32×32"
-	case o.half:
+	case f.o.half:
 		// Half storage would round the spectra to half between the
 		// transforms and the products: kept off, as Winograd is.
 		return false, "half storage"
-	case !fftFits(fftSize(g), o.info.LocalMem):
+	case !fftFits(fftSize(g), f.o.info.LocalMem):
 		return false, "the device's local memory holds no plane's spectrum"
-	case o.fftSetting == FFTOff:
+	case f.mode == FFTOff:
 		return false, "off (COTRAIN_OPENCL_FFT=0)"
-	case o.fftSetting == FFTOn:
+	case f.mode == FFTOn:
 		return true, "forced (COTRAIN_OPENCL_FFT=1)"
 	case min(g.R, g.S) < fftMinFilter:
 		return false, fmt.Sprintf("auto: filter smaller than %dx%d", fftMinFilter, fftMinFilter)
@@ -245,45 +289,38 @@ func (o *OpenCL) fftChoice(g *gpu.ConvGeom) (bool, string) {
 	return true, "auto"
 }
 
-// fft reports whether g's three passes run FFT, logging the choice at
-// debug level once per geometry (batch aside). It takes precedence over
-// Winograd (which auto never overlaps: FFT's auto wants 5×5 and larger).
-func (o *OpenCL) fft(g *gpu.ConvGeom) bool {
-	use, why := o.fftChoice(g)
-	key := *g
-	key.N = 0
-	if !o.fftSeen[key] {
-		if o.fftSeen == nil {
-			o.fftSeen = map[gpu.ConvGeom]bool{}
-		}
-		o.fftSeen[key] = true
-		o.log.Debug("gpu: opencl: convolution path", "geom", fmt.Sprintf("%+v", key), "fft", use, "why", why)
-	}
+// runs implements convAlgo: whether g's three passes run FFT, the choice
+// logged at debug level once per geometry (batch aside). It takes
+// precedence over Winograd (which auto never overlaps: FFT's auto wants
+// 5×5 and larger).
+func (f *fftConv) runs(g *gpu.ConvGeom) bool {
+	use, why := f.choice(g)
+	logChoice(f.o.log, &f.seen, g, "fft", use, why)
 	return use
 }
 
 // fftFreqs is the number of frequencies of a P×P real FFT.
 func fftFreqs(p int) int { return p * (p/2 + 1) }
 
-// The passes, for fftDupActs and fftUnits.
+// The passes, for dupActs and units.
 const (
 	fftPassForward = iota
 	fftPassData
 	fftPassFilter
 )
 
-// fftUnits is the workspace elements per sample of one of g's passes (the
+// units is the workspace elements per sample of one of g's passes (the
 // activations' spectra and the products: forward and data gradient; the
 // two operands' spectra: filter gradient), and fixed the elements of the
 // scratch buffer it takes besides (the filters' spectra, or the filter
 // gradient's sum).
-func (kn *knobs) fftUnits(g *gpu.ConvGeom, pass int) (unit, fixed int) {
+func (fc *fftConv) units(g *gpu.ConvGeom, pass int) (unit, fixed int) {
 	f, c, k := fftFreqs(fftSize(g)), g.C, g.K
 	in, out := c, k // forward: channels of x and y
 	if pass == fftPassData {
 		in, out = k, c
 	}
-	dup := kn.fftDupActs(g, pass)
+	dup := fc.dupActs(g, pass)
 	switch {
 	case pass == fftPassFilter && dup:
 		return 2 * f * (k + 2*c), 2 * f * k * c
@@ -295,15 +332,15 @@ func (kn *knobs) fftUnits(g *gpu.ConvGeom, pass int) (unit, fixed int) {
 	return 2 * f * (in + out), 4 * f * c * k
 }
 
-// fftWorkspace is the workspace of g's FFT passes: as many samples of the
-// largest pass as fit under convWorkspaceCap, at least one.
-func (o *OpenCL) fftWorkspace(g *gpu.ConvGeom) int {
+// workspace implements convAlgo: as many samples of the largest pass as
+// fit under convWorkspaceCap, at least one.
+func (f *fftConv) workspace(g *gpu.ConvGeom) int {
 	per := 0
 	for pass := fftPassForward; pass <= fftPassFilter; pass++ {
-		u, _ := o.kn.fftUnits(g, pass)
+		u, _ := f.units(g, pass)
 		per = max(per, u)
 	}
-	return per*max(1, min(g.N, o.convWorkspaceCap()/per)) + 3 // 3: room to align a view's offset to 4
+	return per*max(1, min(g.N, f.o.convWorkspaceCap()/per)) + 3 // 3: room to align a view's offset to 4
 }
 
 // fftBatch is how many samples of a pass with unit elements per sample the
@@ -357,24 +394,25 @@ type fftPlanes struct {
 
 // launchFFT runs an FFT kernel of size p over groups work-groups of
 // planes planes each.
-func (o *OpenCL) launchFFT(name string, p, planes, groups int, args ...any) {
+func (f *fftConv) launchFFT(name string, p, planes, groups int, args ...any) {
+	o := f.o
 	k := o.k[fmt.Sprintf("%s_%d", name, p)]
 	if k == nil {
 		panic(errClosed) // Close emptied the table
 	}
-	wg := o.fftWG(k, p, planes)
+	wg := f.fftWG(k, p, planes)
 	must(o.ctx.launch(k, []int{groups * wg}, []int{wg}, args...))
 }
 
 // r2c writes the spectra of src's planes to dst at doff as l lays them
 // out: planes of at most fftThinMax×fftThinMax by fft_r2c_thin, others by
 // fft_r2c.
-func (o *OpenCL) r2c(p int, dst *clMem, doff int, src fftPlanes, l fftLayout) {
-	name, gp := "fft_r2c", fftGroup(p, o.info.LocalMem)
+func (f *fftConv) r2c(p int, dst *clMem, doff int, src fftPlanes, l fftLayout) {
+	name, gp := "fft_r2c", fftGroup(p, f.o.info.LocalMem)
 	if src.h <= fftThinMax && src.w <= fftThinMax {
 		name, gp = "fft_r2c_thin", fftThinPlanes
 	}
-	o.launchFFT(name, p, gp, l.kn*((l.cn+gp-1)/gp), dst, doff, src.m, src.off, src.na, src.nb, src.h, src.w, src.padH, src.padW,
+	f.launchFFT(name, p, gp, l.kn*((l.cn+gp-1)/gp), dst, doff, src.m, src.off, src.na, src.nb, src.h, src.w, src.padH, src.padW,
 		b2i(l.swap), b2i(l.dup), l.s[0], l.s[1], l.s[2], l.kn, l.cn, l.ld(), l.fs())
 }
 
@@ -389,8 +427,8 @@ type fftOut struct {
 
 // c2r sets dst's planes from the products at src (soff) as l holds them;
 // bias (may be nil) and act as fft_c2r says.
-func (o *OpenCL) c2r(p int, dst fftPlanes, src *clMem, soff int, l fftOut, bias *clBuf, act int) {
-	gp := fftGroup(p, o.info.LocalMem)
+func (f *fftConv) c2r(p int, dst fftPlanes, src *clMem, soff int, l fftOut, bias *clBuf, act int) {
+	gp := fftGroup(p, f.o.info.LocalMem)
 	bm, boff, hasBias := src, 0, 0
 	if bias != nil {
 		bm, boff, hasBias = bias.m, bias.off, 1
@@ -401,25 +439,27 @@ func (o *OpenCL) c2r(p int, dst fftPlanes, src *clMem, soff int, l fftOut, bias 
 	}
 	name := "fft_c2r"
 	if dst.h <= fftThinMax {
-		name, gp = "fft_c2r_thin", fftThinGroup(p, o.info.LocalMem)
+		name, gp = "fft_c2r_thin", fftThinGroup(p, f.o.info.LocalMem)
 	}
-	o.launchFFT(name, p, gp, l.rn*((l.cn+gp-1)/gp), dst.m, dst.off, src, soff, dst.na, dst.nb, dst.h, dst.w, dst.padH, dst.padW,
+	f.launchFFT(name, p, gp, l.rn*((l.cn+gp-1)/gp), dst.m, dst.off, src, soff, dst.na, dst.nb, dst.h, dst.w, dst.padH, dst.padW,
 		b2i(l.swap), l.cn, ld, imoff, 2*l.rn*l.cn, bm, boff, hasBias, act)
 }
 
-// fftForward sets y = conv(x, w) + bias (bias may be nil) by FFT, then the
-// activation act (0: none; 1 ReLU, 2 ReLU6) in the inverse transform.
-func (o *OpenCL) fftForward(g *gpu.ConvGeom, ys, xs, wsl, bs, ws *clBuf, act int) {
+// forward implements convAlgo: y = conv(x, w) + bias (bias may be nil)
+// by FFT, then the activation act (0: none; 1 ReLU, 2 ReLU6) in the
+// inverse transform.
+func (fc *fftConv) forward(g *gpu.ConvGeom, ys, xs, wsl, bs, ws *clBuf, act int) {
+	o := fc.o
 	p := fftSize(g)
 	f, c, k := fftFreqs(p), g.C, g.K
-	dup := o.kn.fftDupActs(g, fftPassForward)
-	unit, fixed := o.kn.fftUnits(g, fftPassForward)
-	a := o.scratch(&o.fftS, fixed)
+	dup := fc.dupActs(g, fftPassForward)
+	unit, fixed := fc.units(g, fftPassForward)
+	a := o.scratch(&fc.s, fixed)
 	wl := fftLayout{kn: c, cn: k} // (c, o)
 	if !dup {
 		wl.dup, wl.s = true, fftConjA
 	}
-	o.r2c(p, a, 0, fftPlanes{m: wsl.m, off: wsl.off, na: k, nb: c, h: g.R, w: g.S}, wl)
+	fc.r2c(p, a, 0, fftPlanes{m: wsl.m, off: wsl.off, na: k, nb: c, h: g.R, w: g.S}, wl)
 	nb := fftBatch("ConvForward", ws, unit, g.N)
 	base := (ws.off + 3) &^ 3
 	ins, outs := c*g.H*g.W, k*g.OH*g.OW
@@ -434,25 +474,26 @@ func (o *OpenCL) fftForward(g *gpu.ConvGeom, ys, xs, wsl, bs, ws *clBuf, act int
 		}
 		bo := base
 		co := bo + f*xl.fs()
-		o.r2c(p, ws.m, bo, fftPlanes{m: xs.m, off: xs.off + n0*ins, na: cnt, nb: c, h: g.H, w: g.W, padH: g.PadH, padW: g.PadW}, xl)
-		o.fftGemm(m, n, 2*c, f, plainMat(a, 0, m), plainMat(ws.m, bo, n), 0, plainMat(ws.m, co, n))
-		o.c2r(p, fftPlanes{m: ys.m, off: ys.off + n0*outs, na: cnt, nb: k, h: g.OH, w: g.OW}, ws.m, co, out, bs, act)
+		fc.r2c(p, ws.m, bo, fftPlanes{m: xs.m, off: xs.off + n0*ins, na: cnt, nb: c, h: g.H, w: g.W, padH: g.PadH, padW: g.PadW}, xl)
+		fc.gemm(m, n, 2*c, f, plainMat(a, 0, m), plainMat(ws.m, bo, n), 0, plainMat(ws.m, co, n))
+		fc.c2r(p, fftPlanes{m: ys.m, off: ys.off + n0*outs, na: cnt, nb: k, h: g.OH, w: g.OW}, ws.m, co, out, bs, act)
 	}
 }
 
-// fftBackwardData sets dx from dy and w by FFT: the full convolution of dy
-// with the filters, cropped by the padding.
-func (o *OpenCL) fftBackwardData(g *gpu.ConvGeom, dxs, dys, wsl, ws *clBuf) {
+// backwardData implements convAlgo: dx from dy and w by FFT, the full
+// convolution of dy with the filters, cropped by the padding.
+func (fc *fftConv) backwardData(g *gpu.ConvGeom, dxs, dys, wsl, ws *clBuf) {
+	o := fc.o
 	p := fftSize(g)
 	f, c, k := fftFreqs(p), g.C, g.K
-	dup := o.kn.fftDupActs(g, fftPassData)
-	unit, fixed := o.kn.fftUnits(g, fftPassData)
-	a := o.scratch(&o.fftS, fixed)
+	dup := fc.dupActs(g, fftPassData)
+	unit, fixed := fc.units(g, fftPassData)
+	a := o.scratch(&fc.s, fixed)
 	wl := fftLayout{swap: true, kn: k, cn: c} // (o, c)
 	if !dup {
 		wl.dup, wl.s = true, fftPlainA
 	}
-	o.r2c(p, a, 0, fftPlanes{m: wsl.m, off: wsl.off, na: k, nb: c, h: g.R, w: g.S}, wl)
+	fc.r2c(p, a, 0, fftPlanes{m: wsl.m, off: wsl.off, na: k, nb: c, h: g.R, w: g.S}, wl)
 	nb := fftBatch("ConvBackwardData", ws, unit, g.N)
 	base := (ws.off + 3) &^ 3
 	ins, outs := k*g.OH*g.OW, c*g.H*g.W
@@ -467,22 +508,23 @@ func (o *OpenCL) fftBackwardData(g *gpu.ConvGeom, dxs, dys, wsl, ws *clBuf) {
 		}
 		bo := base
 		co := bo + f*yl.fs()
-		o.r2c(p, ws.m, bo, fftPlanes{m: dys.m, off: dys.off + n0*ins, na: cnt, nb: k, h: g.OH, w: g.OW}, yl)
-		o.fftGemm(m, n, 2*k, f, plainMat(a, 0, m), plainMat(ws.m, bo, n), 0, plainMat(ws.m, co, n))
-		o.c2r(p, fftPlanes{m: dxs.m, off: dxs.off + n0*outs, na: cnt, nb: c, h: g.H, w: g.W, padH: g.PadH, padW: g.PadW},
+		fc.r2c(p, ws.m, bo, fftPlanes{m: dys.m, off: dys.off + n0*ins, na: cnt, nb: k, h: g.OH, w: g.OW}, yl)
+		fc.gemm(m, n, 2*k, f, plainMat(a, 0, m), plainMat(ws.m, bo, n), 0, plainMat(ws.m, co, n))
+		fc.c2r(p, fftPlanes{m: dxs.m, off: dxs.off + n0*outs, na: cnt, nb: c, h: g.H, w: g.W, padH: g.PadH, padW: g.PadW},
 			ws.m, co, out, nil, 0)
 	}
 }
 
-// fftBackwardFilter sets dw from dy and x by FFT: the products of each
-// chunk add into one sum of spectra (beta 1 after the first), transformed
-// back once.
-func (o *OpenCL) fftBackwardFilter(g *gpu.ConvGeom, dws, dys, xs, ws *clBuf) {
+// backwardFilter implements convAlgo: dw from dy and x by FFT, the
+// products of each chunk adding into one sum of spectra (beta 1 after the
+// first), transformed back once. It always reports true.
+func (fc *fftConv) backwardFilter(g *gpu.ConvGeom, dws, dys, xs, ws *clBuf) bool {
+	o := fc.o
 	p := fftSize(g)
 	f, c, k := fftFreqs(p), g.C, g.K
-	dup := o.kn.fftDupActs(g, fftPassFilter)
-	unit, fixed := o.kn.fftUnits(g, fftPassFilter)
-	sum := o.scratch(&o.fftS, fixed)
+	dup := fc.dupActs(g, fftPassFilter)
+	unit, fixed := fc.units(g, fftPassFilter)
+	sum := o.scratch(&fc.s, fixed)
 	nb := fftBatch("ConvBackwardFilter", ws, unit, g.N)
 	base := (ws.off + 3) &^ 3
 	xsz, ysz := c*g.H*g.W, k*g.OH*g.OW
@@ -501,37 +543,40 @@ func (o *OpenCL) fftBackwardFilter(g *gpu.ConvGeom, dws, dys, xs, ws *clBuf) {
 		}
 		ao := base
 		bo := ao + f*yl.fs()
-		o.r2c(p, ws.m, ao, fftPlanes{m: dys.m, off: dys.off + n0*ysz, na: cnt, nb: k, h: g.OH, w: g.OW}, yl)
-		o.r2c(p, ws.m, bo, fftPlanes{m: xs.m, off: xs.off + n0*xsz, na: cnt, nb: c, h: g.H, w: g.W, padH: g.PadH, padW: g.PadW}, xl)
+		fc.r2c(p, ws.m, ao, fftPlanes{m: dys.m, off: dys.off + n0*ysz, na: cnt, nb: k, h: g.OH, w: g.OW}, yl)
+		fc.r2c(p, ws.m, bo, fftPlanes{m: xs.m, off: xs.off + n0*xsz, na: cnt, nb: c, h: g.H, w: g.W, padH: g.PadH, padW: g.PadW}, xl)
 		beta := float32(1)
 		if n0 == 0 {
 			beta = 0
 		}
-		o.fftGemm(m, n, 2*cnt, f, plainMat(ws.m, ao, m), plainMat(ws.m, bo, n), beta, plainMat(sum, 0, n))
+		fc.gemm(m, n, 2*cnt, f, plainMat(ws.m, ao, m), plainMat(ws.m, bo, n), beta, plainMat(sum, 0, n))
 	}
-	o.c2r(p, fftPlanes{m: dws.m, off: dws.off, na: k, nb: c, h: g.R, w: g.S}, sum, 0, out, nil, 0)
+	fc.c2r(p, fftPlanes{m: dws.m, off: dws.off, na: k, nb: c, h: g.R, w: g.S}, sum, 0, out, nil, 0)
+	return true
 }
 
-// fftPick is the variant for layers m×n×kc products when not timed: the
+// pick is the variant for layers m×n×kc products when not timed: the
 // tuner's pick for a product of layers times the columns, or a smaller tile
 // that at least halves the area of each layer's C the work-groups cover
 // (every layer pads its own C to whole tiles: conv2's forward at batch 8 is
 // 544 layers of 192×16, which 128×128 tiles cover 8 times over; on PoCL
 // the products then took 6.6 times the filter gradient's, as many
 // multiplications in layers of 192×128).
-func (o *OpenCL) fftPick(m, n, kc, layers int) int {
-	return o.tuner.leastPadded(o.tuner.pick(m, layers*n, kc), m, n)
+func (f *fftConv) pick(m, n, kc, layers int) int {
+	t := f.o.tuner
+	return t.leastPadded(t.pick(m, layers*n, kc), m, n)
 }
 
-// fftGemm runs the layers products C_f = beta·C_f + A_fᵀ·B_f of one pass
+// gemm runs the layers products C_f = beta·C_f + A_fᵀ·B_f of one pass
 // as one launch of the GEMM's split-k layers: A stored layers·kc × m
 // (layer f's rows from f·kc), B layers·kc × n, C layers × m × n. The
-// variant: batchedGemm's, fftPick's untimed; only a launch with beta 0 is
+// variant: batchedGemm's, pick's untimed; only a launch with beta 0 is
 // timed (a shape's first always is: a filter gradient's first chunk).
-func (o *OpenCL) fftGemm(m, n, kc, layers int, a, b mat, beta float32, c mat) {
+func (f *fftConv) gemm(m, n, kc, layers int, a, b mat, beta float32, c mat) {
+	o := f.o
 	launch := func(v *gemmVariant) {
 		o.gemmWith(v, true, false, m, n, layers*kc, 1, a, b, beta, c, kc, layers, c.m, epilogue{})
 	}
 	s := batchShape{layers: layers, m: m, n: n, kc: kc}
-	launch(o.batchedGemm("fft", s, func() int { return o.fftPick(m, n, kc, layers) }, beta == 0, launch))
+	launch(o.batchedGemm("fft", s, func() int { return f.pick(m, n, kc, layers) }, beta == 0, launch))
 }

@@ -13,12 +13,24 @@ import (
 	"github.com/cotrain/cotrain/gpu/gputest"
 )
 
-// setFFT sets o's FFT mode for the rest of the test.
-func setFFT(t testing.TB, o *OpenCL, mode string) {
+// setFFT gives o an FFT algorithm in mode for the rest of the test (as
+// New builds it from Config.FFT).
+func setFFT(t testing.TB, o *OpenCL, mode string) { useFFT(t, o, newFFTConv(o, mode)) }
+
+// useFFT gives o the FFT algorithm f for the rest of the test.
+func useFFT(t testing.TB, o *OpenCL, f *fftConv) {
 	t.Helper()
-	old := o.fftSetting
-	o.fftSetting = mode
-	t.Cleanup(func() { o.fftSetting = old })
+	old := o.fftConv
+	o.fftConv = f
+	t.Cleanup(func() { o.fftConv = old })
+}
+
+// withFFT runs run with o's FFT algorithm replaced by f.
+func withFFT(o *OpenCL, f *fftConv, run func()) {
+	old := o.fftConv
+	o.fftConv = f
+	defer func() { o.fftConv = old }()
+	run()
 }
 
 // fftGeoms are stride-1 convolutions with 3×3, 5×5 and 7×7 (and 5×3)
@@ -80,7 +92,6 @@ func TestOpenCLFFT(t *testing.T) {
 	cpu := newCPU()
 	r := rand.New(rand.NewPCG(51, 52))
 	sizes := map[int]bool{}
-	defer func() { o.kn.fftDupForce = 0 }()
 	for _, dup := range []int{1, 2} {
 		for _, g := range fftGeoms {
 			if err := g.Setup(); err != nil {
@@ -88,8 +99,10 @@ func TestOpenCLFFT(t *testing.T) {
 			}
 			sizes[fftSize(&g)] = true
 			t.Run(fmt.Sprintf("dup=%s/%+v", map[int]string{1: "acts", 2: "other"}[dup], g), func(t *testing.T) {
-				o.kn.fftDupForce = dup
-				if !o.fft(&g) {
+				f := newFFTConv(o, FFTOn)
+				f.dupForce = dup
+				useFFT(t, o, f)
+				if !o.fftConv.runs(&g) {
 					t.Fatal("FFT not chosen with the mode forced on")
 				}
 				x := newTwin(o, gputest.Rand(r, g.N*g.C*g.H*g.W))
@@ -104,9 +117,9 @@ func TestOpenCLFFT(t *testing.T) {
 				wsC := cpu.Alloc(cpu.ConvWorkspace(g))
 				one := g
 				one.N = 1
-				fwd, _ := o.kn.fftUnits(&g, fftPassForward)
-				data, _ := o.kn.fftUnits(&g, fftPassData)
-				filter, _ := o.kn.fftUnits(&g, fftPassFilter)
+				fwd, _ := o.fftConv.units(&g, fftPassForward)
+				data, _ := o.fftConv.units(&g, fftPassData)
+				filter, _ := o.fftConv.units(&g, fftPassFilter)
 				for _, ws := range []gpu.Buffer{o.Alloc(o.ConvWorkspace(g)), o.Alloc(o.ConvWorkspace(one))} {
 					chunks := fftChunks(o, &g, ws, fwd)
 					for _, withBias := range []bool{false, true} {
@@ -170,11 +183,13 @@ func TestOpenCLFFT(t *testing.T) {
 
 					// Work-groups of 32 items, fewer than a group's row tasks:
 					// the kernels' passes in several rounds, the same bits.
-					o.kn.fftWGCap = 32
-					o.ConvForward(g, y.cl, x.cl, w.cl, bias.cl, ws)
-					o.ConvBackwardData(g, dx.cl, dy.cl, w.cl, ws)
-					o.ConvBackwardFilter(g, dw.cl, nil, dy.cl, x.cl, ws)
-					o.kn.fftWGCap = 1 << 30
+					small := newFFTConv(o, FFTOn)
+					small.dupForce, small.wgCap = dup, 32
+					withFFT(o, small, func() {
+						o.ConvForward(g, y.cl, x.cl, w.cl, bias.cl, ws)
+						o.ConvBackwardData(g, dx.cl, dy.cl, w.cl, ws)
+						o.ConvBackwardFilter(g, dw.cl, nil, dy.cl, x.cl, ws)
+					})
 					o.ConvForward(g, y2, x.cl, w.cl, bias.cl, ws)
 					o.ConvBackwardData(g, dx2, dy.cl, w.cl, ws)
 					o.ConvBackwardFilter(g, dw2, nil, dy.cl, x.cl, ws)
@@ -253,8 +268,8 @@ func TestOpenCLFFTAlexNetConv2(t *testing.T) {
 	if err := g.Setup(); err != nil {
 		t.Fatal(err)
 	}
-	if !o.fft(&g) || fftSize(&g) != 32 {
-		t.Fatalf("auto mode: FFT %v at size %d for conv2, want true at 32", o.fft(&g), fftSize(&g))
+	if !o.fftConv.runs(&g) || fftSize(&g) != 32 {
+		t.Fatalf("auto mode: FFT %v at size %d for conv2, want true at 32", o.fftConv.runs(&g), fftSize(&g))
 	}
 	x := newTwin(o, gputest.Rand(r, g.N*g.C*g.H*g.W))
 	w := newTwin(o, gputest.Rand(r, g.K*g.ColRows()))
@@ -328,12 +343,12 @@ func TestOpenCLFFTGate(t *testing.T) {
 			want bool
 		}{{FFTAuto, c.auto}, {FFTOn, c.on}, {FFTOff, false}} {
 			setFFT(t, o, m.mode)
-			if got := o.fft(&g); got != m.want {
+			if got := o.fftConv.runs(&g); got != m.want {
 				t.Errorf("%s, mode %s: FFT %v, want %v", c.name, m.mode, got, m.want)
 			}
 			if m.want {
-				if ws := o.ConvWorkspace(g); ws < o.fftWorkspace(&g) {
-					t.Errorf("%s, mode %s: workspace %d, FFT needs %d", c.name, m.mode, ws, o.fftWorkspace(&g))
+				if ws := o.ConvWorkspace(g); ws < o.fftConv.workspace(&g) {
+					t.Errorf("%s, mode %s: workspace %d, FFT needs %d", c.name, m.mode, ws, o.fftConv.workspace(&g))
 				}
 				if o.ConvKeepColumns(g) != nil {
 					t.Errorf("%s, mode %s: ConvKeepColumns granted a buffer to an FFT convolution", c.name, m.mode)
@@ -343,7 +358,7 @@ func TestOpenCLFFTGate(t *testing.T) {
 	}
 	h := openCLHalfForTest(t)
 	setFFT(t, h, FFTOn)
-	if g := conv2; g.Setup() == nil && h.fft(&g) {
+	if g := conv2; g.Setup() == nil && h.fftConv.runs(&g) {
 		t.Error("half storage: FFT chosen")
 	}
 }
@@ -390,7 +405,7 @@ func TestOpenCLFFTTimedVariant(t *testing.T) {
 	}
 	key := batchShape{m: g.K, n: 2 * g.N, kc: 2 * g.C, layers: fftFreqs(32)}
 	checkTimedVariant(t, o, rand.New(rand.NewPCG(57, 58)), g, key,
-		func() int { return o.fftPick(key.m, key.n, key.kc, key.layers) }, "fftPick's")
+		func() int { return o.fftConv.pick(key.m, key.n, key.kc, key.layers) }, "fftPick's")
 }
 
 // TestOpenCLFFTMode: New refuses an FFT mode that is none of 0, 1
@@ -429,10 +444,7 @@ func BenchmarkOpenCLFFT(b *testing.B) {
 		for _, z := range []gpu.Buffer{x, w, y} {
 			o.Upload(z, gputest.Rand(r, z.Len()))
 		}
-		oldF, oldW := o.fftSetting, o.wino
-		o.fftSetting, o.wino = FFTOn, WinogradOn
-		ws := o.Alloc(max(o.ConvWorkspace(g), o.fftWorkspace(&g), o.winoWorkspace(&g))) // room for every path
-		o.fftSetting, o.wino = oldF, oldW
+		ws := o.Alloc(max(o.ConvWorkspace(g), o.fftConv.workspace(&g), o.wino.workspace(&g))) // room for every path
 		flops := 2 * float64(g.N*g.K*g.OH*g.OW*g.ColRows())
 		paths := []struct{ name, fft, wino string }{{"im2col", FFTOff, WinogradOff}, {"fft", FFTOn, WinogradOff}}
 		if winoEligible(g) {

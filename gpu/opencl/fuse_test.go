@@ -63,7 +63,7 @@ func testOpenCLActFuser(t *testing.T, o *OpenCL) {
 			mode = WinogradOn
 		}
 		setWinograd(t, o, mode)
-		wino := o.winograd(&g)
+		wino := o.wino.runs(&g)
 		if c.wino && !wino && !o.half {
 			t.Fatalf("%+v: Winograd on, but the convolution does not run it", g)
 		}

@@ -2,8 +2,6 @@
 
 package opencl
 
-import "github.com/cotrain/cotrain/gpu"
-
 // knobs are the thresholds and switches by which the backend chooses among
 // kernels and launch shapes. Each was a package variable that tests and
 // benchmarks changed; now each backend holds its own (OpenCL.kn), set from
@@ -19,18 +17,6 @@ type knobs struct {
 	splitTiles, splitDepth int
 	// gemmSumWG is the work-group size of the split-k sum (gemm_sum).
 	gemmSumWG int
-	// winoMinChannels is the fewest input and output channels for which the
-	// auto mode uses Winograd: each of the 16 products is only as deep as the
-	// input channels (the data gradient's, the output channels), where
-	// im2col's is 9 times deeper, and shallow products run far below the
-	// GEMM's peak.
-	winoMinChannels int
-	// winoBatched runs the 16 products of a Winograd chunk as one launch of
-	// the GEMM's split-k layers; false: as 16 products (o.gemm), each
-	// choosing its own variant and split. The two give the same bits where
-	// the 16 products are not split in k (gemmSplits: fewer than 512 input
-	// channels, or many blocks of C).
-	winoBatched bool
 	// copyPlainRows copies batch tensors whose planes are not a multiple of
 	// 4 long into plain matrices before a GEMM reads them (plainRows);
 	// false reads them through segmented addressing. The same bits.
@@ -54,18 +40,12 @@ type knobs struct {
 	// and ActivateBackwardBias sum with one item per channel. Changing it
 	// changes the bits of bias gradients.
 	biasColsMax int
-	// fftWGCap caps the FFT kernels' work-groups (fftWG): tests lower it to
-	// cover the loops that take several planes per item.
-	fftWGCap int
-	// fftDupForce overrides fftDupActs: 1 the activations, 2 the other
-	// operand, 0 the smaller.
-	fftDupForce int
 }
 
 // defaultKnobs are the choices every backend opens with.
 func defaultKnobs() knobs {
-	return knobs{splitTiles: 256, splitDepth: 256, gemmSumWG: 256, winoMinChannels: 64, winoBatched: true,
-		copyPlainRows: true, im2colWinTaps: 32, redPartLen: 8192, biasColsMax: 64, fftWGCap: 1 << 30}
+	return knobs{splitTiles: 256, splitDepth: 256, gemmSumWG: 256, copyPlainRows: true, im2colWinTaps: 32, redPartLen: 8192,
+		biasColsMax: 64}
 }
 
 // redParts splits a reduction over m elements: parts of l elements, the last
@@ -75,23 +55,4 @@ func (k *knobs) redParts(m int) (l, p int) {
 		return m, 1
 	}
 	return k.redPartLen, (m + k.redPartLen - 1) / k.redPartLen
-}
-
-// fftDupActs says whether a pass duplicates the activations' spectra
-// (else the filters', or for the filter gradient dy's): the smaller
-// operand, or as fftDupForce says.
-func (k *knobs) fftDupActs(g *gpu.ConvGeom, pass int) bool {
-	switch k.fftDupForce {
-	case 1:
-		return true
-	case 2:
-		return false
-	}
-	switch pass {
-	case fftPassForward: // X is N×C, W K×C
-		return g.N <= g.K
-	case fftPassData: // dY is N×K, W K×C
-		return g.N <= g.C
-	}
-	return g.C <= g.K // X is N×C, dY N×K
 }

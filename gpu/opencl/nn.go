@@ -49,10 +49,8 @@ func (o *OpenCL) ConvWorkspace(g gpu.ConvGeom) int {
 	}
 	per := g.ColRows() * g.OH * g.OW
 	n := per * max(1, min(g.N, o.convWorkspaceCap()/per))
-	if o.fft(&g) {
-		n = max(n, o.fftWorkspace(&g))
-	} else if o.winograd(&g) {
-		n = max(n, o.winoWorkspace(&g))
+	if a := o.algoFor(&g); a != nil {
+		n = max(n, a.workspace(&g))
 	}
 	return n
 }
@@ -188,12 +186,8 @@ func (o *OpenCL) ConvForward(g gpu.ConvGeom, y, x, w, bias, ws gpu.Buffer) {
 // ConvForward itself.
 func (o *OpenCL) convForwardAct(g gpu.ConvGeom, y, x, w, bias, ws gpu.Buffer, act int) {
 	xs, wsl, ys, bs, col, nb := o.convBufs("ConvForward", &g, x, w, y, bias, ws)
-	if o.fft(&g) {
-		o.fftForward(&g, ys, xs, wsl, bs, col, act)
-		return
-	}
-	if o.winograd(&g) {
-		o.winoForward(&g, ys, xs, wsl, bs, col, act)
+	if a := o.algoFor(&g); a != nil {
+		a.forward(&g, ys, xs, wsl, bs, col, act)
 		return
 	}
 	o.convForward(&g, ys, xs, wsl, bs, col, nb, false, act)
@@ -249,12 +243,8 @@ func (o *OpenCL) convForward(g *gpu.ConvGeom, ys, xs, wsl, bs, col *clBuf, nb in
 // ConvBackwardData implements Backend.
 func (o *OpenCL) ConvBackwardData(g gpu.ConvGeom, dx, dy, w, ws gpu.Buffer) {
 	dxs, wsl, dys, _, col, nb := o.convBufs("ConvBackwardData", &g, dx, w, dy, nil, ws)
-	if o.fft(&g) {
-		o.fftBackwardData(&g, dxs, dys, wsl, col)
-		return
-	}
-	if o.winograd(&g) {
-		o.winoBackwardData(&g, dxs, dys, wsl, col)
+	if a := o.algoFor(&g); a != nil {
+		a.backwardData(&g, dxs, dys, wsl, col)
 		return
 	}
 	if g.Depthwise() {
@@ -292,8 +282,7 @@ func (o *OpenCL) ConvBackwardFilter(g gpu.ConvGeom, dw, dbias, dy, x, ws gpu.Buf
 	if dbs != nil {
 		o.BiasGrad(dbias, dy, g.N, g.K, g.OH*g.OW)
 	}
-	if o.fft(&g) {
-		o.fftBackwardFilter(&g, dws, dys, xs, col)
+	if a := o.algoFor(&g); a != nil && a.backwardFilter(&g, dws, dys, xs, col) {
 		return
 	}
 	o.convFilter(&g, dws, dys, xs, col, nb, false)

@@ -57,8 +57,6 @@ type OpenCL struct {
 	convWT  *clMem // a transposed filter matrix (ConvBackwardData)
 	rowsA   *clMem // batch tensors made plain matrices (plainRows), for operand A
 	rowsB   *clMem // and for operand B
-	winoU   *clMem // Winograd-transformed filters (winograd.go)
-	fftS    *clMem // filter spectra, or a filter gradient's sum of spectra (fft.go)
 	poolIdx *clMem // int offsets of max-pool windows' maxima (MaxPoolBackward)
 	loss    *clMem // per-row losses of SoftmaxCrossEntropy, then their sum
 	// Two int32 label buffers, reused across calls, and the labels each
@@ -74,15 +72,10 @@ type OpenCL struct {
 	// (Config.NoEpilogue; epilogueOn).
 	noEpilogue bool
 
-	// wino is the Winograd mode (Config.Winograd, checked); winoSeen
-	// the geometries whose choice was logged.
-	wino     string
-	winoSeen map[gpu.ConvGeom]bool
-
-	// fftSetting is the FFT mode (Config.FFT, checked); fftSeen the
-	// geometries whose choice was logged.
-	fftSetting string
-	fftSeen    map[gpu.ConvGeom]bool
+	// The convolution algorithms beside im2col (conv_algo.go), each
+	// with its mode (Config.Winograd, Config.FFT) and scratch.
+	wino    *winograd
+	fftConv *fftConv
 
 	// kn are the backend's thresholds and switches (knobs.go).
 	kn knobs

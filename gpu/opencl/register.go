@@ -287,12 +287,12 @@ func New(cfg Config) (*OpenCL, error) {
 	if cfg.OneQueue {
 		_ = ctx.oneQueue() // nothing enqueued yet
 	}
-	o := &OpenCL{ctx: ctx, info: info, log: cfg.Log, k: map[string]*clKernel{}, half: cfg.HalfStorage, wino: wino, kn: defaultKnobs(),
-
-		fftSetting: fftSetting, noFuse: cfg.NoFuse, noEpilogue: cfg.NoEpilogue}
+	o := &OpenCL{ctx: ctx, info: info, log: cfg.Log, k: map[string]*clKernel{}, half: cfg.HalfStorage, kn: defaultKnobs(),
+		noFuse: cfg.NoFuse, noEpilogue: cfg.NoEpilogue}
 	if cfg.knobs != nil {
 		o.kn = *cfg.knobs
 	}
+	o.wino, o.fftConv = newWinograd(o, wino), newFFTConv(o, fftSetting)
 	o.keepBudget = info.GlobalMem / 8 // ConvKeepColumns
 	gemmOpts := cfg.GemmOptions
 	if o.half {

@@ -21,7 +21,7 @@ import (
 // of the input, V = Bᵀ d B), 16 GEMMs on the backend's tuned kernels (one
 // per element of a transformed tile: M_ξ = U_ξ · V_ξ), and an output
 // transform (wino_output: Y = Aᵀ M A, plus the bias). The 16 products
-// run as one launch (winoBatched): the GEMM kernel's split-k layers
+// run as one launch (winograd.batched): the GEMM kernel's split-k layers
 // (gemm.cl) are exactly a batch of products whose A and B are the blocks
 // of one wide A and one tall B and whose C lie one after another, which
 // is how winograd.cl lays U, V and M out; one launch has 16 times the
@@ -35,7 +35,7 @@ import (
 //
 // V and M live in the workspace, in chunks of as many samples as it holds
 // (ConvWorkspace sizes it for both this path and the filter gradient's
-// column matrix); U in a scratch buffer of the backend. The filter
+// column matrix); U in a scratch buffer the winograd value owns. The filter
 // gradient keeps im2col and GEMM. Every value is computed by one item or
 // one GEMM in a fixed order, so the results are deterministic; they differ
 // from im2col's in the last bits (the transforms round), within the
@@ -78,21 +78,52 @@ func winoEligible(g gpu.ConvGeom) bool {
 // winoTiles is the number of 2×2 tiles covering an h×w plane.
 func winoTiles(h, w int) int { return ((h + 1) / 2) * ((w + 1) / 2) }
 
-// winoChoice says whether g runs Winograd on o, and why.
-func (o *OpenCL) winoChoice(g *gpu.ConvGeom) (bool, string) {
+// winograd is the Winograd algorithm of one backend: its mode, the
+// scratch buffer of the transformed filters and the geometries whose
+// choice it has logged. The backend launches its kernels and GEMMs.
+type winograd struct {
+	o    *OpenCL
+	mode string // WinogradAuto, WinogradOn or WinogradOff (checked)
+	// minChannels is the fewest input and output channels for which the
+	// auto mode uses Winograd: each of the 16 products is only as deep as
+	// the input channels (the data gradient's, the output channels), where
+	// im2col's is 9 times deeper, and shallow products run far below the
+	// GEMM's peak.
+	minChannels int
+	// batched runs the 16 products of a chunk as one launch of the GEMM's
+	// split-k layers; false: as 16 products (o.gemm), each choosing its
+	// own variant and split. The two give the same bits where the 16
+	// products are not split in k (gemmSplits: fewer than 512 input
+	// channels, or many blocks of C). Tests and benchmarks turn it off.
+	batched bool
+
+	u    *clMem // the transformed filters (filters)
+	seen map[gpu.ConvGeom]bool
+}
+
+var _ convAlgo = (*winograd)(nil)
+
+// newWinograd returns o's Winograd algorithm in mode (checked by
+// winogradMode), with at least 64 channels for auto and batched products.
+func newWinograd(o *OpenCL, mode string) *winograd {
+	return &winograd{o: o, mode: mode, minChannels: 64, batched: true}
+}
+
+// choice says whether g runs Winograd, and why.
+func (w *winograd) choice(g *gpu.ConvGeom) (bool, string) {
 	switch {
 	case !winoEligible(*g):
 		return false, "not a 3x3 stride-1 ungrouped convolution"
-	case o.half:
+	case w.o.half:
 		// Half storage would round V, M and U to half between the
 		// transforms: kept off rather than checked for accuracy.
 		return false, "half storage"
-	case o.wino == WinogradOff:
+	case w.mode == WinogradOff:
 		return false, "off (COTRAIN_OPENCL_WINOGRAD=0)"
-	case o.wino == WinogradOn:
+	case w.mode == WinogradOn:
 		return true, "forced (COTRAIN_OPENCL_WINOGRAD=1)"
-	case min(g.C, g.K) < o.kn.winoMinChannels:
-		return false, fmt.Sprintf("auto: fewer than %d channels", o.kn.winoMinChannels)
+	case min(g.C, g.K) < w.minChannels:
+		return false, fmt.Sprintf("auto: fewer than %d channels", w.minChannels)
 	}
 	if work := float64(16*winoTiles(g.OH, g.OW)) / float64(9*g.OH*g.OW); work > winoMaxWork {
 		return false, fmt.Sprintf("auto: the tiles do %.2f of im2col's multiplications (more than %.2f)", work, winoMaxWork)
@@ -100,19 +131,12 @@ func (o *OpenCL) winoChoice(g *gpu.ConvGeom) (bool, string) {
 	return true, "auto"
 }
 
-// winograd reports whether g's forward and data gradient run Winograd,
-// logging the choice at debug level once per geometry (batch aside).
-func (o *OpenCL) winograd(g *gpu.ConvGeom) bool {
-	use, why := o.winoChoice(g)
-	key := *g
-	key.N = 0
-	if !o.winoSeen[key] {
-		if o.winoSeen == nil {
-			o.winoSeen = map[gpu.ConvGeom]bool{}
-		}
-		o.winoSeen[key] = true
-		o.log.Debug("gpu: opencl: convolution path", "geom", fmt.Sprintf("%+v", key), "winograd", use, "why", why)
-	}
+// runs implements convAlgo: whether g's forward and data gradient run
+// Winograd, the choice logged at debug level once per geometry (batch
+// aside).
+func (w *winograd) runs(g *gpu.ConvGeom) bool {
+	use, why := w.choice(g)
+	logChoice(w.o.log, &w.seen, g, "winograd", use, why)
 	return use
 }
 
@@ -128,15 +152,14 @@ func winoCols(cnt, tiles int) int { return round4(cnt * tiles) }
 // channels.
 func winoChans(in, out int) int { return round4(in) + out }
 
-// winoWorkspace is the workspace of g's Winograd passes: V and M of as
-// many samples as fit under convWorkspaceCap, at least one, for the larger
-// of the two passes' tile counts (the data gradient tiles the input plane)
-// and channel counts.
-func (o *OpenCL) winoWorkspace(g *gpu.ConvGeom) int {
+// workspace implements convAlgo: V and M of as many samples as fit under
+// convWorkspaceCap, at least one, for the larger of the two passes' tile
+// counts (the data gradient tiles the input plane) and channel counts.
+func (w *winograd) workspace(g *gpu.ConvGeom) int {
 	tiles := max(winoTiles(g.OH, g.OW), winoTiles(g.H, g.W))
 	chans := max(winoChans(g.C, g.K), winoChans(g.K, g.C))
 	per := 16 * chans * tiles
-	nb := max(1, min(g.N, o.convWorkspaceCap()/per))
+	nb := max(1, min(g.N, w.o.convWorkspaceCap()/per))
 	return 16*chans*winoCols(nb, tiles) + 3 // 3: room to align a view's offset to 4
 }
 
@@ -149,16 +172,17 @@ func winoBatch(ws *clBuf, chans, tiles, n int) int {
 	return min(n, (room/(16*chans)&^3)/tiles)
 }
 
-// winoFilters sets o.winoU to the transforms of w's K·C filters (flip:
+// filters sets w.u to the transforms of wt's K·C filters (flip:
 // rotated, channels swapped, for the data gradient) and returns it: out
 // × 16·round4(in) (winograd.cl).
-func (o *OpenCL) winoFilters(g *gpu.ConvGeom, w *clBuf, flip bool) *clMem {
+func (w *winograd) filters(g *gpu.ConvGeom, wt *clBuf, flip bool) *clMem {
+	o := w.o
 	out, in := g.K, g.C
 	if flip {
 		out, in = in, out
 	}
-	u := o.scratch(&o.winoU, 16*out*round4(in))
-	o.run1("wino_filter", out*round4(in), u, w.m, w.off, g.K, g.C, b2i(flip), round4(in))
+	u := o.scratch(&w.u, 16*out*round4(in))
+	o.run1("wino_filter", out*round4(in), u, wt.m, wt.off, g.K, g.C, b2i(flip), round4(in))
 	return u
 }
 
@@ -169,11 +193,12 @@ type winoPlane struct {
 	ch, h, w, n int
 }
 
-// winoRun sets out to the stride-1 correlation of in with the filters
-// whose transforms are in u (winoFilters), in padded by ph, pw, plus bias
+// run sets out to the stride-1 correlation of in with the filters
+// whose transforms are in u (filters), in padded by ph, pw, plus bias
 // when not nil, then ReLU (act 1) or ReLU6 (act 2) when act is not 0, in
 // chunks of as many samples as ws holds.
-func (o *OpenCL) winoRun(op string, out, in winoPlane, u *clMem, ph, pw int, bias, ws *clBuf, act int) {
+func (w *winograd) run(op string, out, in winoPlane, u *clMem, ph, pw int, bias, ws *clBuf, act int) {
+	o := w.o
 	th, tw := (out.h+1)/2, (out.w+1)/2
 	tiles, ipad := th*tw, round4(in.ch)
 	base := (ws.off + 3) &^ 3 // float4-aligned, like every offset below
@@ -193,7 +218,7 @@ func (o *OpenCL) winoRun(op string, out, in winoPlane, u *clMem, ph, pw int, bia
 		v, m := base, base+16*ipad*pld
 		o.runPlanes("wino_input", pld, ipad, 1, ws.m, v, in.buf.m, in.buf.off+n0*ins, ins, in.ch, ipad, in.h, in.w,
 			ph, pw, th, tw, p, pld)
-		if o.kn.winoBatched {
+		if w.batched {
 			// Layer ξ of the split-k launch: k in [ξ·ipad, (ξ+1)·ipad), C
 			// at m + ξ·out.ch·pld (gemmWith's cpart, m·n).
 			launch := func(g *gemmVariant) {
@@ -215,18 +240,22 @@ func (o *OpenCL) winoRun(op string, out, in winoPlane, u *clMem, ph, pw int, bia
 	}
 }
 
-// winoForward sets y = conv(x, w) + bias (bias may be nil) by Winograd,
-// then the activation act (0: none; 1 ReLU, 2 ReLU6) in the same kernel.
-func (o *OpenCL) winoForward(g *gpu.ConvGeom, ys, xs, wsl, bs, ws *clBuf, act int) {
-	u := o.winoFilters(g, wsl, false)
-	o.winoRun("ConvForward", winoPlane{ys, g.K, g.OH, g.OW, g.N}, winoPlane{xs, g.C, g.H, g.W, g.N}, u, g.PadH, g.PadW, bs, ws, act)
+// forward implements convAlgo: y = conv(x, w) + bias (bias may be nil)
+// by Winograd, then the activation act (0: none; 1 ReLU, 2 ReLU6) in the
+// same kernel.
+func (w *winograd) forward(g *gpu.ConvGeom, ys, xs, wsl, bs, ws *clBuf, act int) {
+	u := w.filters(g, wsl, false)
+	w.run("ConvForward", winoPlane{ys, g.K, g.OH, g.OW, g.N}, winoPlane{xs, g.C, g.H, g.W, g.N}, u, g.PadH, g.PadW, bs, ws, act)
 }
 
-// winoBackwardData sets dx from dy and w by Winograd: the correlation of
-// dy, padded by 2−PadH and 2−PadW (a negative padding crops), with the
-// rotated filters.
-func (o *OpenCL) winoBackwardData(g *gpu.ConvGeom, dxs, dys, wsl, ws *clBuf) {
-	u := o.winoFilters(g, wsl, true)
-	o.winoRun("ConvBackwardData", winoPlane{dxs, g.C, g.H, g.W, g.N}, winoPlane{dys, g.K, g.OH, g.OW, g.N}, u,
+// backwardData implements convAlgo: dx from dy and w by Winograd, the
+// correlation of dy, padded by 2−PadH and 2−PadW (a negative padding
+// crops), with the rotated filters.
+func (w *winograd) backwardData(g *gpu.ConvGeom, dxs, dys, wsl, ws *clBuf) {
+	u := w.filters(g, wsl, true)
+	w.run("ConvBackwardData", winoPlane{dxs, g.C, g.H, g.W, g.N}, winoPlane{dys, g.K, g.OH, g.OW, g.N}, u,
 		g.R-1-g.PadH, g.S-1-g.PadW, nil, ws, 0)
 }
+
+// backwardFilter implements convAlgo: the filter gradient keeps im2col.
+func (w *winograd) backwardFilter(g *gpu.ConvGeom, dws, dys, xs, ws *clBuf) bool { return false }

@@ -13,12 +13,29 @@ import (
 	"github.com/cotrain/cotrain/gpu/gputest"
 )
 
-// setWinograd sets o's Winograd mode for the rest of the test.
+// setWinograd gives o a Winograd algorithm in mode for the rest of the
+// test (as New builds it from Config.Winograd).
 func setWinograd(t testing.TB, o *OpenCL, mode string) {
 	t.Helper()
 	old := o.wino
-	o.wino = mode
+	o.wino = newWinograd(o, mode)
 	t.Cleanup(func() { o.wino = old })
+}
+
+// winogradBatched is o's Winograd algorithm in mode with the 16 products
+// of a chunk launched as one (batched) or one by one.
+func winogradBatched(o *OpenCL, mode string, batched bool) *winograd {
+	w := newWinograd(o, mode)
+	w.batched = batched
+	return w
+}
+
+// withWinograd runs run with o's Winograd algorithm replaced by w.
+func withWinograd(o *OpenCL, w *winograd, run func()) {
+	old := o.wino
+	o.wino = w
+	defer func() { o.wino = old }()
+	run()
 }
 
 // winoGeoms are 3×3 stride-1 convolutions on odd and even planes (1×1 to
@@ -76,7 +93,7 @@ func winoChunks(t *testing.T, o *OpenCL, g *gpu.ConvGeom, ws gpu.Buffer, in, out
 // without bias) and the data gradient of 3×3 stride-1 convolutions match
 // the CPU backend within the backend's tolerance, run the Winograd
 // kernels and neither im2col nor col2im, and give the same bits twice,
-// and again with the 16 products launched one by one (winoBatched false;
+// and again with the 16 products launched one by one (winograd.batched false;
 // none of these is split in k);
 // the filter gradient (im2col and GEMM) still matches; and with the
 // workspace of one sample, the batch runs in chunks and still matches.
@@ -90,7 +107,7 @@ func TestOpenCLWinograd(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Run(fmt.Sprintf("%+v", g), func(t *testing.T) {
-			if !o.winograd(&g) {
+			if !o.wino.runs(&g) {
 				t.Fatal("Winograd not chosen with the mode forced on")
 			}
 			x := newTwin(o, gputest.Rand(r, g.N*g.C*g.H*g.W))
@@ -122,9 +139,7 @@ func TestOpenCLWinograd(t *testing.T) {
 				first := download(o, y.cl)
 				o.ConvForward(g, y.cl, x.cl, w.cl, bias.cl, ws)
 				requireSameBits(t, "forward, second run", download(o, y.cl), first)
-				o.kn.winoBatched = false
-				o.ConvForward(g, y.cl, x.cl, w.cl, bias.cl, ws)
-				o.kn.winoBatched = true
+				withWinograd(o, winogradBatched(o, WinogradOn, false), func() { o.ConvForward(g, y.cl, x.cl, w.cl, bias.cl, ws) })
 				requireSameBits(t, "forward, 16 products", download(o, y.cl), first)
 
 				chunks = winoChunks(t, o, &g, ws, g.K, g.C, g.H, g.W)
@@ -139,9 +154,7 @@ func TestOpenCLWinograd(t *testing.T) {
 				first = download(o, dx.cl)
 				o.ConvBackwardData(g, dx.cl, dy.cl, w.cl, ws)
 				requireSameBits(t, "backward data, second run", download(o, dx.cl), first)
-				o.kn.winoBatched = false
-				o.ConvBackwardData(g, dx.cl, dy.cl, w.cl, ws)
-				o.kn.winoBatched = true
+				withWinograd(o, winogradBatched(o, WinogradOn, false), func() { o.ConvBackwardData(g, dx.cl, dy.cl, w.cl, ws) })
 				requireSameBits(t, "backward data, 16 products", download(o, dx.cl), first)
 
 				cpu.ConvBackwardFilter(g, dw.cpu, bias.cpu, dy.cpu, x.cpu, wsC)
@@ -189,7 +202,7 @@ func TestOpenCLWinogradGate(t *testing.T) {
 			want bool
 		}{{WinogradAuto, c.auto}, {WinogradOn, c.on}, {WinogradOff, false}} {
 			setWinograd(t, o, m.mode)
-			if got := o.winograd(&g); got != m.want {
+			if got := o.wino.runs(&g); got != m.want {
 				t.Errorf("%s, mode %s: Winograd %v, want %v", c.name, m.mode, got, m.want)
 			}
 			base := g.ColRows() * g.OH * g.OW * g.N
@@ -200,7 +213,7 @@ func TestOpenCLWinogradGate(t *testing.T) {
 	}
 	h := openCLHalfForTest(t)
 	setWinograd(t, h, WinogradOn)
-	if g := alex; g.Setup() == nil && h.winograd(&g) {
+	if g := alex; g.Setup() == nil && h.wino.runs(&g) {
 		t.Error("half storage: Winograd chosen")
 	}
 }
@@ -312,15 +325,15 @@ func BenchmarkOpenCLWinograd(b *testing.B) {
 			batched    bool
 		}{{"im2col", WinogradOff, true}, {"winograd", WinogradOn, true}, {"winograd-16", WinogradOn, false}} {
 			b.Run(c.name+"/forward/"+m.name, func(b *testing.B) {
-				o.wino, o.kn.winoBatched = m.mode, m.batched
-				defer func() { o.kn.winoBatched = true }()
-				benchKernel(b, o, 0, func() { o.ConvForward(g, y, x, w, nil, ws) })
+				withWinograd(o, winogradBatched(o, m.mode, m.batched), func() {
+					benchKernel(b, o, 0, func() { o.ConvForward(g, y, x, w, nil, ws) })
+				})
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "im2col-TFLOPS")
 			})
 			b.Run(c.name+"/backward-data/"+m.name, func(b *testing.B) {
-				o.wino, o.kn.winoBatched = m.mode, m.batched
-				defer func() { o.kn.winoBatched = true }()
-				benchKernel(b, o, 0, func() { o.ConvBackwardData(g, dx, y, w, ws) })
+				withWinograd(o, winogradBatched(o, m.mode, m.batched), func() {
+					benchKernel(b, o, 0, func() { o.ConvBackwardData(g, dx, y, w, ws) })
+				})
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "im2col-TFLOPS")
 			})
 		}
