@@ -189,6 +189,11 @@ func (l *Conv2D) forward(p *Pass, out gpu.Buffer, in []gpu.Buffer, f gpu.ActFuse
 	p.B.ConvForward(l.geom(p.N), out, in[0], l.P[0], l.bias(l.P), p.WS)
 }
 
+// dropTrainScratch implements trainScratcher: the kept columns go.
+func (l *Conv2D) dropTrainScratch() {
+	l.cols, l.colsCap, l.colsAsked, l.colsOf, l.colsUnread = nil, 0, 0, nil, 0
+}
+
 // BackwardReads implements BackwardReader: x only for dW.
 func (*Conv2D) BackwardReads(paramGrads bool) (in, out bool) { return paramGrads, false }
 

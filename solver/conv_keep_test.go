@@ -143,9 +143,10 @@ func TestConvKeptColumnsRule(t *testing.T) {
 
 // TestConvFrozenDropsKeptColumns checks that a convolution frozen after its
 // column buffer was granted (below every trainable layer, so it gets no
-// Backward at all) stops writing kept columns after two training Forwards
-// that no Backward read, drops the buffer, and asks again once it learns
-// again.
+// Backward at all) drops the buffer at once and writes no kept columns (the
+// frozen prefix runs as inference), and asks again once it learns again.
+// With the frozen prefix in training mode (SetFrozenInference(false)) it
+// stops writing them after two training Forwards that no Backward read.
 func TestConvFrozenDropsKeptColumns(t *testing.T) {
 	k := &copyKeeper{CPU: cpu.NewCPU(), grant: 1 << 30}
 	net, err := models.Build(k, "lenet5", models.Config{})
@@ -173,13 +174,20 @@ func TestConvFrozenDropsKeptColumns(t *testing.T) {
 		t.Fatalf("learning: %d kept forwards, %d kept backwards, want %d", f, b, convs)
 	}
 	net.FreezeAllButLast(3) // lenet5's three fully connected layers learn, its convolutions do not
+	if f, b, a := step(); f != 0 || b != 0 || a != 0 {
+		t.Errorf("frozen, as inference: %d kept forwards, %d kept backwards, %d requests, want none", f, b, a)
+	}
+	net.FreezeAllButLast(100)
+	step()
+	net.SetFrozenInference(false)
+	net.FreezeAllButLast(3)
 	for i := 0; i < 2; i++ {
 		if f, b, _ := step(); f != convs || b != 0 {
-			t.Fatalf("frozen step %d: %d kept forwards (the buffer is still there), %d kept backwards, want %d and 0", i, f, b, convs)
+			t.Fatalf("frozen in training mode, step %d: %d kept forwards (the buffer is still there), %d kept backwards, want %d and 0", i, f, b, convs)
 		}
 	}
 	if f, b, a := step(); f != 0 || b != 0 || a != 0 {
-		t.Errorf("frozen: %d kept forwards, %d kept backwards, %d requests, want none", f, b, a)
+		t.Errorf("frozen in training mode: %d kept forwards, %d kept backwards, %d requests, want none", f, b, a)
 	}
 	net.FreezeAllButLast(100)
 	if f, b, a := step(); f != 0 || b != 0 || a != convs {

@@ -99,16 +99,17 @@ func (n *Net) mergeFused(ts []life) {
 	}
 }
 
-// forwardNode runs node nd's Forward, or its fused form: a producer applies
-// its activation, a fused activation finds its output already written.
-func (n *Net) forwardNode(nd *node, out gpu.Buffer) {
+// forwardNode runs node nd's Forward in pass p, or its fused form: a
+// producer applies its activation, a fused activation finds its output
+// already written.
+func (n *Net) forwardNode(p *Pass, nd *node, out gpu.Buffer) {
 	switch {
 	case nd.fusedTo >= 0:
 	case nd.actOf >= 0:
 		a := n.nodes[nd.actOf].layer.(*Activation).Act
-		nd.layer.(biasActLayer).forwardAct(&n.pass, out, nd.ins, n.fuser, a)
+		nd.layer.(biasActLayer).forwardAct(p, out, nd.ins, n.fuser, a)
 	default:
-		nd.layer.Forward(&n.pass, out, nd.ins)
+		nd.layer.Forward(p, out, nd.ins)
 	}
 }
 

@@ -51,10 +51,13 @@ type node struct {
 	// (eslot).
 	runs            bool
 	readIn, readOut bool
-	direct          []bool
-	oslot, dslot    int
-	sslot           []int
-	eslot           int
+	// infer: the node is in the frozen prefix (Backward does not run it)
+	// and a training Forward runs it as inference (net_freeze.go).
+	infer        bool
+	direct       []bool
+	oslot, dslot int
+	sslot        []int
+	eslot        int
 	// Fusing (fuse.go): actOf is the activation node this producer applies
 	// in its own kernels, fusedTo the producer that applies this
 	// activation node; -1 for none.
@@ -100,6 +103,12 @@ type Net struct {
 	evalSize         []int
 	trained          bool // the last Forward was a training one
 	pass             Pass
+	// infer is pass in inference mode: what the frozen prefix's nodes
+	// (node.infer) run in during a training Forward.
+	infer Pass
+	// trainFrozen runs the frozen prefix in training mode too
+	// (SetFrozenInference(false)).
+	trainFrozen bool
 	// noShare gives every tensor its own buffer (tests: the reference
 	// layout the shared plans must match bit for bit).
 	noShare bool

@@ -114,6 +114,55 @@ func (n *Net) updateActive() {
 	n.trained = false // a Forward before the change kept what the old plan needed
 }
 
+// SetFrozenInference chooses how a training Forward runs the frozen prefix:
+// the layers that Backward does not reach because no trainable parameter
+// lies at or below them (below the first trained layer, with
+// FreezeAllButLast). On (the default) they run as inference, as PyTorch
+// runs a fine-tuned model whose frozen feature extractor is put in eval
+// mode: batch norm normalises with its running statistics and leaves them
+// alone, and no layer prepares anything for a Backward (max pooling keeps
+// no positions, a convolution no column matrix); the liveness plan already
+// keeps none of their outputs past their last reader. Dropout stays on: it
+// regularises what the trained layers see, and is no statistic of the
+// frozen ones. Off, the prefix runs in training mode: batch statistics,
+// running statistics updated (PyTorch's model.train() with
+// requires_grad=False on the frozen parameters). Layers that Backward runs
+// are in training mode either way, frozen or not.
+func (n *Net) SetFrozenInference(on bool) {
+	if n.trainFrozen == !on {
+		return
+	}
+	n.trainFrozen = !on
+	n.planTrain()
+	n.trainN = 0
+	n.trained = false
+}
+
+// inferFrozen reports whether a training Forward runs nd as inference:
+// Backward does not run it (planTrain has set runs), it is not dropout,
+// and SetFrozenInference is on.
+func (n *Net) inferFrozen(nd *node) bool {
+	if n.trainFrozen || nd.runs {
+		return false
+	}
+	_, drop := nd.layer.(*Dropout)
+	return !drop
+}
+
+// trainScratcher is a layer that keeps scratch of a training Forward for
+// its Backward (a convolution's column matrix, max pooling's window
+// positions). A layer in the frozen prefix gets no Backward, so planTrain
+// has it drop that scratch at once; should it learn again, its next
+// Backward asks for the scratch again.
+type trainScratcher interface {
+	dropTrainScratch()
+}
+
+var (
+	_ trainScratcher = (*Conv2D)(nil)
+	_ trainScratcher = (*Pool2D)(nil)
+)
+
 // trains reports whether the node's parameters learn: Backward computes
 // their gradients.
 func (nd *node) trains() bool { return !nd.frozen && nd.params.Len > 0 }

@@ -137,9 +137,11 @@ func (n *Net) reserveEval(nb int) {
 
 // Forward runs the network on x (batch×In) and returns its output
 // (batch×Out), valid until the next Forward. train selects batch statistics
-// and dropout, and keeps every layer's output for Backward; an inference
+// and dropout, and keeps the layer outputs that Backward reads; an inference
 // Forward (train false) keeps only what later layers still read, in buffers
-// shared by liveness, and cannot be followed by Backward.
+// shared by liveness, and cannot be followed by Backward. In a training
+// Forward the frozen prefix, the layers that Backward does not reach, runs
+// as inference (running statistics; dropout stays on): see SetFrozenInference.
 func (n *Net) Forward(x gpu.Buffer, batch int, train bool) gpu.Buffer {
 	if x.Len() != batch*n.In.Size() {
 		panic(fmt.Sprintf("solver: Forward: input of %d elements for %d samples of %v", x.Len(), batch, n.In))
@@ -152,6 +154,8 @@ func (n *Net) Forward(x gpu.Buffer, batch int, train bool) gpu.Buffer {
 	}
 	n.trained = train
 	n.pass = Pass{B: n.B, N: batch, Train: train, Rand: n.rand, WS: n.ws}
+	n.infer = n.pass
+	n.infer.Train = false
 	for i := range n.nodes {
 		nd := &n.nodes[i]
 		for k, j := range nd.inputs {
@@ -168,8 +172,12 @@ func (n *Net) Forward(x gpu.Buffer, batch int, train bool) gpu.Buffer {
 		if !train {
 			out = nd.eout
 		}
+		p := &n.pass
+		if nd.infer {
+			p = &n.infer // the frozen prefix (net_freeze.go)
+		}
 		gpu.MarkSection(n.B, nd.fwdSec)
-		n.forwardNode(nd, out)
+		n.forwardNode(p, nd, out)
 	}
 	if !train {
 		return n.nodes[len(n.nodes)-1].eout

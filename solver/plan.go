@@ -89,7 +89,7 @@ func sharing(ts []life, share bool) (slot, size []int) {
 // Backward, which input gradients they write in place and which through
 // scratch, what each Backward reads of the forward pass, and where every
 // output and gradient of a training step lives. It sets every node's runs,
-// readIn, readOut, direct, oslot, dslot and sslot, and n.trainSize.
+// readIn, readOut, direct, oslot, dslot, sslot and infer, and n.trainSize.
 //
 // A training step is one timeline: Forward runs node i at step i, Backward
 // runs it at step 2L-1-i (L nodes), the gradient of the output first. An
@@ -169,6 +169,10 @@ func (n *Net) planTrain() {
 	slot, size := sharing(ts, !n.noShare)
 	for i := range n.nodes {
 		nd := &n.nodes[i]
+		nd.infer = n.inferFrozen(nd)
+		if d, ok := nd.layer.(trainScratcher); ok && nd.infer {
+			d.dropTrainScratch()
+		}
 		nd.oslot = slot[i]
 		if nd.fusedTo >= 0 {
 			nd.oslot = slot[nd.fusedTo] // one tensor with its producer's output (fuse.go)

@@ -153,6 +153,11 @@ func (l *Pool2D) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 	}
 }
 
+// dropTrainScratch implements trainScratcher: the kept positions go.
+func (l *Pool2D) dropTrainScratch() {
+	l.idx, l.idxCap, l.idxAsked, l.idxOf, l.idxUnread = nil, 0, 0, nil, 0
+}
+
 // BackwardReads implements BackwardReader: max pooling reads x, average
 // pooling nothing.
 func (l *Pool2D) BackwardReads(bool) (in, out bool) { return l.max, false }
