@@ -99,6 +99,19 @@ func OverlapsUploads(b Backend) bool {
 	return ok && o.OverlapsUploads()
 }
 
+// DeviceBytes reports, for a backend that counts its device allocations
+// (OpenCL), the bytes they hold now and the most they held at once since
+// the backend opened; ok is false for one that does not (the CPU backend,
+// whose buffers are the process's memory: measure its resident set).
+func DeviceBytes(b Backend) (live, peak int64, ok bool) {
+	d, ok := b.(interface{ DeviceBytes() (live, peak int64) })
+	if !ok {
+		return 0, 0, false
+	}
+	live, peak = d.DeviceBytes()
+	return live, peak, true
+}
+
 // ErrConfig is wrapped by the errors of a backend configuration that names
 // something it cannot mean (an OpenCL staging or Winograd mode, a value
 // the binary read from a COTRAIN_OPENCL_* variable): a user's mistake,

@@ -54,6 +54,7 @@ type memTracker struct {
 	live  map[uint64]weak.Pointer[clMem]
 	next  uint64
 	bytes atomic.Int64 // bytes of allocations not yet collected or freed
+	peak  atomic.Int64 // the most bytes ever held at once
 
 	budget int64 // live bytes above which alloc collects first (0: never)
 	since  int64 // bytes allocated since the last collection alloc forced
@@ -98,7 +99,12 @@ func (t *memTracker) track(m *clMem, bytes int64) {
 	t.next++
 	t.live[id] = weak.Make(m)
 	t.mu.Unlock()
-	t.bytes.Add(bytes)
+	now := t.bytes.Add(bytes)
+	for p := t.peak.Load(); now > p; p = t.peak.Load() {
+		if t.peak.CompareAndSwap(p, now) {
+			break
+		}
+	}
 	t.since += bytes
 	// The cleanup must not refer to m (it would keep m alive); the cl
 	// package's own finalizer on m.mem releases the cl_mem.
@@ -141,3 +147,14 @@ func (t *memTracker) freeAll() {
 
 // liveBytes is the size of the allocations not yet collected or freed.
 func (t *memTracker) liveBytes() int64 { return t.bytes.Load() }
+
+// DeviceBytes reports the bytes of the device buffers this backend has
+// allocated that are alive now (not yet collected or freed by Close) and the
+// most that were at once since it opened (gpu.DeviceBytes). Buffers the
+// collector has not yet reclaimed count: the figure is what the device
+// holds, as torch.cuda.max_memory_allocated counts the tensors PyTorch
+// holds (its allocator's cache aside). The pinned host staging buffer and
+// the driver's own memory (kernels, queues) are not in it.
+func (b *OpenCL) DeviceBytes() (live, peak int64) {
+	return b.ctx.mem.liveBytes(), b.ctx.mem.peak.Load()
+}

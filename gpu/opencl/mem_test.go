@@ -5,6 +5,8 @@ package opencl
 import (
 	"errors"
 	"testing"
+
+	"github.com/cotrain/cotrain/gpu"
 )
 
 // mustPanicWith runs f and checks it panics with an error wrapping want.
@@ -47,6 +49,10 @@ func TestOpenCLMemory(t *testing.T) {
 		t.Errorf("64 dropped 1 MiB buffers: %d collections, peak %d MiB live (budget 8)", o.ctx.mem.gcs, peak/mib)
 	}
 	t.Logf("%d collections, peak %.1f MiB live", o.ctx.mem.gcs, float64(peak)/mib)
+	live, most, ok := gpu.DeviceBytes(o)
+	if !ok || live != o.ctx.mem.liveBytes() || most < base+peak || most < live {
+		t.Errorf("DeviceBytes: live %d, peak %d, ok %v; want live %d and a peak of at least %d", live, most, ok, o.ctx.mem.liveBytes(), base+peak)
+	}
 
 	kept := o.Alloc(100)
 	view := o.View(kept, 10, 20)
