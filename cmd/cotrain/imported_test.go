@@ -214,3 +214,23 @@ func TestDeviceFlag(t *testing.T) {
 		t.Errorf("--device opencl: %v", err)
 	}
 }
+
+// TestProfileImportedModel: `cotrain profile --weights` times the
+// fine-tuning step of an imported graph with --train-last, its batch
+// uploaded every step or resident, and reports what trains.
+func TestProfileImportedModel(t *testing.T) {
+	model := filepath.Join(fixtureDir, "mobile_blocks.onnx")
+	all, _ := cotrain(t, "profile", "--weights", model, "--train-last", "all", "--batch", "4", "--steps", "2", "--json")
+	last, _ := cotrain(t, "profile", "--weights", model, "--train-last", "1", "--batch", "4", "--steps", "2", "--resident", "--json")
+	for _, d := range []map[string]any{all, last} {
+		if d["event"] != "done" || d["model"] != "mobile_blocks" || !(d["samples_per_s"].(float64) > 0) || !(d["cpu_step_s"].(float64) > 0) {
+			t.Fatalf("profile: %v", d)
+		}
+	}
+	if all["trainable"] != all["params"] || !(last["trainable"].(float64) < last["params"].(float64)) || last["params"] != all["params"] {
+		t.Errorf("trainable: %v of %v with all, %v of %v with 1", all["trainable"], all["params"], last["trainable"], last["params"])
+	}
+	if !(last["kept_activations_mib"].(float64) < all["kept_activations_mib"].(float64)) {
+		t.Errorf("kept activations: %v MiB with train-last 1, %v MiB with all", last["kept_activations_mib"], all["kept_activations_mib"])
+	}
+}

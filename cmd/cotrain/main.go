@@ -31,7 +31,7 @@ Commands:
   cotrain import   --onnx FILE --out WEIGHTS [--normalize imagenet] [--json]
   cotrain export   --weights FILE --onnx OUT [--json]
   cotrain adapt    --out DIR: the four ways to adapt a pretrained model, alone and on 3 simulated phones
-  cotrain profile  --model NAME --batch N: time and peak memory of training steps on random data
+  cotrain profile  --model NAME|--weights FILE [--train-last N] --batch N: time and peak memory of training steps on random data
   cotrain models   list the models
   cotrain keygen   [--out swarm.key]: a new key for hub and worker --psk
   cotrain version  the module version and VCS revision this binary was built from (also --version)
