@@ -28,7 +28,6 @@ package gpu
 import (
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/cotrain/cotrain/internal/limits"
 )
@@ -43,129 +42,6 @@ type Host []float32
 
 // Len returns the number of elements.
 func (h Host) Len() int { return len(h) }
-
-// ActKind names an elementwise activation function; Act adds its parameters.
-type ActKind uint8
-
-const (
-	KindReLU        ActKind = iota + 1 // max(x, 0)
-	KindReLU6                          // min(max(x, 0), 6)
-	KindSigmoid                        // 1 / (1 + exp(-x))
-	KindHardSigmoid                    // min(max(alpha*x + beta, 0), 1) (ONNX HardSigmoid)
-	KindHardSwish                      // x * min(max(x + 3, 0), 6) / 6
-	KindTanh                           // tanh(x)
-	KindLeakyReLU                      // x > 0 ? x : alpha*x
-	KindClip                           // min(max(x, lo), hi); an absent bound is -Inf or +Inf
-	KindSiLU                           // x * sigmoid(x) (PyTorch's SiLU, swish)
-)
-
-// Act is an elementwise activation with its parameters: Alpha and Beta are
-// HardSigmoid's alpha and beta, LeakyReLU's slope (Alpha), Clip's lower and
-// upper bound. Build one with the variables and constructors below; the
-// zero Act is invalid. Acts are comparable values: a layer keeps its own.
-type Act struct {
-	Kind        ActKind
-	Alpha, Beta float32
-}
-
-// The activations without parameters.
-var (
-	ReLU      = Act{Kind: KindReLU}
-	ReLU6     = Act{Kind: KindReLU6}
-	Sigmoid   = Act{Kind: KindSigmoid}
-	HardSwish = Act{Kind: KindHardSwish}
-	Tanh      = Act{Kind: KindTanh}
-	SiLU      = Act{Kind: KindSiLU}
-)
-
-// HardSigmoid returns min(max(alpha*x + beta, 0), 1). PyTorch's
-// nn.Hardsigmoid is HardSigmoid(1/6, 0.5); ONNX's default is (0.2, 0.5).
-func HardSigmoid(alpha, beta float32) Act {
-	return Act{Kind: KindHardSigmoid, Alpha: alpha, Beta: beta}
-}
-
-// LeakyReLU returns x > 0 ? x : alpha*x (PyTorch's default alpha is 0.01).
-func LeakyReLU(alpha float32) Act { return Act{Kind: KindLeakyReLU, Alpha: alpha} }
-
-// Clip returns min(max(x, lo), hi); pass float32(math.Inf(-1)) or
-// float32(math.Inf(1)) for a missing bound. NaN passes through.
-func Clip(lo, hi float32) Act { return Act{Kind: KindClip, Alpha: lo, Beta: hi} }
-
-// String returns the activation's name as used in model files (the layer
-// kind); parameters are not part of it.
-func (a Act) String() string {
-	switch a.Kind {
-	case KindReLU:
-		return "relu"
-	case KindReLU6:
-		return "relu6"
-	case KindSigmoid:
-		return "sigmoid"
-	case KindHardSigmoid:
-		return "hardsigmoid"
-	case KindHardSwish:
-		return "hardswish"
-	case KindTanh:
-		return "tanh"
-	case KindLeakyReLU:
-		return "leakyrelu"
-	case KindClip:
-		return "clip"
-	case KindSiLU:
-		return "silu"
-	}
-	return fmt.Sprintf("act(%d)", uint8(a.Kind))
-}
-
-// Validate reports an unknown kind, a parameter that is NaN or infinite
-// where it must be finite, or Clip bounds with lo > hi.
-func (a Act) Validate() error {
-	finite := func(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
-	switch a.Kind {
-	case KindReLU, KindReLU6, KindSigmoid, KindHardSwish, KindTanh, KindSiLU:
-		return nil
-	case KindHardSigmoid:
-		if !finite(a.Alpha) || !finite(a.Beta) {
-			return fmt.Errorf("gpu: hardsigmoid alpha %g beta %g: want finite numbers", a.Alpha, a.Beta)
-		}
-		return nil
-	case KindLeakyReLU:
-		if !finite(a.Alpha) {
-			return fmt.Errorf("gpu: leakyrelu alpha %g: want a finite number", a.Alpha)
-		}
-		return nil
-	case KindClip:
-		if math.IsNaN(float64(a.Alpha)) || math.IsNaN(float64(a.Beta)) || a.Alpha > a.Beta ||
-			math.IsInf(float64(a.Alpha), 1) || math.IsInf(float64(a.Beta), -1) {
-			return fmt.Errorf("gpu: clip bounds [%g, %g]: want lo <= hi, lo < +Inf, hi > -Inf", a.Alpha, a.Beta)
-		}
-		return nil
-	}
-	return fmt.Errorf("gpu: unknown activation kind %d", uint8(a.Kind))
-}
-
-// MustValid panics on an invalid activation: layers validate theirs at
-// construction, so one reaching a kernel is our bug.
-func (a Act) MustValid() {
-	if err := a.Validate(); err != nil {
-		panic(err.Error())
-	}
-}
-
-// FromOutput reports whether ActivateBackward takes the activation's output
-// y = act(x) in place of x: true where the derivative is a function of y
-// (ReLU, ReLU6, Sigmoid, Tanh, HardSigmoid, Clip, LeakyReLU with alpha >= 0),
-// which lets a network drop x after the forward pass. HardSwish and SiLU
-// (not monotonic) and LeakyReLU with a negative slope need x.
-func (a Act) FromOutput() bool {
-	switch a.Kind {
-	case KindHardSwish, KindSiLU:
-		return false
-	case KindLeakyReLU:
-		return a.Alpha >= 0
-	}
-	return true
-}
 
 // SectionSep separates a section from the kernel in a profile's names
 // (OpenCL.ProfileSections).

@@ -77,11 +77,12 @@ type Layer struct {
 	Const  []float32 `json:"const,omitempty"`  // binary: the constant operand (not trained)
 	First  bool      `json:"first,omitempty"`  // binary: the constant is the left operand
 
-	// Activation parameters (gpu.Act). A clip bound that is absent is
+	// Activation parameters (gpu.Act), each in the field its entry of gpu's
+	// operator table names (gpu.Param.Name). A clip bound that is absent is
 	// none (-Inf or +Inf). Softmax uses Dims (absent: C×H×W) and Axes, the
 	// contiguous axes it normalises over together.
-	Alpha float32  `json:"alpha,omitempty"` // hardsigmoid, leakyrelu
-	Beta  float32  `json:"beta,omitempty"`  // hardsigmoid
+	Alpha float32  `json:"alpha,omitempty"` // e.g. hardsigmoid, leakyrelu
+	Beta  float32  `json:"beta,omitempty"`  // e.g. hardsigmoid
 	Min   *float32 `json:"min,omitempty"`   // clip
 	Max   *float32 `json:"max,omitempty"`   // clip
 
@@ -135,7 +136,7 @@ func Describe(nodes []solver.Node) ([]Layer, error) {
 		case *solver.Reduce:
 			d.Dims, d.Axes, d.Mean = l.In, l.Axes, l.Mean
 		case *solver.Activation:
-			describeAct(&d, l.Act)
+			DescribeAct(&d, l.Act)
 		case *solver.Softmax:
 			d.Dims = l.Dims
 			for a := l.First; a <= l.Last; a++ {
@@ -188,12 +189,6 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 			lin := solver.NewLinear(d.Name, d.Out)
 			lin.NoBias = d.NoBias
 			l = lin
-		case "relu":
-			l = solver.NewReLU(d.Name)
-		case "relu6":
-			l = solver.NewReLU6(d.Name)
-		case "sigmoid", "tanh", "hardswish", "silu", "hardsigmoid", "leakyrelu", "clip":
-			l = solver.NewActivation(d.Name, graphAct(d))
 		case "softmax":
 			if len(d.Axes) == 0 {
 				return nil, fmt.Errorf("%w: layer %d (%s): softmax without axes", ErrGraph, i, d.Name)
@@ -245,56 +240,71 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 				l = solver.NewBinary(d.Name, op, d.Dims, d.Dims2)
 			}
 		default:
-			return nil, fmt.Errorf("%w: layer %d (%s): unknown kind %q", ErrGraph, i, d.Name, d.Kind)
+			op, ok := gpu.UnaryOpNamed(d.Kind) // an activation: one entry of gpu's operator table
+			if !ok {
+				return nil, fmt.Errorf("%w: layer %d (%s): unknown kind %q", ErrGraph, i, d.Name, d.Kind)
+			}
+			l = solver.NewActivation(d.Name, GraphAct(d, op))
 		}
 		nodes[i] = solver.Node{Layer: l, Inputs: d.In}
 	}
 	return nodes, nil
 }
 
-// describeAct writes a's parameters into d (ReLU, ReLU6, Sigmoid, Tanh,
-// HardSwish and SiLU have none).
-func describeAct(d *Layer, a gpu.Act) {
-	switch a.Kind {
-	case gpu.KindHardSigmoid:
-		d.Alpha, d.Beta = a.Alpha, a.Beta
-	case gpu.KindLeakyReLU:
-		d.Alpha = a.Alpha
-	case gpu.KindClip:
-		if !math.IsInf(float64(a.Alpha), -1) {
-			d.Min = &a.Alpha
-		}
-		if !math.IsInf(float64(a.Beta), 1) {
-			d.Max = &a.Beta
+// DescribeAct writes a's parameters into d, each under the field its
+// table entry names (gpu.Param.Name); min and max are left out when
+// infinite (an absent bound).
+func DescribeAct(d *Layer, a gpu.Act) {
+	op, ok := a.Op()
+	if !ok {
+		return // the layer's Setup refuses the kind
+	}
+	for k, p := range op.Params {
+		v := [2]float32{a.Alpha, a.Beta}[k]
+		switch p.Name {
+		case "alpha":
+			d.Alpha = v
+		case "beta":
+			d.Beta = v
+		case "min":
+			if !math.IsInf(float64(v), -1) {
+				d.Min = &v
+			}
+		case "max":
+			if !math.IsInf(float64(v), 1) {
+				d.Max = &v
+			}
+		default:
+			panic("models: activation parameter field " + p.Name) // a table entry naming a field Layer lacks: our bug
 		}
 	}
 }
 
-// graphAct is the activation of a description of one of the kinds that
-// take parameters; the layer's Setup validates them.
-func graphAct(d Layer) gpu.Act {
-	switch d.Kind {
-	case "sigmoid":
-		return gpu.Sigmoid
-	case "tanh":
-		return gpu.Tanh
-	case "hardswish":
-		return gpu.HardSwish
-	case "silu":
-		return gpu.SiLU
-	case "hardsigmoid":
-		return gpu.HardSigmoid(d.Alpha, d.Beta)
-	case "leakyrelu":
-		return gpu.LeakyReLU(d.Alpha)
+// GraphAct is the activation op describes with the parameters of d; the
+// layer's Setup validates them. An absent min is -Inf, an absent max +Inf.
+func GraphAct(d Layer, op gpu.UnaryOp) gpu.Act {
+	var v [2]float32
+	for k, p := range op.Params {
+		switch p.Name {
+		case "alpha":
+			v[k] = d.Alpha
+		case "beta":
+			v[k] = d.Beta
+		case "min":
+			v[k] = float32(math.Inf(-1))
+			if d.Min != nil {
+				v[k] = *d.Min
+			}
+		case "max":
+			v[k] = float32(math.Inf(1))
+			if d.Max != nil {
+				v[k] = *d.Max
+			}
+		default:
+			panic("models: activation parameter field " + p.Name) // our bug, as in DescribeAct
+		}
 	}
-	lo, hi := float32(math.Inf(-1)), float32(math.Inf(1))
-	if d.Min != nil {
-		lo = *d.Min
-	}
-	if d.Max != nil {
-		hi = *d.Max
-	}
-	return gpu.Clip(lo, hi)
+	return op.Act(v[0], v[1])
 }
 
 // EncodeGraph returns the compact JSON of layers for File.Meta under

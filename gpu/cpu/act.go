@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/cotrain/cotrain/gpu"
-	"github.com/cotrain/cotrain/gpu/internal/vec"
 )
 
 // Activate implements Backend, split over ranges of elements.
@@ -18,54 +17,14 @@ func (c *CPU) Activate(a gpu.Act, y, x gpu.Buffer) {
 	c.run(j, len(xs), len(xs))
 }
 
-// activate sets ys = a(xs). The transcendental kinds compute in float64 and
-// round once (tanh in exp.go), which is within an ulp of PyTorch's
-// float32.
+// activate sets ys = a(xs): the Go forward of a's entry in the operator
+// table (gpu/ops.go).
 func activate(a gpu.Act, ys, xs []float32) {
-	ys = ys[:len(xs)]
-	switch a.Kind {
-	case gpu.KindReLU:
-		vec.ReLU(ys, xs) // max(v, 0): NaN passes through, -0 becomes +0
-	case gpu.KindReLU6:
-		vec.ReLU6(ys, xs) // min(max(v, 0), 6)
-	case gpu.KindSigmoid:
-		for i, v := range xs {
-			ys[i] = float32(1 / (1 + math.Exp(-float64(v))))
-		}
-	case gpu.KindTanh:
-		for i, v := range xs {
-			ys[i] = tanh32(v) // exp.go
-		}
-	case gpu.KindSiLU:
-		for i, v := range xs {
-			ys[i] = float32(float64(v) / (1 + math.Exp(-float64(v))))
-		}
-	case gpu.KindHardSigmoid:
-		al, be := a.Alpha, a.Beta
-		for i, v := range xs {
-			// The conversion rounds the product, so no platform fuses a
-			// multiply-add here (Go may, on arm64): the same bits everywhere.
-			ys[i] = min(max(float32(al*v)+be, 0), 1)
-		}
-	case gpu.KindHardSwish:
-		for i, v := range xs {
-			ys[i] = v * min(max(v+3, 0), 6) / 6
-		}
-	case gpu.KindLeakyReLU:
-		// Branch-free (Go's min and max are): a branch on the sign
-		// mispredicts half the time on activations, 9x slower here.
-		al := a.Alpha
-		for i, v := range xs {
-			ys[i] = max(v, 0) + al*min(v, 0) // NaN passes through
-		}
-	case gpu.KindClip:
-		lo, hi := a.Alpha, a.Beta
-		for i, v := range xs {
-			ys[i] = min(max(v, lo), hi) // NaN passes through
-		}
-	default:
+	op, ok := a.Op()
+	if !ok {
 		panic(fmt.Sprintf("gpu: unknown activation %v", a))
 	}
+	op.Forward(a, ys[:len(xs)], xs)
 }
 
 // ActivateBackward implements Backend. The derivative at the kinks is 0, as
@@ -81,81 +40,13 @@ func (c *CPU) ActivateBackward(a gpu.Act, dx, dy, t gpu.Buffer) {
 }
 
 // activateBackward sets dxs = dys·a'(x) from ts, which is x or, when
-// a.FromOutput(), y. The derivatives follow PyTorch's backward formulas:
-// sigmoid dy·(1-y)·y, tanh dy·(1-y²), hardswish dy·(x/3 + 0.5) on [-3, 3].
+// a.FromOutput(), y: the Go backward of a's entry in the operator table.
 func activateBackward(a gpu.Act, dxs, dys, ts []float32) {
-	dxs, dys = dxs[:len(ts)], dys[:len(ts)]
-	switch a.Kind {
-	case gpu.KindReLU:
-		vec.ReLUBackward(dxs, dys, ts)
-	case gpu.KindReLU6:
-		vec.ReLU6Backward(dxs, dys, ts) // dy where 0 < x < 6
-	case gpu.KindSigmoid:
-		for i, y := range ts {
-			dxs[i] = dys[i] * (1 - y) * y
-		}
-	case gpu.KindTanh:
-		for i, y := range ts {
-			dxs[i] = dys[i] * (1 - float32(y*y)) // rounded product: no fused multiply-add
-		}
-	case gpu.KindHardSigmoid:
-		// 0 < y < 1 exactly where 0 < alpha*x + beta < 1.
-		al := a.Alpha
-		for i, y := range ts {
-			dxs[i] = keep(dys[i]*al, b2u(y > 0)&b2u(y < 1))
-		}
-	case gpu.KindSiLU:
-		// PyTorch's silu_backward: dy·s·(1 + x·(1 - s)), s = sigmoid(x).
-		for i, x := range ts {
-			s := float32(1 / (1 + math.Exp(-float64(x))))
-			xs := float32(x * (1 - s)) // the conversion rounds: no fused multiply-add
-			dxs[i] = dys[i] * s * (1 + xs)
-		}
-	case gpu.KindHardSwish:
-		for i, x := range ts {
-			switch {
-			case x < -3:
-				dxs[i] = 0
-			case x <= 3:
-				dxs[i] = dys[i] * (x/3 + 0.5)
-			default:
-				dxs[i] = dys[i]
-			}
-		}
-	case gpu.KindLeakyReLU:
-		// From y when alpha >= 0 (y > 0 exactly where x > 0), else from x.
-		al := a.Alpha
-		for i, t := range ts {
-			d := dys[i]
-			pos := b2u(t > 0)
-			dxs[i] = math.Float32frombits(math.Float32bits(keep(d, pos)) | math.Float32bits(keep(d*al, pos^1)))
-		}
-	case gpu.KindClip:
-		// lo < y < hi exactly where lo < x < hi, as PyTorch's hardtanh
-		// (so Clip(0, 6) differentiates as ReLU6 does).
-		lo, hi := a.Alpha, a.Beta
-		for i, y := range ts {
-			dxs[i] = keep(dys[i], b2u(y > lo)&b2u(y < hi))
-		}
-	default:
+	op, ok := a.Op()
+	if !ok {
 		panic(fmt.Sprintf("gpu: unknown activation %v", a))
 	}
-}
-
-// keep returns v where c is 1 and +0 where it is 0, without a branch: the
-// conditions of the backward passes depend on the data and a branch on them
-// mispredicts often on activations. Conditions are combined with & of b2u,
-// not &&, which would branch.
-func keep(v float32, c uint32) float32 {
-	return math.Float32frombits(math.Float32bits(v) & -c)
-}
-
-// b2u is 1 for true, 0 for false; the compiler makes it a SETcc.
-func b2u(b bool) uint32 {
-	if b {
-		return 1
-	}
-	return 0
+	op.Backward(a, dxs[:len(ts)], dys[:len(ts)], ts)
 }
 
 // Softmax implements Backend, split over the outer index.

@@ -101,14 +101,18 @@ func ReduceShapes() []gpu.ReduceGeom {
 	}
 }
 
-// ParamActs are the parameterised kinds with the parameters the tests use:
-// PyTorch's Hardsigmoid (1/6, 0.5), ONNX's default (0.2, 0.5), slopes of
-// either sign, one-sided and two-sided clips.
+// ParamActs are the activations of the operator table other than ReLU and
+// ReLU6 (which have kernels of their own), each with the parameter sets
+// the table's Tests give: PyTorch's Hardsigmoid (1/6, 0.5) and ONNX's
+// default (0.2, 0.5), slopes of either sign, one-sided and two-sided clips.
 func ParamActs() []gpu.Act {
-	return []gpu.Act{
-		gpu.Sigmoid, gpu.Tanh, gpu.HardSwish, gpu.SiLU, gpu.HardSigmoid(1.0/6, 0.5), gpu.HardSigmoid(0.2, 0.5), gpu.LeakyReLU(0.01), gpu.LeakyReLU(-0.5),
-		gpu.Clip(-1, 2), gpu.Clip(float32(math.Inf(-1)), 0.5), gpu.Clip(-0.25, float32(math.Inf(1))), gpu.Clip(0, 6),
+	var out []gpu.Act
+	for _, op := range gpu.UnaryOps() {
+		if op.Kind != gpu.KindReLU && op.Kind != gpu.KindReLU6 {
+			out = append(out, op.TestActs()...)
+		}
 	}
+	return out
 }
 
 // SameBits reports whether a and b hold the same float32 bit patterns.

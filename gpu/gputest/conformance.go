@@ -172,51 +172,71 @@ func checkGemm(t *testing.T, b gpu.Backend) {
 	}
 }
 
-// refAct is the float64 value of a at x, from the definitions.
-func refAct(a gpu.Act, x float64) float64 {
-	al, be := float64(a.Alpha), float64(a.Beta)
-	sig := func(v float64) float64 { return 1 / (1 + math.Exp(-v)) }
-	switch a.Kind {
-	case gpu.KindReLU:
-		return math.Max(x, 0)
-	case gpu.KindReLU6:
-		return math.Min(math.Max(x, 0), 6)
-	case gpu.KindSigmoid:
-		return sig(x)
-	case gpu.KindHardSigmoid:
-		return math.Min(math.Max(al*x+be, 0), 1)
-	case gpu.KindHardSwish:
-		return x * math.Min(math.Max(x+3, 0), 6) / 6
-	case gpu.KindTanh:
-		return math.Tanh(x)
-	case gpu.KindLeakyReLU:
-		if x > 0 {
-			return x
-		}
-		return al * x
-	case gpu.KindClip:
-		return math.Min(math.Max(x, al), be)
-	case gpu.KindSiLU:
-		return x * sig(x)
-	}
-	panic(fmt.Sprintf("gputest: no reference for %v", a))
-}
-
-func checkActivate(t *testing.T, b gpu.Backend) {
-	r := rand.New(rand.NewPCG(5, 16))
-	xs := Rand(r, 1000)
+// actInputs returns n test inputs for op: uniform in [-8, 8), or in
+// (0.1, 8] for an operator defined for x > 0 only.
+func actInputs(r *rand.Rand, op gpu.UnaryOp, n int) []float32 {
+	xs := Rand(r, n)
 	for i := range xs {
 		xs[i] *= 8
-	}
-	for _, a := range append([]gpu.Act{gpu.ReLU, gpu.ReLU6}, ParamActs()...) {
-		want := make([]float64, len(xs))
-		for i, x := range xs {
-			want[i] = refAct(a, float64(x))
+		if op.Positive {
+			xs[i] = float32(math.Abs(float64(xs[i])) + 0.1)
 		}
-		y := b.Alloc(len(xs))
-		b.Activate(a, y, upload(b, xs))
-		near(t, fmt.Sprintf("%v(%g, %g)", a, a.Alpha, a.Beta), download(b, y), want, 1e-6)
 	}
+	return xs
+}
+
+// checkActivate walks the operator table: for every entry and each of its
+// test parameter sets, the backend's forward against the entry's Ref, its
+// backward (given x or y as FromOutput says) against Ref's derivative, and
+// Ref's derivative against central differences of Ref's value away from
+// kinks (where the one-sided differences disagree), so that a wrong
+// reference cannot hide a wrong kernel.
+func checkActivate(t *testing.T, b gpu.Backend) {
+	r := rand.New(rand.NewPCG(5, 16))
+	for _, op := range gpu.UnaryOps() {
+		xs := actInputs(r, op, 1000)
+		dy := Rand(r, len(xs))
+		for _, a := range op.TestActs() {
+			what := fmt.Sprintf("%v(%g, %g)", a, a.Alpha, a.Beta)
+			al, be := float64(a.Alpha), float64(a.Beta)
+			want, wantDx := make([]float64, len(xs)), make([]float64, len(xs))
+			for i, x := range xs {
+				y, d := op.Ref(float64(x), al, be)
+				want[i], wantDx[i] = y, d*float64(dy[i])
+				if fd, ok := centralDiff(op, float64(x), al, be); ok && !(math.Abs(fd-d) <= 1e-4*math.Max(1, math.Abs(d))) {
+					t.Fatalf("%s: reference derivative %v at x=%v, central difference %v", what, d, x, fd)
+				}
+			}
+			y := b.Alloc(len(xs))
+			b.Activate(a, y, upload(b, xs))
+			ys := download(b, y)
+			near(t, what, ys, want, 1e-6)
+			tin := xs
+			if a.FromOutput() {
+				tin = ys
+			}
+			dx := b.Alloc(len(xs))
+			b.ActivateBackward(a, dx, upload(b, dy), upload(b, tin))
+			near(t, what+" backward", download(b, dx), wantDx, 1e-5)
+		}
+	}
+}
+
+// centralDiff is the derivative of op's Ref at x by central differences,
+// or false where the one-sided differences disagree (a kink) or x is too
+// near 0 (where Reciprocal's and Sqrt's derivatives grow without bound).
+func centralDiff(op gpu.UnaryOp, x, al, be float64) (float64, bool) {
+	const h = 1e-5
+	if math.Abs(x) < 0.1 {
+		return 0, false
+	}
+	f := func(v float64) float64 { y, _ := op.Ref(v, al, be); return y }
+	y0, yl, yr := f(x), f(x-h), f(x+h)
+	left, right := (y0-yl)/h, (yr-y0)/h
+	if math.Abs(left-right) > 1e-3*math.Max(1, math.Abs(left)) {
+		return 0, false
+	}
+	return (yr - yl) / (2 * h), true
 }
 
 func checkSGDStep(t *testing.T, b gpu.Backend) {

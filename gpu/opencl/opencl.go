@@ -431,7 +431,7 @@ func (o *OpenCL) BiasGrad(dbias, dy gpu.Buffer, n, c, hw int) {
 }
 
 // Activate implements Backend. ReLU and ReLU6 run elementwise.cl's act,
-// the other kinds activation.cl's act_param.
+// the other kinds act_param, generated from the operator table (actgen.go).
 func (o *OpenCL) Activate(a gpu.Act, y, x gpu.Buffer) {
 	ys, xs := o.buf(y), o.buf(x)
 	sameN("Activate", ys, xs)

@@ -319,7 +319,7 @@ func New(cfg Config) (*OpenCL, error) {
 // (maxWG, or 256 when 0, then halving down to 16) that the device and every
 // reduction kernel accept.
 func (o *OpenCL) buildMain(dir string, maxWG int) error {
-	src := kernelSource("elementwise.cl", "conv.cl", "pool.cl", "norm.cl", "tensor.cl", "activation.cl", "winograd.cl", "dropout.cl", "lrn.cl") + fftSource(o.info)
+	src := kernelSource("elementwise.cl", "conv.cl", "pool.cl", "norm.cl", "tensor.cl", "activation.cl", "winograd.cl", "dropout.cl", "lrn.cl") + actSource() + fftSource(o.info)
 	if maxWG <= 0 {
 		maxWG = 256
 	}

@@ -3,7 +3,6 @@ package onnx
 import (
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 
 	"github.com/cotrain/cotrain/gpu"
@@ -163,7 +162,8 @@ func (e *exporter) layer(l solver.Layer, xs []string, rank int) (string, int, er
 		}
 		return e.node("Gemm", name, ins, attrInt("transB", 1)), 2, nil
 	case *solver.Activation:
-		return e.activation(l, xs[0]), rank, nil
+		y, err := e.activation(l, xs[0])
+		return y, rank, err
 	case *solver.BatchNorm:
 		return e.node("BatchNormalization", name, []string{xs[0], p("weight"), p("bias"), p("running_mean"), p("running_var")},
 			attrFloat("epsilon", l.Eps), attrFloat("momentum", 1-l.Momentum)), rank, nil
@@ -190,44 +190,46 @@ func (e *exporter) layer(l solver.Layer, xs []string, rank int) (string, int, er
 	return "", 0, fmt.Errorf("%w: layer kind %s", ErrUnsupported, l.Kind())
 }
 
-// activation emits the node of an activation layer: ReLU6 is Clip(0, 6),
-// a clip's absent bound an absent input.
-func (e *exporter) activation(l *solver.Activation, x string) string {
+// activation emits the node of an activation layer: the ONNX operator of
+// its entry in gpu's operator table, each parameter as the attribute or
+// constant input the entry names (an optional input at its default, a
+// clip's infinite bound, is left out). The two kinds without an ONNX
+// operator are written as PyTorch writes them: ReLU6 as Clip(0, 6), SiLU
+// as x·Sigmoid(x).
+func (e *exporter) activation(l *solver.Activation, x string) (string, error) {
 	name, a := l.Name(), l.Act
 	switch a.Kind {
-	case gpu.KindReLU:
-		return e.node("Relu", name, []string{x})
-	case gpu.KindSigmoid:
-		return e.node("Sigmoid", name, []string{x})
-	case gpu.KindTanh:
-		return e.node("Tanh", name, []string{x})
-	case gpu.KindHardSwish:
-		return e.node("HardSwish", name, []string{x})
-	case gpu.KindSiLU: // no ONNX operator: x·Sigmoid(x), as PyTorch writes it
+	case gpu.KindReLU6:
+		a = gpu.Clip(0, 6)
+	case gpu.KindSiLU:
 		s := e.node("Sigmoid", name+".sigmoid", []string{x})
-		return e.node("Mul", name, []string{x, s})
-	case gpu.KindHardSigmoid:
-		return e.node("HardSigmoid", name, []string{x}, attrFloat("alpha", a.Alpha), attrFloat("beta", a.Beta))
-	case gpu.KindLeakyReLU:
-		return e.node("LeakyRelu", name, []string{x}, attrFloat("alpha", a.Alpha))
+		return e.node("Mul", name, []string{x, s}), nil
 	}
-	lo, hi := float32(0), float32(6) // ReLU6
-	if a.Kind == gpu.KindClip {
-		lo, hi = a.Alpha, a.Beta
+	op, ok := a.Op()
+	if !ok || op.ONNX == "" {
+		return "", fmt.Errorf("%w: activation %v has no ONNX operator", ErrUnsupported, a)
 	}
-	ins := []string{x, "", ""}
-	if !math.IsInf(float64(lo), -1) {
-		ins[1] = name + ".min"
-		e.initializer(ins[1], nil, []float32{lo})
-	}
-	if !math.IsInf(float64(hi), 1) {
-		ins[2] = name + ".max"
-		e.initializer(ins[2], nil, []float32{hi})
+	ins := []string{x}
+	var at []*onnxpb.AttributeProto
+	for k, p := range op.Params {
+		v := [2]float32{a.Alpha, a.Beta}[k]
+		switch {
+		case p.ONNXAttr != "":
+			at = append(at, attrFloat(p.ONNXAttr, v))
+		case p.ONNXInput > 0:
+			for len(ins) <= p.ONNXInput {
+				ins = append(ins, "")
+			}
+			if p.Required || v != p.Default {
+				ins[p.ONNXInput] = name + "." + p.Name
+				e.initializer(ins[p.ONNXInput], nil, []float32{v})
+			}
+		}
 	}
 	for len(ins) > 1 && ins[len(ins)-1] == "" {
 		ins = ins[:len(ins)-1] // trailing optional inputs are left out
 	}
-	return e.node("Clip", name, ins)
+	return e.node(op.ONNX, name, ins, at...), nil
 }
 
 // node appends a node named name and returns its output's name.

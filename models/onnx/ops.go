@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/internal/limits"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/models/onnx/onnxpb"
@@ -17,15 +18,15 @@ import (
 // other work, so that a model with an operator cotrain lacks is refused
 // with that operator and its node, not with whatever earlier problem the
 // mapping would meet first. A case added to node's switch must be added
-// here; TestKnownOpsAreMapped checks the other direction.
+// here; TestKnownOpsAreMapped checks the other direction. The operators of
+// gpu's operator table (gpu.UnaryOpONNX) are known too, without a line here.
 var knownOps = map[string]bool{
-	"Constant": true, "Identity": true, "Conv": true, "Relu": true, "Clip": true, "MaxPool": true, "AveragePool": true,
+	"Constant": true, "Identity": true, "Conv": true, "Clip": true, "MaxPool": true, "AveragePool": true,
 	"GlobalAveragePool": true, "BatchNormalization": true, "Flatten": true, "Reshape": true, "Dropout": true,
 	"Gemm": true, "MatMul": true, "Add": true, "Sub": true, "Mul": true, "Div": true, "ReduceMean": true,
 	"ReduceSum": true, "ReduceMax": true, "Reciprocal": true, "GlobalMaxPool": true, "Transpose": true,
 	"Split": true, "Slice": true, "Squeeze": true, "Unsqueeze": true, "Concat": true, "Softmax": true,
-	"Sigmoid": true, "Tanh": true, "HardSigmoid": true, "HardSwish": true, "LeakyRelu": true, "Pad": true,
-	"Shape": true, "Gather": true, "ConstantOfShape": true, "Cast": true, "Sum": true, "LRN": true,
+	"Pad": true, "Shape": true, "Gather": true, "ConstantOfShape": true, "Cast": true, "Sum": true, "LRN": true,
 }
 
 // checkOps refuses the first node whose operator (or domain) is not one
@@ -35,7 +36,8 @@ var knownOps = map[string]bool{
 func checkOps(g *onnxpb.GraphProto, functions map[string]bool) error {
 	for i, n := range g.GetNode() {
 		d := n.GetDomain()
-		if knownOps[n.GetOpType()] && (d == "" || d == "ai.onnx") {
+		_, inTable := gpu.UnaryOpONNX(n.GetOpType())
+		if (knownOps[n.GetOpType()] || inTable) && (d == "" || d == "ai.onnx") {
 			continue
 		}
 		name := n.GetName()
@@ -105,8 +107,6 @@ func (im *importer) node(n *onnxpb.NodeProto, outName string) error {
 		return err
 	case "Conv":
 		return im.conv(n, a)
-	case "Relu":
-		return im.unary(n, models.Layer{Kind: "relu"})
 	case "Clip":
 		return im.clip(n, a)
 	case "MaxPool", "AveragePool":
@@ -154,8 +154,6 @@ func (im *importer) node(n *onnxpb.NodeProto, outName string) error {
 		return im.concat(n, a)
 	case "Softmax":
 		return im.softmax(n, a, outName)
-	case "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "LeakyRelu":
-		return im.activation(n, a)
 	case "Pad":
 		return im.padOp(n, a)
 	case "Unsqueeze":
@@ -166,6 +164,9 @@ func (im *importer) node(n *onnxpb.NodeProto, outName string) error {
 	case "Shape", "Gather":
 		return im.shapeOp(n, a)
 	default:
+		if u, ok := gpu.UnaryOpONNX(op); ok {
+			return im.activation(n, a, u)
+		}
 		return fmt.Errorf("%w operator %s", ErrUnsupported, op)
 	}
 }

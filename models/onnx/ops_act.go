@@ -4,48 +4,63 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/models/onnx/onnxpb"
 )
 
-// Activations and softmax: Sigmoid, Tanh, HardSigmoid, HardSwish,
-// LeakyRelu and Clip with any bounds become activation layers (gpu.Act);
-// a Softmax inside the graph becomes a softmax layer over the same axes.
+// Activations and softmax: every ONNX operator of gpu's operator table
+// (gpu.UnaryOpONNX: Relu, Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu,
+// ...) becomes an activation layer of the entry's kind, its parameters read
+// from the attributes or constant inputs the entry names; Clip with any
+// bounds (ops.go: clip) becomes a clip, relu or relu6; a Softmax inside the
+// graph becomes a softmax layer over the same axes.
 
-// activation maps an elementwise ONNX activation with its attributes and
-// their ONNX defaults (HardSigmoid alpha 0.2, beta 0.5; LeakyRelu alpha
-// 0.01). HardSwish is an operator from opset 14; PyTorch's exporter writes
-// x·HardSigmoid(x) (alpha 1/6) at lower opsets, which imports as a
-// HardSigmoid and a Mul.
-func (im *importer) activation(n *onnxpb.NodeProto, a attrs) error {
-	d := models.Layer{}
-	switch op := n.GetOpType(); op {
-	case "Sigmoid":
-		d.Kind = "sigmoid"
+// activation maps node n of an operator in gpu's table (op) with its
+// parameters: each from its ONNX attribute or constant scalar input, with
+// the ONNX default when absent (HardSigmoid alpha 0.2, beta 0.5; LeakyRelu
+// alpha 0.01); parameters the entry refuses (Act.Validate: not finite) are
+// ErrMalformed. Two of PyTorch's patterns fuse: x·Sigmoid(x) is a silu,
+// and x·HardSigmoid(x) with alpha 1/6 (HardSwish before opset 14) a
+// hardswish.
+func (im *importer) activation(n *onnxpb.NodeProto, a attrs, op gpu.UnaryOp) error {
+	var v [2]float32
+	for k, p := range op.Params {
+		v[k] = p.Default
+		switch {
+		case p.ONNXAttr != "":
+			v[k] = a.float(p.ONNXAttr, p.Default)
+		case p.ONNXInput > 0:
+			t, err := im.konst(n, p.ONNXInput, !p.Required)
+			if err != nil {
+				return err
+			}
+			if t != nil {
+				s, ok := t.scalar()
+				if !ok {
+					return fmt.Errorf("%w: %s input %d (%q) is not a scalar", ErrShape, n.GetOpType(), p.ONNXInput, t.name)
+				}
+				v[k] = float32(s)
+			}
+		}
+	}
+	act := op.Act(v[0], v[1])
+	if err := act.Validate(); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrMalformed, n.GetOpType(), err)
+	}
+	switch op.Kind {
+	case gpu.KindSigmoid:
 		if m := im.selfMul(n); m != nil {
 			return im.fuse(n, m, "silu")
 		}
-	case "Tanh":
-		d.Kind = "tanh"
-	case "HardSwish":
-		d.Kind = "hardswish"
-	case "HardSigmoid":
-		d.Kind, d.Alpha, d.Beta = "hardsigmoid", a.float("alpha", 0.2), a.float("beta", 0.5)
-		if !finite(d.Alpha) || !finite(d.Beta) {
-			return fmt.Errorf("%w: HardSigmoid alpha %g beta %g are not finite", ErrMalformed, d.Alpha, d.Beta)
-		}
+	case gpu.KindHardSigmoid:
 		// PyTorch's hardswish parameters (alpha 1/6, beta 0.5).
-		if m := im.selfMul(n); m != nil && d.Alpha == float32(1.0/6) && d.Beta == 0.5 {
+		if m := im.selfMul(n); m != nil && act.Alpha == float32(1.0/6) && act.Beta == 0.5 {
 			return im.fuse(n, m, "hardswish")
 		}
-	case "LeakyRelu":
-		d.Kind, d.Alpha = "leakyrelu", a.float("alpha", 0.01)
-		if !finite(d.Alpha) {
-			return fmt.Errorf("%w: LeakyRelu alpha %g is not finite", ErrMalformed, d.Alpha)
-		}
-	default:
-		return fmt.Errorf("%w operator %s", ErrUnsupported, op) // our bug: node sent it here
 	}
+	d := models.Layer{Kind: op.Name}
+	models.DescribeAct(&d, act)
 	return im.unary(n, d)
 }
 

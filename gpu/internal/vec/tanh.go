@@ -1,4 +1,4 @@
-package cpu
+package vec
 
 import "math"
 
@@ -43,10 +43,10 @@ func exp64(x float64) float64 {
 	return p * math.Float64frombits(uint64(int64(k)+1023)<<52)
 }
 
-// tanh32 is tanh(v) rounded to float32; NaN and ±0 pass through. Near 0 it is
+// Tanh32 is tanh(v) rounded to float32; NaN and ±0 pass through. Near 0 it is
 // the odd Taylor series (1 - 2/(e^2x+1) would cancel); beyond ±10 the
 // float32 result is ±1.
-func tanh32(v float32) float32 {
+func Tanh32(v float32) float32 {
 	if v != v || v == 0 {
 		return v // NaN, and ±0 with its sign
 	}

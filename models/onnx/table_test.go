@@ -1,0 +1,70 @@
+package onnx
+
+import (
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/cpu"
+	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/solver"
+)
+
+// TestUnaryTableRoundTrip walks gpu's operator table: every entry, with
+// each parameter set the table tests, as the one layer of a graph file, is
+// exported to ONNX and imported back as the same layer description (kind
+// and parameters) before the export's flatten, computing the same outputs bit for bit. Entries without
+// an ONNX operator of their own (ReLU6, SiLU) come back as what they are
+// written as: ReLU6 as a relu6 (Clip(0, 6)), SiLU as a silu (x·Sigmoid(x));
+// a Clip(0, 6) comes back as a relu6.
+func TestUnaryTableRoundTrip(t *testing.T) {
+	in := solver.Shape{C: 2, H: 3, W: 4}
+	for _, op := range gpu.UnaryOps() {
+		for _, a := range op.TestActs() {
+			d := models.Layer{Kind: op.Name, Name: "act"}
+			models.DescribeAct(&d, a)
+			graph, err := models.EncodeGraph([]models.Layer{d})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := &models.File{Model: models.GraphModel, Config: models.Config{Classes: in.Size(), Input: in},
+				Meta: [][2]string{{models.MetaGraph, graph}}}
+			back := reimport(t, f)
+			layers, err := models.DecodeGraph(back.MetaValue(models.MetaGraph))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The export flattens the output to the logits' N×classes.
+			if len(layers) != 2 || layers[1].Kind != "flatten" {
+				t.Fatalf("%v(%g, %g): layers %+v after export and import, want the activation and a flatten", a, a.Alpha, a.Beta, layers)
+			}
+			got := layers[0]
+			got.Name = d.Name
+			want := d
+			if a == gpu.Clip(0, 6) { // the import's name for it (the same values and gradient)
+				want = models.Layer{Kind: "relu6", Name: d.Name}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%v(%g, %g): %+v after export and import, want %+v", a, a.Alpha, a.Beta, got, want)
+			}
+			x := randomInput(in, 2)
+			if op.Positive {
+				for i := range x {
+					x[i] = float32(math.Abs(float64(x[i]))) + 0.1
+				}
+			}
+			ref, err := f.Build(cpu.NewCPU())
+			if err != nil {
+				t.Fatal(err)
+			}
+			net, err := back.Build(cpu.NewCPU())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := relErr(forward(net, x), forward(ref, x)); e != 0 {
+				t.Errorf("%v(%g, %g): outputs differ after export and import: relative %.3g", a, a.Alpha, a.Beta, e)
+			}
+		}
+	}
+}
