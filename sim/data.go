@@ -5,6 +5,9 @@ import (
 	"math/rand/v2"
 
 	"github.com/cotrain/cotrain/data"
+	"github.com/cotrain/cotrain/internal/corpus"
+	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/solver"
 )
 
 // Data is what a simulation trains and evaluates on. Data sets are
@@ -13,6 +16,10 @@ import (
 type Data struct {
 	// Train is the whole training set; co-training runs shard it by device.
 	Train data.Dataset
+	// Config sizes the model to the data where the data decides it (text:
+	// the vocabulary is the classes, the context the input); zero for
+	// images, whose model keeps its defaults.
+	Config models.Config
 	// Test is the evaluation subset (Scenario.TestImages images spread
 	// evenly over the test set).
 	Test data.Dataset
@@ -34,6 +41,12 @@ func LoadData(sc *Scenario, getenv func(string) string) (*Data, error) {
 			return nil, fmt.Errorf("sim: %w", err)
 		}
 		train, test = tr, te
+	case "licenses":
+		tr, te, err := licenses(sc)
+		if err != nil {
+			return nil, err
+		}
+		train, test = tr, te
 	case "synthetic":
 		tr, err := synthetic(6000, sc.Seed)
 		if err != nil {
@@ -53,7 +66,31 @@ func LoadData(sc *Scenario, getenv func(string) string) (*Data, error) {
 	if n := sc.TestImages; n < test.Len() {
 		test = data.Subset(test, seq(n, test.Len()/n))
 	}
-	return &Data{Train: train, Test: test}, nil
+	d := &Data{Train: train, Test: test}
+	if t, ok := train.(*data.Text); ok { // never subset: Validate refuses train= for text
+		_, _, w := t.Shape()
+		d.Config = models.Config{Classes: t.Classes(), Input: solver.Shape{C: 1, H: 1, W: w}}
+	}
+	return d, nil
+}
+
+// licenses loads internal/corpus's licence texts: the training ones, with
+// the vocabulary built from them, and the held-out ones through it.
+func licenses(sc *Scenario) (train, test *data.Text, err error) {
+	names, texts, err := corpus.Licenses("train")
+	if err != nil {
+		return nil, nil, fmt.Errorf("sim: %w", err)
+	}
+	if train, err = data.NewText(names, texts, data.TextOptions{Context: sc.Context}); err != nil {
+		return nil, nil, fmt.Errorf("sim: %w", err)
+	}
+	if names, texts, err = corpus.Licenses("heldout"); err != nil {
+		return nil, nil, fmt.Errorf("sim: %w", err)
+	}
+	if test, err = data.NewText(names, texts, data.TextOptions{Context: sc.Context, Vocab: train.Vocab()}); err != nil {
+		return nil, nil, fmt.Errorf("sim: %w", err)
+	}
+	return train, test, nil
 }
 
 // seq returns 0, step, 2·step, ... (n values).
@@ -73,4 +110,14 @@ func synthetic(n int, seed uint64) (data.Dataset, error) {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	return ds, nil
+}
+
+// shard is phone i's share of n of the training data: a part of every
+// document of text (its owner's own writing, data.Text.Part), every n-th
+// sample of anything else (data.Shard).
+func shard(ds data.Dataset, i, n int) (data.Dataset, error) {
+	if t, ok := ds.(*data.Text); ok {
+		return t.Part(i, n)
+	}
+	return data.Shard(ds, i, n)
 }

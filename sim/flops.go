@@ -14,6 +14,9 @@ import (
 //
 //   - convolution: 2·K·(C/G)·R·S·OH·OW, plus K·OH·OW for the bias;
 //   - linear: 2·in·out, plus out for the bias;
+//   - LSTM and GRU: per layer and step 2·gates·H·(in + H) for the
+//     products, plus 6·gates·H for the biases and the gates' elementwise
+//     work;
 //   - pooling, activations, batch norm and the like: one per output element.
 //
 // A training step (forward and backward) costs about 3 times the forward
@@ -57,6 +60,22 @@ func layerFLOPs(model string, c models.Config) ([]float64, error) {
 			total += 2 * float64(l.In) * float64(l.Out)
 			if !l.NoBias {
 				total += out
+			}
+		case *solver.Recurrent:
+			// Per layer and step: the input and recurrent products,
+			// 2·gates·H·(in + H), the biases and about 4 elementwise
+			// operations per gate element.
+			g := 4.0
+			if l.Cell == solver.GRUCell {
+				g = 3
+			}
+			h := float64(l.Hidden)
+			for k := range l.Layers {
+				in := float64(l.In)
+				if k > 0 {
+					in = h
+				}
+				total += float64(l.T) * (2*g*h*(in+h) + 6*g*h)
 			}
 		default:
 			total += out

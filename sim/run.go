@@ -130,6 +130,9 @@ type phone struct {
 const maxFrame = 64 << 20
 
 func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Options) (*runner, error) {
+	if opt.ModelConfig == (models.Config{}) {
+		opt.ModelConfig = d.Config // text: the vocabulary and the context
+	}
 	r := &runner{ctx: ctx, sc: sc, spec: spec, d: d, opt: opt, byName: map[string]*phone{}, t0: -1,
 		sizer: wire.NewSizer(), sent: map[wire.Kind]int{}}
 	r.codecW, r.codecR = wire.NewWriter(&r.frame), wire.NewReader(&r.frame, maxFrame)
@@ -170,7 +173,7 @@ func newRunner(ctx context.Context, sc *Scenario, spec runSpec, d *Data, opt Opt
 			p.shard = d.Train
 			p.idx = 0
 			p.dev.jitter = ds.Jitter
-		} else if p.shard, err = data.Shard(d.Train, i, len(sc.Devices)); err != nil {
+		} else if p.shard, err = shard(d.Train, i, len(sc.Devices)); err != nil {
 			return nil, fmt.Errorf("sim: %w", err)
 		}
 		r.phones = append(r.phones, p)

@@ -21,10 +21,16 @@ type Scenario struct {
 	Description string
 	// Seed drives every random choice: initial weights, data order, jitter.
 	Seed uint64
-	// Model names the network (models.Build); Data is "mnist" or
-	// "synthetic" (a seeded MNIST-shaped set, for tests).
+	// Model names the network (models.Build); Data is "mnist",
+	// "synthetic" (a seeded MNIST-shaped set, for tests) or "licenses"
+	// (the GNU licence texts of internal/corpus, for a language model such
+	// as lstm-lm: each phone trains on a part of every training licence,
+	// the run is evaluated on the held-out ones).
 	Model string
 	Data  string
+	// Context is the words of context of a text sample (data "licenses");
+	// 0 is data.DefaultContext.
+	Context int
 	// TrainImages, when > 0, keeps only the first so many training images
 	// (before sharding); TestImages is how many test images, spread evenly
 	// over the test set, evaluate the accuracy.

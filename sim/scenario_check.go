@@ -17,8 +17,12 @@ func (sc *Scenario) Validate() error {
 	switch {
 	case sc.Name == "":
 		return bad("no name")
-	case sc.Data != "mnist" && sc.Data != "synthetic":
-		return bad("data %q, want mnist or synthetic", sc.Data)
+	case sc.Data != "mnist" && sc.Data != "synthetic" && sc.Data != "licenses":
+		return bad("data %q, want mnist, synthetic or licenses", sc.Data)
+	case sc.Data == "licenses" && sc.TrainImages > 0:
+		return bad("data licenses with train=%d: text is shared among the phones by parts of every file, not cut to a number of samples", sc.TrainImages)
+	case sc.Context < 0 || sc.Context > 1024:
+		return bad("context %d, want 0 (the default) to 1024 words", sc.Context)
 	case len(sc.Devices) == 0:
 		return bad("no device")
 	case sc.GlobalBatch < len(sc.Devices):

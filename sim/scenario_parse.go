@@ -236,6 +236,7 @@ func (sc *Scenario) set(key string, args []string) error {
 		f := fieldSetter{m: kv(args[1:])}
 		f.take("train", intTo(&sc.TrainImages))
 		f.take("test", intTo(&sc.TestImages))
+		f.take("context", intTo(&sc.Context))
 		return f.done()
 	case "eval":
 		f := fieldSetter{m: kv(args)}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -247,8 +248,19 @@ func writeTable(w io.Writer, sc *sim.Scenario, rep *sim.Report) {
 		paper = " (but paper: uncompressed, one push after the backward pass, fixed shares)"
 	}
 	fmt.Fprintf(w, "\nco-training runs: %s%s; kB up/down per iteration are the frames of pushes and merged updates (every copy)\n", comp, paper)
-	fmt.Fprintf(w, "\naccuracy on %d MNIST test images, evaluated every %d iterations; times are simulated, from when every phone holds the model\n",
-		sc.TestImages, sc.EvalEvery)
+	switch sc.Data {
+	case "licenses":
+		fmt.Fprintf(w, "\nnext-word accuracy on %d samples of the held-out licences, evaluated every %d iterations; times are simulated, from when every phone holds the model\n",
+			sc.TestImages, sc.EvalEvery)
+		for _, r := range rep.Runs {
+			if n := len(r.Curve); n > 0 {
+				fmt.Fprintf(w, "  %s: perplexity %.1f (e to the test loss %.3f)\n", r.Name, math.Exp(r.Curve[n-1].Loss), r.Curve[n-1].Loss)
+			}
+		}
+	default:
+		fmt.Fprintf(w, "\naccuracy on %d %s test images, evaluated every %d iterations; times are simulated, from when every phone holds the model\n",
+			sc.TestImages, map[string]string{"mnist": "MNIST"}[sc.Data]+map[string]string{"synthetic": "synthetic"}[sc.Data], sc.EvalEvery)
+	}
 	for _, r := range rep.Runs {
 		if r.Policy == "solo" {
 			continue
