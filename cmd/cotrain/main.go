@@ -33,6 +33,7 @@ Commands:
   cotrain adapt    --out DIR: the four ways to adapt a pretrained model, alone and on 3 simulated phones
   cotrain profile  --model NAME|--weights FILE [--train-last N] --batch N: time and peak memory of training steps on random data
   cotrain models   list the models
+  cotrain vocab    --data FILE.txt|DIR --out VOCAB: the vocabulary of text, for train and hub --vocab
   cotrain keygen   [--out swarm.key]: a new key for hub and worker --psk
   cotrain version  the module version and VCS revision this binary was built from (also --version)
 
@@ -83,6 +84,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runImport(ctx, rest, stdout, stderr)
 	case "export":
 		return runExport(ctx, rest, stdout, stderr)
+	case "vocab":
+		return runVocab(ctx, rest, stdout, stderr)
 	case "adapt":
 		return runAdapt(ctx, rest, stdout, stderr)
 	case "profile":
