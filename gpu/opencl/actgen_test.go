@@ -32,13 +32,13 @@ func TestActParamFastPaths(t *testing.T) {
 			fast, gen := o.Alloc(n), o.Alloc(n)
 			o.Activate(a, fast, x)
 			xb, gb := o.buf(x), o.buf(gen)
-			o.run1("act_param", n, int(a.Kind), a.Alpha, a.Beta, gb.m, gb.off, xb.m, xb.off, n)
+			o.run1(kActParam, n, int(a.Kind), a.Alpha, a.Beta, gb.m, gb.off, xb.m, xb.off, n)
 			if f, g := download(o, fast), download(o, gen); !gputest.SameBits(f, g) {
 				t.Fatalf("%v forward, %d elements: the fast kernel and the table's differ", a, n)
 			}
 			o.ActivateBackward(a, fast, dy, x)
 			dyb := o.buf(dy)
-			o.run1("act_param_backward", n, int(a.Kind), a.Alpha, a.Beta, gb.m, gb.off, dyb.m, dyb.off, xb.m, xb.off, n)
+			o.run1(kActParamBackward, n, int(a.Kind), a.Alpha, a.Beta, gb.m, gb.off, dyb.m, dyb.off, xb.m, xb.off, n)
 			if f, g := download(o, fast), download(o, gen); !gputest.SameBits(f, g) {
 				t.Fatalf("%v backward, %d elements: the fast kernel and the table's differ", a, n)
 			}

@@ -314,6 +314,7 @@ func (c *clContext) buildLog(p *clProgram) string { return programBuildLog(p.p, 
 type clKernel struct {
 	k     *cl.Kernel
 	name  string
+	args  string // the declared argument kinds (kernels.go)
 	maxWG int
 	// vals holds the scalar arguments while clSetKernelArg copies them. The
 	// cl package's SetArgInt32 and SetArgFloat32 take the address of their
@@ -337,17 +338,30 @@ const (
 	argScalar
 )
 
-func (c *clContext) kernel(p *clProgram, name string) (*clKernel, error) {
+// kernel creates kernel name of p, declared with the argument kinds args
+// (kernels.go): a program whose kernel takes another number of arguments
+// is an error, so a declaration that drifted from its source fails when
+// the backend starts.
+func (c *clContext) kernel(p *clProgram, name, args string) (*clKernel, error) {
 	k, err := p.p.CreateKernel(name)
 	if err != nil {
 		return nil, clWrap("clCreateKernel "+name, err)
+	}
+	n, err := k.NumArgs()
+	if err != nil {
+		k.Release()
+		return nil, clWrap("clGetKernelInfo "+name, err)
+	}
+	if n != len(args) {
+		k.Release()
+		return nil, fmt.Errorf("gpu: opencl: kernel %s takes %d arguments in the program, %d in its declaration (%s)", name, n, len(args), args)
 	}
 	wg, err := k.WorkGroupSize(c.dev.d)
 	if err != nil {
 		k.Release()
 		return nil, clWrap("clGetKernelWorkGroupInfo "+name, err)
 	}
-	return &clKernel{k: k, name: name, maxWG: wg}, nil
+	return &clKernel{k: k, name: name, args: args, maxWG: wg}, nil
 }
 
 func (k *clKernel) release() {
@@ -370,10 +384,15 @@ type local int
 
 // launch sets k's arguments and enqueues it over global work items grouped by
 // loc (nil: the driver chooses). Arguments are *clMem, int (passed as a
-// 32-bit int, the kernels' type), float32 or local; any other type is our bug.
+// 32-bit int, the kernels' type), uint32, float32 or local, as k's
+// declaration says (kernels.go): arguments that differ from it in number
+// or kind are an error naming the kernel, and nothing is enqueued.
 func (c *clContext) launch(k *clKernel, global, loc []int, args ...any) error {
 	if c.queue == nil || k == nil { // Close released the kernels
 		return errClosed
+	}
+	if err := checkArgs(k.name, k.args, args); err != nil {
+		return err
 	}
 	c.seq++ // the launch's number: every buffer argument is used by it (xfer.go)
 	if len(k.vals) < len(args) {

@@ -111,7 +111,7 @@ func BenchmarkOpenCLIm2col(b *testing.B) {
 		bytes := int64(col.n) * int64(o.esize())
 		args := append([]any{col.m, col.off, x.m, x.off}, colArgs(g, g.N)...)
 		b.Run(c.name+"/old", func(b *testing.B) {
-			benchKernel(b, o, bytes, func() { o.runPlanes("im2col_planes", ohw, rows, g.N, args...) })
+			benchKernel(b, o, bytes, func() { o.runPlanes(kIm2colPlanes, ohw, rows, g.N, args...) })
 		})
 		b.Run(c.name+"/new", func(b *testing.B) {
 			benchKernel(b, o, bytes, func() { o.im2col(&g, rows, g.N, ohw, col.m, col.off, x.m, x.off) })
@@ -156,7 +156,7 @@ func BenchmarkOpenCLCol2im(b *testing.B) {
 		bytes := int64(col.n) * int64(o.esize())
 		b.Run(c.name+"/old", func(b *testing.B) {
 			args := append([]any{dx.m, dx.off, col.m, col.off}, colArgs(g, g.N)...)
-			benchKernel(b, o, bytes, func() { o.run1("col2im", dx.n, args...) })
+			benchKernel(b, o, bytes, func() { o.run1(kCol2im, dx.n, args...) })
 		})
 		b.Run(c.name+"/new", func(b *testing.B) {
 			benchKernel(b, o, bytes, func() { o.col2im(&g, g.N, dx.m, dx.off, col.m, col.off) })
@@ -174,8 +174,8 @@ func BenchmarkOpenCLMaxPoolBackward(b *testing.B) {
 		b.Run(c.name+"/old", func(b *testing.B) {
 			idx := o.scratch(&o.poolIdx, dys.n)
 			benchKernel(b, o, bytes, func() {
-				o.run1("maxpool_argmax", dys.n, append([]any{idx, xs.m, xs.off}, poolArgs(g)...)...)
-				o.run1("maxpool_backward_idx", dxs.n, append([]any{dxs.m, dxs.off, dys.m, dys.off, idx}, poolArgs(g)...)...)
+				o.run1(kMaxpoolArgmax, dys.n, append([]any{idx, xs.m, xs.off}, poolArgs(g)...)...)
+				o.run1(kMaxpoolBackwardIdx, dxs.n, append([]any{dxs.m, dxs.off, dys.m, dys.off, idx}, poolArgs(g)...)...)
 			})
 		})
 		b.Run(c.name+"/new", func(b *testing.B) {

@@ -77,10 +77,10 @@ func testOpenCLIm2colWin(t *testing.T, o *OpenCL) {
 					requireSameBits(t, fmt.Sprintf("%+v group %d samples %d+%d taps %d", g, gi, n0, cnt, taps), got, want)
 				}
 				// The kernels im2col_win replaced write the same.
-				for _, k := range []string{"im2col_planes", "im2col"} {
+				for _, k := range []kernelID{kIm2colPlanes, kIm2col} {
 					o.Fill(col, float32(math.NaN()))
 					args := append([]any{col.m, col.off + coloff, x.m, xoff}, colArgs(g, cnt)...)
-					if k == "im2col" {
+					if k == kIm2col {
 						o.run1(k, rows*cnt*ohw, args...)
 					} else {
 						o.runPlanes(k, ohw, rows, cnt, args...)
@@ -113,7 +113,7 @@ func testOpenCLCol2imPlanes(t *testing.T, o *OpenCL) {
 		}
 		for gi := 0; gi < g.GroupCount(); gi++ {
 			off := gi * cg * g.H * g.W
-			o.run1("col2im", g.N*cg*g.H*g.W, append([]any{want.m, want.off + off, col.m, col.off}, colArgs(g, g.N)...)...)
+			o.run1(kCol2im, g.N*cg*g.H*g.W, append([]any{want.m, want.off + off, col.m, col.off}, colArgs(g, g.N)...)...)
 			o.col2im(&g, g.N, got.m, got.off+off, col.m, col.off)
 		}
 		requireSameBits(t, fmt.Sprintf("%+v", g), download(o, got), download(o, want))

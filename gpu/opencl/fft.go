@@ -179,17 +179,6 @@ func fftSource(info gpu.DeviceInfo) string {
 	return b.String()
 }
 
-// fftKernels are the names of fftSource's kernels.
-func fftKernels() []string {
-	var ks []string
-	for _, p := range fftSizes {
-		for _, k := range []string{"fft_r2c", "fft_r2c_thin", "fft_c2r", "fft_c2r_thin"} {
-			ks = append(ks, fmt.Sprintf("%s_%d", k, p))
-		}
-	}
-	return ks
-}
-
 // fftMinChannels is the fewest input and output channels for which the
 // auto mode uses FFT: the products are only as deep as twice the channels
 // (forward: input, data gradient: output) or the batch (filter gradient),
@@ -394,12 +383,12 @@ type fftPlanes struct {
 
 // launchFFT runs an FFT kernel of size p over groups work-groups of
 // planes planes each.
-func (f *fftConv) launchFFT(name string, p, planes, groups int, args ...any) {
+func (f *fftConv) launchFFT(id fftKernel, p, planes, groups int, args ...any) {
 	o := f.o
-	k := o.k[fmt.Sprintf("%s_%d", name, p)]
-	if k == nil {
+	if o.k == nil {
 		panic(errClosed) // Close emptied the table
 	}
+	k := o.k[fftKernelIndex(id, p)]
 	wg := f.fftWG(k, p, planes)
 	must(o.ctx.launch(k, []int{groups * wg}, []int{wg}, args...))
 }
@@ -408,11 +397,11 @@ func (f *fftConv) launchFFT(name string, p, planes, groups int, args ...any) {
 // out: planes of at most fftThinMax×fftThinMax by fft_r2c_thin, others by
 // fft_r2c.
 func (f *fftConv) r2c(p int, dst *clMem, doff int, src fftPlanes, l fftLayout) {
-	name, gp := "fft_r2c", fftGroup(p, f.o.info.LocalMem)
+	id, gp := fftR2C, fftGroup(p, f.o.info.LocalMem)
 	if src.h <= fftThinMax && src.w <= fftThinMax {
-		name, gp = "fft_r2c_thin", fftThinPlanes
+		id, gp = fftR2CThin, fftThinPlanes
 	}
-	f.launchFFT(name, p, gp, l.kn*((l.cn+gp-1)/gp), dst, doff, src.m, src.off, src.na, src.nb, src.h, src.w, src.padH, src.padW,
+	f.launchFFT(id, p, gp, l.kn*((l.cn+gp-1)/gp), dst, doff, src.m, src.off, src.na, src.nb, src.h, src.w, src.padH, src.padW,
 		b2i(l.swap), b2i(l.dup), l.s[0], l.s[1], l.s[2], l.kn, l.cn, l.ld(), l.fs())
 }
 
@@ -437,11 +426,11 @@ func (f *fftConv) c2r(p int, dst fftPlanes, src *clMem, soff int, l fftOut, bias
 	if l.stacked {
 		ld, imoff = l.cn, l.rn*l.cn
 	}
-	name := "fft_c2r"
+	id := fftC2R
 	if dst.h <= fftThinMax {
-		name, gp = "fft_c2r_thin", fftThinGroup(p, f.o.info.LocalMem)
+		id, gp = fftC2RThin, fftThinGroup(p, f.o.info.LocalMem)
 	}
-	f.launchFFT(name, p, gp, l.rn*((l.cn+gp-1)/gp), dst.m, dst.off, src, soff, dst.na, dst.nb, dst.h, dst.w, dst.padH, dst.padW,
+	f.launchFFT(id, p, gp, l.rn*((l.cn+gp-1)/gp), dst.m, dst.off, src, soff, dst.na, dst.nb, dst.h, dst.w, dst.padH, dst.padW,
 		b2i(l.swap), l.cn, ld, imoff, 2*l.rn*l.cn, bm, boff, hasBias, act)
 }
 

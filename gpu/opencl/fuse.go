@@ -74,7 +74,7 @@ func (o *OpenCL) LinearForwardAct(a gpu.Act, y, x, w, bias gpu.Buffer, n, in, ou
 func (o *OpenCL) biasAct(xs, bs *clBuf, n, c, hw, act int) {
 	if act == 0 {
 		if bs != nil {
-			o.run1("add_bias", xs.n, xs.m, xs.off, bs.m, bs.off, c, hw, xs.n)
+			o.run1(kAddBias, xs.n, xs.m, xs.off, bs.m, bs.off, c, hw, xs.n)
 		}
 		return
 	}
@@ -83,10 +83,10 @@ func (o *OpenCL) biasAct(xs, bs *clBuf, n, c, hw, act int) {
 		bm, boff, hasBias = bs.m, bs.off, 1
 	}
 	if hw >= 32 {
-		o.runPlanes("bias_act_planes", hw, n*c, 1, act, xs.m, xs.off, bm, boff, hasBias, c, hw)
+		o.runPlanes(kBiasActPlanes, hw, n*c, 1, act, xs.m, xs.off, bm, boff, hasBias, c, hw)
 		return
 	}
-	o.run1("bias_act", xs.n, act, xs.m, xs.off, bm, boff, hasBias, c, hw, xs.n)
+	o.run1(kBiasAct, xs.n, act, xs.m, xs.off, bm, boff, hasBias, c, hw, xs.n)
 }
 
 // ActivateBackwardBias implements ActFuser: one work-group per channel or
@@ -107,14 +107,14 @@ func (o *OpenCL) ActivateBackwardBias(a gpu.Act, dx, dbias, dy, y gpu.Buffer, n,
 		return
 	}
 	if n*hw <= o.kn.biasColsMax { // one item per channel, as BiasGrad
-		o.run1("act_bias_grad_cols", c, int(a.Kind), dxs.m, dxs.off, dbs.m, dbs.off, dys.m, dys.off, ys.m, ys.off, n, c, hw)
+		o.run1(kActBiasGradCols, c, int(a.Kind), dxs.m, dxs.off, dbs.m, dbs.off, dys.m, dys.off, ys.m, ys.off, n, c, hw)
 		return
 	}
 	if l, p := o.kn.redParts(n * hw); p > 1 { // in parts, as BiasGrad
 		part := o.scratch(&o.redPart, 2*c*p) // acc_t: room for double
-		o.runGroups("act_bias_grad_part", c*p, int(a.Kind), dxs.m, dxs.off, part, dys.m, dys.off, ys.m, ys.off, n, c, hw, l, p)
-		o.run1("dw_backward_filter_final", c, dbs.m, dbs.off, part, c, p)
+		o.runGroups(kActBiasGradPart, c*p, int(a.Kind), dxs.m, dxs.off, part, dys.m, dys.off, ys.m, ys.off, n, c, hw, l, p)
+		o.run1(kDwBackwardFilterFinal, c, dbs.m, dbs.off, part, c, p)
 		return
 	}
-	o.runGroups("act_bias_grad", c, int(a.Kind), dxs.m, dxs.off, dbs.m, dbs.off, dys.m, dys.off, ys.m, ys.off, n, c, hw)
+	o.runGroups(kActBiasGrad, c, int(a.Kind), dxs.m, dxs.off, dbs.m, dbs.off, dys.m, dys.off, ys.m, ys.off, n, c, hw)
 }

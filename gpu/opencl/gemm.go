@@ -169,14 +169,14 @@ func (o *OpenCL) buildGemms(dir string, cands []gemmVariant, extra string) (key 
 		o.progs = append(o.progs, p)
 		ok := true
 		for i, name := range gemmKernels {
-			k, err := o.ctx.kernel(p, name)
+			k, err := o.ctx.kernel(p, name, gemmArgs)
 			if err != nil {
 				return key, err
 			}
 			v.k[i] = k
 			ok = ok && k.maxWG >= v.items()
 		}
-		if v.sum, err = o.ctx.kernel(p, "gemm_sum"); err != nil {
+		if v.sum, err = o.ctx.kernel(p, "gemm_sum", gemmSumArgs); err != nil {
 			v.release()
 			return key, err
 		}

@@ -432,8 +432,8 @@ func (o *OpenCL) timeGemms(budget time.Duration) (gemmTuning, error) {
 			}
 			break
 		}
-		o.run1("fill", size*size, a, 0, size*size, float32(0.5))
-		o.run1("fill", size*size, b, 0, size*size, float32(0.25))
+		o.run1(kFill, size*size, a, 0, size*size, float32(0.5))
+		o.run1(kFill, size*size, b, 0, size*size, float32(0.25))
 		res := map[string]float64{}
 		sizeStart := time.Now()
 		for _, v := range o.gemms {

@@ -115,7 +115,7 @@ func TestOpenCLProfile(t *testing.T) {
 func TestOpenCLLaunchError(t *testing.T) {
 	o := openCLForTest(t)
 	x := o.Alloc(4)
-	err := o.ctx.launch(o.k["fill"], []int{1 << 22}, []int{1 << 22}, o.buf(x).m, 0, 4, float32(1))
+	err := o.ctx.launch(o.k[kFill], []int{1 << 22}, []int{1 << 22}, o.buf(x).m, 0, 4, float32(1))
 	var ce *CLError
 	if !errors.As(err, &ce) || ce.Code >= 0 || !strings.Contains(err.Error(), "clEnqueueNDRangeKernel") || !strings.Contains(err.Error(), "fill") {
 		t.Errorf("launch error %v, want a *CLError from clEnqueueNDRangeKernel naming fill", err)

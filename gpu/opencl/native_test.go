@@ -106,7 +106,7 @@ func TestOpenCLProgramBinary(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	run := func(p *clProgram) []float32 {
 		t.Helper()
-		k, err := c.kernel(p, "twice")
+		k, err := c.kernel(p, "twice", "bf")
 		if err != nil {
 			t.Fatal(err)
 		}

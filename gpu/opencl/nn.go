@@ -102,7 +102,7 @@ func (o *OpenCL) plainRows(s **clMem, b *clBuf, n0, cnt, ch, rows, chans, hw int
 		return batchMat(b, n0, cnt, ch, chans, hw)
 	}
 	dst := o.scratch(s, rows*cnt*hw)
-	o.runPlanes("rows_plain", cnt*hw, rows, 1, dst, b.m, b.off+(n0*chans+ch)*hw, cnt, chans, hw)
+	o.runPlanes(kRowsPlain, cnt*hw, rows, 1, dst, b.m, b.off+(n0*chans+ch)*hw, cnt, chans, hw)
 	return plainMat(dst, 0, cnt*hw)
 }
 
@@ -129,14 +129,17 @@ func colArgs(g gpu.ConvGeom, cnt int) []any {
 	return []any{cnt, g.C * g.H * g.W, g.C / g.GroupCount(), g.H, g.W, g.R, g.S, g.StrideH, g.StrideW, g.PadH, g.PadW, g.OH, g.OW}
 }
 
-// dw3Kernel names the suffix of the depthwise kernels specialised for 3×3
-// filters with stride 1 or 2 in both directions (conv.cl), "" when g is not
-// such a convolution.
-func dw3Kernel(g gpu.ConvGeom) string {
+// dw3Kernels returns the depthwise forward and data-gradient kernels
+// specialised for 3×3 filters at g's stride (1 or 2, the same both ways),
+// or ok false where there are none.
+func dw3Kernels(g gpu.ConvGeom) (forward, backwardData kernelID, ok bool) {
 	if g.R != 3 || g.S != 3 || g.StrideH != g.StrideW || g.StrideH < 1 || g.StrideH > 2 {
-		return ""
+		return 0, 0, false
 	}
-	return fmt.Sprintf("_s%d", g.StrideH)
+	if g.StrideH == 1 {
+		return kDwForward3S1, kDwBackwardData3S1, true
+	}
+	return kDwForward3S2, kDwBackwardData3S2, true
 }
 
 // dwArgs are the trailing arguments of the depthwise kernels.
@@ -152,10 +155,10 @@ func (o *OpenCL) im2col(g *gpu.ConvGeom, rows, cnt, ohw int, col *clMem, coloff 
 	args := append([]any{col, coloff, x, xoff}, colArgs(*g, cnt)...)
 	if cnt*ohw >= 32 {
 		rb := min(g.R, max(1, o.kn.im2colWinTaps/g.S))
-		o.runPlanes("im2col_win", cnt*ohw, g.C/g.GroupCount(), (g.R+rb-1)/rb, append(args, rb)...)
+		o.runPlanes(kIm2colWin, cnt*ohw, g.C/g.GroupCount(), (g.R+rb-1)/rb, append(args, rb)...)
 		return
 	}
-	o.run1("im2col", rows*cnt*ohw, args...)
+	o.run1(kIm2col, rows*cnt*ohw, args...)
 }
 
 // col2im sets dx (cnt samples of one group, at dxoff) from the column matrix
@@ -166,14 +169,14 @@ func (o *OpenCL) col2im(g *gpu.ConvGeom, cnt int, dx *clMem, dxoff int, col *clM
 	args := append([]any{dx, dxoff, col, coloff}, colArgs(*g, cnt)...)
 	per := g.C / g.GroupCount() * g.H * g.W
 	if per < 32 {
-		o.run1("col2im", cnt*per, args...)
+		o.run1(kCol2im, cnt*per, args...)
 		return
 	}
-	name := "col2im_planes"
+	id := kCol2imPlanes
 	if g.StrideH == 1 && g.StrideW == 1 {
-		name += "_s1"
+		id = kCol2imPlanesS1
 	}
-	o.runPlanes(name, per, cnt, 1, args...)
+	o.runPlanes(id, per, cnt, 1, args...)
 }
 
 // ConvForward implements Backend.
@@ -204,10 +207,10 @@ func (o *OpenCL) convForwardAct(g gpu.ConvGeom, y, x, w, bias, ws gpu.Buffer, ac
 func (o *OpenCL) convForward(g *gpu.ConvGeom, ys, xs, wsl, bs, col *clBuf, nb int, kept bool, act int) {
 	if g.Depthwise() {
 		args := append([]any{ys.m, ys.off, xs.m, xs.off, wsl.m, wsl.off}, dwArgs(*g)...)
-		if sfx := dw3Kernel(*g); sfx != "" {
-			o.runPlanes("dw_forward3"+sfx, g.OH*g.OW, g.K, g.N, args...)
+		if k, _, ok := dw3Kernels(*g); ok {
+			o.runPlanes(k, g.OH*g.OW, g.K, g.N, args...)
 		} else {
-			o.run1("dw_forward", ys.n, args...)
+			o.run1(kDwForward, ys.n, args...)
 		}
 		o.biasAct(ys, bs, g.N, g.K, g.OH*g.OW, act)
 		return
@@ -249,10 +252,10 @@ func (o *OpenCL) ConvBackwardData(g gpu.ConvGeom, dx, dy, w, ws gpu.Buffer) {
 	}
 	if g.Depthwise() {
 		args := append([]any{dxs.m, dxs.off, dys.m, dys.off, wsl.m, wsl.off}, dwArgs(g)...)
-		if sfx := dw3Kernel(g); sfx != "" {
-			o.runPlanes("dw_backward_data3"+sfx, g.H*g.W, g.C, g.N, args...)
+		if _, k, ok := dw3Kernels(g); ok {
+			o.runPlanes(k, g.H*g.W, g.C, g.N, args...)
 		} else {
-			o.run1("dw_backward_data", dxs.n, args...)
+			o.run1(kDwBackwardData, dxs.n, args...)
 		}
 		return
 	}
@@ -269,7 +272,7 @@ func (o *OpenCL) ConvBackwardData(g gpu.ConvGeom, dx, dy, w, ws gpu.Buffer) {
 			}
 			// W_gᵀ made explicit (rows×kg): gemm_nn instead of gemm_tn (conv.cl's transpose).
 			wT := o.scratch(&o.convWT, rows*kg)
-			o.run1("transpose", rows*kg, wT, 0, wsl.m, wsl.off+gi*kg*rows, kg, rows)
+			o.run1(kTranspose, rows*kg, wT, 0, wsl.m, wsl.off+gi*kg*rows, kg, rows)
 			o.gemm(false, false, rows, cnt*ohw, kg, 1, plainMat(wT, 0, kg), src, 0, plainMat(col.m, col.off, cnt*ohw))
 			o.col2im(&g, cnt, dxs.m, dxs.off+(n0*g.C+gi*cg)*g.H*g.W, col.m, col.off)
 		}
@@ -298,14 +301,14 @@ func (o *OpenCL) convFilter(g *gpu.ConvGeom, dws, dys, xs, col *clBuf, nb int, k
 			part := o.scratch(&o.redPart, 2*dws.n*p) // acc_t: room for double
 			args := append(append([]any{part, dys.m, dys.off, xs.m, xs.off}, dwArgs(*g)...), l, p)
 			if g.R == 3 && g.S == 3 {
-				o.runGroups("dw_backward_filter3_part", g.K*p, args...)
+				o.runGroups(kDwBackwardFilter3Part, g.K*p, args...)
 			} else {
-				o.runGroups("dw_backward_filter_part", dws.n*p, args...)
+				o.runGroups(kDwBackwardFilterPart, dws.n*p, args...)
 			}
-			o.run1("dw_backward_filter_final", dws.n, dws.m, dws.off, part, dws.n, p)
+			o.run1(kDwBackwardFilterFinal, dws.n, dws.m, dws.off, part, dws.n, p)
 			return
 		}
-		o.runGroups("dw_backward_filter", dws.n, append([]any{dws.m, dws.off, dys.m, dys.off, xs.m, xs.off}, dwArgs(*g)...)...)
+		o.runGroups(kDwBackwardFilter, dws.n, append([]any{dws.m, dws.off, dys.m, dys.off, xs.m, xs.off}, dwArgs(*g)...)...)
 		return
 	}
 	grp := g.GroupCount()
@@ -340,7 +343,7 @@ func (o *OpenCL) poolBufs(op string, g *gpu.PoolGeom, x, y gpu.Buffer) (xs, ys *
 // MaxPoolForward implements Backend.
 func (o *OpenCL) MaxPoolForward(g gpu.PoolGeom, y, x gpu.Buffer) {
 	xs, ys := o.poolBufs("MaxPoolForward", &g, x, y)
-	o.run1("maxpool_forward", ys.n, append([]any{ys.m, ys.off, xs.m, xs.off}, poolArgs(g)...)...)
+	o.run1(kMaxpoolForward, ys.n, append([]any{ys.m, ys.off, xs.m, xs.off}, poolArgs(g)...)...)
 }
 
 // MaxPoolBackward implements Backend: each input element gathers the dy of
@@ -358,9 +361,9 @@ func (o *OpenCL) MaxPoolBackward(g gpu.PoolGeom, dx, dy, x gpu.Buffer) {
 	nc := g.N * g.C
 	argArgs := append([]any{idx, xs.m, xs.off}, poolArgs(g)...)
 	if g.OH*g.OW >= 32 {
-		o.runPlanes("maxpool_argmax_planes", g.OH*g.OW, nc, 1, argArgs...)
+		o.runPlanes(kMaxpoolArgmaxPlanes, g.OH*g.OW, nc, 1, argArgs...)
 	} else {
-		o.run1("maxpool_argmax", dys.n, argArgs...)
+		o.run1(kMaxpoolArgmax, dys.n, argArgs...)
 	}
 	o.maxPoolGather(&g, dxs, dys, idx)
 }
@@ -372,24 +375,24 @@ func (o *OpenCL) maxPoolGather(g *gpu.PoolGeom, dxs, dys *clBuf, idx *clMem) {
 	bwdArgs := append([]any{dxs.m, dxs.off, dys.m, dys.off, idx}, poolArgs(*g)...)
 	switch {
 	case g.H*g.W < 32:
-		o.run1("maxpool_backward_idx", dxs.n, bwdArgs...)
+		o.run1(kMaxpoolBackwardIdx, dxs.n, bwdArgs...)
 	case g.StrideH == 2 && g.StrideW == 2:
-		o.runPlanes("maxpool_backward_idx_planes_s2", g.H*g.W, nc, 1, bwdArgs...)
+		o.runPlanes(kMaxpoolBackwardIdxPlanesS2, g.H*g.W, nc, 1, bwdArgs...)
 	default:
-		o.runPlanes("maxpool_backward_idx_planes", g.H*g.W, nc, 1, bwdArgs...)
+		o.runPlanes(kMaxpoolBackwardIdxPlanes, g.H*g.W, nc, 1, bwdArgs...)
 	}
 }
 
 // AvgPoolForward implements Backend.
 func (o *OpenCL) AvgPoolForward(g gpu.PoolGeom, y, x gpu.Buffer) {
 	xs, ys := o.poolBufs("AvgPoolForward", &g, x, y)
-	o.run1("avgpool_forward", ys.n, append(append([]any{ys.m, ys.off, xs.m, xs.off}, poolArgs(g)...), b2i(g.CountIncludePad))...)
+	o.run1(kAvgpoolForward, ys.n, append(append([]any{ys.m, ys.off, xs.m, xs.off}, poolArgs(g)...), b2i(g.CountIncludePad))...)
 }
 
 // AvgPoolBackward implements Backend.
 func (o *OpenCL) AvgPoolBackward(g gpu.PoolGeom, dx, dy gpu.Buffer) {
 	dxs, dys := o.poolBufs("AvgPoolBackward", &g, dx, dy)
-	o.run1("avgpool_backward", dxs.n, append(append([]any{dxs.m, dxs.off, dys.m, dys.off}, poolArgs(g)...), b2i(g.CountIncludePad))...)
+	o.run1(kAvgpoolBackward, dxs.n, append(append([]any{dxs.m, dxs.off, dys.m, dys.off}, poolArgs(g)...), b2i(g.CountIncludePad))...)
 }
 
 // bnBufs checks the per-channel buffers; a nil one is our bug unless allowed.
@@ -418,12 +421,12 @@ func nonNil(op string, bs ...*clBuf) {
 // bnElementwise launches bn_apply or bn_backward_dx, four elements per item
 // (bn_apply4, bn_backward_dx4) when a plane's length is a multiple of 4, so
 // that the four share a channel.
-func (o *OpenCL) bnElementwise(name string, g gpu.BNGeom, args ...any) {
+func (o *OpenCL) bnElementwise(id, id4 kernelID, g gpu.BNGeom, args ...any) {
 	if g.HW%4 == 0 {
-		o.run1(name+"4", g.N*g.C*g.HW/4, args...)
+		o.run1(id4, g.N*g.C*g.HW/4, args...)
 		return
 	}
-	o.run1(name, g.N*g.C*g.HW, args...)
+	o.run1(id, g.N*g.C*g.HW, args...)
 }
 
 // BatchNormTrain implements Backend.
@@ -435,15 +438,15 @@ func (o *OpenCL) BatchNormTrain(g gpu.BNGeom, y, x, gamma, beta, runMean, runVar
 	coef := o.scratch(&o.coef, 4*g.C)
 	if l, np := o.kn.redParts(g.N * g.HW); np > 1 {
 		part := o.scratch(&o.redPart, 4*g.C*np)
-		o.runGroups("bn_stats_part", g.C*np, xs.m, xs.off, part, g.N, g.C, g.HW, l, np)
-		o.run1("bn_stats_final", g.C, part, p[0].m, p[0].off, p[1].m, p[1].off, p[2].m, p[2].off, p[3].m, p[3].off,
+		o.runGroups(kBnStatsPart, g.C*np, xs.m, xs.off, part, g.N, g.C, g.HW, l, np)
+		o.run1(kBnStatsFinal, g.C, part, p[0].m, p[0].off, p[1].m, p[1].off, p[2].m, p[2].off, p[3].m, p[3].off,
 			p[4].m, p[4].off, p[5].m, p[5].off, coef, g.N, g.C, g.HW, l, np, g.Eps, g.Momentum)
-		o.bnElementwise("bn_apply", g, ys.m, ys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)
+		o.bnElementwise(kBnApply, kBnApply4, g, ys.m, ys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)
 		return
 	}
-	o.runGroups("bn_stats", g.C, xs.m, xs.off, p[0].m, p[0].off, p[1].m, p[1].off, p[2].m, p[2].off, p[3].m, p[3].off,
+	o.runGroups(kBnStats, g.C, xs.m, xs.off, p[0].m, p[0].off, p[1].m, p[1].off, p[2].m, p[2].off, p[3].m, p[3].off,
 		p[4].m, p[4].off, p[5].m, p[5].off, coef, g.N, g.C, g.HW, g.Eps, g.Momentum)
-	o.bnElementwise("bn_apply", g, ys.m, ys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)
+	o.bnElementwise(kBnApply, kBnApply4, g, ys.m, ys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)
 }
 
 // BatchNormInfer implements Backend.
@@ -453,8 +456,8 @@ func (o *OpenCL) BatchNormInfer(g gpu.BNGeom, y, x, gamma, beta, runMean, runVar
 	nonNil("BatchNormInfer", p...)
 	sameN("BatchNormInfer", ys, xs)
 	coef := o.scratch(&o.coef, 4*g.C)
-	o.run1("bn_infer_coef", g.C, p[0].m, p[0].off, p[1].m, p[1].off, p[2].m, p[2].off, p[3].m, p[3].off, coef, g.C, g.Eps)
-	o.bnElementwise("bn_apply", g, ys.m, ys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)
+	o.run1(kBnInferCoef, g.C, p[0].m, p[0].off, p[1].m, p[1].off, p[2].m, p[2].off, p[3].m, p[3].off, coef, g.C, g.Eps)
+	o.bnElementwise(kBnApply, kBnApply4, g, ys.m, ys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)
 }
 
 // BatchNormBackward implements Backend. dx, dgamma and dbeta may be nil.
@@ -473,15 +476,15 @@ func (o *OpenCL) BatchNormBackward(g gpu.BNGeom, dx, dgamma, dbeta, dy, x, gamma
 	}
 	if l, np := o.kn.redParts(g.N * g.HW); np > 1 {
 		part := o.scratch(&o.redPart, 4*g.C*np)
-		o.runGroups("bn_backward_part", g.C*np, dys.m, dys.off, xs.m, xs.off, p[3].m, p[3].off, part, g.N, g.C, g.HW, l, np)
-		o.run1("bn_backward_final", g.C, part, p[2].m, p[2].off, p[3].m, p[3].off, p[4].m, p[4].off,
+		o.runGroups(kBnBackwardPart, g.C*np, dys.m, dys.off, xs.m, xs.off, p[3].m, p[3].off, part, g.N, g.C, g.HW, l, np)
+		o.run1(kBnBackwardFinal, g.C, part, p[2].m, p[2].off, p[3].m, p[3].off, p[4].m, p[4].off,
 			dg.m, dg.off, db.m, db.off, coef, g.N, g.C, g.HW, np, want)
 	} else {
-		o.runGroups("bn_backward_reduce", g.C, dys.m, dys.off, xs.m, xs.off, p[2].m, p[2].off, p[3].m, p[3].off,
+		o.runGroups(kBnBackwardReduce, g.C, dys.m, dys.off, xs.m, xs.off, p[2].m, p[2].off, p[3].m, p[3].off,
 			p[4].m, p[4].off, dg.m, dg.off, db.m, db.off, coef, g.N, g.C, g.HW, want)
 	}
 	if dxs != nil {
 		sameN("BatchNormBackward", dxs, xs)
-		o.bnElementwise("bn_backward_dx", g, dxs.m, dxs.off, dys.m, dys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)
+		o.bnElementwise(kBnBackwardDx, kBnBackwardDx4, g, dxs.m, dxs.off, dys.m, dys.off, xs.m, xs.off, coef, g.N, g.C, g.HW)
 	}
 }

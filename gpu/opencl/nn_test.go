@@ -396,11 +396,11 @@ func TestOpenCLDepthwise3Bits(t *testing.T) {
 		xs, dys, ws := o.buf(x), o.buf(dy), o.buf(w)
 		y, yref := o.buf(o.Alloc(dy.Len())), o.buf(o.Alloc(dy.Len()))
 		o.ConvForward(g, y, x, w, nil, nil)
-		o.run1("dw_forward", yref.n, append([]any{yref.m, yref.off, xs.m, xs.off, ws.m, ws.off}, dwArgs(g)...)...)
+		o.run1(kDwForward, yref.n, append([]any{yref.m, yref.off, xs.m, xs.off, ws.m, ws.off}, dwArgs(g)...)...)
 		same(g, "forward", download(o, y), download(o, yref))
 		dx, dxref := o.buf(o.Alloc(x.Len())), o.buf(o.Alloc(x.Len()))
 		o.ConvBackwardData(g, dx, dy, w, nil)
-		o.run1("dw_backward_data", dxref.n, append([]any{dxref.m, dxref.off, dys.m, dys.off, ws.m, ws.off}, dwArgs(g)...)...)
+		o.run1(kDwBackwardData, dxref.n, append([]any{dxref.m, dxref.off, dys.m, dys.off, ws.m, ws.off}, dwArgs(g)...)...)
 		same(g, "backward data", download(o, dx), download(o, dxref))
 		dw := o.Alloc(g.K * 9)
 		o.ConvBackwardFilter(g, dw, nil, dy, x, nil)
@@ -409,10 +409,10 @@ func TestOpenCLDepthwise3Bits(t *testing.T) {
 		ref := o.buf(o.Alloc(g.K * 9))
 		if l, p := o.kn.redParts(g.N * g.OH * g.OW); p > 1 {
 			part := o.scratch(&o.redPart, 2*ref.n*p)
-			o.runGroups("dw_backward_filter_part", ref.n*p, append(append([]any{part, dys.m, dys.off, xs.m, xs.off}, dwArgs(g)...), l, p)...)
-			o.run1("dw_backward_filter_final", ref.n, ref.m, ref.off, part, ref.n, p)
+			o.runGroups(kDwBackwardFilterPart, ref.n*p, append(append([]any{part, dys.m, dys.off, xs.m, xs.off}, dwArgs(g)...), l, p)...)
+			o.run1(kDwBackwardFilterFinal, ref.n, ref.m, ref.off, part, ref.n, p)
 		} else {
-			o.runGroups("dw_backward_filter", ref.n, append([]any{ref.m, ref.off, dys.m, dys.off, xs.m, xs.off}, dwArgs(g)...)...)
+			o.runGroups(kDwBackwardFilter, ref.n, append([]any{ref.m, ref.off, dys.m, dys.off, xs.m, xs.off}, dwArgs(g)...)...)
 		}
 		same(g, "filter tap", got, download(o, ref))
 	}
@@ -437,18 +437,18 @@ func testOpenCLVec4Bits(t *testing.T, o *OpenCL) {
 	cv := gputest.Rand(r, 4*g.C)
 	must(o.ctx.write(coef, 0, unsafe.Pointer(&cv[0]), 4*len(cv)))
 	for _, c := range []struct {
-		name string
-		args func(y *clBuf) []any
+		name, name4 kernelID
+		args        func(y *clBuf) []any
 	}{
-		{"act", func(y *clBuf) []any { return []any{int(gpu.KindReLU), y.m, y.off, x.m, x.off, n} }},
-		{"act", func(y *clBuf) []any { return []any{int(gpu.KindReLU6), y.m, y.off, x.m, x.off, n} }},
-		{"act_backward", func(y *clBuf) []any { return []any{int(gpu.KindReLU), y.m, y.off, dy.m, dy.off, x.m, x.off, n} }},
-		{"act_backward", func(y *clBuf) []any { return []any{int(gpu.KindReLU6), y.m, y.off, dy.m, dy.off, x.m, x.off, n} }},
-		{"bn_apply", func(y *clBuf) []any { return []any{y.m, y.off, x.m, x.off, coef, g.N, g.C, g.HW} }},
-		{"bn_backward_dx", func(y *clBuf) []any { return []any{y.m, y.off, dy.m, dy.off, x.m, x.off, coef, g.N, g.C, g.HW} }},
+		{kAct, kAct4, func(y *clBuf) []any { return []any{int(gpu.KindReLU), y.m, y.off, x.m, x.off, n} }},
+		{kAct, kAct4, func(y *clBuf) []any { return []any{int(gpu.KindReLU6), y.m, y.off, x.m, x.off, n} }},
+		{kActBackward, kActBackward4, func(y *clBuf) []any { return []any{int(gpu.KindReLU), y.m, y.off, dy.m, dy.off, x.m, x.off, n} }},
+		{kActBackward, kActBackward4, func(y *clBuf) []any { return []any{int(gpu.KindReLU6), y.m, y.off, dy.m, dy.off, x.m, x.off, n} }},
+		{kBnApply, kBnApply4, func(y *clBuf) []any { return []any{y.m, y.off, x.m, x.off, coef, g.N, g.C, g.HW} }},
+		{kBnBackwardDx, kBnBackwardDx4, func(y *clBuf) []any { return []any{y.m, y.off, dy.m, dy.off, x.m, x.off, coef, g.N, g.C, g.HW} }},
 	} {
 		var out [2][]float32
-		for i, kernel := range []string{c.name, c.name + "4"} {
+		for i, kernel := range []kernelID{c.name, c.name4} {
 			y := o.buf(o.View(o.Alloc(n+1), 1, n))
 			o.run1(kernel, n/(1+3*i), c.args(y)...)
 			out[i] = download(o, y)
@@ -491,7 +491,7 @@ func TestOpenCLConvBackwardDataTransposedBits(t *testing.T) {
 		for gi := 0; gi < grp; gi++ {
 			o.gemm(true, false, rows, g.N*ohw, kg, 1, plainMat(wsl.m, wsl.off+gi*kg*rows, rows), batchMat(dys, 0, g.N, gi*kg, g.K, ohw),
 				0, plainMat(col.m, col.off, g.N*ohw))
-			o.run1("col2im", g.N*cg*g.H*g.W, append([]any{ref.m, ref.off + gi*cg*g.H*g.W, col.m, col.off}, colArgs(g, g.N)...)...)
+			o.run1(kCol2im, g.N*cg*g.H*g.W, append([]any{ref.m, ref.off + gi*cg*g.H*g.W, col.m, col.off}, colArgs(g, g.N)...)...)
 		}
 		want := download(o, ref)
 		for i := range want {

@@ -45,7 +45,7 @@ type OpenCL struct {
 	stage *clMem
 
 	progs []*clProgram
-	k     map[string]*clKernel
+	k     []*clKernel // by kernelID, then the FFT kernels (fftKernelIndex)
 	// gemms are the built GEMM variants (gemm.go), by increasing tile
 	// area; tuner chooses among them (gemm_tune.go).
 	gemms []*gemmVariant
@@ -224,39 +224,41 @@ func sameN(op string, a, b *clBuf) {
 	}
 }
 
+// kernel returns the kernel id; a closed backend panics with errClosed.
+func (o *OpenCL) kernel(id kernelID) *clKernel {
+	if o.k == nil {
+		panic(errClosed) // Close emptied the table
+	}
+	return o.k[id]
+}
+
 // run1 launches a one-dimensional kernel over n items, in groups of up to 128.
-func (o *OpenCL) run1(name string, n int, args ...any) {
+func (o *OpenCL) run1(id kernelID, n int, args ...any) {
 	if n <= 0 {
 		return
 	}
-	k := o.k[name]
-	if k == nil {
-		panic(errClosed) // Close emptied the table
-	}
+	k := o.kernel(id)
 	wg := min(128, k.maxWG)
 	must(o.ctx.launch(k, []int{(n + wg - 1) / wg * wg}, []int{wg}, args...))
 }
 
-// runVec4 launches kernel name over n elements, or its four-elements-per-item
-// twin name+"4" when n is a multiple of 4 (the same bits; see norm.cl).
-func (o *OpenCL) runVec4(name string, n int, args ...any) {
+// runVec4 launches kernel id over n elements, or its four-elements-per-item
+// twin id4 when n is a multiple of 4 (the same bits; see norm.cl).
+func (o *OpenCL) runVec4(id, id4 kernelID, n int, args ...any) {
 	if n%4 == 0 {
-		o.run1(name+"4", n/4, args...)
+		o.run1(id4, n/4, args...)
 		return
 	}
-	o.run1(name, n, args...)
+	o.run1(id, n, args...)
 }
 
 // runPlanes launches a 3-D grid: n items (in work-groups of up to 128)
 // for each of d1·d2 planes.
-func (o *OpenCL) runPlanes(name string, n, d1, d2 int, args ...any) {
+func (o *OpenCL) runPlanes(id kernelID, n, d1, d2 int, args ...any) {
 	if n <= 0 || d1 <= 0 || d2 <= 0 {
 		return
 	}
-	k := o.k[name]
-	if k == nil {
-		panic(errClosed) // Close emptied the table
-	}
+	k := o.kernel(id)
 	wg := min(128, k.maxWG)
 	if n < wg { // small planes: a work-group no wider than needed
 		wg = max(32, 1<<bits.Len(uint(n-1)))
@@ -266,11 +268,11 @@ func (o *OpenCL) runPlanes(name string, n, d1, d2 int, args ...any) {
 }
 
 // runGroups launches groups work-groups of redWG items (one per channel, tap...).
-func (o *OpenCL) runGroups(name string, groups int, args ...any) {
+func (o *OpenCL) runGroups(id kernelID, groups int, args ...any) {
 	if groups <= 0 {
 		return
 	}
-	must(o.ctx.launch(o.k[name], []int{groups * o.redWG}, []int{o.redWG}, args...))
+	must(o.ctx.launch(o.kernel(id), []int{groups * o.redWG}, []int{o.redWG}, args...))
 }
 
 // scratch returns s grown to at least n elements.
@@ -293,7 +295,7 @@ func (o *OpenCL) Alloc(n int) gpu.Buffer {
 		m, err := o.ctx.allocSized(n, o.esize())
 		must(err)
 		b.m = m
-		o.run1("fill", n, m, 0, n, float32(0))
+		o.run1(kFill, n, m, 0, n, float32(0))
 	}
 	return b
 }
@@ -320,7 +322,7 @@ func (o *OpenCL) Upload(dst gpu.Buffer, src []float32) {
 		// mobilenet inference batch 12× slower (docs/opencl.md).
 		st := o.scratch(&o.stage, d.n)
 		must(o.ctx.write(st, 0, unsafe.Pointer(&src[0]), 4*d.n))
-		o.run1("from_float", d.n, d.m, d.off, st, d.n)
+		o.run1(kFromFloat, d.n, d.m, d.off, st, d.n)
 	default:
 		must(o.ctx.write(d.m, 4*d.off, unsafe.Pointer(&src[0]), 4*d.n))
 	}
@@ -336,7 +338,7 @@ func (o *OpenCL) Download(dst []float32, src gpu.Buffer) {
 	case s.n == 0:
 	case o.half:
 		st := o.scratch(&o.stage, s.n)
-		o.run1("to_float", s.n, st, s.m, s.off, s.n)
+		o.run1(kToFloat, s.n, st, s.m, s.off, s.n)
 		must(o.ctx.read(unsafe.Pointer(&dst[0]), st, 0, 4*s.n))
 	default:
 		must(o.ctx.read(unsafe.Pointer(&dst[0]), s.m, 4*s.off, 4*s.n))
@@ -346,7 +348,7 @@ func (o *OpenCL) Download(dst []float32, src gpu.Buffer) {
 // Fill implements Backend.
 func (o *OpenCL) Fill(dst gpu.Buffer, v float32) {
 	d := o.buf(dst)
-	o.run1("fill", d.n, d.m, d.off, d.n, v)
+	o.run1(kFill, d.n, d.m, d.off, d.n, v)
 }
 
 // Copy implements Backend. Overlapping views of one allocation are refused
@@ -368,13 +370,13 @@ func (o *OpenCL) Copy(dst, src gpu.Buffer) {
 func (o *OpenCL) Axpy(alpha float32, x, y gpu.Buffer) {
 	xs, ys := o.buf(x), o.buf(y)
 	sameN("Axpy", xs, ys)
-	o.run1("axpy", xs.n, alpha, xs.m, xs.off, ys.m, ys.off, xs.n)
+	o.run1(kAxpy, xs.n, alpha, xs.m, xs.off, ys.m, ys.off, xs.n)
 }
 
 // Scale implements Backend.
 func (o *OpenCL) Scale(x gpu.Buffer, alpha float32) {
 	xs := o.buf(x)
-	o.run1("scale", xs.n, xs.m, xs.off, xs.n, alpha)
+	o.run1(kScale, xs.n, xs.m, xs.off, xs.n, alpha)
 }
 
 // Mul implements Backend.
@@ -382,7 +384,7 @@ func (o *OpenCL) Mul(dst, a, b gpu.Buffer) {
 	d, as, bs := o.buf(dst), o.buf(a), o.buf(b)
 	sameN("Mul", d, as)
 	sameN("Mul", d, bs)
-	o.run1("mul", d.n, d.m, d.off, as.m, as.off, bs.m, bs.off, d.n)
+	o.run1(kMul, d.n, d.m, d.off, as.m, as.off, bs.m, bs.off, d.n)
 }
 
 // DropoutMask implements Backend: one work-item per four elements, the
@@ -390,7 +392,7 @@ func (o *OpenCL) Mul(dst, a, b gpu.Buffer) {
 func (o *OpenCL) DropoutMask(mask gpu.Buffer, seed uint64, p float32) {
 	m := o.buf(mask)
 	thr, keep := gpu.DropoutParams(p)
-	o.run1("dropout_mask", (m.n+3)/4, m.m, m.off, m.n, uint32(seed), uint32(seed>>32), thr, keep)
+	o.run1(kDropoutMask, (m.n+3)/4, m.m, m.off, m.n, uint32(seed), uint32(seed>>32), thr, keep)
 }
 
 // AddBias implements Backend.
@@ -399,7 +401,7 @@ func (o *OpenCL) AddBias(x, bias gpu.Buffer, n, c, hw int) {
 	if xs.n != n*c*hw || bs.n != c {
 		panic("gpu: AddBias: shape mismatch")
 	}
-	o.run1("add_bias", xs.n, xs.m, xs.off, bs.m, bs.off, c, hw, xs.n)
+	o.run1(kAddBias, xs.n, xs.m, xs.off, bs.m, bs.off, c, hw, xs.n)
 }
 
 // BiasGrad implements Backend: one work-group per channel; where a channel
@@ -418,16 +420,16 @@ func (o *OpenCL) BiasGrad(dbias, dy gpu.Buffer, n, c, hw int) {
 		return
 	}
 	if n*hw <= o.kn.biasColsMax {
-		o.run1("bias_grad_cols", c, db.m, db.off, ds.m, ds.off, n, c, hw)
+		o.run1(kBiasGradCols, c, db.m, db.off, ds.m, ds.off, n, c, hw)
 		return
 	}
 	if l, p := o.kn.redParts(n * hw); p > 1 {
 		part := o.scratch(&o.redPart, 2*c*p) // acc_t: room for double
-		o.runGroups("bias_grad_part", c*p, part, ds.m, ds.off, n, c, hw, l, p)
-		o.run1("dw_backward_filter_final", c, db.m, db.off, part, c, p)
+		o.runGroups(kBiasGradPart, c*p, part, ds.m, ds.off, n, c, hw, l, p)
+		o.run1(kDwBackwardFilterFinal, c, db.m, db.off, part, c, p)
 		return
 	}
-	o.runGroups("bias_grad", c, db.m, db.off, ds.m, ds.off, n, c, hw)
+	o.runGroups(kBiasGrad, c, db.m, db.off, ds.m, ds.off, n, c, hw)
 }
 
 // Activate implements Backend. ReLU and ReLU6 run elementwise.cl's act,
@@ -437,10 +439,10 @@ func (o *OpenCL) Activate(a gpu.Act, y, x gpu.Buffer) {
 	sameN("Activate", ys, xs)
 	a.MustValid()
 	if a.Kind == gpu.KindReLU || a.Kind == gpu.KindReLU6 {
-		o.runVec4("act", xs.n, int(a.Kind), ys.m, ys.off, xs.m, xs.off, xs.n)
+		o.runVec4(kAct, kAct4, xs.n, int(a.Kind), ys.m, ys.off, xs.m, xs.off, xs.n)
 		return
 	}
-	o.run1("act_param", xs.n, int(a.Kind), a.Alpha, a.Beta, ys.m, ys.off, xs.m, xs.off, xs.n)
+	o.run1(kActParam, xs.n, int(a.Kind), a.Alpha, a.Beta, ys.m, ys.off, xs.m, xs.off, xs.n)
 }
 
 // ActivateBackward implements Backend.
@@ -450,10 +452,10 @@ func (o *OpenCL) ActivateBackward(a gpu.Act, dx, dy, t gpu.Buffer) {
 	sameN("ActivateBackward", dxs, ts)
 	a.MustValid()
 	if a.Kind == gpu.KindReLU || a.Kind == gpu.KindReLU6 {
-		o.runVec4("act_backward", ts.n, int(a.Kind), dxs.m, dxs.off, dys.m, dys.off, ts.m, ts.off, ts.n)
+		o.runVec4(kActBackward, kActBackward4, ts.n, int(a.Kind), dxs.m, dxs.off, dys.m, dys.off, ts.m, ts.off, ts.n)
 		return
 	}
-	o.run1("act_param_backward", ts.n, int(a.Kind), a.Alpha, a.Beta, dxs.m, dxs.off, dys.m, dys.off, ts.m, ts.off, ts.n)
+	o.run1(kActParamBackward, ts.n, int(a.Kind), a.Alpha, a.Beta, dxs.m, dxs.off, dys.m, dys.off, ts.m, ts.off, ts.n)
 }
 
 // Softmax implements Backend: one work item per (outer, inner) position.
@@ -462,7 +464,7 @@ func (o *OpenCL) Softmax(y, x gpu.Buffer, outer, c, inner int) {
 	if outer < 0 || c <= 0 || inner <= 0 || xs.n != outer*c*inner || ys.n != xs.n {
 		panic(fmt.Sprintf("gpu: Softmax: %d and %d elements for %d×%d×%d", ys.n, xs.n, outer, c, inner))
 	}
-	o.run1("softmax_axis", outer*inner, ys.m, ys.off, xs.m, xs.off, outer, c, inner)
+	o.run1(kSoftmaxAxis, outer*inner, ys.m, ys.off, xs.m, xs.off, outer, c, inner)
 }
 
 // SoftmaxBackward implements Backend.
@@ -471,7 +473,7 @@ func (o *OpenCL) SoftmaxBackward(dx, dy, y gpu.Buffer, outer, c, inner int) {
 	if outer < 0 || c <= 0 || inner <= 0 || ys.n != outer*c*inner || dxs.n != ys.n || dys.n != ys.n {
 		panic(fmt.Sprintf("gpu: SoftmaxBackward: %d, %d and %d elements for %d×%d×%d", dxs.n, dys.n, ys.n, outer, c, inner))
 	}
-	o.run1("softmax_axis_backward", outer*inner, dxs.m, dxs.off, dys.m, dys.off, ys.m, ys.off, outer, c, inner)
+	o.run1(kSoftmaxAxisBackward, outer*inner, dxs.m, dxs.off, dys.m, dys.off, ys.m, ys.off, outer, c, inner)
 }
 
 // labelBuf is a device buffer of int32 labels and the labels it holds.
@@ -527,10 +529,10 @@ func (o *OpenCL) SoftmaxCrossEntropy(probs, logits gpu.Buffer, labels []int32, n
 	}
 	lb := o.putLabels(labels, classes)
 	loss := o.scratch(&o.loss, 2*n+2)
-	o.runGroups("softmax_xent", n, ps.m, ps.off, ls.m, ls.off, lb, loss, n, classes)
+	o.runGroups(kSoftmaxXent, n, ps.m, ps.off, ls.m, ls.off, lb, loss, n, classes)
 	// The sum lands after the row pairs: elements 2n and 2n+1 (float
 	// whatever the storage: the loss buffer is the backend's own).
-	o.runGroups("sum_pairs", 1, loss, 2*n, loss, n)
+	o.runGroups(kSumPairs, 1, loss, 2*n, loss, n)
 	var out [2]float32
 	must(o.ctx.read(unsafe.Pointer(&out[0]), loss, 4*2*n, 8))
 	return float64(out[0]) + float64(out[1])
@@ -546,7 +548,7 @@ func (o *OpenCL) SoftmaxCrossEntropyBackward(dlogits, probs gpu.Buffer, labels [
 		return
 	}
 	lb := o.putLabels(labels, classes)
-	o.run1("softmax_xent_backward", n*classes, ds.m, ds.off, ps.m, ps.off, lb, n, classes, scale)
+	o.run1(kSoftmaxXentBackward, n*classes, ds.m, ds.off, ps.m, ps.off, lb, n, classes, scale)
 }
 
 // SGDStep implements Backend.
@@ -562,7 +564,7 @@ func (o *OpenCL) SGDStep(p, g, v gpu.Buffer, lr, momentum, weightDecay float32, 
 	if nesterov {
 		nest = 1
 	}
-	o.run1("sgd_step", ps.n, ps.m, ps.off, gs.m, gs.off, vs.m, vs.off, ps.n, lr, momentum, weightDecay, nest)
+	o.run1(kSgdStep, ps.n, ps.m, ps.off, gs.m, gs.off, vs.m, vs.off, ps.n, lr, momentum, weightDecay, nest)
 }
 
 // AdamStep implements Backend, with the bias corrections computed in float64
@@ -576,6 +578,6 @@ func (o *OpenCL) AdamStep(p, g, m, v gpu.Buffer, lr, beta1, beta2, eps, weightDe
 	bc2 := 1 - math.Pow(float64(beta2), float64(t))
 	step := float32(float64(lr) / bc1)
 	bc2Sqrt := float32(math.Sqrt(bc2))
-	o.run1("adam_step", ps.n, ps.m, ps.off, gs.m, gs.off, ms.m, ms.off, vs.m, vs.off, ps.n,
+	o.run1(kAdamStep, ps.n, ps.m, ps.off, gs.m, gs.off, ms.m, ms.off, vs.m, vs.off, ps.n,
 		step, beta1, beta2, eps, weightDecay, bc2Sqrt)
 }

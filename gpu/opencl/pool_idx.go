@@ -62,7 +62,7 @@ func (o *OpenCL) idxBuf(op string, g *gpu.PoolGeom, idx gpu.Buffer) *clIdxBuf {
 func (o *OpenCL) MaxPoolForwardIdx(g gpu.PoolGeom, y, idx, x gpu.Buffer) {
 	xs, ys := o.poolBufs("MaxPoolForwardIdx", &g, x, y)
 	ib := o.idxBuf("MaxPoolForwardIdx", &g, idx)
-	o.run1("maxpool_forward_idx", ys.n, append([]any{ys.m, ys.off, ib.m, xs.m, xs.off}, poolArgs(g)...)...)
+	o.run1(kMaxpoolForwardIdx, ys.n, append([]any{ys.m, ys.off, ib.m, xs.m, xs.off}, poolArgs(g)...)...)
 }
 
 // MaxPoolBackwardIdx implements MaxPoolIndexer.

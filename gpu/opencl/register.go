@@ -182,28 +182,8 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 // storeHalfOption builds the programs for half storage (kernels/common.cl).
 const storeHalfOption = "-D STORE_HALF"
 
-// mainKernels are the kernels of the main program (everything but GEMM).
-var mainKernels = []string{
-	"fill", "from_float", "to_float", "axpy", "scale", "mul", "add_bias", "bias_grad", "act", "act_backward",
-	"softmax_xent", "sum_pairs", "softmax_xent_backward", "sgd_step", "adam_step",
-	"im2col", "col2im", "dw_forward", "dw_backward_data", "dw_backward_filter", "dw_backward_filter_part",
-	"dw_backward_filter3_part", "dw_backward_filter_final", "dw_forward3_s1", "dw_forward3_s2", "dw_backward_data3_s1",
-	"dw_backward_data3_s2",
-	"maxpool_forward", "maxpool_forward_idx", "maxpool_backward", "avgpool_forward", "avgpool_backward",
-	"bn_stats", "bn_infer_coef", "bn_apply", "bn_backward_reduce", "bn_backward_dx",
-	"copy_strided", "broadcast", "reduce_sum",
-	"act_param", "act_param_backward", "softmax_axis", "softmax_axis_backward",
-	"bn_stats_part", "bn_stats_final", "bn_backward_part", "bn_backward_final",
-	"im2col_planes", "im2col_win", "rows_plain", "col2im_planes", "col2im_planes_s1", "bn_apply4", "bn_backward_dx4", "act4", "act_backward4", "transpose", "maxpool_argmax", "maxpool_backward_idx",
-	"maxpool_argmax_planes", "maxpool_backward_idx_planes", "maxpool_backward_idx_planes_s2",
-	"wino_filter", "wino_input", "wino_output", "dropout_mask", "bias_act", "bias_act_planes", "act_bias_grad", "bias_grad_part",
-	"act_bias_grad_part", "bias_grad_cols", "act_bias_grad_cols",
-	"lrn_forward", "lrn_backward",
-}
-
 // reductionKernels run in work-groups of redWG items.
-var reductionKernels = []string{"bias_grad", "act_bias_grad", "bias_grad_part", "act_bias_grad_part", "sum_pairs", "dw_backward_filter", "bn_stats", "bn_backward_reduce",
-	"dw_backward_filter_part", "dw_backward_filter3_part", "bn_stats_part", "bn_backward_part", "softmax_xent"}
+var reductionKernels = []kernelID{kBiasGrad, kActBiasGrad, kBiasGradPart, kActBiasGradPart, kSumPairs, kDwBackwardFilter, kBnStats, kBnBackwardReduce, kDwBackwardFilterPart, kDwBackwardFilter3Part, kBnStatsPart, kBnBackwardPart, kSoftmaxXent}
 
 func listDeviceInfo() ([]gpu.DeviceInfo, error) {
 	devs, err := listDevices()
@@ -287,7 +267,7 @@ func New(cfg Config) (*OpenCL, error) {
 	if cfg.OneQueue {
 		_ = ctx.oneQueue() // nothing enqueued yet
 	}
-	o := &OpenCL{ctx: ctx, info: info, log: cfg.Log, k: map[string]*clKernel{}, half: cfg.HalfStorage, kn: defaultKnobs(),
+	o := &OpenCL{ctx: ctx, info: info, log: cfg.Log, half: cfg.HalfStorage, kn: defaultKnobs(),
 		noFuse: cfg.NoFuse, noEpilogue: cfg.NoEpilogue}
 	if cfg.knobs != nil {
 		o.kn = *cfg.knobs
@@ -315,11 +295,18 @@ func New(cfg Config) (*OpenCL, error) {
 	return o, nil
 }
 
+// mainSource is the main program's source for a device (fft.cl's sizes
+// depend on its local memory): the kernels of kernelDecls and fftDecls.
+func mainSource(info gpu.DeviceInfo) string {
+	return kernelSource("elementwise.cl", "conv.cl", "pool.cl", "norm.cl", "tensor.cl", "activation.cl", "winograd.cl",
+		"dropout.cl", "lrn.cl") + actSource() + fftSource(info)
+}
+
 // buildMain builds the main program with the largest reduction work-group
 // (maxWG, or 256 when 0, then halving down to 16) that the device and every
 // reduction kernel accept.
 func (o *OpenCL) buildMain(dir string, maxWG int) error {
-	src := kernelSource("elementwise.cl", "conv.cl", "pool.cl", "norm.cl", "tensor.cl", "activation.cl", "winograd.cl", "dropout.cl", "lrn.cl") + actSource() + fftSource(o.info)
+	src := mainSource(o.info)
 	if maxWG <= 0 {
 		maxWG = 256
 	}
@@ -345,19 +332,32 @@ func (o *OpenCL) buildMain(dir string, maxWG int) error {
 		if err != nil {
 			return err
 		}
-		ks := map[string]*clKernel{}
-		fits := true
-		for _, name := range append(mainKernels[:len(mainKernels):len(mainKernels)], fftKernels()...) {
-			k, err := o.ctx.kernel(p, name)
+		// The main kernels by kernelID, then each FFT kernel at each size
+		// (fftKernelIndex).
+		ks := make([]*clKernel, 0, int(numKernels)+int(numFFTKernels)*len(fftSizes))
+		for _, d := range kernelDecls {
+			k, err := o.ctx.kernel(p, d.name, d.args)
 			if err != nil {
 				releaseAll(ks)
 				p.release()
 				return err
 			}
-			ks[name] = k
+			ks = append(ks, k)
 		}
-		for _, name := range reductionKernels {
-			fits = fits && ks[name].maxWG >= wg
+		for _, d := range fftDecls {
+			for _, size := range fftSizes {
+				k, err := o.ctx.kernel(p, fmt.Sprintf("%s_%d", d.name, size), d.args)
+				if err != nil {
+					releaseAll(ks)
+					p.release()
+					return err
+				}
+				ks = append(ks, k)
+			}
+		}
+		fits := true
+		for _, id := range reductionKernels {
+			fits = fits && ks[id].maxWG >= wg
 		}
 		if fits {
 			o.progs, o.k, o.redWG = append(o.progs, p), ks, wg
@@ -369,7 +369,7 @@ func (o *OpenCL) buildMain(dir string, maxWG int) error {
 	return errors.New("no reduction work-group size fits the device")
 }
 
-func releaseAll(ks map[string]*clKernel) {
+func releaseAll(ks []*clKernel) {
 	for _, k := range ks {
 		k.release()
 	}

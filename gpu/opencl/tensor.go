@@ -27,7 +27,7 @@ func (o *OpenCL) CopyStrided(dst, src gpu.Buffer, g gpu.StridedGeom, add bool) {
 	if c.Total == 0 {
 		return
 	}
-	o.runRows("copy_strided", c.Dims, dimArgs([]any{d.m, d.off + g.DstOff, s.m, s.off + g.SrcOff, b2int(add)},
+	o.runRows(kCopyStrided, c.Dims, dimArgs([]any{d.m, d.off + g.DstOff, s.m, s.off + g.SrcOff, b2int(add)},
 		c.Dims, c.Strides[0], c.Strides[1])...)
 }
 
@@ -41,7 +41,7 @@ func (o *OpenCL) Broadcast(op gpu.BinOp, dst, a, b gpu.Buffer, g gpu.BroadcastGe
 	if c.Total == 0 {
 		return
 	}
-	o.runRows("broadcast", c.Dims, dimArgs([]any{int(op), d.m, d.off, as.m, as.off, bs.m, bs.off},
+	o.runRows(kBroadcast, c.Dims, dimArgs([]any{int(op), d.m, d.off, as.m, as.off, bs.m, bs.off},
 		c.Dims, c.Strides[1], c.Strides[2])...)
 }
 
@@ -53,17 +53,14 @@ func (o *OpenCL) ReduceSum(dst, src gpu.Buffer, g gpu.ReduceGeom, alpha float32)
 		return
 	}
 	args := dimArgs([]any{d.m, d.off, s.m, s.off, alpha, r.Out, r.Inner}, r.Keep.Dims, r.Keep.Strides[0], r.Keep.Strides[1])
-	o.run1("reduce_sum", r.Out, dimArgs(args, r.Red.Dims, r.Red.Strides[0])...)
+	o.run1(kReduceSum, r.Out, dimArgs(args, r.Red.Dims, r.Red.Strides[0])...)
 }
 
 // runRows launches a kernel over a merged index space as a 2-D range: the
 // innermost axis across a work-group of up to 128 items (fewer when the axis
 // is shorter), one row of the outer axes per work-group row.
-func (o *OpenCL) runRows(name string, dims [gpu.MaxRank]int, args ...any) {
-	k := o.k[name]
-	if k == nil {
-		panic(errClosed) // Close emptied the table
-	}
+func (o *OpenCL) runRows(id kernelID, dims [gpu.MaxRank]int, args ...any) {
+	k := o.kernel(id)
 	inner, rows := dims[gpu.MaxRank-1], 1
 	for _, d := range dims[:gpu.MaxRank-1] {
 		rows *= d

@@ -182,7 +182,7 @@ func (w *winograd) filters(g *gpu.ConvGeom, wt *clBuf, flip bool) *clMem {
 		out, in = in, out
 	}
 	u := o.scratch(&w.u, 16*out*round4(in))
-	o.run1("wino_filter", out*round4(in), u, wt.m, wt.off, g.K, g.C, b2i(flip), round4(in))
+	o.run1(kWinoFilter, out*round4(in), u, wt.m, wt.off, g.K, g.C, b2i(flip), round4(in))
 	return u
 }
 
@@ -216,7 +216,7 @@ func (w *winograd) run(op string, out, in winoPlane, u *clMem, ph, pw int, bias,
 		cnt := min(nb, in.n-n0)
 		p, pld := cnt*tiles, winoCols(cnt, tiles)
 		v, m := base, base+16*ipad*pld
-		o.runPlanes("wino_input", pld, ipad, 1, ws.m, v, in.buf.m, in.buf.off+n0*ins, ins, in.ch, ipad, in.h, in.w,
+		o.runPlanes(kWinoInput, pld, ipad, 1, ws.m, v, in.buf.m, in.buf.off+n0*ins, ins, in.ch, ipad, in.h, in.w,
 			ph, pw, th, tw, p, pld)
 		if w.batched {
 			// Layer ξ of the split-k launch: k in [ξ·ipad, (ξ+1)·ipad), C
@@ -235,7 +235,7 @@ func (w *winograd) run(op string, out, in winoPlane, u *clMem, ph, pw int, bias,
 					plainMat(ws.m, v+xi*ipad*pld, pld), 0, plainMat(ws.m, m+xi*out.ch*pld, pld))
 			}
 		}
-		o.runPlanes("wino_output", p, out.ch, 1, out.buf.m, out.buf.off+n0*outs, outs, ws.m, m, bm, boff, hasBias, act,
+		o.runPlanes(kWinoOutput, p, out.ch, 1, out.buf.m, out.buf.off+n0*outs, outs, ws.m, m, bm, boff, hasBias, act,
 			out.ch, out.h, out.w, th, tw, p, pld)
 	}
 }
