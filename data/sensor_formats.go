@@ -117,6 +117,13 @@ func isUCIHARSignal(s string) bool {
 	return false
 }
 
+// UCIHARClasses returns the activity names of the UCI HAR data set in dir
+// (its activity_labels.txt), in label order: LoadUCIHAR's class names,
+// read without loading a split.
+func UCIHARClasses(dir string) ([]string, error) {
+	return readUCILabels(filepath.Join(dir, "activity_labels.txt"), DefaultMaxSensorBytes)
+}
+
 // readUCILabels reads activity_labels.txt: lines "k NAME" with k = 1, 2, ...
 // in order.
 func readUCILabels(path string, maxBytes int64) ([]string, error) {

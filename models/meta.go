@@ -286,12 +286,14 @@ func NumberedLabels(n int) []string {
 
 // DefiningMeta returns the entries of meta that define the model rather
 // than one run of it, in a fixed key order: its graph (MetaGraph), class
-// names, input normalisation and vocabulary (MetaVocab). They are what a hub sends its workers with
+// names, input normalisation, vocabulary (MetaVocab) and, for a model of
+// sensor windows, their channels and stride (MetaChannels, MetaStride).
+// They are what a hub sends its workers with
 // the model, and what every node's final weight file holds, so that all
 // write the same bytes.
 func DefiningMeta(meta [][2]string) [][2]string {
 	var out [][2]string
-	for _, k := range []string{MetaGraph, MetaName, MetaLabels, MetaMean, MetaStd, MetaVocab} {
+	for _, k := range []string{MetaGraph, MetaName, MetaLabels, MetaMean, MetaStd, MetaVocab, MetaChannels, MetaStride} {
 		if v := MetaValue(meta, k); v != "" {
 			out = append(out, [2]string{k, v})
 		}

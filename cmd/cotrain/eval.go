@@ -21,7 +21,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlags("eval", stderr, "cotrain eval --weights FILE --data mnist|DIR [flags]",
 		"Evaluates a model on a data set (all of an image folder; MNIST's and a train/test folder's test part) and prints its accuracy and loss.")
 	weights := fs.String("weights", "", "weight file (required)")
-	dataSpec := fs.String("data", "mnist", `"mnist", a folder of MNIST IDX files, or an image folder (its classes must be the model's)`)
+	dataSpec := fs.String("data", "mnist", cli.DataUsage+"; its classes must be the model's")
+	window := fs.Int("window", 0, "sensor data: window length in time steps (0: the model's input length; another value is refused)")
+	stride := fs.Int("stride", 0, "sensor data: steps between window starts (0: the stride the model records, else 64)")
 	classes := fs.String("classes", "", `evaluate only on these labels, e.g. "5-9"`)
 	batch := fs.Int("batch", 500, "evaluation batch size")
 	asJSON := fs.Bool("json", false, "print one JSON line")
@@ -67,7 +69,15 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	// Evaluation uses all of a folder it is given (holdout 0); MNIST, IDX
 	// files and a train/test folder are evaluated on their test part.
-	ds, err := cli.LoadData(*dataSpec, net.In, norm, cls, 0, 1, *maxPixels)
+	if *stride == 0 {
+		sig, _, err := models.SignalsOf(f.Meta, net.In.C)
+		if err != nil {
+			return fmt.Errorf("%s: %w", *weights, err)
+		}
+		*stride = sig.Stride // 0 when the model records none: data.DefaultStride
+	}
+	ds, err := cli.LoadData(*dataSpec, cli.DataOptions{Input: net.In, Norm: norm, Classes: cls, Seed: 1, MaxPixels: *maxPixels,
+		Window: *window, Stride: *stride})
 	if err != nil {
 		return err
 	}

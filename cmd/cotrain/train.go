@@ -30,6 +30,7 @@ type trainConfig struct {
 	checkpointEvery int
 	resume          bool
 	maxPixels       int // --max-pixels
+	window, stride  int // --window, --stride (sensor data)
 	// autoLength: finetune without --epochs or --iterations (runTrain).
 	autoLength bool
 }
@@ -60,10 +61,12 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer, fine
 		fs.StringVar(&c.normalize, "normalize", "", models.NormUsage)
 		fs.Float64Var(&c.width, "width", 0, "width multiplier α of mobilenet-v1 and mobilenet-small (0: the model's default)")
 	}
-	fs.StringVar(&c.dataSpec, "data", "mnist", `"mnist", a folder of MNIST IDX files, or an image folder (one subfolder per class: the sorted subfolder names are the classes)`)
+	fs.StringVar(&c.dataSpec, "data", "mnist", cli.DataUsage)
+	fs.IntVar(&c.window, "window", 0, cli.WindowUsage)
+	fs.IntVar(&c.stride, "stride", 0, cli.StrideUsage)
 	fs.IntVar(&c.maxPixels, "max-pixels", data.DefaultMaxPixels, cli.MaxPixelsUsage)
 	fs.StringVar(&c.classes, "classes", "", `train and test only on these labels, e.g. "0-4" or "5,7"`)
-	fs.Float64Var(&c.holdout, "holdout", 0.1, "fraction of a single image folder held out to test, drawn by --seed (0: none; test figures are then on the training images); "+
+	fs.Float64Var(&c.holdout, "holdout", 0.1, "fraction of a single image or recording folder (or WISDM file) held out to test, drawn by --seed (0: none; test figures are then on the training images); "+
 		"MNIST, IDX files and a folder with train/ and test/ come split. The split is printed and stored in the weight file")
 	epochsUsage, batchUsage := "passes over the training data", "mini-batch size"
 	if finetune {
@@ -134,7 +137,8 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	setup, err := cli.PrepareModel(cli.ModelFlags{Weights: c.weights, Model: c.model, Normalize: c.normalize,
-		TrainLast: c.trainLast, Width: c.width, Data: c.dataSpec, Holdout: c.holdout, Classes: classes, Seed: c.seed, MaxPixels: c.maxPixels}, b, stderr)
+		TrainLast: c.trainLast, Width: c.width, Data: c.dataSpec, Holdout: c.holdout, Classes: classes, Seed: c.seed, MaxPixels: c.maxPixels,
+		Window: c.window, Stride: c.stride}, b, stderr)
 	if err != nil {
 		return err
 	}
@@ -272,7 +276,7 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 	}
 	// The model's classes and normalisation travel with it, so that eval
 	// and predict use it correctly without flags.
-	f.Meta = models.WithNorm(models.WithLabels(f.Meta, ds.Labels), norm)
+	f.Meta = ds.ModelMeta(f.Meta, norm)
 	path := filepath.Join(c.out, "weights.ctw")
 	if err := models.SaveFile(path, f); err != nil {
 		return err

@@ -65,6 +65,7 @@ type config struct {
 	http                                                                      string
 	seed                                                                      uint64
 	maxPixels                                                                 int // --max-pixels
+	window, stride                                                            int // --window, --stride (sensor data)
 	deadline, tick                                                            time.Duration
 	// deadlineFactor and deadlineFloor: the measured deadline (hub/deadline.go).
 	deadlineFactor float64
@@ -85,8 +86,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.normalize, "normalize", "", cli.WeightsNormUsage)
 	fs.IntVar(&c.maxPixels, "max-pixels", data.DefaultMaxPixels, cli.MaxPixelsUsage)
 	fs.Float64Var(&c.width, "width", 0, "with --model mobilenet-v1 or mobilenet-small: the width multiplier α (0: the model's default)")
-	fs.StringVar(&c.dataSpec, "data", "mnist", "the hub's evaluation data: \"mnist\" (its test set), a folder with train/ and test/ (test/) or an image folder (all of it); "+
-		"its classes (an image folder's sorted subfolder names) are the model's, and workers whose data has other classes are refused (workers bring the training data)")
+	fs.StringVar(&c.dataSpec, "data", "mnist", "the hub's evaluation data: \"mnist\" (its test set), a folder with train/ and test/ (test/), an image folder (all of it), "+
+		"a folder of sensor recordings (one subfolder of CSV files per activity; all of it), UCI HAR's folder (its test split) or a WISDM file (all of it); "+
+		"its classes (the sorted subfolder names) are the model's, and workers whose data has other classes are refused (workers bring the training data); "+
+		"a new model of sensor windows takes its channels, window and normalisation from it, and sends them to the workers")
+	fs.IntVar(&c.window, "window", 0, cli.WindowUsage)
+	fs.IntVar(&c.stride, "stride", 0, cli.StrideUsage)
 	fs.IntVar(&c.minWorkers, "min-workers", def.MinWorkers, "workers that must register before training starts")
 	fs.IntVar(&c.maxWorkers, "max-workers", def.MaxWorkers, "most workers at once")
 	fs.IntVar(&c.batch, "batch", 192, "global batch: samples per iteration, split between the workers")

@@ -261,11 +261,11 @@ func loadModel(c config, b gpu.Backend, stderr io.Writer) (hub.Model, *cli.Data,
 	}
 	// Holdout 0: the hub's --data is evaluation data, all of it used.
 	s, err := cli.PrepareModel(cli.ModelFlags{Weights: c.weights, Model: c.model, Normalize: c.normalize,
-		TrainLast: c.trainLast, Width: c.width, Data: c.dataSpec, Seed: c.seed, MaxPixels: c.maxPixels, Say: "hub: "}, b, stderr)
+		TrainLast: c.trainLast, Width: c.width, Data: c.dataSpec, Seed: c.seed, MaxPixels: c.maxPixels, Window: c.window, Stride: c.stride, Say: "hub: "}, b, stderr)
 	if err != nil {
 		return hub.Model{}, nil, err
 	}
-	meta := models.DefiningMeta(models.WithNorm(models.WithLabels(s.File.Meta, s.Data.Labels), s.Norm))
+	meta := models.DefiningMeta(s.Data.ModelMeta(s.File.Meta, s.Norm))
 	return hub.Model{Name: s.File.Model, Config: s.File.Config, Meta: meta, Trainer: &solver.Trainer{Net: s.Net}}, s.Data, nil
 }
 

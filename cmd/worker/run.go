@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -127,7 +128,8 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	// The shard is loaded once the Welcome says which model (and so which
 	// input shape) the run trains: until then the data source is lazy.
-	src := &lazyShard{spec: c.dataSpec, i: si, n: sn, seed: c.seed + uint64(si), maxPixels: c.maxPixels}
+	src := &lazyShard{spec: c.dataSpec, i: si, n: sn, seed: c.seed + uint64(si), maxPixels: c.maxPixels,
+		window: c.window, stride: c.stride}
 	sess := &worker.Session{Config: wc, Backend: b, Data: src, Dial: dial, Log: log,
 		Backoff: worker.DefaultDriverConfig().Backoff, ReconnectTimeout: c.reconnect,
 		Rand: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), c.seed)), Slowdown: c.slowdown}
@@ -218,6 +220,8 @@ type lazyShard struct {
 	i, n       int
 	seed       uint64
 	maxPixels  int // the largest image read (--max-pixels)
+	// window and stride are --window and --stride (0: the model's).
+	window, stride int
 	loader     *data.Loader
 	batch      int
 	err        error
@@ -241,11 +245,33 @@ func (s *lazyShard) load(core *worker.Core) error {
 		s.err = err
 		return err
 	}
-	// A worker trains on all of its data (holdout 0): the hub evaluates.
-	ds, err := cli.LoadData(s.spec, tr.Net.In, norm, nil, 0, s.seed, s.maxPixels)
+	// Sensor windows are cut as the hub's were: the window is the model's
+	// input length (LoadData refuses another --window), the stride the
+	// one the hub's meta records.
+	sig, isSig, err := models.SignalsOf(s.meta, tr.Net.In.C)
 	if err != nil {
 		s.err = err
 		return err
+	}
+	stride := s.stride
+	if isSig {
+		if stride != 0 && stride != sig.Stride {
+			s.err = fmt.Errorf("worker: --stride %d, but the hub cuts its windows every %d steps: give --stride %d or leave it out", stride, sig.Stride, sig.Stride)
+			return s.err
+		}
+		stride = sig.Stride
+	}
+	// A worker trains on all of its data (holdout 0): the hub evaluates.
+	ds, err := cli.LoadData(s.spec, cli.DataOptions{Input: tr.Net.In, Norm: norm, Seed: s.seed, MaxPixels: s.maxPixels,
+		Window: s.window, Stride: stride})
+	if err != nil {
+		s.err = err
+		return err
+	}
+	if isSig && !slices.Equal(ds.Signals.Channels, sig.Channels) {
+		s.err = fmt.Errorf("worker: data %s has channels %v, but the hub's model takes %v: give recordings of the hub's channels, in its order",
+			s.spec, ds.Signals.Channels, sig.Channels)
+		return s.err
 	}
 	shard, err := data.Shard(ds.Train, s.i, s.n)
 	if err != nil {

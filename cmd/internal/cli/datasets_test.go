@@ -53,7 +53,7 @@ func TestDataLabelsIDXFolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := LoadData(dir, solver.Shape{C: 1, H: 28, W: 28}, models.DefaultNorm(1), nil, 0, 1, 0)
+	d, err := LoadData(dir, DataOptions{Input: solver.Shape{C: 1, H: 28, W: 28}, Norm: models.DefaultNorm(1), Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

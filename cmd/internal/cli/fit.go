@@ -23,9 +23,29 @@ var mnistShape = solver.Shape{C: 1, H: 28, W: 28}
 // CheckFit refuses data whose samples the model cannot take, before any are
 // loaded. MNIST and IDX files hold 28×28 grayscale digits of a fixed shape;
 // an image folder is resized and converted to any input of 1 (grayscale) or
-// 3 (RGB) channels.
+// 3 (RGB) channels; sensor recordings are windows of C channels × L steps,
+// which only a model of input C×1×L takes (the channels and window are
+// checked when the recordings are read).
 func CheckFit(spec string, in solver.Shape) error {
-	if spec == "mnist" || isIDXDir(spec) {
+	kind, err := KindOf(spec)
+	if err != nil {
+		return err
+	}
+	return checkFit(kind, spec, in)
+}
+
+func checkFit(kind DataKind, spec string, in solver.Shape) error {
+	switch {
+	case kind.Signals():
+		if in.H != 1 {
+			return fmt.Errorf("%w: the model takes %s, but --data %s holds sensor recordings (windows of channels × time steps): "+
+				"train or evaluate a model of sensor windows (har-cnn, or an imported 1-D CNN)", ErrUsage, describeInput(in), spec)
+		}
+		return nil
+	case in.H == 1 && in.W > 1:
+		return fmt.Errorf("%w: the model takes windows of %d channels × %d steps (sensor recordings), but --data %s holds images: "+
+			"give a folder of recordings (one subfolder per activity holding CSV files), UCI HAR's folder or a WISDM file", ErrUsage, in.C, in.W, spec)
+	case kind == KindMNIST || kind == KindIDX:
 		if in == mnistShape {
 			return nil
 		}
@@ -43,6 +63,9 @@ func CheckFit(spec string, in solver.Shape) error {
 // describeInput names an input shape for a person: "3-channel (RGB)
 // 224×224 images".
 func describeInput(in solver.Shape) string {
+	if in.H == 1 && in.W > 1 {
+		return fmt.Sprintf("windows of %d channels × %d steps", in.C, in.W)
+	}
 	kind := fmt.Sprintf("%d-channel", in.C)
 	switch in.C {
 	case 1:

@@ -94,14 +94,14 @@ func TestSetUsage(t *testing.T) {
 func TestLoadDataHoldout(t *testing.T) {
 	dir := photoFolder(t, []string{"ant", "bee", "cat"}, 12)
 	in := solver.Shape{C: 1, H: 8, W: 8}
-	all, err := LoadData(dir, in, models.DefaultNorm(1), nil, 0, 1, 0)
+	all, err := LoadData(dir, DataOptions{Input: in, Norm: models.DefaultNorm(1), Holdout: 0, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if all.Train.Len() != 36 || all.Test.Len() != 36 || all.Split != "all 36 images" || all.Holdout != 0 {
 		t.Errorf("holdout 0: train %d test %d split %q holdout %v; want all 36 in both", all.Train.Len(), all.Test.Len(), all.Split, all.Holdout)
 	}
-	part, err := LoadData(dir, in, models.DefaultNorm(1), nil, 0.25, 1, 0)
+	part, err := LoadData(dir, DataOptions{Input: in, Norm: models.DefaultNorm(1), Holdout: 0.25, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestLoadDataHoldout(t *testing.T) {
 		t.Errorf("holdout 0.25: train %d test %d split %q; want 27, 9, %q", part.Train.Len(), part.Test.Len(), part.Split, want)
 	}
 	for _, h := range []float64{-0.1, 1, 0.999} {
-		if _, err := LoadData(dir, in, models.DefaultNorm(1), nil, h, 1, 0); !errors.Is(err, ErrUsage) {
+		if _, err := LoadData(dir, DataOptions{Input: in, Norm: models.DefaultNorm(1), Holdout: h, Seed: 1}); !errors.Is(err, ErrUsage) {
 			t.Errorf("holdout %v: %v; want a usage error", h, err)
 		}
 	}
@@ -125,7 +125,7 @@ func TestCheckFit(t *testing.T) {
 	if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "the model takes 3-channel (RGB) 32×32 images, but --data mnist holds 28×28 grayscale digits") {
 		t.Errorf("RGB model on MNIST: %v", err)
 	}
-	if _, err := LoadData("mnist", rgb, models.DefaultNorm(3), nil, 0, 1, 0); err == nil || strings.Contains(err.Error(), "means") {
+	if _, err := LoadData("mnist", DataOptions{Input: rgb, Norm: models.DefaultNorm(3), Holdout: 0, Seed: 1}); err == nil || strings.Contains(err.Error(), "means") {
 		t.Errorf("LoadData of MNIST for an RGB model: %v; want CheckFit's words", err)
 	}
 	if err := CheckFit("mnist", mnistShape); err != nil {

@@ -180,7 +180,11 @@ type ModelFlags struct {
 	Classes   []int  // --classes: the labels kept (nil: all)
 	Seed      uint64 // the run's seed: the initial weights and a replaced head draw from it
 	MaxPixels int    // --max-pixels: the largest image read (0: data.DefaultMaxPixels)
-	Say       string // what the lines told to stderr start with ("hub: ")
+	// Window and Stride are --window and --stride, which cut sensor
+	// recordings (DataOptions); 0 takes the model's (its input length, its
+	// recorded stride) or the defaults.
+	Window, Stride int
+	Say            string // what the lines told to stderr start with ("hub: ")
 }
 
 // Setup is the model a run trains and the data it trains on.
@@ -198,20 +202,42 @@ type Setup struct {
 
 // PrepareModel makes the model of a training run, the rule `cotrain train`,
 // `cotrain finetune` and `hub` share: the data comes first, because its
-// classes size the model's head. A bad --normalize or --train-last wraps
-// ErrUsage; an unknown built-in model is models.Lookup's error.
+// classes size the model's head. A new model of sensor windows (input
+// C×1×L, har-cnn) is built for the data: C is the recordings' channels and
+// L the window, and its normalisation is the training recordings' own
+// unless --normalize gives one; a model read from a file keeps its input,
+// its normalisation and its recorded stride (a file that records no
+// normalisation, such as an imported 1-D ONNX model, gets the data's). A bad
+// --normalize or --train-last wraps ErrUsage; an unknown built-in model is
+// models.Lookup's error.
 func PrepareModel(f ModelFlags, b gpu.Backend, stderr io.Writer) (*Setup, error) {
 	rng := rand.New(rand.NewPCG(f.Seed, 0x1217))
 	s := &Setup{}
+	kind, err := KindOf(f.Data)
+	if err != nil {
+		return nil, err
+	}
 	var cfg models.Config
-	var err error
+	fresh := false // a new model of sensor windows, sized to the data
+	stride := f.Stride
 	if f.Weights != "" {
 		if s.File, err = LoadModel(f.Weights, f.Normalize); err != nil {
 			return nil, err
 		}
 		cfg = s.File.Resolved()
-		if s.Norm, _, err = s.File.InputNorm(); err != nil {
+		var set bool
+		if s.Norm, set, err = s.File.InputNorm(); err != nil {
 			return nil, fmt.Errorf("%s: %w", f.Weights, err)
+		}
+		if kind.Signals() && !set {
+			s.Norm = models.Norm{} // computed on the training recordings
+		}
+		sig, ok, err := models.SignalsOf(s.File.Meta, cfg.Input.C)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Weights, err)
+		}
+		if ok && stride == 0 {
+			stride = sig.Stride
 		}
 	} else {
 		spec, err := models.Lookup(f.Model)
@@ -222,13 +248,35 @@ func PrepareModel(f ModelFlags, b gpu.Backend, stderr io.Writer) (*Setup, error)
 			return nil, fmt.Errorf("%w: --width %v: model %s has no width multiplier (mobilenet-v1 and mobilenet-small have one)", ErrUsage, f.Width, f.Model)
 		}
 		cfg = spec.Resolve(models.Config{Width: f.Width})
-		if s.Norm, err = models.ParseNorm(f.Normalize, cfg.Input.C); err != nil {
-			return nil, fmt.Errorf("%w: --normalize: %v", ErrUsage, err)
+		fresh = kind.Signals() && cfg.Input.H == 1
+		if !fresh {
+			if s.Norm, err = models.ParseNorm(f.Normalize, cfg.Input.C); err != nil {
+				return nil, fmt.Errorf("%w: --normalize: %v", ErrUsage, err)
+			}
 		}
 		s.File = &models.File{Model: f.Model, Config: cfg}
 	}
-	if s.Data, err = LoadData(f.Data, cfg.Input, s.Norm, f.Classes, f.Holdout, f.Seed, f.MaxPixels); err != nil {
+	o := DataOptions{Input: cfg.Input, Norm: s.Norm, Classes: f.Classes, Holdout: f.Holdout, Seed: f.Seed,
+		MaxPixels: f.MaxPixels, Window: f.Window, Stride: stride}
+	if fresh {
+		o.Input = solver.Shape{}
+	}
+	if s.Data, err = LoadData(f.Data, o); err != nil {
 		return nil, err
+	}
+	if fresh && f.Normalize != "" {
+		// --normalize of a new sensor model: its channels are known now.
+		if o.Norm, err = models.ParseNorm(f.Normalize, len(s.Data.Signals.Channels)); err != nil {
+			return nil, fmt.Errorf("%w: --normalize: %v", ErrUsage, err)
+		}
+		if s.Data, err = LoadData(f.Data, o); err != nil {
+			return nil, err
+		}
+	}
+	s.Norm = s.Data.Norm
+	if fresh {
+		c, h, w := s.Data.Train.Shape()
+		s.File.Config.Input = solver.Shape{C: c, H: h, W: w}
 	}
 	if f.Weights == "" {
 		s.File.Config.Classes = len(s.Data.Labels)

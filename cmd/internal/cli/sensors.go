@@ -1,0 +1,173 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/cotrain/cotrain/data"
+	"github.com/cotrain/cotrain/models"
+)
+
+// WindowUsage and StrideUsage are the help texts of --window and --stride,
+// the commands' flags that cut sensor recordings into windows.
+const (
+	WindowUsage = "sensor data: window length in time steps (0: the model's input length, or 128 — 2.56 s at 50 Hz — for a new model)"
+	StrideUsage = "sensor data: steps between the starts of consecutive windows (0: the model's recorded stride, or 64: half a window)"
+)
+
+// loadSignals loads sensor recordings of the given kind into d: windows of
+// o.Window steps every o.Stride steps, normalised with o.Norm (or, given
+// none, with the training recordings' per-channel mean and std, which d.Norm
+// then holds for the model to record).
+//
+//   - KindSensors: a folder of CSV recordings per activity
+//     (data.LoadSensorFolder), or train/ and test/ of that layout;
+//   - KindUCIHAR: UCI HAR's train and test splits (data.LoadUCIHAR), its
+//     rows 128-step windows already; a model of 3 input channels (and a
+//     new model) takes total_acc x, y, z — what a phone's accelerometer
+//     reads — and one of 9 all nine signals;
+//   - KindWISDM: one file (data.LoadWISDM), split by o.Holdout.
+//
+// A single folder or file is split by o.Holdout. Its windows overlap when
+// the stride is below the window, so a held-out window can share steps with
+// a training one; the split says so. Recordings given as train/ and test/
+// (or separate folders for the hub and the workers) keep them apart.
+func loadSignals(d *Data, spec string, kind DataKind, o DataOptions) error {
+	// The training part is read with its own statistics and then given
+	// o.Norm, once its channel count is known to be the model's: a
+	// mismatch is then named as one of channels, not of means.
+	opt := data.SensorOptions{Window: o.Window, Stride: o.Stride}
+	if o.Input.W > 0 {
+		if opt.Window == 0 {
+			opt.Window = o.Input.W
+		}
+		if opt.Window != o.Input.W {
+			return fmt.Errorf("%w: --window %d: the model takes windows of %d steps (input %dx%dx%d); give --window %d or leave it out",
+				ErrUsage, opt.Window, o.Input.W, o.Input.C, o.Input.H, o.Input.W, o.Input.W)
+		}
+	}
+	if opt.Window == 0 {
+		opt.Window = data.DefaultWindow
+	}
+	if opt.Stride == 0 {
+		opt.Stride = data.DefaultStride
+	}
+	var train, test *data.Signals
+	var err error
+	switch kind {
+	case KindUCIHAR:
+		var signals []string // nil: all nine
+		switch o.Input.C {
+		case 0, 3:
+			signals = data.UCIHARSignals()[:3]
+		case 9:
+		default:
+			return fmt.Errorf("%w: the model takes %d channels; UCI HAR gives 3 (total_acc x, y, z) or all 9 signals", ErrUsage, o.Input.C)
+		}
+		if train, err = data.LoadUCIHAR(spec, "train", signals, opt); err != nil {
+			return err
+		}
+		if train, err = withNorm(train, spec, o); err != nil {
+			return err
+		}
+		opt.Mean, opt.Std = train.Norm()
+		if fileExists(filepath.Join(spec, "test", "y_test.txt")) {
+			if test, err = data.LoadUCIHAR(spec, "test", signals, opt); err != nil {
+				return err
+			}
+		}
+	case KindSensors:
+		dir := spec
+		if hasSplit(spec) {
+			dir = filepath.Join(spec, "train")
+		}
+		if train, err = data.LoadSensorFolder(dir, opt); err != nil {
+			return err
+		}
+		if train, err = withNorm(train, spec, o); err != nil {
+			return err
+		}
+		if hasSplit(spec) {
+			opt.Mean, opt.Std = train.Norm()
+			if test, err = data.LoadSensorFolder(filepath.Join(spec, "test"), opt); err != nil {
+				return err
+			}
+			if err := sameLabels(spec, train.ClassNames(), test.ClassNames()); err != nil {
+				return err
+			}
+		}
+	case KindWISDM:
+		if train, err = data.LoadWISDM(spec, opt); err != nil {
+			return err
+		}
+		if train, err = withNorm(train, spec, o); err != nil {
+			return err
+		}
+	}
+	_, _, l := train.Shape()
+	d.Labels = train.ClassNames()
+	mean, std := train.Norm()
+	d.Norm = models.Norm{Mean: mean, Std: std}
+	d.Signals = models.Signals{Channels: train.Channels(), Stride: opt.Stride}
+	if test != nil {
+		d.Train, d.Test = train, test
+		d.Split = fmt.Sprintf("train/ (%d windows) and test/ (%d windows) of %d steps", train.Len(), test.Len(), l)
+		if kind == KindUCIHAR {
+			d.Split = fmt.Sprintf("UCI HAR's train (%d windows) and test (%d windows) splits", train.Len(), test.Len())
+		}
+		return nil
+	}
+	caveat := ""
+	if opt.Stride < opt.Window {
+		caveat = fmt.Sprintf("; windows overlap (--stride %d < --window %d), so held-out windows share steps with training ones: give train/ and test/ folders for a clean test", opt.Stride, opt.Window)
+	}
+	return holdOut(d, train, spec, o, fmt.Sprintf("windows of %d steps", l), caveat)
+}
+
+// withNorm checks that train has the model's channels and gives it o.Norm;
+// without one (a new model) it keeps its own statistics.
+func withNorm(train *data.Signals, spec string, o DataOptions) (*data.Signals, error) {
+	c, _, _ := train.Shape()
+	if o.Input.C > 0 && c != o.Input.C {
+		return nil, fmt.Errorf("%w: data %s has recordings of %d channels (%s), the model takes %d", ErrUsage, spec, c, strings.Join(train.Channels(), ", "), o.Input.C)
+	}
+	if len(o.Norm.Mean) == 0 && len(o.Norm.Std) == 0 {
+		return train, nil
+	}
+	return train.WithNorm(o.Norm.Mean, o.Norm.Std)
+}
+
+// isWISDM reports whether path's first non-empty record reads
+// "user,activity,time,x,y,z" (WISDM's raw file: records end with ';').
+// It reads at most the first line, up to 4 KiB.
+func isWISDM(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 4096), 4096)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		rec, _, ended := strings.Cut(line, ";")
+		fields := strings.Split(rec, ",")
+		if !ended || len(fields) != 6 || strings.TrimSpace(fields[1]) == "" {
+			return false
+		}
+		for _, i := range []int{0, 2, 3, 4, 5} {
+			if _, err := strconv.ParseFloat(strings.TrimSpace(fields[i]), 64); err != nil {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
