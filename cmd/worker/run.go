@@ -216,19 +216,19 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 // lazyShard is the worker's shard of the training data, loaded when the
 // hub's Welcome has fixed the model.
 type lazyShard struct {
-	spec       string
-	i, n       int
-	seed       uint64
-	maxPixels  int // the largest image read (--max-pixels)
+	spec      string
+	i, n      int
+	seed      uint64
+	maxPixels int // the largest image read (--max-pixels)
 	// window and stride are --window and --stride (0: the model's).
 	window, stride int
-	loader     *data.Loader
-	batch      int
-	err        error
-	model      string
-	mcfg       models.Config
-	meta       [][2]string
-	loadedOnce bool
+	loader         *data.Loader
+	batch          int
+	err            error
+	model          string
+	mcfg           models.Config
+	meta           [][2]string
+	loadedOnce     bool
 }
 
 func (s *lazyShard) load(core *worker.Core) error {
