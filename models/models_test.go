@@ -20,6 +20,7 @@ func TestParamCounts(t *testing.T) {
 	}{
 		{"lenet5", 61706},
 		{"lenet-caffe", 431080},
+		{"har-cnn", 23910},
 	} {
 		net, err := Build(cpu.NewCPU(), tc.model, Config{})
 		if err != nil {
