@@ -20,11 +20,17 @@ const ExportOpset = 14
 // exporter builds one graph.
 type exporter struct {
 	g *onnxpb.GraphProto
+	// oneD writes a network of N×C×L input (C×1×L, every window 1×k) with
+	// 1-D operators and a rank-3 input, as PyTorch's Conv1d models are
+	// written (export_1d.go).
+	oneD bool
 }
 
 // Export writes the network of weight file f (a registered model or an
 // imported graph) as an ONNX model: input "input" (batch×C×H×W, the batch
-// dynamic), output "output" (batch×classes). Dropout layers are left out
+// dynamic; batch×C×L for a 1-D network, whose input is C×1×L and whose
+// windows are all 1×k: its convolutions and pools are written 1-D, as
+// PyTorch writes Conv1d, MaxPool1d, AvgPool1d), output "output" (batch×classes). Dropout layers are left out
 // (they are the identity at inference); ReLU6 is Clip(0, 6); every tensor
 // keeps its cotrain name ("features.0.weight").
 func Export(w io.Writer, f *models.File) error {
@@ -39,11 +45,16 @@ func Export(w io.Writer, f *models.File) error {
 	if err := f.Apply(net, nil); err != nil {
 		return fmt.Errorf("onnx: export: %w", err)
 	}
-	e := &exporter{g: &onnxpb.GraphProto{Name: proto.String(f.Model)}}
+	e := &exporter{g: &onnxpb.GraphProto{Name: proto.String(f.Model)}, oneD: is1D(c.Input, nodes)}
 	params := make([]float32, net.Params.Len())
 	net.B.Download(params, net.Params)
+	conv1D := e.conv1DWeights(nodes)
 	for _, t := range net.Tensors() {
-		e.initializer(t.Name, t.Dims, params[t.Off:t.Off+t.Spec.Size()])
+		dims := t.Dims
+		if conv1D[t.Name] {
+			dims = []int{dims[0], dims[1], dims[3]} // O×C×1×k as Conv1d's O×C×k
+		}
+		e.initializer(t.Name, dims, params[t.Off:t.Off+t.Spec.Size()])
 	}
 	state := make([]float32, net.State.Len())
 	net.B.Download(state, net.State)
@@ -51,7 +62,11 @@ func Export(w io.Writer, f *models.File) error {
 		e.initializer(t.Name, t.Dims, state[t.Off:t.Off+t.Spec.Size()])
 	}
 	in := c.Input
-	e.g.Input = []*onnxpb.ValueInfoProto{valueInfo("input", "batch", in.C, in.H, in.W)}
+	inDims := []int{in.C, in.H, in.W}
+	if e.oneD {
+		inDims = []int{in.C, in.W}
+	}
+	e.g.Input = []*onnxpb.ValueInfoProto{valueInfo("input", "batch", inDims...)}
 
 	names := make([]string, len(nodes)) // the ONNX value each layer outputs
 	dims := make([][]int, len(nodes))   // its per-sample dims: C×H×W, F, or a structural layer's
@@ -65,13 +80,16 @@ func Export(w io.Writer, f *models.File) error {
 		var xd [][]int
 		for _, j := range ins {
 			if j == solver.Input {
-				xs, xd = append(xs, "input"), append(xd, []int{in.C, in.H, in.W})
+				xs, xd = append(xs, "input"), append(xd, inDims)
 			} else {
 				xs, xd = append(xs, names[j]), append(xd, dims[j])
 			}
 		}
 		var ok bool
 		e.align(nd.Layer, xs, xd)
+		if e.oneD {
+			e.align1D(nd.Layer, xs, xd)
+		}
 		if names[i], dims[i], ok = e.structural(nd.Layer, xs, xd); !ok {
 			var rank int
 			names[i], rank, err = e.layer(nd.Layer, xs, len(xd[0])+1)
@@ -123,6 +141,9 @@ func (e *exporter) layer(l solver.Layer, xs []string, rank int) (string, int, er
 	p := func(s string) string { return name + "." + s }
 	switch l := l.(type) {
 	case *solver.Conv2D:
+		if e.oneD && rank == 3 {
+			return e.conv1D(l, xs), 3, nil
+		}
 		if rank != 4 {
 			return "", 0, fmt.Errorf("%w: convolution of a flattened tensor", ErrUnsupported)
 		}
@@ -135,6 +156,9 @@ func (e *exporter) layer(l solver.Layer, xs []string, rank int) (string, int, er
 			attrInts("pads", c.PadH, c.PadW, c.PadH, c.PadW), attrInts("dilations", 1, 1), attrInt("group", c.Groups)), 4, nil
 	case *solver.Pool2D:
 		c := l.Cfg
+		if e.oneD && rank == 3 {
+			return e.pool1D(l, xs), 3, nil
+		}
 		switch l.Kind() {
 		case "globalavgpool":
 			return e.node("GlobalAveragePool", name, xs), 4, nil

@@ -23,8 +23,11 @@ func rankDims(rank int, in []int, out solver.Shape) []int {
 	if rank == len(in)+1 && solver.DimsShape(in) == out {
 		return in
 	}
-	if rank == 4 {
+	switch rank {
+	case 4:
 		return []int{out.C, out.H, out.W}
+	case 3: // N×C×L, stored as C×1×L (export_1d.go)
+		return []int{out.C, out.W}
 	}
 	return []int{out.Size()}
 }
@@ -96,7 +99,11 @@ func (e *exporter) structural(l solver.Layer, xs []string, xd [][]int) (string, 
 	case *solver.Softmax:
 		return e.softmax(l, xs[0], xd[0]), l.InDims(), true
 	case *solver.Reshape:
-		return e.ensure(xs[0], xd[0], l.Out, name), l.Out, true
+		out := l.Out
+		if e.oneD && len(out) == 3 && out[1] == 1 {
+			out = []int{out[0], out[2]} // C×1×L is N×C×L in a 1-D network
+		}
+		return e.ensure(xs[0], xd[0], out, name), out, true
 	case *solver.Transpose:
 		x := e.ensure(xs[0], xd[0], l.In, name+".in")
 		return e.node("Transpose", name, []string{x}, attrInts("perm", append([]int{0}, plus1(l.Perm)...)...)), l.OutDims(), true

@@ -31,7 +31,7 @@ type value struct {
 	act   bool
 	layer int          // producing layer, solver.Input for the network input
 	shape solver.Shape // per sample
-	rank  int          // 4 (N×C×H×W) or 2 (N×F, stored as F×1×1), or 1 + len(dims)
+	rank  int          // 4 (N×C×H×W), 3 (N×C×L, stored as C×1×L: ops_1d.go) or 2 (N×F, stored as F×1×1), or 1 + len(dims)
 	pad   [2]int       // zero padding a Pad node left for the consumer
 	// dims are the logical per-sample dims (rank-1 of them) when a
 	// structural layer set them; nil means C×H×W for rank 4, F for rank 2
@@ -281,10 +281,12 @@ func (im *importer) inputs(g *onnxpb.GraphProto) (solver.Shape, error) {
 	switch len(dims) {
 	case 4:
 		v.shape = solver.Shape{C: dims[1], H: dims[2], W: dims[3]}
+	case 3:
+		v.shape = solver.Shape{C: dims[1], H: 1, W: dims[2]} // N×C×L as N×C×1×L (ops_1d.go)
 	case 2:
 		v.shape = solver.Shape{C: dims[1], H: 1, W: 1}
 	default:
-		return solver.Shape{}, fmt.Errorf("%w: input %q of rank %d, want N×C×H×W or N×F", ErrUnsupported, real[0].GetName(), len(dims))
+		return solver.Shape{}, fmt.Errorf("%w: input %q of rank %d, want N×C×H×W, N×C×L or N×F", ErrUnsupported, real[0].GetName(), len(dims))
 	}
 	im.vals[real[0].GetName()] = v
 	return v.shape, nil
@@ -324,8 +326,12 @@ func (im *importer) materialize(v *value, name string) (*value, error) {
 	base := *v
 	base.pad = [2]int{}
 	p := []int{0, v.pad[0], v.pad[1]}
+	dims := []int{v.shape.C, v.shape.H + 2*v.pad[0], v.shape.W + 2*v.pad[1]}
+	if v.is1D() { // N×C×L: padded along L only
+		p, dims = []int{0, v.pad[1]}, []int{v.shape.C, v.shape.W + 2*v.pad[1]}
+	}
 	d := models.Layer{Kind: "pad", Name: im.unique(name), Dims: base.ldims(), Before: p, After: p}
-	out, err := im.push(d, []*value{&base}, 0, []int{v.shape.C, v.shape.H + 2*v.pad[0], v.shape.W + 2*v.pad[1]})
+	out, err := im.push(d, []*value{&base}, 0, dims)
 	v.padded = out
 	return out, err
 }
@@ -337,6 +343,8 @@ func (v *value) ldims() []int {
 		return v.dims
 	case v.rank == 4:
 		return []int{v.shape.C, v.shape.H, v.shape.W}
+	case v.rank == 3:
+		return []int{v.shape.C, v.shape.W} // N×C×L stored as N×C×1×L (is1D)
 	}
 	return []int{v.shape.Size()}
 }

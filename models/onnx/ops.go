@@ -112,7 +112,7 @@ func (im *importer) node(n *onnxpb.NodeProto, outName string) error {
 	case "MaxPool", "AveragePool":
 		return im.pool(n, a)
 	case "GlobalAveragePool":
-		return im.unary(n, models.Layer{Kind: "globalavgpool"})
+		return im.globalAvgPool(n)
 	case "BatchNormalization":
 		return im.batchNorm(n, a)
 	case "Flatten":
@@ -234,7 +234,18 @@ func (im *importer) conv(n *onnxpb.NodeProto, a attrs) error {
 	if err := floatParam(w, "weight", -1); err != nil {
 		return err
 	}
-	if len(w.dims) != 4 || x.rank != 4 {
+	rank := 4
+	if x.rank == 3 {
+		// Conv1d: a 1×k convolution of N×C×1×L (ops_1d.go).
+		if x, err = im.as1D(x, n.GetInput()[0]); err != nil {
+			return err
+		}
+		if w, err = weight1D(w); err != nil {
+			return err
+		}
+		a, rank = lift1D(a), 3
+	}
+	if len(w.dims) != 4 || x.rank != rank {
 		return fmt.Errorf("%w: weight %v on input of rank %d (2-D convolution only)", ErrUnsupported, w.dims, x.rank)
 	}
 	k, s, p, asym, err := window(a, w.dims[2:])
@@ -267,7 +278,7 @@ func (im *importer) conv(n *onnxpb.NodeProto, a attrs) error {
 	if strings.HasPrefix(w.name, "onnx::") {
 		im.folded++
 	}
-	_, err = im.add(n, d, []*value{x}, 4)
+	_, err = im.add(n, d, []*value{x}, rank)
 	return err
 }
 
@@ -319,12 +330,23 @@ func (im *importer) pool(n *onnxpb.NodeProto, a attrs) error {
 	if err != nil {
 		return err
 	}
-	if x.rank != 4 {
+	rank := 4
+	if x.rank == 3 {
+		// MaxPool1d, AvgPool1d: a 1×k window over N×C×1×L (ops_1d.go).
+		if x, err = im.as1D(x, n.GetInput()[0]); err != nil {
+			return err
+		}
+		a, rank = lift1D(a), 3
+	}
+	if x.rank != rank {
 		return fmt.Errorf("%w: pooling on an input of rank %d", ErrUnsupported, x.rank)
 	}
 	k, s, p, asym, err := window(a, nil)
 	if err != nil {
 		return err
+	}
+	if asym != [4]int{} && rank == 3 {
+		return fmt.Errorf("%w: %s with asymmetric pads %v along L (export with symmetric padding)", ErrUnsupported, n.GetOpType(), a.ints("pads"))
 	}
 	if asym != [4]int{} {
 		// A max pool's padding never wins: edge padding repeats a border
@@ -356,7 +378,7 @@ func (im *importer) pool(n *onnxpb.NodeProto, a attrs) error {
 			d.PH, d.PW, d.Incl = p[0]+x.pad[0], p[1]+x.pad[1], true
 		}
 	}
-	_, err = im.add(n, d, []*value{x}, 4)
+	_, err = im.add(n, d, []*value{x}, rank)
 	return err
 }
 
@@ -415,8 +437,14 @@ func (im *importer) batchNorm(n *onnxpb.NodeProto, a attrs) error {
 	if err != nil {
 		return err
 	}
-	if x.rank != 4 && x.rank != 2 {
-		return fmt.Errorf("%w: BatchNormalization of a rank-%d tensor (N×C×H×W or N×F)", ErrUnsupported, x.rank)
+	if x.rank == 3 {
+		// BatchNorm1d of N×C×L: per channel, over N and L (ops_1d.go).
+		if x, err = im.as1D(x, n.GetInput()[0]); err != nil {
+			return err
+		}
+	}
+	if x.rank != 4 && x.rank != 3 && x.rank != 2 {
+		return fmt.Errorf("%w: BatchNormalization of a rank-%d tensor (N×C×H×W, N×C×L or N×F)", ErrUnsupported, x.rank)
 	}
 	if im.opset < 9 && a.int("spatial", 1) == 0 {
 		// Opsets 7 and 8: spatial 0 normalises every element on its own.

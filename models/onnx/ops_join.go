@@ -255,6 +255,16 @@ func (im *importer) padOp(n *onnxpb.NodeProto, a attrs) error {
 	if value != 0 {
 		return fmt.Errorf("%w: Pad with value %g (zero padding only)", ErrUnsupported, value)
 	}
+	if x.is1D() && len(pads) == 6 && pads[0] == 0 && pads[1] == 0 && pads[3] == 0 && pads[4] == 0 &&
+		pads[2] == pads[5] && pads[2] >= 0 {
+		// A symmetric zero Pad along L of N×C×L (AvgPool1d's padding, as
+		// PyTorch exports it): pending, for the pool or convolution to fold.
+		padded := *x
+		padded.pad = [2]int{0, x.pad[1] + int(pads[2])}
+		padded.padded = nil
+		im.vals[n.GetOutput()[0]] = &padded
+		return nil
+	}
 	if x.rank != 4 || len(pads) != 8 || pads[0] != 0 || pads[1] != 0 || pads[4] != 0 || pads[5] != 0 ||
 		pads[2] != pads[6] || pads[3] != pads[7] || pads[2] < 0 || pads[3] < 0 {
 		return im.padLayer(n, x, pads, "")
@@ -310,7 +320,10 @@ func (im *importer) shapeOp(n *onnxpb.NodeProto, a attrs) error {
 		for _, d := range x.ldims() {
 			out.sym = append(out.sym, int64(d))
 		}
-		if x.pad != [2]int{} { // a pending spatial pad (padOp) counts
+		switch {
+		case x.pad != [2]int{} && x.is1D(): // a pending pad along L (padOp) counts
+			out.sym[2] += 2 * int64(x.pad[1])
+		case x.pad != [2]int{}: // a pending spatial pad (padOp) counts
 			out.sym[2] += 2 * int64(x.pad[0])
 			out.sym[3] += 2 * int64(x.pad[1])
 		}
