@@ -308,3 +308,35 @@ func windows(recs []recording, c int, classes, channels []string, opt SensorOpti
 	}
 	return NewSignals(x, labels, c, opt.Window, len(classes), mean, std, classes, channels)
 }
+
+// LoadRecording reads one recording in LoadSensorFolder's CSV format (one
+// row a time step, one column a channel, an optional header row of names)
+// and cuts it into windows of opt.Window steps every opt.Stride steps,
+// normalised with opt.Mean and opt.Std (a model's; both empty: the
+// recording's own). It is what a recording to classify becomes: its
+// windows carry label 0 of a single class named after the file, and its
+// channels are named by its header (or "ch0", ...). A recording shorter than
+// a window, a file over opt.MaxBytes, a ragged row and NaN or an infinity
+// are refused, as LoadSensorFolder refuses them.
+func LoadRecording(path string, opt SensorOptions) (*Signals, error) {
+	opt, err := opt.resolve()
+	if err != nil {
+		return nil, err
+	}
+	f, err := openLimited(path, opt.MaxBytes)
+	if err != nil {
+		return nil, fmt.Errorf("data: sensor: %w", err)
+	}
+	defer f.Close()
+	names, vals, c, err := readTable(f, path, splitComma, true)
+	if err != nil {
+		return nil, err
+	}
+	if c == 0 {
+		return nil, errorf(ErrInvalid, "data: sensor: %s holds no samples", path)
+	}
+	if names == nil {
+		names = defaultNames(nil, c, "ch")
+	}
+	return windows([]recording{{vals: vals, c: c}}, c, []string{path}, names, opt, path)
+}

@@ -95,10 +95,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("predict", stderr, "cotrain predict --weights FILE [--input] FILE... [--json]",
-		"Runs a model on images or .npy tensors and prints each one's most probable classes.")
+		"Runs a model on images, .npy tensors or (a model of sensor windows) CSV recordings and prints each one's most probable classes.")
 	weights := fs.String("weights", "", "weight file (required)")
 	var inputs multiFlag
-	fs.Var(&inputs, "input", "PNG or JPEG image, or .npy float32 NCHW tensor used as is (repeatable; more may be given without --input, before or after the flags)")
+	fs.Var(&inputs, "input", "PNG or JPEG image, .npy float32 NCHW tensor (N×C×L for a model of sensor windows) used as is, "+
+		"or .csv recording (a model of sensor windows: cut into its windows, whose probabilities are averaged) "+
+		"(repeatable; more may be given without --input, before or after the flags)")
 	top := fs.Int("top", 5, "how many classes to show")
 	asJSON := fs.Bool("json", false, `one JSON object per input with "logits" and "top5" (each entry's class number, "label" and "prob")`)
 	device := fs.String("device", "auto", deviceUsage)
@@ -131,6 +133,16 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	ev := cli.NewEvents(stdout)
 	classes := net.Out.Size()
 	for _, path := range inputs {
+		if isRecording(path) {
+			r, err := predictRecording(tr, f, path, norm)
+			if err != nil {
+				return err
+			}
+			if err := r.print(stdout, ev, *asJSON, *top, labels); err != nil {
+				return err
+			}
+			continue
+		}
 		x, n, err := loadInput(path, net.In, norm, *maxPixels)
 		if err != nil {
 			return err

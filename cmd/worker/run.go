@@ -7,7 +7,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -268,8 +267,8 @@ func (s *lazyShard) load(core *worker.Core) error {
 		s.err = err
 		return err
 	}
-	if isSig && !slices.Equal(ds.Signals.Channels, sig.Channels) {
-		s.err = fmt.Errorf("worker: data %s has channels %v, but the hub's model takes %v: give recordings of the hub's channels, in its order",
+	if isSig && !cli.SameChannels(ds.Signals.Channels, sig.Channels) {
+		s.err = fmt.Errorf("worker: data %s has channels %v, but the hub's model takes %v: give recordings of the hub's channels, in its order (or without a header)",
 			s.spec, ds.Signals.Channels, sig.Channels)
 		return s.err
 	}

@@ -78,7 +78,8 @@ func parseTrainLast(spec string) (int, error) {
 // (models.ParseNorm), and builds it once so that a file that is returned
 // always loads. With normalize "" the file keeps the normalisation the ONNX
 // file's metadata records (cotrain export writes it, with the class
-// names), or else gets models.DefaultNorm. It is what `cotrain import` does,
+// names), or else gets models.DefaultNorm; a 1-D model (N×C×L input, of
+// sensor windows) then records none, and takes its data's. It is what `cotrain import` does,
 // and what `hub --weights` and `cotrain finetune --weights` do with a .onnx
 // file.
 func ImportONNX(path, normalize string) (*models.File, *solver.Net, error) {
@@ -91,12 +92,20 @@ func ImportONNX(path, normalize string) (*models.File, *solver.Net, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if normalize != "" || !set {
+	// A model of sensor windows (N×C×L input) given no normalisation
+	// records none: the recordings it is fine-tuned on give theirs, in
+	// their own units (PrepareModel), where an image default would be
+	// meaningless.
+	oneD := f.Config.Input.H == 1 && f.Config.Input.W > 1
+	if normalize != "" || (!set && !oneD) {
 		if norm, err = models.ParseNorm(normalize, f.Config.Input.C); err != nil {
 			return nil, nil, fmt.Errorf("--normalize: %w", err)
 		}
+		set = true
 	}
-	f.Meta = models.WithNorm(f.Meta, norm)
+	if set {
+		f.Meta = models.WithNorm(f.Meta, norm)
+	}
 	if f.MetaValue(models.MetaName) == "" {
 		// Shown as the file's name ("mobilenet_v2"), not as "onnx-graph".
 		f.Meta = models.SetMeta(f.Meta, models.MetaName, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))

@@ -171,3 +171,19 @@ func isWISDM(path string) bool {
 	}
 	return false
 }
+
+// SameChannels reports whether recordings whose channels are named have
+// may be read as a model trained on channels want: the same names, case
+// aside, in the same order, or the "ch0", "ch1", ... of recordings without
+// a header (taken in the model's order).
+func SameChannels(have, want []string) bool {
+	if len(have) != len(want) {
+		return false
+	}
+	named, same := false, true
+	for i := range have {
+		named = named || have[i] != fmt.Sprint("ch", i)
+		same = same && strings.EqualFold(have[i], want[i])
+	}
+	return same || !named
+}

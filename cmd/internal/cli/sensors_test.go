@@ -193,3 +193,21 @@ func TestLoadDataSensorFormats(t *testing.T) {
 		t.Errorf("WISDM labels %v (%v), LoadData's %v", labels, err, w.Labels)
 	}
 }
+
+func TestSameChannels(t *testing.T) {
+	for _, c := range []struct {
+		have, want []string
+		ok         bool
+	}{
+		{[]string{"x", "y", "z"}, []string{"x", "y", "z"}, true},
+		{[]string{"X", "Y", "Z"}, []string{"x", "y", "z"}, true},
+		{[]string{"ch0", "ch1", "ch2"}, []string{"x", "y", "z"}, true},
+		{[]string{"y", "x", "z"}, []string{"x", "y", "z"}, false},
+		{[]string{"x", "y"}, []string{"x", "y", "z"}, false},
+		{[]string{"ch0", "ch1"}, []string{"x", "y", "z"}, false},
+	} {
+		if got := SameChannels(c.have, c.want); got != c.ok {
+			t.Errorf("SameChannels(%v, %v) = %v, want %v", c.have, c.want, got, c.ok)
+		}
+	}
+}
