@@ -111,26 +111,25 @@ func CheckClasses(f *models.File, labels []string, spec string) error {
 // folder is decoded image by image (data.CheckImageFolder); with progress
 // not nil, a folder of more than progressOver images gets a progress line
 // on it, redrawn in place; maxPixels is --max-pixels (0: the default). MNIST
-// and IDX files are read whole.
+// and IDX files, and sensor recordings (checkSignals), are read whole.
 func CheckData(spec string, maxPixels int, progress io.Writer) error {
-	switch {
-	case spec == "mnist":
+	kind, err := KindOf(spec)
+	if err != nil {
+		return err
+	}
+	switch kind {
+	case KindMNIST:
 		for _, part := range []string{"train", "test"} {
 			if _, err := data.LoadMNIST(part, os.Getenv); err != nil {
 				return err
 			}
 		}
 		return nil
-	case isIDXDir(spec):
+	case KindIDX:
 		_, err := data.LoadIDX(idxPath(spec, "train-images-idx3-ubyte"), idxPath(spec, "train-labels-idx1-ubyte"))
 		return err
-	}
-	st, err := os.Stat(spec)
-	if err != nil {
-		return fmt.Errorf("cli: --data %q is neither \"mnist\" nor a folder: %w", spec, err)
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("cli: --data %q is a file; want \"mnist\" or a folder", spec)
+	case KindSensors, KindUCIHAR, KindWISDM:
+		return checkSignals(spec, kind)
 	}
 	dirs := []string{spec}
 	if hasSplit(spec) {

@@ -222,10 +222,10 @@ type Setup struct {
 func PrepareModel(f ModelFlags, b gpu.Backend, stderr io.Writer) (*Setup, error) {
 	rng := rand.New(rand.NewPCG(f.Seed, 0x1217))
 	s := &Setup{}
-	kind, err := KindOf(f.Data)
-	if err != nil {
-		return nil, err
-	}
+	// A --data that is not there is LoadData's to report, after the
+	// model's own flags are checked: kind is then "", no sensor data.
+	kind, _ := KindOf(f.Data)
+	var err error
 	var cfg models.Config
 	fresh := false // a new model of sensor windows, sized to the data
 	stride := f.Stride

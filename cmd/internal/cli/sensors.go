@@ -187,3 +187,32 @@ func SameChannels(have, want []string) bool {
 	}
 	return same || !named
 }
+
+// checkSignals reads every recording of sensor data (CheckData): each row
+// a window of one step, so that a recording of any length is read and a
+// broken one (a ragged row, NaN, a file too large) is named before the
+// model, and so the window, is known.
+func checkSignals(spec string, kind DataKind) error {
+	one := data.SensorOptions{Window: 1, Stride: 1}
+	var err error
+	switch kind {
+	case KindUCIHAR:
+		_, err = data.LoadUCIHAR(spec, "train", nil, data.SensorOptions{})
+	case KindWISDM:
+		_, err = data.LoadWISDM(spec, one)
+	default:
+		dirs := []string{spec}
+		if hasSplit(spec) {
+			dirs = []string{filepath.Join(spec, "train"), filepath.Join(spec, "test")}
+		}
+		for _, dir := range dirs {
+			if _, err = data.LoadSensorFolder(dir, one); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("cli: --data %s: %w: fix or remove the file", spec, err)
+	}
+	return nil
+}

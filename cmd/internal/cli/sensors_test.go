@@ -211,3 +211,24 @@ func TestSameChannels(t *testing.T) {
 		}
 	}
 }
+
+// CheckData (what a worker runs before it registers) reads recordings as
+// recordings, not as images, and names a broken one.
+func TestCheckDataSensors(t *testing.T) {
+	dir := accelDir(t, 1)
+	if err := CheckData(dir, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []string{"../../../data/testdata/uci-har", "../../../data/testdata/wisdm/WISDM_ar_v1.1_raw.txt"} {
+		if err := CheckData(spec, 0, nil); err != nil {
+			t.Errorf("%s: %v", spec, err)
+		}
+	}
+	bad := filepath.Join(dir, "walking", "rec-000.csv")
+	if err := os.WriteFile(bad, []byte("x,y,z\n1,2,3\n1,NaN,3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckData(dir, 0, nil); err == nil || !strings.Contains(err.Error(), "rec-000.csv") {
+		t.Errorf("a recording with NaN: %v", err)
+	}
+}
