@@ -25,8 +25,6 @@ const torch2Dir = "testdata/torch2"
 var torch2Refused = map[string]string{
 	"prelu_ln":        "PRelu",
 	"prelu_ln_legacy": "PRelu",
-	"cnn1d":           "rank 3",
-	"cnn1d_legacy":    "rank 3",
 	"lstm_lm":         "LSTM",
 	"lstm_lm_legacy":  "Expand",
 	"gru_lm":          "GRU",
