@@ -27,7 +27,7 @@ import (
 // batch of issue 19's table); on PoCL (OpenCL on the CPU) a smaller one
 // keeps a run short, and its ratios say little about a GPU's.
 // COTRAIN_BENCH_IM2COL_TAPS=1,121 also times im2col_win with other block
-// sizes (im2colWinTaps).
+// sizes (im2col.winTaps).
 
 // alexConvs are AlexNet's five convolutions at batch 32.
 var alexConvs = []struct {
@@ -114,20 +114,20 @@ func BenchmarkOpenCLIm2col(b *testing.B) {
 			benchKernel(b, o, bytes, func() { o.runPlanes(kIm2colPlanes, ohw, rows, g.N, args...) })
 		})
 		b.Run(c.name+"/new", func(b *testing.B) {
-			benchKernel(b, o, bytes, func() { o.im2col(&g, rows, g.N, ohw, col.m, col.off, x.m, x.off) })
+			benchKernel(b, o, bytes, func() { o.cols.expand(&g, rows, g.N, ohw, col.m, col.off, x.m, x.off) })
 		})
 		for _, taps := range benchTaps(b) {
 			b.Run(fmt.Sprintf("%s/new-taps=%d", c.name, taps), func(b *testing.B) {
-				defer func(v int) { o.kn.im2colWinTaps = v }(o.kn.im2colWinTaps)
-				o.kn.im2colWinTaps = taps
-				benchKernel(b, o, bytes, func() { o.im2col(&g, rows, g.N, ohw, col.m, col.off, x.m, x.off) })
+				cols := newIm2col(o)
+				cols.winTaps = taps
+				benchKernel(b, o, bytes, func() { cols.expand(&g, rows, g.N, ohw, col.m, col.off, x.m, x.off) })
 			})
 		}
 	}
 }
 
 // benchTaps is COTRAIN_BENCH_IM2COL_TAPS, a comma-separated list of
-// im2colWinTaps values that BenchmarkOpenCLIm2col times besides the default
+// im2col.winTaps values that BenchmarkOpenCLIm2col times besides the default
 // (1: one filter row per item; 121: AlexNet conv1's whole window).
 func benchTaps(b *testing.B) []int {
 	var out []int
@@ -159,7 +159,7 @@ func BenchmarkOpenCLCol2im(b *testing.B) {
 			benchKernel(b, o, bytes, func() { o.run1(kCol2im, dx.n, args...) })
 		})
 		b.Run(c.name+"/new", func(b *testing.B) {
-			benchKernel(b, o, bytes, func() { o.col2im(&g, g.N, dx.m, dx.off, col.m, col.off) })
+			benchKernel(b, o, bytes, func() { o.cols.col2im(&g, g.N, dx.m, dx.off, col.m, col.off) })
 		})
 	}
 }

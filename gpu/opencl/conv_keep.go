@@ -102,7 +102,7 @@ func (o *OpenCL) convForwardKeepAct(g gpu.ConvGeom, y, x, w, bias, ws, cols gpu.
 	c := o.keepBufs("ConvForwardKeep", &g, cols)
 	xs, wsl, ys, bs, col, nb := o.convBufs("ConvForwardKeep", &g, x, w, y, bias, ws)
 	if a := o.algoFor(&g); a != nil {
-		o.im2col(&g, g.ColRows(), g.N, g.OH*g.OW, c.m, c.off, xs.m, xs.off) // one group
+		o.cols.expand(&g, g.ColRows(), g.N, g.OH*g.OW, c.m, c.off, xs.m, xs.off) // one group
 		a.forward(&g, ys, xs, wsl, bs, col, act)
 		return
 	}

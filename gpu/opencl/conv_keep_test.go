@@ -53,7 +53,6 @@ func TestOpenCLIm2colWin(t *testing.T) { bothStorages(t, testOpenCLIm2colWin) }
 
 func testOpenCLIm2colWin(t *testing.T, o *OpenCL) {
 	r := rand.New(rand.NewPCG(41, 42))
-	defer func(v int) { o.kn.im2colWinTaps = v }(o.kn.im2colWinTaps)
 	for _, g := range clColGeoms {
 		if err := g.Setup(); err != nil {
 			t.Fatal(err)
@@ -70,9 +69,10 @@ func testOpenCLIm2colWin(t *testing.T, o *OpenCL) {
 				want := im2colRef(g, xv, n0, cnt, gi)
 				xoff := x.off + (n0*g.C+gi*(g.C/g.GroupCount()))*g.H*g.W
 				for _, taps := range []int{1, 32, 1 << 20} {
-					o.kn.im2colWinTaps = taps
+					cols := newIm2col(o)
+					cols.winTaps = taps
 					o.Fill(col, float32(math.NaN()))
-					o.im2col(&g, rows, cnt, ohw, col.m, col.off+coloff, x.m, xoff)
+					cols.expand(&g, rows, cnt, ohw, col.m, col.off+coloff, x.m, xoff)
 					got := download(o, col)[coloff : coloff+len(want)]
 					requireSameBits(t, fmt.Sprintf("%+v group %d samples %d+%d taps %d", g, gi, n0, cnt, taps), got, want)
 				}
@@ -114,7 +114,7 @@ func testOpenCLCol2imPlanes(t *testing.T, o *OpenCL) {
 		for gi := 0; gi < g.GroupCount(); gi++ {
 			off := gi * cg * g.H * g.W
 			o.run1(kCol2im, g.N*cg*g.H*g.W, append([]any{want.m, want.off + off, col.m, col.off}, colArgs(g, g.N)...)...)
-			o.col2im(&g, g.N, got.m, got.off+off, col.m, col.off)
+			o.cols.col2im(&g, g.N, got.m, got.off+off, col.m, col.off)
 		}
 		requireSameBits(t, fmt.Sprintf("%+v", g), download(o, got), download(o, want))
 	}

@@ -17,16 +17,6 @@ type knobs struct {
 	splitTiles, splitDepth int
 	// gemmSumWG is the work-group size of the split-k sum (gemm_sum).
 	gemmSumWG int
-	// copyPlainRows copies batch tensors whose planes are not a multiple of
-	// 4 long into plain matrices before a GEMM reads them (plainRows);
-	// false reads them through segmented addressing. The same bits.
-	copyPlainRows bool
-	// im2colWinTaps is about how many elements one item of im2col_win
-	// copies: a block of max(1, im2colWinTaps/S) filter rows (all R of a
-	// 3×3 or 5×5 filter, two rows of AlexNet's 11×11). More per item
-	// divides less often; fewer gives more items (parallelism) to small
-	// batches. The same bits.
-	im2colWinTaps int
 	// redPartLen is the length of one part of a two-level reduction: a
 	// channel of batch norm (or a depthwise filter tap) reducing over more
 	// elements than twice this is split into parts that separate
@@ -44,7 +34,7 @@ type knobs struct {
 
 // defaultKnobs are the choices every backend opens with.
 func defaultKnobs() knobs {
-	return knobs{splitTiles: 256, splitDepth: 256, gemmSumWG: 256, copyPlainRows: true, im2colWinTaps: 32, redPartLen: 8192,
+	return knobs{splitTiles: 256, splitDepth: 256, gemmSumWG: 256, redPartLen: 8192,
 		biasColsMax: 64}
 }
 

@@ -90,45 +90,6 @@ func batchMat(b *clBuf, n0, cnt, ch, chans, hw int) mat {
 	return m
 }
 
-// plainRows is batchMat as a plain matrix: when the channels' planes of
-// hw positions are not whole float4 groups (hw%4 ≠ 0: AlexNet's 55², 27²
-// and 13² planes, MobileNet's 7²) and the matrix spans several samples,
-// every load of the segmented matrix is 4 scalar loads, each with the
-// segment's division; copying the rows×(cnt·hw) matrix into scratch s once
-// (a plain copy: the product's bits do not change) lets the GEMM read it as
-// float4 groups without divisions. Only for operands a GEMM reads.
-func (o *OpenCL) plainRows(s **clMem, b *clBuf, n0, cnt, ch, rows, chans, hw int) mat {
-	if !o.kn.copyPlainRows || cnt == 1 || hw%4 == 0 {
-		return batchMat(b, n0, cnt, ch, chans, hw)
-	}
-	dst := o.scratch(s, rows*cnt*hw)
-	o.runPlanes(kRowsPlain, cnt*hw, rows, 1, dst, b.m, b.off+(n0*chans+ch)*hw, cnt, chans, hw)
-	return plainMat(dst, 0, cnt*hw)
-}
-
-// chunkCols is the column matrix (rows × cnt·OH·OW) of samples [n0,
-// n0+cnt) and group gi, as the forward and the filter gradient read it: x
-// itself for a pointwise convolution, the kept matrix's columns, or im2col
-// into the workspace col.
-func (o *OpenCL) chunkCols(g *gpu.ConvGeom, xs, col *clBuf, kept bool, n0, cnt, gi int) mat {
-	cg, rows, ohw := g.C/g.GroupCount(), g.ColRows(), g.OH*g.OW
-	switch {
-	case g.Pointwise():
-		return o.plainRows(&o.rowsB, xs, n0, cnt, gi*cg, cg, g.C, ohw)
-	case kept:
-		return plainMat(col.m, col.off+gi*rows*g.N*ohw+n0*ohw, g.N*ohw)
-	default:
-		o.im2col(g, rows, cnt, ohw, col.m, col.off, xs.m, xs.off+(n0*g.C+gi*cg)*g.H*g.W)
-		return plainMat(col.m, col.off, cnt*ohw)
-	}
-}
-
-// colArgs are the arguments of im2col and col2im after the two buffers:
-// samples, sample stride and geometry.
-func colArgs(g gpu.ConvGeom, cnt int) []any {
-	return []any{cnt, g.C * g.H * g.W, g.C / g.GroupCount(), g.H, g.W, g.R, g.S, g.StrideH, g.StrideW, g.PadH, g.PadW, g.OH, g.OW}
-}
-
 // dw3Kernels returns the depthwise forward and data-gradient kernels
 // specialised for 3×3 filters at g's stride (1 or 2, the same both ways),
 // or ok false where there are none.
@@ -145,38 +106,6 @@ func dw3Kernels(g gpu.ConvGeom) (forward, backwardData kernelID, ok bool) {
 // dwArgs are the trailing arguments of the depthwise kernels.
 func dwArgs(g gpu.ConvGeom) []any {
 	return []any{g.N, g.C, g.K, g.H, g.W, g.R, g.S, g.StrideH, g.StrideW, g.PadH, g.PadW, g.OH, g.OW}
-}
-
-// im2col writes the column matrix of cnt samples of one group at col[coloff:]:
-// a block of filter rows at one column per item (im2col_win), or one item
-// per element (im2col) when the matrix has fewer than 32 columns, too few
-// for a work-group.
-func (o *OpenCL) im2col(g *gpu.ConvGeom, rows, cnt, ohw int, col *clMem, coloff int, x *clMem, xoff int) {
-	args := append([]any{col, coloff, x, xoff}, colArgs(*g, cnt)...)
-	if cnt*ohw >= 32 {
-		rb := min(g.R, max(1, o.kn.im2colWinTaps/g.S))
-		o.runPlanes(kIm2colWin, cnt*ohw, g.C/g.GroupCount(), (g.R+rb-1)/rb, append(args, rb)...)
-		return
-	}
-	o.run1(kIm2col, rows*cnt*ohw, args...)
-}
-
-// col2im sets dx (cnt samples of one group, at dxoff) from the column matrix
-// at col[coloff:]: over a sample's group per grid row (col2im_planes, _s1
-// for stride 1) when it has at least 32 elements, else one item per
-// element.
-func (o *OpenCL) col2im(g *gpu.ConvGeom, cnt int, dx *clMem, dxoff int, col *clMem, coloff int) {
-	args := append([]any{dx, dxoff, col, coloff}, colArgs(*g, cnt)...)
-	per := g.C / g.GroupCount() * g.H * g.W
-	if per < 32 {
-		o.run1(kCol2im, cnt*per, args...)
-		return
-	}
-	id := kCol2imPlanes
-	if g.StrideH == 1 && g.StrideW == 1 {
-		id = kCol2imPlanesS1
-	}
-	o.runPlanes(id, per, cnt, 1, args...)
 }
 
 // ConvForward implements Backend.
@@ -196,14 +125,11 @@ func (o *OpenCL) convForwardAct(g gpu.ConvGeom, y, x, w, bias, ws gpu.Buffer, ac
 	o.convForward(&g, ys, xs, wsl, bs, col, nb, false, act)
 }
 
-// convForward runs the forward of a convolution in chunks of nb samples,
-// adding the bias bs (nil: none) and applying the activation act (0 none, 1
-// ReLU, 2 ReLU6): in the GEMMs' epilogue where it may run (epilogueOn),
-// else in a bias_act pass after them (depthwise convolutions, which have no
-// GEMM, too). Unless kept, each chunk and group is expanded into col in
-// turn; kept (ConvForwardKeep), col receives every group's matrix of the
-// whole batch (group gi's at gi·rows·N·OH·OW) and each chunk's product reads
-// its columns there: the same products, so the same bits.
+// convForward runs the forward of a convolution (not one an algorithm of
+// conv_algo.go takes) in chunks of nb samples, adding the bias bs (nil:
+// none) and applying the activation act (0 none, 1 ReLU, 2 ReLU6): the
+// depthwise kernels then bias_act, or im2col's products (im2col.forward,
+// kept as it says).
 func (o *OpenCL) convForward(g *gpu.ConvGeom, ys, xs, wsl, bs, col *clBuf, nb int, kept bool, act int) {
 	if g.Depthwise() {
 		args := append([]any{ys.m, ys.off, xs.m, xs.off, wsl.m, wsl.off}, dwArgs(*g)...)
@@ -215,32 +141,7 @@ func (o *OpenCL) convForward(g *gpu.ConvGeom, ys, xs, wsl, bs, col *clBuf, nb in
 		o.biasAct(ys, bs, g.N, g.K, g.OH*g.OW, act)
 		return
 	}
-	grp := g.GroupCount()
-	cg, kg, rows, ohw := g.C/grp, g.K/grp, g.ColRows(), g.OH*g.OW
-	if kept {
-		for gi := 0; gi < grp; gi++ {
-			o.im2col(g, rows, g.N, ohw, col.m, col.off+gi*rows*g.N*ohw, xs.m, xs.off+gi*cg*g.H*g.W)
-		}
-	}
-	epi := o.epilogueOn()
-	for n0 := 0; n0 < g.N; n0 += nb {
-		cnt := min(nb, g.N-n0)
-		for gi := 0; gi < grp; gi++ {
-			var e epilogue
-			if epi {
-				e.act = act
-				if bs != nil { // row r of group gi's product is output channel gi·kg + r
-					e.bias, e.off = bs.m, bs.off+gi*kg
-				}
-			}
-			src := o.chunkCols(g, xs, col, kept, n0, cnt, gi)
-			o.gemmEpi(false, false, kg, cnt*ohw, rows, 1, plainMat(wsl.m, wsl.off+gi*kg*rows, rows), src,
-				0, batchMat(ys, n0, cnt, gi*kg, g.K, ohw), e)
-		}
-	}
-	if !epi {
-		o.biasAct(ys, bs, g.N, g.K, ohw, act)
-	}
+	o.cols.forward(g, ys, xs, wsl, bs, col, nb, kept, act)
 }
 
 // ConvBackwardData implements Backend.
@@ -259,24 +160,7 @@ func (o *OpenCL) ConvBackwardData(g gpu.ConvGeom, dx, dy, w, ws gpu.Buffer) {
 		}
 		return
 	}
-	grp := g.GroupCount()
-	cg, kg, rows, ohw := g.C/grp, g.K/grp, g.ColRows(), g.OH*g.OW
-	for n0 := 0; n0 < g.N; n0 += nb {
-		cnt := min(nb, g.N-n0)
-		for gi := 0; gi < grp; gi++ {
-			wt := plainMat(wsl.m, wsl.off+gi*kg*rows, rows) // W_g (kg×rows), read transposed
-			src := o.plainRows(&o.rowsB, dys, n0, cnt, gi*kg, kg, g.K, ohw)
-			if g.Pointwise() {
-				o.gemm(true, false, rows, cnt*ohw, kg, 1, wt, src, 0, batchMat(dxs, n0, cnt, gi*cg, g.C, ohw))
-				continue
-			}
-			// W_gᵀ made explicit (rows×kg): gemm_nn instead of gemm_tn (conv.cl's transpose).
-			wT := o.scratch(&o.convWT, rows*kg)
-			o.run1(kTranspose, rows*kg, wT, 0, wsl.m, wsl.off+gi*kg*rows, kg, rows)
-			o.gemm(false, false, rows, cnt*ohw, kg, 1, plainMat(wT, 0, kg), src, 0, plainMat(col.m, col.off, cnt*ohw))
-			o.col2im(&g, cnt, dxs.m, dxs.off+(n0*g.C+gi*cg)*g.H*g.W, col.m, col.off)
-		}
-	}
+	o.cols.backwardData(&g, dxs, dys, wsl, col, nb)
 }
 
 // ConvBackwardFilter implements Backend.
@@ -291,10 +175,9 @@ func (o *OpenCL) ConvBackwardFilter(g gpu.ConvGeom, dw, dbias, dy, x, ws gpu.Buf
 	o.convFilter(&g, dws, dys, xs, col, nb, false)
 }
 
-// convFilter sets dw from dy and the column matrices of x in chunks of nb
-// samples (the gradient accumulating over them): expanded here into col
-// chunk by chunk unless kept, else already in col as convForward kept them,
-// each chunk's product reading its columns there.
+// convFilter sets dw from dy and x: by the depthwise kernels, else by
+// im2col's products over the column matrices of x in chunks of nb samples
+// (im2col.backwardFilter; kept: already in col).
 func (o *OpenCL) convFilter(g *gpu.ConvGeom, dws, dys, xs, col *clBuf, nb int, kept bool) {
 	if g.Depthwise() {
 		if l, p := o.kn.redParts(g.N * g.OH * g.OW); p > 1 || (g.R == 3 && g.S == 3) {
@@ -311,20 +194,7 @@ func (o *OpenCL) convFilter(g *gpu.ConvGeom, dws, dys, xs, col *clBuf, nb int, k
 		o.runGroups(kDwBackwardFilter, dws.n, append([]any{dws.m, dws.off, dys.m, dys.off, xs.m, xs.off}, dwArgs(*g)...)...)
 		return
 	}
-	grp := g.GroupCount()
-	kg, rows, ohw := g.K/grp, g.ColRows(), g.OH*g.OW
-	for n0 := 0; n0 < g.N; n0 += nb {
-		cnt := min(nb, g.N-n0)
-		beta := float32(1)
-		if n0 == 0 {
-			beta = 0
-		}
-		for gi := 0; gi < grp; gi++ {
-			src := o.chunkCols(g, xs, col, kept, n0, cnt, gi) // read transposed
-			o.gemm(false, true, kg, rows, cnt*ohw, 1, o.plainRows(&o.rowsA, dys, n0, cnt, gi*kg, kg, g.K, ohw), src,
-				beta, plainMat(dws.m, dws.off+gi*kg*rows, rows))
-		}
-	}
+	o.cols.backwardFilter(g, dws, dys, xs, col, nb, kept)
 }
 
 // poolArgs are the trailing geometry arguments of the pooling kernels.

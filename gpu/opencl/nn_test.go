@@ -509,9 +509,16 @@ func TestOpenCLConvBackwardDataTransposedBits(t *testing.T) {
 // run.
 func TestOpenCLConvPlainRows(t *testing.T) { bothStorages(t, testOpenCLConvPlainRows) }
 
+// withIm2col runs run with o's im2col convolution replaced by c.
+func withIm2col(o *OpenCL, c *im2col, run func()) {
+	old := o.cols
+	o.cols = c
+	defer func() { o.cols = old }()
+	run()
+}
+
 func testOpenCLConvPlainRows(t *testing.T, o *OpenCL) {
 	setWinograd(t, o, WinogradOff) // the im2col path
-	defer func(c bool) { o.kn.copyPlainRows = c }(o.kn.copyPlainRows)
 	r := rand.New(rand.NewPCG(27, 28))
 	for _, g := range []gpu.ConvGeom{
 		{N: 5, C: 6, H: 7, W: 7, K: 8, R: 1, S: 1},                      // pointwise on 7×7
@@ -532,12 +539,15 @@ func testOpenCLConvPlainRows(t *testing.T, o *OpenCL) {
 			var got [2][][]float32
 			var launches [2]int
 			for i, plain := range []bool{false, true} {
-				o.kn.copyPlainRows = plain
+				cols := newIm2col(o)
+				cols.copyRows = plain
 				y, dx, dw, db := o.Alloc(dy.Len()), o.Alloc(x.Len()), o.Alloc(w.Len()), o.Alloc(g.K)
 				before := o.ctx.launches
-				o.ConvForward(g, y, x, w, bias, ws)
-				o.ConvBackwardData(g, dx, dy, w, ws)
-				o.ConvBackwardFilter(g, dw, db, dy, x, ws)
+				withIm2col(o, cols, func() {
+					o.ConvForward(g, y, x, w, bias, ws)
+					o.ConvBackwardData(g, dx, dy, w, ws)
+					o.ConvBackwardFilter(g, dw, db, dy, x, ws)
+				})
 				launches[i] = o.ctx.launches - before
 				got[i] = [][]float32{download(o, y), download(o, dx), download(o, dw), download(o, db)}
 			}

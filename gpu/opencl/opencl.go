@@ -54,9 +54,6 @@ type OpenCL struct {
 	coef    *clMem // per-channel batch-norm coefficients (4 per channel)
 	splitWS *clMem // partial sums of split-k products (gemm.go)
 	redPart *clMem // partial results of two-level reductions (redParts)
-	convWT  *clMem // a transposed filter matrix (ConvBackwardData)
-	rowsA   *clMem // batch tensors made plain matrices (plainRows), for operand A
-	rowsB   *clMem // and for operand B
 	poolIdx *clMem // int offsets of max-pool windows' maxima (MaxPoolBackward)
 	loss    *clMem // per-row losses of SoftmaxCrossEntropy, then their sum
 	// Two int32 label buffers, reused across calls, and the labels each
@@ -74,6 +71,7 @@ type OpenCL struct {
 
 	// The convolution algorithms beside im2col (conv_algo.go), each
 	// with its mode (Config.Winograd, Config.FFT) and scratch.
+	cols    *im2col
 	wino    *winograd
 	fftConv *fftConv
 

@@ -272,7 +272,7 @@ func New(cfg Config) (*OpenCL, error) {
 	if cfg.knobs != nil {
 		o.kn = *cfg.knobs
 	}
-	o.wino, o.fftConv = newWinograd(o, wino), newFFTConv(o, fftSetting)
+	o.cols, o.wino, o.fftConv = newIm2col(o), newWinograd(o, wino), newFFTConv(o, fftSetting)
 	o.keepBudget = info.GlobalMem / 8 // ConvKeepColumns
 	gemmOpts := cfg.GemmOptions
 	if o.half {
