@@ -25,6 +25,10 @@ func Conv3Rows(out, x0, x1, x2, w []float32) {
 		conv3RowsAVX512(&out[0], &x0[0], &x1[0], &x2[0], &w[0], n)
 		return
 	}
+	if n8 := n &^ 7; useAVX2 && n8 > 0 {
+		conv3RowsAVX2(&out[0], &x0[0], &x1[0], &x2[0], &w[0], n8)
+		out, x0, x1, x2 = out[n8:], x0[n8:], x1[n8:], x2[n8:]
+	}
 	conv3RowsGo(out, x0, x1, x2, w)
 }
 
@@ -43,6 +47,10 @@ func Conv3RowsFlipped(out, x0, x1, x2, w []float32) {
 	if useAVX512 {
 		conv3RowsFlippedAVX512(&out[0], &x0[0], &x1[0], &x2[0], &w[0], n)
 		return
+	}
+	if n8 := n &^ 7; useAVX2 && n8 > 0 {
+		conv3RowsFlippedAVX2(&out[0], &x0[0], &x1[0], &x2[0], &w[0], n8)
+		out, x0, x1, x2 = out[n8:], x0[n8:], x1[n8:], x2[n8:]
 	}
 	conv3RowsFlippedGo(out, x0, x1, x2, w)
 }
@@ -100,6 +108,11 @@ func Conv3RowFilter(acc, dy, x []float32) {
 	if useAVX512 {
 		conv3RowFilterAVX512(&acc[0], &dy[0], &x[0], n)
 		return
+	}
+	if n16 := n &^ 15; useAVX2 && n16 > 0 {
+		// The tail starts at a multiple of 16: its lanes are the twin's.
+		conv3RowFilterAVX2(&acc[0], &dy[0], &x[0], n16)
+		dy, x = dy[n16:], x[n16:]
 	}
 	conv3RowFilterGo(acc, dy, x)
 }

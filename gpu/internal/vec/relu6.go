@@ -20,6 +20,10 @@ func ReLU6(y, x []float32) {
 		relu6AVX512(&y[0], &x[0], len(x))
 		return
 	}
+	if n8 := len(x) &^ 7; useAVX2 && n8 > 0 {
+		relu6AVX2(&y[0], &x[0], n8)
+		y, x = y[n8:], x[n8:]
+	}
 	relu6Go(y, x)
 }
 
@@ -35,6 +39,10 @@ func ReLU6Backward(dx, dy, x []float32) {
 	if useAVX512 {
 		relu6BackwardAVX512(&dx[0], &dy[0], &x[0], len(x))
 		return
+	}
+	if n8 := len(x) &^ 7; useAVX2 && n8 > 0 {
+		relu6BackwardAVX2(&dx[0], &dy[0], &x[0], n8)
+		dx, dy, x = dx[n8:], dy[n8:], x[n8:]
 	}
 	relu6BackwardGo(dx, dy, x)
 }

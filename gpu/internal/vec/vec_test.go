@@ -27,17 +27,21 @@ func sameBits(a, b []float32) bool {
 	return true
 }
 
-// paths runs f with the assembly loops (where the machine has them) and
-// with the Go twins.
+// paths runs f with the AVX-512 loops and with the AVX2 loops (each where
+// the machine has them) and with the Go twins.
 func paths(t *testing.T, f func(t *testing.T, asm bool)) {
-	saved := useAVX512
-	defer func() { setAVX512(saved) }()
-	for _, asm := range []bool{true, false} {
-		if asm && !saved {
+	s512, s2 := useAVX512, useAVX2
+	defer func() { setAVX512(s512); setAVX2(s2) }()
+	for _, p := range []struct {
+		name         string
+		avx512, avx2 bool
+	}{{"avx512", true, false}, {"avx2", false, true}, {"false", false, false}} {
+		if p.avx512 && !s512 || p.avx2 && !s2 {
 			continue
 		}
-		setAVX512(asm)
-		t.Run(fmt.Sprintf("asm=%v", asm), func(t *testing.T) { f(t, asm) })
+		setAVX512(p.avx512)
+		setAVX2(p.avx2)
+		t.Run("asm="+p.name, func(t *testing.T) { f(t, p.avx512 || p.avx2) })
 	}
 }
 

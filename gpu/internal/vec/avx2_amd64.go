@@ -1,0 +1,30 @@
+//go:build !purego
+
+package vec
+
+import "golang.org/x/sys/cpu"
+
+// useAVX2 selects the AVX2 loops where AVX-512 is missing (AMD before Zen 4,
+// Intel's client chips): 8 lanes, no masks, so each loop covers the whole
+// multiples of its width and the Go twin does the rest. AVX-512 wins where
+// both are present.
+var useAVX2 = cpu.X86.HasAVX2
+
+func setAVX2(on bool) { useAVX2 = on && cpu.X86.HasAVX2 }
+
+// n8 must be a multiple of 8 (conv3RowFilterAVX2: of 16) in all of these.
+
+//go:noescape
+func conv3RowsAVX2(out, x0, x1, x2, w *float32, n8 int)
+
+//go:noescape
+func conv3RowsFlippedAVX2(out, x0, x1, x2, w *float32, n8 int)
+
+//go:noescape
+func conv3RowFilterAVX2(acc, dy, x *float32, n16 int)
+
+//go:noescape
+func relu6AVX2(y, x *float32, n8 int)
+
+//go:noescape
+func relu6BackwardAVX2(dx, dy, x *float32, n8 int)

@@ -1,0 +1,20 @@
+//go:build purego || !amd64
+
+package vec
+
+// useAVX2 is false: this build has only the Go loops.
+const useAVX2 = false
+
+func setAVX2(bool) {}
+
+func conv3RowsAVX2(*float32, *float32, *float32, *float32, *float32, int) {
+	panic("vec: no assembly")
+}
+
+func conv3RowsFlippedAVX2(*float32, *float32, *float32, *float32, *float32, int) {
+	panic("vec: no assembly")
+}
+
+func conv3RowFilterAVX2(*float32, *float32, *float32, int) { panic("vec: no assembly") }
+func relu6AVX2(*float32, *float32, int)                    { panic("vec: no assembly") }
+func relu6BackwardAVX2(*float32, *float32, *float32, int)  { panic("vec: no assembly") }
