@@ -21,6 +21,9 @@ var trainStepCases = []struct {
 	// MobileNet v1 at α=0.5 on 128x128 inputs, 1000 classes: the depthwise,
 	// batch-norm and 1x1 convolutions that phones train.
 	{"mobilenet-a0.5-128/b16", "mobilenet-v1", Config{Classes: 1000, Input: solver.Shape{C: 3, H: 128, W: 128}, Width: 0.5}, 16},
+	// har-cnn on 3×128 accelerometer windows, 6 activities: 1×k
+	// convolutions and pools, batch norm, global average pooling.
+	{"har-cnn/b64", "har-cnn", Config{}, 64},
 }
 
 // BenchmarkTrainStep times one full training step (upload, forward, loss,

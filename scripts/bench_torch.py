@@ -5,7 +5,8 @@ Times one training step (forward, cross-entropy, backward, SGD with momentum
 0.9) on random input, on ONE thread, for the same networks and batches as
 `go test ./models -run '^$' -bench TrainStep` (models/bench_test.go): LeNet-5
 and Caffe's LeNet at batch 64 on MNIST-shaped input, MobileNet v1 at width
-0.5 on 3x128x128 input with 1000 classes at batch 16:
+0.5 on 3x128x128 input with 1000 classes at batch 16, har-cnn on 3×128
+sensor windows with 6 classes at batch 64:
 
     /usr/bin/python3 scripts/bench_torch.py [--threads 1] [--seconds 3] [--only NAME,...]
 
@@ -95,11 +96,23 @@ def mobilenet_v1(alpha=0.5, classes=1000):
     return nn.Sequential(*layers)
 
 
+def har_cnn(classes=6):
+    """models/harcnn.go's har-cnn on 3×128 sensor windows: Conv1d 32@7, 64@5,
+    64@3 (no bias) with BatchNorm1d and ReLU, two max pools, global average
+    pooling, Linear."""
+    return nn.Sequential(
+        nn.Conv1d(3, 32, 7, padding=3, bias=False), nn.BatchNorm1d(32), nn.ReLU(), nn.MaxPool1d(2),
+        nn.Conv1d(32, 64, 5, padding=2, bias=False), nn.BatchNorm1d(64), nn.ReLU(), nn.MaxPool1d(2),
+        nn.Conv1d(64, 64, 3, padding=1, bias=False), nn.BatchNorm1d(64), nn.ReLU(),
+        nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(64, classes))
+
+
 # name: (constructor, input shape of one sample, classes, batch, GPU only)
 MODELS = {
     "lenet5": (lenet5, (1, 28, 28), 10, 64, False),
     "lenet-caffe": (lenet_caffe, (1, 28, 28), 10, 64, False),
     "mobilenet-a0.5-128": (mobilenet_v1, (3, 128, 128), 1000, 16, False),
+    "har-cnn": (har_cnn, (3, 128), 6, 64, False),
     "mobilenet-a1-224": (lambda: mobilenet_v1(1.0), (3, 224, 224), 1000, 32, True),
     "alexnet": (alexnet, (3, 224, 224), 1000, 32, True),
 }

@@ -3,12 +3,14 @@ package onnx
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
@@ -346,6 +348,50 @@ func TestExport1DForPython(t *testing.T) {
 		}
 		if err := os.WriteFile(filepath.Join(dir, "conv1d_"+fx.Name+".cotrain.onnx"), buf.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// What a 1-D model may hold that the importer does not map is refused,
+// naming the attribute: a dilated Conv1d, asymmetric pads along L.
+func TestImport1DRefusals(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "conv1d", "cnn1d_op13.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		attr string
+		set  []int64
+		want string
+	}{
+		{"dilations", []int64{2}, "dilations"},
+		{"pads", []int64{1, 3}, "asymmetric pads"},
+	} {
+		var m onnxpb.ModelProto
+		if err := proto.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		changed := false
+		for _, n := range m.GetGraph().GetNode() {
+			if n.GetOpType() != "Conv" || changed {
+				continue
+			}
+			for _, a := range n.GetAttribute() {
+				if a.GetName() == tc.attr {
+					a.Ints, changed = tc.set, true
+				}
+			}
+		}
+		if !changed {
+			t.Fatalf("no Conv with %s in the fixture", tc.attr)
+		}
+		b, err := proto.Marshal(&m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Import(bytes.NewReader(b))
+		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %v: %v, want ErrUnsupported naming %q", tc.attr, tc.set, err, tc.want)
 		}
 	}
 }
