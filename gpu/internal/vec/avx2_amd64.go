@@ -28,3 +28,21 @@ func relu6AVX2(y, x *float32, n8 int)
 
 //go:noescape
 func relu6BackwardAVX2(dx, dy, x *float32, n8 int)
+
+//go:noescape
+func bnApplyAVX2(y, x *float32, n8 int, mean, scale, shift float32)
+
+//go:noescape
+func bnBackwardDataAVX2(dx, dy, x *float32, n8 int, k, b, a, mean float32)
+
+// The lane sums read and write the caller's eight float64 lanes (l, s and
+// t point at [8]float64).
+
+//go:noescape
+func sumDyDevAVX2(s, t *float64, dy, x *float32, n8 int, mean float32)
+
+//go:noescape
+func sum64AVX2(l *float64, s *float32, n8 int)
+
+//go:noescape
+func sqDev64AVX2(l *float64, s *float32, n8 int, mean float64)

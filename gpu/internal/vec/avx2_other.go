@@ -18,3 +18,11 @@ func conv3RowsFlippedAVX2(*float32, *float32, *float32, *float32, *float32, int)
 func conv3RowFilterAVX2(*float32, *float32, *float32, int) { panic("vec: no assembly") }
 func relu6AVX2(*float32, *float32, int)                    { panic("vec: no assembly") }
 func relu6BackwardAVX2(*float32, *float32, *float32, int)  { panic("vec: no assembly") }
+
+func bnApplyAVX2(*float32, *float32, int, float32, float32, float32) { panic("vec: no assembly") }
+func bnBackwardDataAVX2(*float32, *float32, *float32, int, float32, float32, float32, float32) {
+	panic("vec: no assembly")
+}
+func sumDyDevAVX2(*float64, *float64, *float32, *float32, int, float32) { panic("vec: no assembly") }
+func sum64AVX2(*float64, *float32, int)                                 { panic("vec: no assembly") }
+func sqDev64AVX2(*float64, *float32, int, float64)                      { panic("vec: no assembly") }

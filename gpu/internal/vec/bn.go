@@ -19,6 +19,10 @@ func BNApply(y, x []float32, mean, scale, shift float32) {
 		bnApplyAVX512(&y[0], &x[0], len(x), mean, scale, shift)
 		return
 	}
+	if n8 := len(x) &^ 7; useAVX2 && n8 > 0 {
+		bnApplyAVX2(&y[0], &x[0], n8, mean, scale, shift)
+		y, x = y[n8:], x[n8:]
+	}
 	bnApplyGo(y, x, mean, scale, shift)
 }
 
@@ -33,6 +37,10 @@ func BNBackwardData(dx, dy, x []float32, k, b, a, mean float32) {
 	if useAVX512 {
 		bnBackwardDataAVX512(&dx[0], &dy[0], &x[0], len(x), k, b, a, mean)
 		return
+	}
+	if n8 := len(x) &^ 7; useAVX2 && n8 > 0 {
+		bnBackwardDataAVX2(&dx[0], &dy[0], &x[0], n8, k, b, a, mean)
+		dx, dy, x = dx[n8:], dy[n8:], x[n8:]
 	}
 	bnBackwardDataGo(dx, dy, x, k, b, a, mean)
 }
@@ -50,7 +58,14 @@ func SumDyDev(dy, x []float32, mean float32) (sdy, sdyx float64) {
 	if useAVX512 {
 		return sumDyDevAVX512(&dy[0], &x[0], len(dy), mean)
 	}
-	return sumDyDevGo(dy, x, mean)
+	var s, t [8]float64
+	if n8 := len(dy) &^ 7; useAVX2 && n8 > 0 {
+		// The tail starts at a multiple of 8: its lanes are the twin's.
+		sumDyDevAVX2(&s[0], &t[0], &dy[0], &x[0], n8, mean)
+		dy, x = dy[n8:], x[n8:]
+	}
+	sumDyDevLanes(&s, &t, dy, x, mean)
+	return lanes8(&s), lanes8(&t)
 }
 
 func bnApplyGo(y, x []float32, mean, scale, shift float32) {
@@ -69,12 +84,18 @@ func bnBackwardDataGo(dx, dy, x []float32, k, b, a, mean float32) {
 
 func sumDyDevGo(dy, x []float32, mean float32) (float64, float64) {
 	var s, t [8]float64
+	sumDyDevLanes(&s, &t, dy, x, mean)
+	return lanes8(&s), lanes8(&t)
+}
+
+// sumDyDevLanes adds dy and dy·(x - mean) into the lanes s and t, element i
+// in lane i%8.
+func sumDyDevLanes(s, t *[8]float64, dy, x []float32, mean float32) {
 	x = x[:len(dy)]
 	for i, d := range dy {
 		s[i%8] += float64(d)
 		t[i%8] += float64(float64(d) * float64(x[i]-mean))
 	}
-	return lanes8(&s), lanes8(&t)
 }
 
 // Sum64 returns Σ s in float64, element i in lane i%8, the lanes added as
@@ -86,7 +107,13 @@ func Sum64(s []float32) float64 {
 	if useAVX512 {
 		return sum64AVX512(&s[0], len(s))
 	}
-	return sum64Go(s)
+	var l [8]float64
+	if n8 := len(s) &^ 7; useAVX2 && n8 > 0 {
+		sum64AVX2(&l[0], &s[0], n8)
+		s = s[n8:]
+	}
+	sum64Lanes(&l, s)
+	return lanes8(&l)
 }
 
 // SqDev64 returns Σ (s[i] - mean)² in float64 (the difference taken in
@@ -98,7 +125,13 @@ func SqDev64(s []float32, mean float64) float64 {
 	if useAVX512 {
 		return sqDev64AVX512(&s[0], len(s), mean)
 	}
-	return sqDev64Go(s, mean)
+	var l [8]float64
+	if n8 := len(s) &^ 7; useAVX2 && n8 > 0 {
+		sqDev64AVX2(&l[0], &s[0], n8, mean)
+		s = s[n8:]
+	}
+	sqDev64Lanes(&l, s, mean)
+	return lanes8(&l)
 }
 
 func lanes8(l *[8]float64) float64 {
@@ -107,17 +140,27 @@ func lanes8(l *[8]float64) float64 {
 
 func sum64Go(s []float32) float64 {
 	var l [8]float64
+	sum64Lanes(&l, s)
+	return lanes8(&l)
+}
+
+// sum64Lanes adds s into the lanes l, element i in lane i%8.
+func sum64Lanes(l *[8]float64, s []float32) {
 	for i, v := range s {
 		l[i%8] += float64(v)
 	}
-	return lanes8(&l)
 }
 
 func sqDev64Go(s []float32, mean float64) float64 {
 	var l [8]float64
+	sqDev64Lanes(&l, s, mean)
+	return lanes8(&l)
+}
+
+// sqDev64Lanes adds (s[i] - mean)² into the lanes l, element i in lane i%8.
+func sqDev64Lanes(l *[8]float64, s []float32, mean float64) {
 	for i, v := range s {
 		d := float64(v) - mean
 		l[i%8] += float64(d * d)
 	}
-	return lanes8(&l)
 }
