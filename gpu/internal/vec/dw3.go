@@ -29,6 +29,10 @@ func Conv3Rows(out, x0, x1, x2, w []float32) {
 		conv3RowsAVX2(&out[0], &x0[0], &x1[0], &x2[0], &w[0], n8)
 		out, x0, x1, x2 = out[n8:], x0[n8:], x1[n8:], x2[n8:]
 	}
+	if n4 := n &^ 3; useNEON && n4 > 0 {
+		conv3RowsNEON(&out[0], &x0[0], &x1[0], &x2[0], &w[0], n4)
+		out, x0, x1, x2 = out[n4:], x0[n4:], x1[n4:], x2[n4:]
+	}
 	conv3RowsGo(out, x0, x1, x2, w)
 }
 
@@ -51,6 +55,10 @@ func Conv3RowsFlipped(out, x0, x1, x2, w []float32) {
 	if n8 := n &^ 7; useAVX2 && n8 > 0 {
 		conv3RowsFlippedAVX2(&out[0], &x0[0], &x1[0], &x2[0], &w[0], n8)
 		out, x0, x1, x2 = out[n8:], x0[n8:], x1[n8:], x2[n8:]
+	}
+	if n4 := n &^ 3; useNEON && n4 > 0 {
+		conv3RowsFlippedNEON(&out[0], &x0[0], &x1[0], &x2[0], &w[0], n4)
+		out, x0, x1, x2 = out[n4:], x0[n4:], x1[n4:], x2[n4:]
 	}
 	conv3RowsFlippedGo(out, x0, x1, x2, w)
 }
@@ -112,6 +120,10 @@ func Conv3RowFilter(acc, dy, x []float32) {
 	if n16 := n &^ 15; useAVX2 && n16 > 0 {
 		// The tail starts at a multiple of 16: its lanes are the twin's.
 		conv3RowFilterAVX2(&acc[0], &dy[0], &x[0], n16)
+		dy, x = dy[n16:], x[n16:]
+	}
+	if n16 := n &^ 15; useNEON && n16 > 0 {
+		conv3RowFilterNEON(&acc[0], &dy[0], &x[0], n16)
 		dy, x = dy[n16:], x[n16:]
 	}
 	conv3RowFilterGo(acc, dy, x)

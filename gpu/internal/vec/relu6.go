@@ -24,6 +24,10 @@ func ReLU6(y, x []float32) {
 		relu6AVX2(&y[0], &x[0], n8)
 		y, x = y[n8:], x[n8:]
 	}
+	if n4 := len(x) &^ 3; useNEON && n4 > 0 {
+		relu6NEON(&y[0], &x[0], n4)
+		y, x = y[n4:], x[n4:]
+	}
 	relu6Go(y, x)
 }
 
@@ -43,6 +47,10 @@ func ReLU6Backward(dx, dy, x []float32) {
 	if n8 := len(x) &^ 7; useAVX2 && n8 > 0 {
 		relu6BackwardAVX2(&dx[0], &dy[0], &x[0], n8)
 		dx, dy, x = dx[n8:], dy[n8:], x[n8:]
+	}
+	if n4 := len(x) &^ 3; useNEON && n4 > 0 {
+		relu6BackwardNEON(&dx[0], &dy[0], &x[0], n4)
+		dx, dy, x = dx[n4:], dy[n4:], x[n4:]
 	}
 	relu6BackwardGo(dx, dy, x)
 }

@@ -27,21 +27,22 @@ func sameBits(a, b []float32) bool {
 	return true
 }
 
-// paths runs f with the AVX-512 loops and with the AVX2 loops (each where
-// the machine has them) and with the Go twins.
+// paths runs f with the AVX-512 loops, the AVX2 loops and the NEON loops
+// (each where the machine has them) and with the Go twins.
 func paths(t *testing.T, f func(t *testing.T, asm bool)) {
-	s512, s2 := useAVX512, useAVX2
-	defer func() { setAVX512(s512); setAVX2(s2) }()
+	s512, s2, sn := useAVX512, useAVX2, useNEON
+	defer func() { setAVX512(s512); setAVX2(s2); setNEON(sn) }()
 	for _, p := range []struct {
-		name         string
-		avx512, avx2 bool
-	}{{"avx512", true, false}, {"avx2", false, true}, {"false", false, false}} {
-		if p.avx512 && !s512 || p.avx2 && !s2 {
+		name               string
+		avx512, avx2, neon bool
+	}{{"avx512", true, false, false}, {"avx2", false, true, false}, {"neon", false, false, true}, {"false", false, false, false}} {
+		if p.avx512 && !s512 || p.avx2 && !s2 || p.neon && !sn {
 			continue
 		}
 		setAVX512(p.avx512)
 		setAVX2(p.avx2)
-		t.Run("asm="+p.name, func(t *testing.T) { f(t, p.avx512 || p.avx2) })
+		setNEON(p.neon)
+		t.Run("asm="+p.name, func(t *testing.T) { f(t, p.avx512 || p.avx2 || p.neon) })
 	}
 }
 
