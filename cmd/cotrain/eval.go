@@ -18,8 +18,9 @@ import (
 )
 
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("eval", stderr, "cotrain eval --weights FILE --data mnist|DIR [flags]",
-		"Evaluates a model on a data set (all of an image folder; MNIST's and a train/test folder's test part) and prints its accuracy and loss.")
+	fs := newFlags("eval", stderr, "cotrain eval --weights FILE --data mnist|DIR|FILE.txt [flags]",
+		"Evaluates a model on a data set (all of an image folder; MNIST's and a train/test folder's test part) and prints its accuracy and loss; "+
+			"a language model on text: its perplexity, beside the best unigram model's on the same words.")
 	weights := fs.String("weights", "", "weight file (required)")
 	dataSpec := fs.String("data", "mnist", cli.DataUsage+"; its classes must be the model's")
 	window := fs.Int("window", 0, "sensor data: window length in time steps (0: the model's input length; another value is refused)")
@@ -47,6 +48,19 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer release()
+	kind, err := cli.KindOf(*dataSpec)
+	if err != nil {
+		return err
+	}
+	lm := models.MetaValue(f.Meta, models.MetaVocab) != ""
+	switch {
+	case kind == cli.KindText && *classes != "":
+		return fmt.Errorf("%w: --classes with text: a language model's classes are its vocabulary's words", errUsage)
+	case kind == cli.KindText:
+		return evalText(f, net, *weights, *dataSpec, *batch, *asJSON, stdout)
+	case lm:
+		return fmt.Errorf("%w: %s is a language model, but --data %s holds %s: give it text (a .txt file or a folder of them)", errUsage, *weights, *dataSpec, kind)
+	}
 	cls, err := cli.ParseClasses(*classes)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
@@ -94,9 +108,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("predict", stderr, "cotrain predict --weights FILE [--input] FILE... [--json]",
-		"Runs a model on images, .npy tensors or (a model of sensor windows) CSV recordings and prints each one's most probable classes.")
+	fs := newFlags("predict", stderr, "cotrain predict --weights FILE [--input] FILE... | --text TEXT... [--json]",
+		"Runs a model on images, .npy tensors or (a model of sensor windows) CSV recordings and prints each one's most probable classes; "+
+			"a language model on text, the most probable next words.")
 	weights := fs.String("weights", "", "weight file (required)")
+	var texts multiFlag
+	fs.Var(&texts, "text", `a language model: the words it continues (repeatable): the top next words, <unk> never among them (with --json: "next", each entry's "word", "id" and "prob", and the "context" the model read)`)
 	var inputs multiFlag
 	fs.Var(&inputs, "input", "PNG or JPEG image, .npy float32 NCHW tensor (N×C×L for a model of sensor windows) used as is, "+
 		"or .csv recording (a model of sensor windows: cut into its windows, whose probabilities are averaged) "+
@@ -113,14 +130,20 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("%w: --max-pixels must be positive", errUsage)
 	}
 	inputs = append(inputs, fs.Args()...)
-	if *weights == "" || len(inputs) == 0 {
-		return fmt.Errorf("%w: predict needs --weights and at least one --input", errUsage)
+	if *weights == "" || (len(inputs) == 0) == (len(texts) == 0) {
+		return fmt.Errorf("%w: predict needs --weights and at least one --input, or at least one --text", errUsage)
 	}
 	f, net, release, err := loadNet(*weights, *device, *fp16, stderr)
 	if err != nil {
 		return err
 	}
 	defer release()
+	if len(texts) > 0 {
+		return predictText(f, net, *weights, texts, *top, *asJSON, stdout)
+	}
+	if models.MetaValue(f.Meta, models.MetaVocab) != "" {
+		return fmt.Errorf("%w: %s is a language model: give it --text", errUsage, *weights)
+	}
 	labels, _, err := f.Labels()
 	if err != nil {
 		return fmt.Errorf("%s: %w", *weights, err)

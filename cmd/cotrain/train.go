@@ -29,8 +29,10 @@ type trainConfig struct {
 	// checkpointEvery and resume: checkpoint.go.
 	checkpointEvery int
 	resume          bool
-	maxPixels       int // --max-pixels
-	window, stride  int // --window, --stride (sensor data)
+	maxPixels       int    // --max-pixels
+	window, stride  int    // --window, --stride (sensor data)
+	vocab           string // --vocab (text)
+	context         int    // --context (text)
 	// autoLength: finetune without --epochs or --iterations (runTrain).
 	autoLength bool
 }
@@ -65,6 +67,10 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer, fine
 	fs.IntVar(&c.window, "window", 0, cli.WindowUsage)
 	fs.IntVar(&c.stride, "stride", 0, cli.StrideUsage)
 	fs.IntVar(&c.maxPixels, "max-pixels", data.DefaultMaxPixels, cli.MaxPixelsUsage)
+	fs.StringVar(&c.vocab, "vocab", "", cli.VocabUsage)
+	if !finetune {
+		fs.IntVar(&c.context, "context", 0, cli.ContextUsage)
+	}
 	fs.StringVar(&c.classes, "classes", "", `train and test only on these labels, e.g. "0-4" or "5,7"`)
 	fs.Float64Var(&c.holdout, "holdout", 0.1, "fraction of a single image or recording folder (or WISDM file) held out to test, drawn by --seed (0: none; test figures are then on the training images); "+
 		"MNIST, IDX files and a folder with train/ and test/ come split. The split is printed and stored in the weight file")
@@ -138,7 +144,7 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 	}
 	setup, err := cli.PrepareModel(cli.ModelFlags{Weights: c.weights, Model: c.model, Normalize: c.normalize,
 		TrainLast: c.trainLast, Width: c.width, Data: c.dataSpec, Holdout: c.holdout, Classes: classes, Seed: c.seed, MaxPixels: c.maxPixels,
-		Window: c.window, Stride: c.stride}, b, stderr)
+		Window: c.window, Stride: c.stride, Vocab: c.vocab, Context: c.context}, b, stderr)
 	if err != nil {
 		return err
 	}
@@ -260,6 +266,12 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 	bar.Done()
 	elapsed := time.Since(start)
 	acc, testLoss := tr.Evaluate(ds.Test, c.evalBatch)
+	var ppl cli.Perplexity
+	if ds.Kind == cli.KindText {
+		if ppl, err = cli.EvalText(tr, ds.Test, c.evalBatch); err != nil {
+			return err
+		}
+	}
 
 	if err := os.MkdirAll(c.out, 0o755); err != nil {
 		return err
@@ -293,8 +305,15 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 	result := map[string]any{"test_accuracy": acc, "test_loss": testLoss, "test_samples": ds.Test.Len(), "split": ds.Split, "iterations": tr.Iter,
 		"seconds": elapsed.Seconds(), "samples_per_sec": float64((tr.Iter-first)*c.batch) / elapsed.Seconds(),
 		"weights": path, "weights_sha256": sum, "loss_plot": plotPath}
+	if ds.Kind == cli.KindText {
+		result["test_perplexity"], result["unigram_perplexity"] = ppl.Perplexity, ppl.Unigram
+	}
 	if c.json {
 		return ev.Emit("done", result)
+	}
+	if ds.Kind == cli.KindText {
+		fmt.Fprintf(stdout, "test perplexity %.2f (the best unigram model of the same words: %.2f), next-word accuracy %.4f on %d test samples\n",
+			ppl.Perplexity, ppl.Unigram, acc, ds.Test.Len())
 	}
 	fmt.Fprintf(stdout, "test accuracy %.4f, test loss %.4f on %d test samples after %s in %.1fs (%.0f img/s)\nweights %s (sha256 %s)\nloss curve %s\n",
 		acc, testLoss, ds.Test.Len(), plural(tr.Iter, "step"), elapsed.Seconds(), result["samples_per_sec"], path, sum, plotPath)

@@ -28,6 +28,7 @@ const (
 	KindSensors DataKind = "sensors" // one subfolder of CSV recordings per activity (or train/ and test/ of that)
 	KindUCIHAR  DataKind = "uci-har" // UCI HAR's folder (activity_labels.txt, train/, test/)
 	KindWISDM   DataKind = "wisdm"   // a WISDM-style file of "user,activity,time,x,y,z;" records
+	KindText    DataKind = "text"    // a .txt file or a folder of .txt files: language modelling
 )
 
 // Signals reports whether the kind is sensor recordings: samples of C
@@ -38,7 +39,8 @@ func (k DataKind) Signals() bool { return k == KindSensors || k == KindUCIHAR ||
 // evaluate.
 const DataUsage = `"mnist", a folder of MNIST IDX files, an image folder (one subfolder per class: the sorted subfolder names are the classes), ` +
 	`a folder of sensor recordings (one subfolder per activity holding CSV files: rows are time steps, columns channels), ` +
-	`UCI HAR's folder, or a WISDM-style file; an image or recording folder may hold train/ and test/ of that layout`
+	`UCI HAR's folder, a WISDM-style file, or text for a language model (a .txt file or a folder of .txt files); ` +
+	`an image or recording folder may hold train/ and test/ of that layout`
 
 // KindOf says what kind of data a --data value names:
 //   - "mnist" is KindMNIST, a folder with train-images-idx3-ubyte[.gz]
@@ -48,7 +50,8 @@ const DataUsage = `"mnist", a folder of MNIST IDX files, an image folder (one su
 //     starting with '.' skipped; under train/ when it has train/ and
 //     test/) ends in .csv is KindSensors, any other folder KindImages;
 //   - a file whose first record reads "user,activity,time,x,y,z;" is
-//     KindWISDM.
+//     KindWISDM, any other .txt file KindText, and so is a folder holding
+//     .txt files and nothing else (IsText).
 func KindOf(spec string) (DataKind, error) {
 	if spec == "mnist" {
 		return KindMNIST, nil
@@ -64,10 +67,16 @@ func KindOf(spec string) (DataKind, error) {
 		if isWISDM(spec) {
 			return KindWISDM, nil
 		}
-		return "", fmt.Errorf("cli: --data %q is a file, but not a WISDM-style file of \"user,activity,time,x,y,z;\" records; want \"mnist\", a folder or such a file", spec)
+		if IsText(spec) {
+			return KindText, nil
+		}
+		return "", fmt.Errorf("cli: --data %q is a file, but neither a WISDM-style file of \"user,activity,time,x,y,z;\" records nor text (.txt); want \"mnist\", a folder or such a file", spec)
 	}
 	if fileExists(filepath.Join(spec, "activity_labels.txt")) {
 		return KindUCIHAR, nil
+	}
+	if IsText(spec) {
+		return KindText, nil
 	}
 	root := spec
 	if hasSplit(spec) {
@@ -130,6 +139,9 @@ type Data struct {
 	// windows were cut with (the window is the input's W), as a model's
 	// meta records them (models.WithSignals).
 	Signals models.Signals
+	// Vocab maps words to ids, for text: the labels are token ids and
+	// Labels is nil (a language model's classes are its words).
+	Vocab *data.Vocab
 }
 
 // DataOptions say how LoadData reads a --data value for a model.
@@ -160,6 +172,12 @@ type DataOptions struct {
 	// data.DefaultWindow for a model to be built; a Window other than a
 	// given Input.W is refused, naming both. Stride 0 is data.DefaultStride.
 	Window, Stride int
+	// Vocab maps the words of text to ids: the model's, the hub's or a
+	// --vocab file's; nil builds one from the text. Context is the words
+	// of context of a sample for a model to be built (Input zero; 0 is
+	// data.DefaultContext); a model's own is its Input.W.
+	Vocab   *data.Vocab
+	Context int
 }
 
 // LoadData resolves a --data value (KindOf says which kind it is):
@@ -183,6 +201,9 @@ func LoadData(spec string, o DataOptions) (*Data, error) {
 	}
 	if !(o.Holdout >= 0 && o.Holdout < 1) {
 		return nil, fmt.Errorf("%w: --holdout %v: want a fraction from 0 (none) up to, not including, 1", ErrUsage, o.Holdout)
+	}
+	if kind == KindText {
+		return loadText(spec, o)
 	}
 	fresh := kind.Signals() && o.Input == (solver.Shape{})
 	if !fresh {
@@ -328,6 +349,8 @@ func DataLabels(spec string) ([]string, error) {
 		return nil, err
 	}
 	switch kind {
+	case KindText:
+		return nil, nil // token ids: the words come with the hub's model
 	case KindMNIST, KindIDX:
 		return models.NumberedLabels(10), nil // data.LoadIDX's ten digits
 	case KindUCIHAR:
@@ -429,8 +452,13 @@ func split(ds data.Dataset, holdout float64, seed uint64) (train, test data.Data
 
 // ModelMeta returns meta recording what a model trained on d must carry to
 // read data as d was read: the class names, the normalisation norm, and for
-// sensor data the channel names and stride (models.WithSignals).
+// sensor data the channel names and stride (models.WithSignals); for text
+// the vocabulary alone (models.WithVocab: the words are the classes, and
+// ids need no normalisation).
 func (d *Data) ModelMeta(meta [][2]string, norm models.Norm) [][2]string {
+	if d.Kind == KindText {
+		return models.WithVocab(meta, d.Vocab)
+	}
 	meta = models.WithNorm(models.WithLabels(meta, d.Labels), norm)
 	if d.Kind.Signals() {
 		meta = models.WithSignals(meta, d.Signals)

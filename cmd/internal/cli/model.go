@@ -193,7 +193,12 @@ type ModelFlags struct {
 	// recordings (DataOptions); 0 takes the model's (its input length, its
 	// recorded stride) or the defaults.
 	Window, Stride int
-	Say            string // what the lines told to stderr start with ("hub: ")
+	// Vocab is --vocab, a vocabulary file for text ("": built from the
+	// training text); Context is --context, a new language model's words
+	// of context (0: the model's default).
+	Vocab   string
+	Context int
+	Say     string // what the lines told to stderr start with ("hub: ")
 }
 
 // Setup is the model a run trains and the data it trains on.
@@ -226,6 +231,9 @@ func PrepareModel(f ModelFlags, b gpu.Backend, stderr io.Writer) (*Setup, error)
 	// model's own flags are checked: kind is then "", no sensor data.
 	kind, _ := KindOf(f.Data)
 	var err error
+	if kind == KindText {
+		return prepareText(f, b, rng)
+	}
 	var cfg models.Config
 	fresh := false // a new model of sensor windows, sized to the data
 	stride := f.Stride
@@ -234,6 +242,9 @@ func PrepareModel(f ModelFlags, b gpu.Backend, stderr io.Writer) (*Setup, error)
 			return nil, err
 		}
 		cfg = s.File.Resolved()
+		if readsText(s.File) == nil {
+			return nil, fmt.Errorf("%w: %s is a language model, which reads text, but --data %s holds %s", ErrUsage, f.Weights, f.Data, kind)
+		}
 		var set bool
 		if s.Norm, set, err = s.File.InputNorm(); err != nil {
 			return nil, fmt.Errorf("%s: %w", f.Weights, err)
@@ -257,6 +268,9 @@ func PrepareModel(f ModelFlags, b gpu.Backend, stderr io.Writer) (*Setup, error)
 			return nil, fmt.Errorf("%w: --width %v: model %s has no width multiplier (mobilenet-v1 and mobilenet-small have one)", ErrUsage, f.Width, f.Model)
 		}
 		cfg = spec.Resolve(models.Config{Width: f.Width})
+		if readsText(&models.File{Model: f.Model, Config: cfg}) == nil {
+			return nil, fmt.Errorf("%w: %s is a language model, which reads text (a .txt file or a folder of them), but --data %s holds %s", ErrUsage, f.Model, f.Data, kind)
+		}
 		fresh = kind.Signals() && cfg.Input.H == 1
 		if !fresh {
 			if s.Norm, err = models.ParseNorm(f.Normalize, cfg.Input.C); err != nil {

@@ -51,6 +51,10 @@ func TestKindOf(t *testing.T) {
 	if err := os.WriteFile(notes, []byte("the GNU General Public License\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	other := filepath.Join(t.TempDir(), "notes.md")
+	if err := os.WriteFile(other, []byte("the GNU General Public License\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		spec string
 		want DataKind
@@ -61,14 +65,16 @@ func TestKindOf(t *testing.T) {
 		{"../../../data/testdata/wisdm/WISDM_ar_v1.1_raw.txt", KindWISDM},
 		{img, KindImages},
 		{split, KindSensors},
+		{notes, KindText},
+		{"../../../internal/corpus/licenses/train", KindText},
 	} {
 		got, err := KindOf(c.spec)
 		if err != nil || got != c.want {
 			t.Errorf("KindOf(%s) = %q, %v; want %q", c.spec, got, err, c.want)
 		}
 	}
-	if k, err := KindOf(notes); err == nil || !strings.Contains(err.Error(), "WISDM") {
-		t.Errorf("KindOf(a text file) = %q, %v; want an error naming the file kinds read", k, err)
+	if k, err := KindOf(other); err == nil || !strings.Contains(err.Error(), "WISDM") {
+		t.Errorf("KindOf(a .md file) = %q, %v; want an error naming the file kinds read", k, err)
 	}
 }
 

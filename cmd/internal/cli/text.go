@@ -3,12 +3,16 @@ package cli
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/cotrain/cotrain/data"
+	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
 
@@ -16,6 +20,13 @@ import (
 // or a folder holding .txt files and no sub-folder (data.LoadText). The
 // samples are Context token ids and the id of the word that follows; the
 // model's classes are the vocabulary's words.
+
+// VocabUsage and ContextUsage are the help of --vocab and --context.
+const (
+	VocabUsage = "text: a vocabulary file (cotrain vocab writes one) mapping words to ids; without it the vocabulary is built from the training text " +
+		"(its 10,000 most frequent words, <unk> for the rest) and stored in the weight file"
+	ContextUsage = "text: the words of context a new language model reads before the word it predicts (0: the model's default, 32)"
+)
 
 // IsText reports whether spec names text: a file whose name ends in .txt,
 // or a folder whose entries (names starting with '.' aside) are all .txt
@@ -80,6 +91,40 @@ func LoadTextData(spec string, o TextOptions) (train, test *data.Text, err error
 		return nil, nil, fmt.Errorf("cli: data %s: %w", spec, err)
 	}
 	return train, test, nil
+}
+
+// loadText is LoadData for text: o.Input, when set, must be a language
+// model's (1×1×context ids); o.Classes must be empty (the classes are the
+// words); o.Holdout holds out the end of every file (data.Text.SplitTail).
+func loadText(spec string, o DataOptions) (*Data, error) {
+	ctx := o.Context
+	if o.Input != (solver.Shape{}) {
+		if o.Input.C != 1 || o.Input.H != 1 {
+			return nil, fmt.Errorf("%w: the model takes %s, but --data %s is text: train or evaluate a language model (lstm-lm, gru-lm)",
+				ErrUsage, describeInput(o.Input), spec)
+		}
+		if ctx != 0 && ctx != o.Input.W {
+			return nil, fmt.Errorf("%w: --context %d, but the model reads %d words of context", ErrUsage, ctx, o.Input.W)
+		}
+		ctx = o.Input.W
+	}
+	if len(o.Classes) > 0 {
+		return nil, fmt.Errorf("%w: --classes with text: a language model's classes are its vocabulary's words", ErrUsage)
+	}
+	train, test, err := LoadTextData(spec, TextOptions{Context: ctx, Vocab: o.Vocab, Holdout: o.Holdout})
+	if err != nil {
+		return nil, err
+	}
+	d := &Data{Name: spec, Kind: KindText, Train: train, Test: test, Vocab: train.Vocab(), Holdout: o.Holdout}
+	n, unk := train.Tokens()
+	if o.Holdout == 0 {
+		d.Split = fmt.Sprintf("all %d samples (%d words, %d of them <unk>)", train.Len(), n, unk)
+	} else {
+		m, _ := test.Tokens()
+		d.Split = fmt.Sprintf("%d words to train (%d samples), the last %v of every file held out to test (%d words, %d samples, --holdout %v)",
+			n, train.Len(), o.Holdout, m, test.Len(), o.Holdout)
+	}
+	return d, nil
 }
 
 // Perplexity is a language model's figure on held-out text, beside the
@@ -188,4 +233,92 @@ func softmax64(v []float32) []float64 {
 		out[i] /= s
 	}
 	return out
+}
+
+// prepareText is PrepareModel for text: a language model (its first layer
+// an embedding) sized to the vocabulary. A new model's vocabulary is the
+// --vocab file's, or built from the training text; its context is
+// --context, or the model's default (32 words). A fine-tuned one keeps its
+// file's vocabulary and context (words it does not know become <unk>).
+func prepareText(f ModelFlags, b gpu.Backend, rng *rand.Rand) (*Setup, error) {
+	if f.Normalize != "" {
+		return nil, fmt.Errorf("%w: --normalize with text: token ids are not normalised", ErrUsage)
+	}
+	var vocab *data.Vocab
+	var err error
+	if f.Vocab != "" {
+		if vocab, err = ReadVocabFile(f.Vocab); err != nil {
+			return nil, err
+		}
+	}
+	s := &Setup{}
+	o := DataOptions{Holdout: f.Holdout, Classes: f.Classes, Context: f.Context, Vocab: vocab}
+	if f.Weights != "" {
+		if s.File, err = LoadModel(f.Weights, ""); err != nil {
+			return nil, err
+		}
+		cfg := s.File.Resolved()
+		if err := readsText(s.File); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Weights, err)
+		}
+		fv, err := models.Vocab(s.File.Meta, cfg.Classes)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Weights, err)
+		}
+		if fv == nil {
+			return nil, fmt.Errorf("%w: %s holds no vocabulary, so its ids mean no words: fine-tune a language model cotrain trained", ErrUsage, f.Weights)
+		}
+		if vocab != nil && !slices.Equal(vocab.Words(), fv.Words()) {
+			return nil, fmt.Errorf("%w: --vocab %s is not the vocabulary of %s, which a fine-tuned model keeps: leave --vocab out", ErrUsage, f.Vocab, f.Weights)
+		}
+		o.Vocab, o.Input = fv, cfg.Input
+		if s.Data, err = LoadData(f.Data, o); err != nil {
+			return nil, err
+		}
+		if s.Net, err = s.File.Build(b); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Weights, err)
+		}
+		if err := TrainLast(s.Net, f.TrainLast); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUsage, err)
+		}
+		return s, nil
+	}
+	spec, err := models.Lookup(f.Model)
+	if err != nil {
+		return nil, err
+	}
+	if f.Width != 0 {
+		return nil, fmt.Errorf("%w: --width with text: model %s has no width multiplier", ErrUsage, f.Model)
+	}
+	cfg := spec.Resolve(models.Config{})
+	if err := readsText(&models.File{Model: f.Model, Config: cfg}); err != nil {
+		return nil, err
+	}
+	if o.Context == 0 {
+		o.Context = cfg.Input.W
+	}
+	if s.Data, err = LoadData(f.Data, o); err != nil {
+		return nil, err
+	}
+	cfg.Classes, cfg.Input = s.Data.Vocab.Len(), solver.Shape{C: 1, H: 1, W: o.Context}
+	s.File = &models.File{Model: f.Model, Config: cfg}
+	if s.Net, err = models.Build(b, f.Model, cfg); err != nil {
+		return nil, err
+	}
+	s.Net.InitParams(rng)
+	return s, nil
+}
+
+// readsText refuses a model whose first layer is not an embedding: only a
+// language model takes token ids.
+func readsText(f *models.File) error {
+	_, nodes, err := models.FileNodes(f)
+	if err != nil {
+		return err
+	}
+	if _, ok := nodes[0].Layer.(*solver.Embedding); !ok {
+		return fmt.Errorf("%w: model %s does not read text (its first layer is %s, not an embedding): train a language model (lstm-lm, gru-lm) on text",
+			ErrUsage, f.DisplayName(), nodes[0].Layer.Kind())
+	}
+	return nil
 }

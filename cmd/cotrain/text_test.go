@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cotrain/cotrain/models"
+)
+
+// A language model through the commands: train on text builds the
+// vocabulary and stores it in the weight file; eval reports perplexity
+// beside the unigram figure; predict --text the next words; and text with
+// an image model, an image set with a language model, or --classes with
+// text are refused as usage errors.
+func TestTextCommands(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "lm")
+	done, _ := cotrain(t, "train", "--model", "lstm-lm", "--data", licenseTrain, "--context", "8", "--iterations", "40",
+		"--batch", "32", "--optimizer", "adam", "--lr", "0.003", "--schedule", "constant", "--out", out, "--json")
+	ppl, uni := done["test_perplexity"].(float64), done["unigram_perplexity"].(float64)
+	if !(ppl > 1 && ppl < 2000 && uni > 1) || math.Abs(ppl-math.Exp(done["test_loss"].(float64))) > 1e-6*ppl {
+		t.Errorf("done %v", done)
+	}
+	weights := filepath.Join(out, "weights.ctw")
+	f, err := models.LoadFile(weights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := models.Vocab(f.Meta, f.Config.Classes)
+	if err != nil || v == nil || v.Len() != 1682 || f.Config.Input.W != 8 {
+		t.Fatalf("weight file: vocabulary %v (%v), input %v", v, err, f.Config.Input)
+	}
+	ev, _ := cotrain(t, "eval", "--weights", weights, "--data", "../../internal/corpus/licenses/heldout", "--json")
+	if ev["samples"] != float64(3774-2*8) || ev["test_perplexity"].(float64) <= 1 || ev["unigram_perplexity"].(float64) <= 1 {
+		t.Errorf("eval %v", ev)
+	}
+	pred, _ := cotrain(t, "predict", "--weights", weights, "--text", "the GNU General Public", "--json")
+	next := pred["next"].([]any)
+	ctx := pred["context"].([]any)
+	if len(next) != 5 || len(ctx) != 8 || ctx[7] != "public" || ctx[3] != "<unk>" {
+		t.Errorf("prediction %v", pred)
+	}
+	for _, w := range next {
+		if w.(map[string]any)["word"] == "<unk>" {
+			t.Errorf("<unk> proposed: %v", next)
+		}
+	}
+	for _, args := range [][]string{
+		{"train", "--model", "lenet5", "--data", licenseTrain, "--out", filepath.Join(dir, "x")},
+		{"train", "--model", "lstm-lm", "--data", licenseTrain, "--classes", "1-3", "--out", filepath.Join(dir, "x")},
+		{"eval", "--weights", weights, "--data", "mnist"},
+		{"predict", "--weights", weights, "--input", "x.png"},
+	} {
+		var so, se bytes.Buffer
+		err := run(context.Background(), args, &so, &se)
+		if !errors.Is(err, errUsage) {
+			t.Errorf("%s: %v, want a usage error", strings.Join(args, " "), err)
+		}
+	}
+}
