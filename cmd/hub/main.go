@@ -64,8 +64,10 @@ type config struct {
 	nesterov, json, mdns, verbose                                             bool
 	http                                                                      string
 	seed                                                                      uint64
-	maxPixels                                                                 int // --max-pixels
-	window, stride                                                            int // --window, --stride (sensor data)
+	maxPixels                                                                 int    // --max-pixels
+	window, stride                                                            int    // --window, --stride (sensor data)
+	vocab                                                                     string // --vocab (text)
+	context                                                                   int    // --context (text)
 	deadline, tick                                                            time.Duration
 	// deadlineFactor and deadlineFloor: the measured deadline (hub/deadline.go).
 	deadlineFactor float64
@@ -89,7 +91,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.dataSpec, "data", "mnist", "the hub's evaluation data: \"mnist\" (its test set), a folder with train/ and test/ (test/), an image folder (all of it), "+
 		"a folder of sensor recordings (one subfolder of CSV files per activity; all of it), UCI HAR's folder (its test split) or a WISDM file (all of it); "+
 		"its classes (the sorted subfolder names) are the model's, and workers whose data has other classes are refused (workers bring the training data); "+
-		"a new model of sensor windows takes its channels, window and normalisation from it, and sends them to the workers")
+		"a new model of sensor windows takes its channels, window and normalisation from it, and sends them to the workers; "+
+		"text (a .txt file or a folder of them): a language model's held-out text, its vocabulary built from it unless --vocab gives one, and sent to the workers")
+	fs.StringVar(&c.vocab, "vocab", "", cli.VocabUsage+"; the hub sends it to every worker with the model")
+	fs.IntVar(&c.context, "context", 0, cli.ContextUsage)
 	fs.IntVar(&c.window, "window", 0, cli.WindowUsage)
 	fs.IntVar(&c.stride, "stride", 0, cli.StrideUsage)
 	fs.IntVar(&c.minWorkers, "min-workers", def.MinWorkers, "workers that must register before training starts")

@@ -133,7 +133,12 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	if !c.json {
 		fmt.Fprintf(stdout, "hub %s (session %q, model %s) listening on:\n  %s\n", host.ID(), c.session, shown, strings.Join(addrs, "\n  "))
-		fmt.Fprintf(stdout, "classes: %s; %d of %d parameters train\n", strings.Join(ds.Labels, ", "), net.NumTrainable(), net.NumParams())
+		if ds.Kind == cli.KindText {
+			fmt.Fprintf(stdout, "vocabulary: %d words (sent to every worker), context %d words; %d of %d parameters train\n",
+				ds.Vocab.Len(), net.In.W, net.NumTrainable(), net.NumParams())
+		} else {
+			fmt.Fprintf(stdout, "classes: %s; %d of %d parameters train\n", strings.Join(ds.Labels, ", "), net.NumTrainable(), net.NumParams())
+		}
 		fmt.Fprintf(stdout, "evaluating on %s: %s\n", c.dataSpec, evalPart(ds))
 		fmt.Fprintf(stdout, "waiting for %d workers; %d iterations of %d samples\n", c.minWorkers, iterations, c.batch)
 	}
@@ -189,6 +194,12 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	checkpoint() // at every exit, SIGINT and SIGTERM included
 
 	acc, testLoss := val.Evaluate(ds.Test, 500)
+	var ppl cli.Perplexity
+	if ds.Kind == cli.KindText {
+		if ppl, err = cli.EvalText(val, ds.Test, 500); err != nil {
+			return err
+		}
+	}
 	path, sum, err := cli.SaveFinal(c.out, m.Name, mcfg, m.Meta, net, tr.Iter)
 	if err != nil {
 		return err
@@ -198,12 +209,20 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		"samples_per_sec": float64(p.samples) / time.Since(p.start).Seconds(), "refused": p.refused,
 		"compression": c.compress, "overlap": c.overlap, "bytes_up": p.bytesUp, "bytes_down": p.bytesDown,
 		"bytes_up_per_iteration": perIteration(p.bytesUp, p.merges), "bytes_down_per_iteration": perIteration(p.bytesDown, p.merges)}
+	if ds.Kind == cli.KindText {
+		result["test_perplexity"], result["unigram_perplexity"] = ppl.Perplexity, ppl.Unigram
+	}
 	if c.json {
 		bus.Publish("done", result)
 		bus.Close() // the last line out
 	} else {
 		bus.Close()
-		fmt.Fprintf(stdout, "done after %d iterations: test accuracy %.4f, weights %s (sha256 %s)\n", tr.Iter, acc, path, sum)
+		if ds.Kind == cli.KindText {
+			fmt.Fprintf(stdout, "done after %d iterations: test perplexity %.2f (the best unigram model of the same words: %.2f), next-word accuracy %.4f, weights %s (sha256 %s)\n",
+				tr.Iter, ppl.Perplexity, ppl.Unigram, acc, path, sum)
+		} else {
+			fmt.Fprintf(stdout, "done after %d iterations: test accuracy %.4f, weights %s (sha256 %s)\n", tr.Iter, acc, path, sum)
+		}
 		fmt.Fprintf(stdout, "gradients (%s): %.1f kB up and %.1f kB down per iteration\n", c.compress,
 			perIteration(p.bytesUp, p.merges)/1e3, perIteration(p.bytesDown, p.merges)/1e3)
 	}
@@ -261,7 +280,8 @@ func loadModel(c config, b gpu.Backend, stderr io.Writer) (hub.Model, *cli.Data,
 	}
 	// Holdout 0: the hub's --data is evaluation data, all of it used.
 	s, err := cli.PrepareModel(cli.ModelFlags{Weights: c.weights, Model: c.model, Normalize: c.normalize,
-		TrainLast: c.trainLast, Width: c.width, Data: c.dataSpec, Seed: c.seed, MaxPixels: c.maxPixels, Window: c.window, Stride: c.stride, Say: "hub: "}, b, stderr)
+		TrainLast: c.trainLast, Width: c.width, Data: c.dataSpec, Seed: c.seed, MaxPixels: c.maxPixels, Window: c.window, Stride: c.stride,
+		Vocab: c.vocab, Context: c.context, Say: "hub: "}, b, stderr)
 	if err != nil {
 		return hub.Model{}, nil, err
 	}

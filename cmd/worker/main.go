@@ -79,10 +79,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	ddef := worker.DefaultDriverConfig()
 	fs.DurationVar(&c.reconnect, "reconnect-timeout", ddef.ReconnectTimeout, fmt.Sprintf("when the hub's connection drops, how long to keep dialling it again (backoff %v doubling to %v; 0: give up at once)", ddef.Backoff.Min, ddef.Backoff.Max))
 	fs.Float64Var(&c.slowdown, "slowdown", 1, "for tests: play a device this many times slower (sleeps after each pass)")
-	fs.StringVar(&c.dataSpec, "data", "mnist", "training data: "+cli.DataUsage+"; the hub refuses a worker whose classes differ from its model's")
+	fs.StringVar(&c.dataSpec, "data", "mnist", "training data: "+cli.DataUsage+"; the hub refuses a worker whose classes differ from its model's; "+
+		"text is read through the vocabulary the hub sends with its language model (words it lacks become <unk>)")
 	fs.IntVar(&c.window, "window", 0, "sensor data: window length in time steps (0: the model's input length, sent by the hub; another value is refused)")
 	fs.IntVar(&c.stride, "stride", 0, "sensor data: steps between window starts (0: the hub's, sent with the model; another value is refused)")
-	fs.StringVar(&c.shard, "shard", "0/1", "this worker's shard I/N of the training data (I from 0 to N-1)")
+	fs.StringVar(&c.shard, "shard", "0/1", "this worker's shard I/N of the training data (I from 0 to N-1); of text, the I-th of N contiguous pieces of every file")
 	fs.StringVar(&c.out, "out", "cotrain-worker", "folder for the final weights")
 	fs.StringVar(&c.name, "name", "", "device name shown on the hub (default: this host's name and the shard's number, "+host+"-I, so that two workers on one host differ)")
 	fs.StringVar(&c.device, "device", "auto", "compute device: auto (an OpenCL GPU if this build and the phone have one, else the CPU), cpu, opencl or opencl:N")

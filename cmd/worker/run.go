@@ -17,6 +17,7 @@ import (
 	"github.com/cotrain/cotrain/gpu"
 	_ "github.com/cotrain/cotrain/gpu/cpu" // the driver "cpu" (--device cpu, and auto without a GPU)
 	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/solver"
 	"github.com/cotrain/cotrain/sync/discovery"
 	"github.com/cotrain/cotrain/sync/p2p"
 	"github.com/cotrain/cotrain/sync/state"
@@ -237,6 +238,10 @@ func (s *lazyShard) load(core *worker.Core) error {
 	s.loadedOnce = true
 	tr := core.Trainer()
 	s.model, s.mcfg, s.meta = core.Model()
+	if done, err := s.loadText(tr); done || err != nil {
+		s.err = err
+		return err
+	}
 	// The model's normalisation (its file's, sent with the Welcome) applies
 	// to this worker's inputs as to the hub's.
 	norm, _, err := models.InputNorm(s.meta, tr.Net.In.C)
@@ -279,6 +284,40 @@ func (s *lazyShard) load(core *worker.Core) error {
 	}
 	s.loader = data.NewLoader(shard, max(s.batch, 1), s.seed, true)
 	return nil
+}
+
+// loadText loads a worker's text for a language model: through the
+// vocabulary the hub sent with the model (models.MetaVocab; words it lacks
+// become <unk>), and the worker's shard is a part of every file
+// (data.Text.Part), not windows of all of it. done is false, with no
+// error, when neither the data nor the model is text.
+func (s *lazyShard) loadText(tr *solver.Trainer) (done bool, err error) {
+	vocab, err := models.Vocab(s.meta, tr.Net.Out.Size())
+	if err != nil {
+		return true, fmt.Errorf("worker: the hub's model: %w", err)
+	}
+	kind, err := cli.KindOf(s.spec)
+	if err != nil {
+		return true, err
+	}
+	switch {
+	case vocab == nil && kind != cli.KindText:
+		return false, nil
+	case vocab == nil:
+		return true, fmt.Errorf("worker: data %s is text, but the hub trains %s, which is not a language model", s.spec, models.DisplayName(s.model, s.meta))
+	case kind != cli.KindText:
+		return true, fmt.Errorf("worker: the hub trains a language model, but data %s holds %s: give text (a .txt file or a folder of them)", s.spec, kind)
+	}
+	ds, err := cli.LoadData(s.spec, cli.DataOptions{Input: tr.Net.In, Vocab: vocab})
+	if err != nil {
+		return true, err
+	}
+	part, err := ds.Train.(*data.Text).Part(s.i, s.n)
+	if err != nil {
+		return true, err
+	}
+	s.loader = data.NewLoader(part, max(s.batch, 1), s.seed, true)
+	return true, nil
 }
 
 // SetBatch implements worker.Batches.

@@ -111,13 +111,18 @@ func CheckClasses(f *models.File, labels []string, spec string) error {
 // folder is decoded image by image (data.CheckImageFolder); with progress
 // not nil, a folder of more than progressOver images gets a progress line
 // on it, redrawn in place; maxPixels is --max-pixels (0: the default). MNIST
-// and IDX files, and sensor recordings (checkSignals), are read whole.
+// and IDX files, sensor recordings (checkSignals) and text are read whole.
 func CheckData(spec string, maxPixels int, progress io.Writer) error {
 	kind, err := KindOf(spec)
 	if err != nil {
 		return err
 	}
 	switch kind {
+	case KindText:
+		// Every file read and checked (UTF-8, sizes); the vocabulary comes
+		// with the model.
+		_, err := data.LoadText(spec, data.TextOptions{Context: 1})
+		return err
 	case KindMNIST:
 		for _, part := range []string{"train", "test"} {
 			if _, err := data.LoadMNIST(part, os.Getenv); err != nil {
