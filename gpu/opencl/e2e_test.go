@@ -159,14 +159,14 @@ func BenchmarkOpenCLTrainStep(b *testing.B) {
 	// COTRAIN_BENCH_RED_PART=n times the steps with parts of n elements in
 	// the two-level reductions (batch norm, depthwise filter gradients).
 	cfg := opencl.EnvConfig()
+	if n, err := strconv.Atoi(os.Getenv("COTRAIN_BENCH_RED_PART")); err == nil && n > 0 {
+		cfg = opencl.WithRedPartLen(cfg, n)
+	}
 	o, err := opencl.New(cfg)
 	if err != nil {
 		b.Skipf("no OpenCL device: %v", err)
 	}
 	defer o.Close()
-	if n, err := strconv.Atoi(os.Getenv("COTRAIN_BENCH_RED_PART")); err == nil && n > 0 {
-		opencl.SetRedPartLen(o, n)
-	}
 	cases := []struct {
 		name, model string
 		cfg         models.Config

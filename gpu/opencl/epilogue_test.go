@@ -15,15 +15,13 @@ import (
 // The GEMM epilogue (gemm.cl): a convolution's or a fully connected
 // layer's product adds the bias and applies a fused ReLU or ReLU6 as it
 // stores its output, where a bias_act (add_bias) pass followed it before.
-// These tests compare it with that older path on the same device
-// (OpenCL.noEpilogue), bit for bit.
+// These tests compare it with that older path on the same device (a
+// backend opened with Config.NoEpilogue, on the same data), bit for bit.
 
-// withEpilogue runs f with the epilogue on or off and restores the setting.
-func withEpilogue(o *OpenCL, on bool, f func()) {
-	old := o.noEpilogue
-	o.noEpilogue = !on
-	defer func() { o.noEpilogue = old }()
-	f()
+// noEpilogue returns a backend like o with Config.NoEpilogue set.
+func noEpilogue(t testing.TB, o *OpenCL) *OpenCL {
+	t.Helper()
+	return openCLWith(t, o, func(cfg *Config, _ *knobs) { cfg.NoEpilogue = true })
 }
 
 // TestOpenCLConvEpilogue: ConvForward, ConvForwardAct and ConvForwardKeep
@@ -34,8 +32,11 @@ func withEpilogue(o *OpenCL, on bool, f func()) {
 func TestOpenCLConvEpilogue(t *testing.T) { bothStorages(t, testOpenCLConvEpilogue) }
 
 func testOpenCLConvEpilogue(t *testing.T, o *OpenCL) {
-	setWinograd(t, o, WinogradOff)
-	setFFT(t, o, FFTOff)
+	off := noEpilogue(t, o)
+	for _, b := range []*OpenCL{o, off} {
+		setWinograd(t, b, WinogradOff)
+		setFFT(t, b, FFTOff)
+	}
 	r := rand.New(rand.NewPCG(51, 52))
 	geoms := []gpu.ConvGeom{
 		{N: 3, C: 3, H: 23, W: 23, K: 8, R: 11, S: 11, StrideH: 4, StrideW: 4, PadH: 2, PadW: 2},
@@ -55,6 +56,7 @@ func testOpenCLConvEpilogue(t *testing.T, o *OpenCL) {
 		o.Upload(w, scaled(gputest.Rand(r, w.Len()), 2))
 		bias := o.Alloc(g.K)
 		o.Upload(bias, gputest.Rand(r, g.K))
+		xOff, wOff, biasOff := mirror(off, o, x), mirror(off, o, w), mirror(off, o, bias)
 		ny := g.N * g.K * g.OH * g.OW
 		// The whole batch in one column matrix, and one sample per chunk.
 		per := max(o.ConvWorkspace(g)/g.N, 1)
@@ -64,30 +66,36 @@ func testOpenCLConvEpilogue(t *testing.T, o *OpenCL) {
 				for _, b := range []gpu.Buffer{bias, nil} {
 					for _, keep := range []bool{false, true} {
 						name := fmt.Sprintf("%d/%v/bias=%v/keep=%v/chunks=%v", gi, a.Kind, b != nil, keep, chunks)
-						var cols gpu.Buffer
-						if keep {
-							if cols = o.ConvKeepColumns(g); cols == nil {
-								continue // pointwise: nothing to keep
+						// run runs the forward on backend be into a new y,
+						// returning y's values and the launches it took.
+						run := func(be *OpenCL, x, w, b, ws gpu.Buffer) ([]float32, int) {
+							var cols gpu.Buffer
+							if keep {
+								if cols = be.ConvKeepColumns(g); cols == nil {
+									return nil, 0 // pointwise: nothing to keep
+								}
 							}
-						}
-						run := func(y gpu.Buffer) {
+							y := be.Alloc(ny)
+							before := be.ctx.launches
 							switch {
 							case a.Kind == 0 && cols != nil:
-								o.ConvForwardKeep(g, y, x, w, b, ws, cols)
+								be.ConvForwardKeep(g, y, x, w, b, ws, cols)
 							case a.Kind == 0:
-								o.ConvForward(g, y, x, w, b, ws)
+								be.ConvForward(g, y, x, w, b, ws)
 							default:
-								o.ConvForwardAct(a, g, y, x, w, b, ws, cols)
+								be.ConvForwardAct(a, g, y, x, w, b, ws, cols)
 							}
+							return download(be, y), be.ctx.launches - before
 						}
-						on, off := o.Alloc(ny), o.Alloc(ny)
-						before := o.ctx.launches
-						withEpilogue(o, true, func() { run(on) })
-						nOn := o.ctx.launches - before
-						before = o.ctx.launches
-						withEpilogue(o, false, func() { run(off) })
-						nOff := o.ctx.launches - before
-						got, want := download(o, on), download(o, off)
+						var bOff gpu.Buffer
+						if b != nil {
+							bOff = biasOff
+						}
+						got, nOn := run(o, x, w, b, ws)
+						if got == nil {
+							continue
+						}
+						want, nOff := run(off, xOff, wOff, bOff, off.Alloc(ws.Len()))
 						for i := range want {
 							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 								t.Fatalf("%s: y[%d] = %v with the epilogue, %v without", name, i, got[i], want[i])
@@ -115,6 +123,7 @@ func testOpenCLConvEpilogue(t *testing.T, o *OpenCL) {
 func TestOpenCLLinearEpilogue(t *testing.T) { bothStorages(t, testOpenCLLinearEpilogue) }
 
 func testOpenCLLinearEpilogue(t *testing.T, o *OpenCL) {
+	off := noEpilogue(t, o)
 	cpu := newCPU()
 	r := rand.New(rand.NewPCG(53, 54))
 	for _, s := range []struct{ n, in, out int }{{5, 37, 33}, {8, 100, 64}, {8, 1024, 64}, {3, 1024, 30}, {1, 9, 1}} {
@@ -129,16 +138,21 @@ func testOpenCLLinearEpilogue(t *testing.T, o *OpenCL) {
 					b := newTwin(o, gputest.Rand(r, s.out))
 					bcl, bcpu = b.cl, b.cpu
 				}
-				on, off, un := o.Alloc(s.n*s.out), o.Alloc(s.n*s.out), o.Alloc(s.n*s.out)
+				var bOff gpu.Buffer
+				if withBias {
+					bOff = mirror(off, o, bcl)
+				}
+				xOff, wOff := mirror(off, o, x.cl), mirror(off, o, w.cl)
+				on, yOff, un := o.Alloc(s.n*s.out), off.Alloc(s.n*s.out), o.Alloc(s.n*s.out)
 				before := o.ctx.launches
-				withEpilogue(o, true, func() { o.LinearForwardAct(a, on, x.cl, w.cl, bcl, s.n, s.in, s.out) })
+				o.LinearForwardAct(a, on, x.cl, w.cl, bcl, s.n, s.in, s.out)
 				nOn := o.ctx.launches - before
-				before = o.ctx.launches
-				withEpilogue(o, false, func() { o.LinearForwardAct(a, off, x.cl, w.cl, bcl, s.n, s.in, s.out) })
-				nOff := o.ctx.launches - before
+				before = off.ctx.launches
+				off.LinearForwardAct(a, yOff, xOff, wOff, bOff, s.n, s.in, s.out)
+				nOff := off.ctx.launches - before
 				gpu.Unfused(o).LinearForwardAct(a, un, x.cl, w.cl, bcl, s.n, s.in, s.out)
 				got := download(o, on)
-				sameBitsCL(t, name+": y, epilogue against bias_act", got, download(o, off))
+				sameBitsCL(t, name+": y, epilogue against bias_act", got, download(off, yOff))
 				sameBitsCL(t, name+": y, epilogue against unfused", got, download(o, un))
 				fewer := 1
 				if o.half {
@@ -180,12 +194,15 @@ func TestOpenCLEpilogueKinks(t *testing.T) {
 	o.Upload(x, special)
 	o.Upload(w, []float32{1, 1, 1, 1, 1})
 	o.Upload(bias, append([]float32{0, float32(math.Copysign(0, -1))}, scaled(gputest.Rand(r, out-2), 1e-3)...))
+	off := noEpilogue(t, o)
+	xOff, wOff, biasOff := mirror(off, o, x), mirror(off, o, w), mirror(off, o, bias)
 	for _, a := range []gpu.Act{gpu.ReLU, gpu.ReLU6} {
-		for _, b := range []gpu.Buffer{nil, bias} {
-			on, off := o.Alloc(n*out), o.Alloc(n*out)
-			withEpilogue(o, true, func() { o.LinearForwardAct(a, on, x, w, b, n, 1, out) })
-			withEpilogue(o, false, func() { o.LinearForwardAct(a, off, x, w, b, n, 1, out) })
-			sameBitsCL(t, fmt.Sprintf("%v, bias %v", a, b != nil), download(o, on), download(o, off))
+		for i, b := range []gpu.Buffer{nil, bias} {
+			bOff := []gpu.Buffer{nil, biasOff}[i]
+			on, yOff := o.Alloc(n*out), off.Alloc(n*out)
+			o.LinearForwardAct(a, on, x, w, b, n, 1, out)
+			off.LinearForwardAct(a, yOff, xOff, wOff, bOff, n, 1, out)
+			sameBitsCL(t, fmt.Sprintf("%v, bias %v", a, b != nil), download(o, on), download(off, yOff))
 		}
 	}
 }
@@ -195,52 +212,57 @@ func TestOpenCLEpilogueKinks(t *testing.T) {
 // and conv2 with bias and ReLU, and fc6 (batch COTRAIN_BENCH_BATCH, 32 by
 // default).
 func BenchmarkOpenCLEpilogue(b *testing.B) {
-	o := openCLForTest(b)
+	def := openCLForTest(b)
 	batch := benchBatch(b)
-	setWinograd(b, o, WinogradOff)
-	setFFT(b, o, FFTOff)
-	r := rand.New(rand.NewPCG(1, 2))
 	type layer struct {
 		name string
 		run  func()
 	}
-	var layers []layer
-	for i, g := range []gpu.ConvGeom{
-		{N: batch, C: 3, H: 224, W: 224, K: 64, R: 11, S: 11, StrideH: 4, StrideW: 4, PadH: 2, PadW: 2},
-		{N: batch, C: 64, H: 27, W: 27, K: 192, R: 5, S: 5, PadH: 2, PadW: 2},
-	} {
-		if err := g.Setup(); err != nil {
-			b.Fatal(err)
+	// layers are the three forwards on backend o, on data drawn the same
+	// for each backend.
+	layers := func(o *OpenCL) []layer {
+		setWinograd(b, o, WinogradOff)
+		setFFT(b, o, FFTOff)
+		r := rand.New(rand.NewPCG(1, 2))
+		var ls []layer
+		for i, g := range []gpu.ConvGeom{
+			{N: batch, C: 3, H: 224, W: 224, K: 64, R: 11, S: 11, StrideH: 4, StrideW: 4, PadH: 2, PadW: 2},
+			{N: batch, C: 64, H: 27, W: 27, K: 192, R: 5, S: 5, PadH: 2, PadW: 2},
+		} {
+			if err := g.Setup(); err != nil {
+				b.Fatal(err)
+			}
+			x, w, bias := o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.K*g.ColRows()), o.Alloc(g.K)
+			o.Upload(x, gputest.Rand(r, x.Len()))
+			o.Upload(w, gputest.Rand(r, w.Len()))
+			o.Upload(bias, gputest.Rand(r, bias.Len()))
+			y, ws := o.Alloc(g.N*g.K*g.OH*g.OW), o.Alloc(max(o.ConvWorkspace(g), 1))
+			ls = append(ls, layer{fmt.Sprintf("conv%d", i+1), func() { o.ConvForwardAct(gpu.ReLU, g, y, x, w, bias, ws, nil) }})
 		}
-		x, w, bias := o.Alloc(g.N*g.C*g.H*g.W), o.Alloc(g.K*g.ColRows()), o.Alloc(g.K)
+		const in, out = 9216, 4096
+		x, w, bias, y := o.Alloc(batch*in), o.Alloc(out*in), o.Alloc(out), o.Alloc(batch*out)
 		o.Upload(x, gputest.Rand(r, x.Len()))
 		o.Upload(w, gputest.Rand(r, w.Len()))
-		o.Upload(bias, gputest.Rand(r, bias.Len()))
-		y, ws := o.Alloc(g.N*g.K*g.OH*g.OW), o.Alloc(max(o.ConvWorkspace(g), 1))
-		layers = append(layers, layer{fmt.Sprintf("conv%d", i+1), func() { o.ConvForwardAct(gpu.ReLU, g, y, x, w, bias, ws, nil) }})
+		o.Upload(bias, gputest.Rand(r, out))
+		return append(ls, layer{"fc6", func() { o.LinearForwardAct(gpu.ReLU, y, x, w, bias, batch, in, out) }})
 	}
-	const in, out = 9216, 4096
-	x, w, bias, y := o.Alloc(batch*in), o.Alloc(out*in), o.Alloc(out), o.Alloc(batch*out)
-	o.Upload(x, gputest.Rand(r, x.Len()))
-	o.Upload(w, gputest.Rand(r, w.Len()))
-	o.Upload(bias, gputest.Rand(r, out))
-	layers = append(layers, layer{"fc6", func() { o.LinearForwardAct(gpu.ReLU, y, x, w, bias, batch, in, out) }})
-	for _, l := range layers {
+	backends := map[bool]*OpenCL{true: def, false: noEpilogue(b, def)}
+	byMode := map[bool][]layer{true: layers(backends[true]), false: layers(backends[false])}
+	for i := range byMode[true] {
 		for _, on := range []bool{true, false} {
+			o, l := backends[on], byMode[on][i]
 			b.Run(fmt.Sprintf("%s/epilogue=%v", l.name, on), func(b *testing.B) {
-				withEpilogue(o, on, func() {
+				l.run()
+				if err := o.Finish(); err != nil {
+					b.Fatal(err)
+				}
+				b.ResetTimer()
+				for range b.N {
 					l.run()
-					if err := o.Finish(); err != nil {
-						b.Fatal(err)
-					}
-					b.ResetTimer()
-					for range b.N {
-						l.run()
-					}
-					if err := o.Finish(); err != nil {
-						b.Fatal(err)
-					}
-				})
+				}
+				if err := o.Finish(); err != nil {
+					b.Fatal(err)
+				}
 			})
 		}
 	}

@@ -7,9 +7,18 @@ import (
 	"testing"
 )
 
-// SetRedPartLen sets the part length of o's two-level reductions
-// (knobs.redPartLen), for an external benchmark that opened o itself.
-func SetRedPartLen(o *OpenCL, n int) { o.kn.redPartLen = n }
+// WithRedPartLen returns cfg with the part length of the two-level
+// reductions (knobs.redPartLen) set to n, for an external benchmark that
+// opens its backend itself.
+func WithRedPartLen(cfg Config, n int) Config {
+	kn := defaultKnobs()
+	if cfg.knobs != nil {
+		kn = *cfg.knobs
+	}
+	kn.redPartLen = n
+	cfg.knobs = &kn
+	return cfg
+}
 
 // SetStaging turns o's pinned staging on or off (stage.go) with the
 // given geometry in bytes (0: the default of each), for the external tests

@@ -74,15 +74,18 @@ func testOpenCLActFuser(t *testing.T, o *OpenCL) {
 			// of redPartLen.
 			path := []string{"items", "groups", "parts"}[i/2]
 			t.Run(fmt.Sprintf("%v/%+v/nobias=%v/%s", a, g, c.noBias, path), func(t *testing.T) {
-				defer func(part, cols int) { o.kn.redPartLen, o.kn.biasColsMax = part, cols }(o.kn.redPartLen, o.kn.biasColsMax)
-				switch path {
-				case "items":
-					o.kn.biasColsMax = 1 << 30
-				case "groups":
-					o.kn.biasColsMax = 0
-				default:
-					o.kn.biasColsMax, o.kn.redPartLen = 0, 16
+				setKnobs := func(kn *knobs) {
+					switch path {
+					case "items":
+						kn.biasColsMax = 1 << 30
+					case "groups":
+						kn.biasColsMax = 0
+					default:
+						kn.biasColsMax, kn.redPartLen = 0, 16
+					}
 				}
+				o := openCLKnobs(t, o, setKnobs)
+				setWinograd(t, o, mode)
 				x := newTwin(o, scaled(gputest.Rand(r, g.N*g.C*g.H*g.W), 4))
 				w := newTwin(o, scaled(gputest.Rand(r, g.K*g.ColRows()), 2))
 				var biasCL, biasCPU gpu.Buffer
@@ -162,16 +165,29 @@ func testOpenCLActFuser(t *testing.T, o *OpenCL) {
 				assertCloseFor(t, o, "dx against the CPU", download(o, dxf), dxc)
 				assertCloseFor(t, o, "dbias against the CPU", gotDB, dbc)
 
-				// NoFuse: what Unfused launches.
-				o.noFuse = true
-				defer func() { o.noFuse = false }()
-				before = o.ctx.launches
-				o.ConvForwardAct(a, g, yf, x.cl, w.cl, biasCL, ws, cols)
-				o.ActivateBackwardBias(a, dxf, dbf, dy.cl, yf, g.N, g.K, g.OH*g.OW)
-				if n := o.ctx.launches - before; n != fwdUnfused+unfused {
+				// NoFuse (a backend of its own, on the same data): what
+				// Unfused launches.
+				nf := openCLWith(t, o, func(cfg *Config, kn *knobs) { cfg.NoFuse = true; setKnobs(kn) })
+				setWinograd(t, nf, mode)
+				nx, nw, ndy := mirror(nf, o, x.cl), mirror(nf, o, w.cl), mirror(nf, o, dy.cl)
+				var nbias, ncols gpu.Buffer
+				if biasCL != nil {
+					nbias = mirror(nf, o, biasCL)
+				}
+				if c.keep {
+					if ncols = nf.ConvKeepColumns(g); ncols == nil {
+						t.Fatal("NoFuse: no kept columns granted")
+					}
+				}
+				nyb, ndx, ndb, nws := nf.Alloc(ny), nf.Alloc(ny), nf.Alloc(g.K), nf.Alloc(ws.Len())
+				before = nf.ctx.launches
+				nf.ConvForwardAct(a, g, nyb, nx, nw, nbias, nws, ncols)
+				nf.ActivateBackwardBias(a, ndx, ndb, ndy, nyb, g.N, g.K, g.OH*g.OW)
+				if n := nf.ctx.launches - before; n != fwdUnfused+unfused {
 					t.Errorf("NoFuse: %d launches, want the unfused %d", n, fwdUnfused+unfused)
 				}
-				sameBitsCL(t, "y, NoFuse", download(o, yf), want)
+				sameBitsCL(t, "y, NoFuse", download(nf, nyb), want)
+				sameBitsCL(t, "dx, NoFuse", download(nf, ndx), download(o, dxf))
 			})
 		}
 	}
@@ -241,16 +257,16 @@ func testOpenCLFusedKinks(t *testing.T, o *OpenCL) {
 		y, dy := o.Alloc(len(vals)), o.Alloc(len(vals))
 		o.Upload(y, vals)
 		o.Upload(dy, gputest.Rand(r, len(vals)))
-		// BiasGrad's three paths: items, work-groups, parts of one element.
+		// BiasGrad's three paths: items, work-groups, parts of one element
+		// (backends with those knobs, on the same data).
 		for _, p := range [][2]int{{o.kn.biasColsMax, o.kn.redPartLen}, {0, o.kn.redPartLen}, {0, 1}} {
-			oldCols, oldPart := o.kn.biasColsMax, o.kn.redPartLen
-			o.kn.biasColsMax, o.kn.redPartLen = p[0], p[1]
-			dxf, dxu, dbf, dbu := o.Alloc(len(vals)), o.Alloc(len(vals)), o.Alloc(c), o.Alloc(c)
-			o.ActivateBackwardBias(a, dxf, dbf, dy, y, n, c, 1)
-			gpu.Unfused(o).ActivateBackwardBias(a, dxu, dbu, dy, y, n, c, 1)
-			o.kn.biasColsMax, o.kn.redPartLen = oldCols, oldPart
-			sameBitsCL(t, fmt.Sprintf("%v dx %v", a, p), download(o, dxf), download(o, dxu))
-			sameBitsCL(t, fmt.Sprintf("%v dbias %v", a, p), download(o, dbf), download(o, dbu))
+			ob := openCLKnobs(t, o, func(kn *knobs) { kn.biasColsMax, kn.redPartLen = p[0], p[1] })
+			y, dy := mirror(ob, o, y), mirror(ob, o, dy)
+			dxf, dxu, dbf, dbu := ob.Alloc(len(vals)), ob.Alloc(len(vals)), ob.Alloc(c), ob.Alloc(c)
+			ob.ActivateBackwardBias(a, dxf, dbf, dy, y, n, c, 1)
+			gpu.Unfused(ob).ActivateBackwardBias(a, dxu, dbu, dy, y, n, c, 1)
+			sameBitsCL(t, fmt.Sprintf("%v dx %v", a, p), download(ob, dxf), download(ob, dxu))
+			sameBitsCL(t, fmt.Sprintf("%v dbias %v", a, p), download(ob, dbf), download(ob, dbu))
 		}
 	}
 }

@@ -419,8 +419,14 @@ func TestOpenCLProgramCache(t *testing.T) {
 // the first GPU, with the GEMM tuned; COTRAIN_OPENCL_DEBUG=1 logs the build
 // (with COTRAIN_OPENCL_GEMM_OPTS=-cl-nv-verbose, NVIDIA's register counts)
 // and the tuning.
-func benchOpenCL(b *testing.B) *OpenCL {
+func benchOpenCL(b *testing.B) *OpenCL { return benchOpenCLKnobs(b, func(*knobs) {}) }
+
+// benchOpenCLKnobs is benchOpenCL with the knobs set changes.
+func benchOpenCLKnobs(b *testing.B, set func(kn *knobs)) *OpenCL {
 	cfg := envConfig()
+	kn := defaultKnobs()
+	set(&kn)
+	cfg.knobs = &kn
 	if d := os.Getenv("COTRAIN_TEST_DEVICE"); d != "" {
 		fmt.Sscanf(d, "opencl:%d", &cfg.Index)
 	}
@@ -501,27 +507,25 @@ func BenchmarkOpenCLSgemmVariants(b *testing.B) {
 // 1024³), 256 and 256 (4 ranges, the defaults) or 512 and 128 (8 ranges),
 // all in one run.
 func BenchmarkOpenCLSgemmSplit(b *testing.B) {
+	for _, t := range [][2]int{{128, 512}, {256, 256}, {512, 128}} {
+		o := benchOpenCLKnobs(b, func(kn *knobs) { kn.splitTiles, kn.splitDepth = t[0], t[1] })
+		for _, v := range o.gemms {
+			s, _ := o.kn.gemmSplits(1024, 1024, 1024)
+			b.Run(fmt.Sprintf("split=%d/%s", s, v.Name), func(b *testing.B) { sgemmBench(b, o, v, 1024, false, false) })
+		}
+		o.Close()
+	}
+	// Where the time of 4 ranges (the default targets, 256 and 256) goes:
+	// the product kernel alone (no sum), and gemm_sum in work-groups of
+	// 64, 128 and 256.
 	o := benchOpenCL(b)
 	defer o.Close()
-	for _, t := range [][2]int{{128, 512}, {256, 256}, {512, 128}} {
-		for _, v := range o.gemms {
-			o.kn.splitTiles, o.kn.splitDepth = t[0], t[1]
-			s, _ := o.kn.gemmSplits(1024, 1024, 1024)
-			b.Run(fmt.Sprintf("split=%d/%s", s, v.Name), func(b *testing.B) {
-				o.kn.splitTiles, o.kn.splitDepth = t[0], t[1]
-				sgemmBench(b, o, v, 1024, false, false)
-			})
-		}
+	name := "128x128/8x8/k16"
+	if o.tuner.index(name) < 0 {
+		name = o.gemms[len(o.gemms)-1].Name
 	}
-	// Where the time of 4 ranges goes: the product kernel alone (no sum),
-	// and gemm_sum in work-groups of 64, 128 and 256.
-	o.kn.splitTiles, o.kn.splitDepth = 256, 256
-	v := o.gemms[len(o.gemms)-1]
-	if i := o.tuner.index("128x128/8x8/k16"); i >= 0 {
-		v = o.gemms[i]
-	}
+	v := o.gemms[o.tuner.index(name)]
 	b.Run("split=4/body-only/"+v.Name, func(b *testing.B) {
-		o.kn.splitTiles, o.kn.splitDepth = 256, 256
 		s, kc := o.kn.gemmSplits(1024, 1024, 1024)
 		ws := o.scratch(&o.splitWS, s*1024*1024)
 		a, bb := o.buf(o.Alloc(1024*1024)), o.buf(o.Alloc(1024*1024))
@@ -538,10 +542,10 @@ func BenchmarkOpenCLSgemmSplit(b *testing.B) {
 		b.ReportMetric(2*1024*1024*1024*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
 	})
 	for _, wg := range []int{64, 128, 256} {
-		b.Run(fmt.Sprintf("split=4/sum-wg=%d/%s", wg, v.Name), func(b *testing.B) {
-			o.kn.splitTiles, o.kn.splitDepth, o.kn.gemmSumWG = 256, 256, wg
-			sgemmBench(b, o, v, 1024, false, false)
-		})
+		ow := benchOpenCLKnobs(b, func(kn *knobs) { kn.gemmSumWG = wg })
+		v := ow.gemms[ow.tuner.index(name)]
+		b.Run(fmt.Sprintf("split=4/sum-wg=%d/%s", wg, v.Name), func(b *testing.B) { sgemmBench(b, ow, v, 1024, false, false) })
+		ow.Close()
 	}
 }
 

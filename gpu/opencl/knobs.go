@@ -2,14 +2,17 @@
 
 package opencl
 
-// knobs are the thresholds and switches by which the backend chooses among
-// kernels and launch shapes. Each was a package variable that tests and
-// benchmarks changed; now each backend holds its own (OpenCL.kn), set from
-// defaultKnobs when it opens, so that two backends in one process never
-// see each other's choices. Most choices give the same bits either way;
-// the two that do not (redPartLen, splitTiles and splitDepth: they set a
-// summation order) must stay the same on every device of a cooperative run,
-// so only tests and benchmarks change them.
+// knobs are the backend-wide thresholds by which the backend chooses among
+// kernels and launch shapes (those of one convolution algorithm are its
+// fields: im2col, winograd, fftConv). Each was a package variable that
+// tests and benchmarks changed; now each backend holds its own (OpenCL.kn),
+// set when it opens (defaultKnobs, or Config.knobs in tests) and never
+// changed after, so that two backends in one process never see each
+// other's choices: a test that needs other values opens a backend with
+// them (openCLWith in the tests). Most choices give the same bits either
+// way; the ones that do not (redPartLen, biasColsMax, splitTiles and
+// splitDepth: they set a summation order) must stay the same on every
+// device of a cooperative run, so only tests and benchmarks choose others.
 type knobs struct {
 	// splitTiles and splitDepth are gemmSplits' targets: a C with fewer
 	// blocks of 128×128 than splitTiles is split in k, into ranges at least

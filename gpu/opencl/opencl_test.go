@@ -34,16 +34,13 @@ var testCL, testCLHalf testBackend
 
 func (tb *testBackend) get(t testing.TB, half bool) *OpenCL {
 	t.Helper()
-	tb.once.Do(func() {
-		cfg := envConfig()
-		cfg.Tune, cfg.HalfStorage = false, half
-		if half {
-			// Two small tilings: enough to compare variants, and a fraction
-			// of the build time of all six on PoCL.
-			cfg.GemmVariants = halfTestGemms
-		}
-		tb.o, tb.err = New(cfg)
-	})
+	return tb.getConfig(t, testConfig(half))
+}
+
+// getConfig is get with the configuration cfg.
+func (tb *testBackend) getConfig(t testing.TB, cfg Config) *OpenCL {
+	t.Helper()
+	tb.once.Do(func() { tb.o, tb.err = New(cfg) })
 	if errors.Is(tb.err, gpu.ErrNoOpenCL) || errors.Is(tb.err, gpu.ErrNoDevice) {
 		t.Skipf("no OpenCL device: %v", tb.err)
 	}
@@ -51,6 +48,65 @@ func (tb *testBackend) get(t testing.TB, half bool) *OpenCL {
 		t.Fatal(tb.err)
 	}
 	return tb.o
+}
+
+// testConfig is the configuration of the shared test backends: envConfig
+// with tuning off, and with half storage two small GEMM tilings (enough
+// to compare variants, and a fraction of the build time of all six on
+// PoCL).
+func testConfig(half bool) Config {
+	cfg := envConfig()
+	cfg.Tune, cfg.HalfStorage = false, half
+	if half {
+		cfg.GemmVariants = halfTestGemms
+	}
+	return cfg
+}
+
+// testBackends are the backends of the tests that need a configuration of
+// their own (openCLWith), by its description: each is built on first use
+// (its programs from the cache the shared ones filled) and shared by the
+// tests that ask for the same configuration, as testCL is.
+var testBackends struct {
+	sync.Mutex
+	by map[string]*testBackend
+}
+
+// openCLWith returns a backend configured as o (a shared test backend,
+// float or half) with set applied to its Config: the way a test gets other
+// knobs or switches than the defaults, which stay fixed once a backend is
+// open.
+func openCLWith(t testing.TB, o *OpenCL, set func(cfg *Config, kn *knobs)) *OpenCL {
+	t.Helper()
+	cfg, kn := testConfig(o.half), defaultKnobs()
+	set(&cfg, &kn)
+	cfg.knobs = nil
+	key := fmt.Sprintf("%+v %+v", cfg, kn)
+	cfg.knobs = &kn
+	testBackends.Lock()
+	if testBackends.by == nil {
+		testBackends.by = map[string]*testBackend{}
+	}
+	tb := testBackends.by[key]
+	if tb == nil {
+		tb = &testBackend{}
+		testBackends.by[key] = tb
+	}
+	testBackends.Unlock()
+	return tb.getConfig(t, cfg)
+}
+
+// mirror returns a buffer of dst holding what b, a buffer of src, holds.
+func mirror(dst, src *OpenCL, b gpu.Buffer) gpu.Buffer {
+	m := dst.Alloc(b.Len())
+	dst.Upload(m, download(src, b))
+	return m
+}
+
+// openCLKnobs is openCLWith changing the knobs only.
+func openCLKnobs(t testing.TB, o *OpenCL, set func(kn *knobs)) *OpenCL {
+	t.Helper()
+	return openCLWith(t, o, func(_ *Config, kn *knobs) { set(kn) })
 }
 
 // halfTestGemms are the GEMM tilings of the half-storage test backends.

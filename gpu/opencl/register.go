@@ -96,7 +96,8 @@ type Config struct {
 	FFT string
 	Log *slog.Logger
 
-	// knobs, when not nil, replaces defaultKnobs() (tests only).
+	// knobs, when not nil, replaces defaultKnobs() (tests and benchmarks
+	// only: openCLWith, WithRedPartLen); the backend copies it.
 	knobs *knobs
 }
 

@@ -58,13 +58,10 @@ func TestOpenCLTransferQueue(t *testing.T) {
 	}
 }
 
-// TestOpenCLOneQueue runs the same cases with the transfer queue off: the
-// same results, nothing on the transfer queue.
+// TestOpenCLOneQueue runs the same cases on a backend opened with
+// Config.OneQueue: the same results, nothing on the transfer queue.
 func TestOpenCLOneQueue(t *testing.T) {
-	o := openCLForTest(t)
-	x := o.ctx.xfer
-	o.ctx.xfer = nil
-	defer func() { o.ctx.xfer = x }()
+	o := openCLWith(t, openCLForTest(t), func(cfg *Config, _ *knobs) { cfg.OneQueue = true })
 	if gpu.OverlapsUploads(o) {
 		t.Error("OverlapsUploads with one queue")
 	}
