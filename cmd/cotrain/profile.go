@@ -89,6 +89,12 @@ func runProfile(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	for i := range x {
 		x[i] = float32(r.NormFloat64())
 	}
+	if net.CheckInput(x) != nil {
+		// A language model reads token ids: random words of its vocabulary.
+		for i := range x {
+			x[i] = float32(r.IntN(net.Out.Size()))
+		}
+	}
 	labels := make([]int32, *batch)
 	for i := range labels {
 		labels[i] = int32(r.IntN(net.Out.Size()))
