@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 )
 
@@ -201,6 +202,49 @@ type AccelOptions struct {
 // recording leaves the others as they were. dir is created if needed;
 // files of the same names are overwritten.
 func GenerateAccel(dir string, opt AccelOptions) error {
+	return eachAccel(opt, func(activity string, k int, rec []float32) error {
+		if err := os.MkdirAll(filepath.Join(dir, activity), 0o755); err != nil {
+			return fmt.Errorf("data: accel: %w", err)
+		}
+		return writeCSV(filepath.Join(dir, activity, fmt.Sprintf("rec-%03d.csv", k)), rec)
+	})
+}
+
+// AccelSignals returns the recordings GenerateAccel writes for opt, cut
+// into windows as sopt says, without files: the same values (rounded to
+// the 5 decimals the CSV holds), activities as classes in sorted order (as
+// LoadSensorFolder reads the folders), channels x, y, z. The simulator
+// trains on them (sim's "data accel").
+func AccelSignals(opt AccelOptions, sopt SensorOptions) (*Signals, error) {
+	sopt, err := sopt.resolve()
+	if err != nil {
+		return nil, err
+	}
+	acts := opt.Activities
+	if acts == nil {
+		acts = AccelActivities()
+	}
+	classes := slices.Sorted(slices.Values(acts))
+	var recs []recording
+	err = eachAccel(opt, func(activity string, _ int, rec []float32) error {
+		for i, v := range rec {
+			rec[i] = float32(math.Round(float64(v)*1e5) / 1e5)
+		}
+		recs = append(recs, recording{vals: rec, c: 3, label: int32(slices.Index(classes, activity))})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// LoadSensorFolder's order: by class, then file name (rec-000, ...).
+	slices.SortStableFunc(recs, func(a, b recording) int { return int(a.label - b.label) })
+	return windows(recs, 3, classes, []string{"x", "y", "z"}, sopt, "generated recordings")
+}
+
+// eachAccel draws the recordings of opt (defaults filled), recording k of
+// each activity from a PCG seeded with (opt.Seed, a hash of the activity
+// and k), and hands each to fn.
+func eachAccel(opt AccelOptions, fn func(activity string, k int, rec []float32) error) error {
 	if opt.Recordings == 0 {
 		opt.Recordings = 4
 	}
@@ -221,16 +265,13 @@ func GenerateAccel(dir string, opt AccelOptions) error {
 	}
 	n := int(math.Round(opt.Seconds * opt.Rate))
 	for _, a := range opt.Activities {
-		if err := os.MkdirAll(filepath.Join(dir, a), 0o755); err != nil {
-			return fmt.Errorf("data: accel: %w", err)
-		}
 		for k := range opt.Recordings {
 			r := rand.New(rand.NewPCG(opt.Seed, splitmix64(fnv64(a)^uint64(k))))
 			rec, err := AccelRecording(a, n, opt.Rate, r)
 			if err != nil {
 				return err
 			}
-			if err := writeCSV(filepath.Join(dir, a, fmt.Sprintf("rec-%03d.csv", k)), rec); err != nil {
+			if err := fn(a, k, rec); err != nil {
 				return err
 			}
 		}

@@ -27,3 +27,35 @@ func TestLoadRecording(t *testing.T) {
 		t.Errorf("a window longer than the recording: %v", err)
 	}
 }
+
+// AccelSignals gives, without files, the windows LoadSensorFolder reads
+// from what GenerateAccel writes for the same options: the same values,
+// labels, channels and normalisation, bit for bit.
+func TestAccelSignalsMatchFiles(t *testing.T) {
+	opt := AccelOptions{Recordings: 2, Seconds: 6, Seed: 9}
+	dir := t.TempDir()
+	if err := GenerateAccel(dir, opt); err != nil {
+		t.Fatal(err)
+	}
+	files, err := LoadSensorFolder(dir, SensorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := AccelSignals(opt, SensorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mem.Len() != files.Len() || !slices.Equal(mem.ClassNames(), files.ClassNames()) || !slices.Equal(mem.Channels(), files.Channels()) {
+		t.Fatalf("%d windows of %v %v, files give %d of %v %v", mem.Len(), mem.ClassNames(), mem.Channels(), files.Len(), files.ClassNames(), files.Channels())
+	}
+	m1, s1 := mem.Norm()
+	m2, s2 := files.Norm()
+	if !slices.Equal(m1, m2) || !slices.Equal(s1, s2) {
+		t.Errorf("norm %v %v, files' %v %v", m1, s1, m2, s2)
+	}
+	for i := range mem.Len() {
+		if mem.Label(i) != files.Label(i) || !slices.Equal(mem.Raw(i), files.Raw(i)) {
+			t.Fatalf("window %d differs from the files'", i)
+		}
+	}
+}

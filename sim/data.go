@@ -26,8 +26,9 @@ type Data struct {
 }
 
 // LoadData loads the scenario's data: real MNIST (found as data.FindMNIST
-// says with getenv, os.Getenv in cmd/sim), or a small seeded synthetic set
-// of MNIST's shape.
+// says with getenv, os.Getenv in cmd/sim), the licence texts, simulated
+// accelerometer recordings (accel), or a small seeded synthetic set of
+// MNIST's shape.
 func LoadData(sc *Scenario, getenv func(string) string) (*Data, error) {
 	var train, test data.Dataset
 	switch sc.Data {
@@ -43,6 +44,12 @@ func LoadData(sc *Scenario, getenv func(string) string) (*Data, error) {
 		train, test = tr, te
 	case "licenses":
 		tr, te, err := licenses(sc)
+		if err != nil {
+			return nil, err
+		}
+		train, test = tr, te
+	case "accel":
+		tr, te, err := accel(sc.Seed)
 		if err != nil {
 			return nil, err
 		}
@@ -71,6 +78,10 @@ func LoadData(sc *Scenario, getenv func(string) string) (*Data, error) {
 		_, _, w := t.Shape()
 		d.Config = models.Config{Classes: t.Classes(), Input: solver.Shape{C: 1, H: 1, W: w}}
 	}
+	if s, ok := train.(*data.Signals); ok { // never subset either: Validate refuses train= for accel
+		c, h, w := s.Shape()
+		d.Config = models.Config{Classes: s.Classes(), Input: solver.Shape{C: c, H: h, W: w}}
+	}
 	return d, nil
 }
 
@@ -88,6 +99,23 @@ func licenses(sc *Scenario) (train, test *data.Text, err error) {
 		return nil, nil, fmt.Errorf("sim: %w", err)
 	}
 	if test, err = data.NewText(names, texts, data.TextOptions{Context: sc.Context, Vocab: train.Vocab()}); err != nil {
+		return nil, nil, fmt.Errorf("sim: %w", err)
+	}
+	return train, test, nil
+}
+
+// accel returns simulated accelerometer windows (data.AccelSignals, the
+// recordings scripts/gen_accel.go writes): 12 recordings of 30 s per
+// activity drawn from seed to train on, and 4 of another seed, which no
+// phone holds, to evaluate on, normalised with the training windows'
+// statistics; windows of 128 steps every 64 (data's defaults).
+func accel(seed uint64) (train, test *data.Signals, err error) {
+	if train, err = data.AccelSignals(data.AccelOptions{Recordings: 12, Seconds: 30, Seed: seed}, data.SensorOptions{}); err != nil {
+		return nil, nil, fmt.Errorf("sim: %w", err)
+	}
+	mean, std := train.Norm()
+	test, err = data.AccelSignals(data.AccelOptions{Recordings: 4, Seconds: 30, Seed: seed + 1000}, data.SensorOptions{Mean: mean, Std: std})
+	if err != nil {
 		return nil, nil, fmt.Errorf("sim: %w", err)
 	}
 	return train, test, nil

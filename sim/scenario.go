@@ -25,7 +25,9 @@ type Scenario struct {
 	// "synthetic" (a seeded MNIST-shaped set, for tests) or "licenses"
 	// (the GNU licence texts of internal/corpus, for a language model such
 	// as lstm-lm: each phone trains on a part of every training licence,
-	// the run is evaluated on the held-out ones).
+	// the run is evaluated on the held-out ones) or "accel" (simulated
+	// accelerometer windows, data.AccelSignals, for a model of sensor
+	// windows such as har-cnn: evaluated on recordings of another seed).
 	Model string
 	Data  string
 	// Context is the words of context of a text sample (data "licenses");

@@ -17,8 +17,10 @@ func (sc *Scenario) Validate() error {
 	switch {
 	case sc.Name == "":
 		return bad("no name")
-	case sc.Data != "mnist" && sc.Data != "synthetic" && sc.Data != "licenses":
-		return bad("data %q, want mnist, synthetic or licenses", sc.Data)
+	case sc.Data != "mnist" && sc.Data != "synthetic" && sc.Data != "licenses" && sc.Data != "accel":
+		return bad("data %q, want mnist, synthetic, licenses or accel", sc.Data)
+	case sc.Data == "accel" && sc.TrainImages > 0:
+		return bad("data accel with train=%d: the recordings are 12 of 30 s per activity, not cut to a number of windows", sc.TrainImages)
 	case sc.Data == "licenses" && sc.TrainImages > 0:
 		return bad("data licenses with train=%d: text is shared among the phones by parts of every file, not cut to a number of samples", sc.TrainImages)
 	case sc.Context < 0 || sc.Context > 1024:

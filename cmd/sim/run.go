@@ -257,6 +257,9 @@ func writeTable(w io.Writer, sc *sim.Scenario, rep *sim.Report) {
 				fmt.Fprintf(w, "  %s: perplexity %.1f (e to the test loss %.3f)\n", r.Name, math.Exp(r.Curve[n-1].Loss), r.Curve[n-1].Loss)
 			}
 		}
+	case "accel":
+		fmt.Fprintf(w, "\naccuracy on %d held-out accelerometer windows (recordings of a seed no phone holds), evaluated every %d iterations; times are simulated, from when every phone holds the model\n",
+			min(sc.TestImages, 440), sc.EvalEvery)
 	default:
 		fmt.Fprintf(w, "\naccuracy on %d %s test images, evaluated every %d iterations; times are simulated, from when every phone holds the model\n",
 			sc.TestImages, map[string]string{"mnist": "MNIST"}[sc.Data]+map[string]string{"synthetic": "synthetic"}[sc.Data], sc.EvalEvery)
