@@ -24,11 +24,18 @@ type exporter struct {
 	// 1-D operators and a rank-3 input, as PyTorch's Conv1d models are
 	// written (export_1d.go).
 	oneD bool
+	// ids: the network reads token ids (its first layer an embedding),
+	// and its input is int64 batch×T (export_seq.go).
+	ids bool
+	// values holds every parameter by name, for the layers whose ONNX
+	// tensors are rearranged from it (export_seq.go).
+	values map[string][]float32
 }
 
 // Export writes the network of weight file f (a registered model or an
 // imported graph) as an ONNX model: input "input" (batch×C×H×W, the batch
-// dynamic; batch×C×L for a 1-D network, whose input is C×1×L and whose
+// dynamic; int64 batch×T token ids for a language model, export_seq.go;
+// batch×C×L for a 1-D network, whose input is C×1×L and whose
 // windows are all 1×k: its convolutions and pools are written 1-D, as
 // PyTorch writes Conv1d, MaxPool1d, AvgPool1d), output "output" (batch×classes). Dropout layers are left out
 // (they are the identity at inference); ReLU6 is Clip(0, 6); every tensor
@@ -45,9 +52,13 @@ func Export(w io.Writer, f *models.File) error {
 	if err := f.Apply(net, nil); err != nil {
 		return fmt.Errorf("onnx: export: %w", err)
 	}
-	e := &exporter{g: &onnxpb.GraphProto{Name: proto.String(f.Model)}, oneD: is1D(c.Input, nodes)}
+	e := &exporter{g: &onnxpb.GraphProto{Name: proto.String(f.Model)}, ids: seqInput(nodes), values: map[string][]float32{}}
+	e.oneD = !e.ids && is1D(c.Input, nodes)
 	params := make([]float32, net.Params.Len())
 	net.B.Download(params, net.Params)
+	for _, t := range net.Tensors() {
+		e.values[t.Name] = params[t.Off : t.Off+t.Spec.Size()]
+	}
 	conv1D := e.conv1DWeights(nodes)
 	for _, t := range net.Tensors() {
 		dims := t.Dims
@@ -67,6 +78,11 @@ func Export(w io.Writer, f *models.File) error {
 		inDims = []int{in.C, in.W}
 	}
 	e.g.Input = []*onnxpb.ValueInfoProto{valueInfo("input", "batch", inDims...)}
+	if e.ids {
+		inDims = []int{in.Size()}
+		e.g.Input[0] = valueInfo("input", "batch", inDims...)
+		e.g.Input[0].Type.GetTensorType().ElemType = proto.Int32(int32(onnxpb.TensorProto_INT64))
+	}
 
 	names := make([]string, len(nodes)) // the ONNX value each layer outputs
 	dims := make([][]int, len(nodes))   // its per-sample dims: C×H×W, F, or a structural layer's
@@ -90,7 +106,11 @@ func Export(w io.Writer, f *models.File) error {
 		if e.oneD {
 			e.align1D(nd.Layer, xs, xd)
 		}
-		if names[i], dims[i], ok = e.structural(nd.Layer, xs, xd); !ok {
+		if y, d, seq, err := e.sequence(nd.Layer, xs, xd); err != nil {
+			return fmt.Errorf("onnx: export layer %s: %w", nd.Layer.Name(), err)
+		} else if seq {
+			names[i], dims[i] = y, d
+		} else if names[i], dims[i], ok = e.structural(nd.Layer, xs, xd); !ok {
 			var rank int
 			names[i], rank, err = e.layer(nd.Layer, xs, len(xd[0])+1)
 			if err != nil {
