@@ -13,28 +13,25 @@ import (
 // (the input's whole per-sample size) become a T×Dim sequence, Shape{T, 1,
 // Dim}, the layout LSTM and GRU read (batch first, N×T×Dim).
 //
-// The lookup is composed from the backend's Copy and Axpy on views of the
-// table's rows, so it runs on every backend with no kernel of its own: the
-// ids are brought to the host (Download: a copy on the CPU backend), checked,
-// and each position's row copied; Backward adds each position's gradient
-// into its id's row in position order, so repeated ids sum
-// deterministically. The ids must be in range: a network's caller checks
-// them with Net.CheckInput (or this layer's CheckIDs) before Forward, which
-// panics on an id out of range before any kernel has run (our bug: the
-// check was skipped).
+// The lookup is composed from the backend's CopyStrided, so it runs on every
+// backend with no kernel of its own: the ids are brought to the host
+// (Download: a copy on the CPU backend), checked, and each position's row
+// copied from the table at its id's offset; Backward adds each position's
+// gradient into its id's row the same way, in position order, so repeated
+// ids sum deterministically. No view of a row is made, so a large
+// vocabulary costs its table and nothing per word. The ids must be in
+// range: a network's caller checks them with Net.CheckInput (or this
+// layer's CheckIDs) before Forward, which panics on an id out of range
+// before any kernel has run (our bug: the check was skipped).
 type Embedding struct {
 	Base
 	Vocab, Dim int
 	T          int // ids per sample, from Setup
 
-	rows, grows []gpu.Buffer // views of the table's and its gradient's rows, from Bind
-	ids         []float32    // the last Forward's ids (host), capacity cap·T
-	pos         []int32      // the same as row indices, checked
-	emb, demb   gpu.Buffer   // cap·T×Dim staging for the lookup and the gradient
-	embPos      []gpu.Buffer // views of emb's rows, one per position
-	dembPos     []gpu.Buffer
-	embN, dembN gpu.Buffer // views of emb and demb for the current batch size
-	capN, curN  int
+	ids  []float32 // the last Forward's ids (host), capacity for Resize's n
+	pos  []int32   // the same as row indices, checked
+	dims []int     // {Dim}: one row, for CopyStrided
+	unit []int     // {1}
 }
 
 // NewEmbedding returns an embedding of vocab ids into dim-vectors.
@@ -58,6 +55,7 @@ func (e *Embedding) Setup(in []Shape) (Shape, error) {
 		return Shape{}, fmt.Errorf("solver: embedding %s: vocabulary %d exceeds 2^24 (ids travel as float32)", e.LayerName, e.Vocab)
 	}
 	e.T = s.Size()
+	e.dims, e.unit = []int{e.Dim}, []int{1}
 	return Shape{C: e.T, H: 1, W: e.Dim}, nil
 }
 
@@ -66,42 +64,16 @@ func (e *Embedding) Params() []ParamSpec {
 	return []ParamSpec{{Name: "weight", Dims: []int{e.Vocab, e.Dim}, Init: InitNormal}}
 }
 
-// Bind implements Layer: one view per row of the table and its gradient.
-func (e *Embedding) Bind(b gpu.Backend, params, grads, state []gpu.Buffer) {
-	e.Base.Bind(b, params, grads, state)
-	e.rows = make([]gpu.Buffer, e.Vocab)
-	e.grows = make([]gpu.Buffer, e.Vocab)
-	for v := range e.Vocab {
-		e.rows[v] = b.View(params[0], v*e.Dim, e.Dim)
-		e.grows[v] = b.View(grads[0], v*e.Dim, e.Dim)
+// Resize implements Layer: the host ids of n samples.
+func (e *Embedding) Resize(_ gpu.Backend, n int) {
+	if n*e.T > len(e.ids) {
+		e.ids, e.pos = make([]float32, n*e.T), make([]int32, n*e.T)
 	}
 }
 
-// Resize implements Layer: staging for n samples.
-func (e *Embedding) Resize(b gpu.Backend, n int) {
-	if n <= e.capN {
-		return
-	}
-	e.capN, e.curN = n, 0
-	m := n * e.T
-	e.ids = make([]float32, m)
-	e.pos = make([]int32, m)
-	e.emb, e.demb = b.Alloc(m*e.Dim), b.Alloc(m*e.Dim)
-	e.embPos, e.dembPos = make([]gpu.Buffer, m), make([]gpu.Buffer, m)
-	for i := range m {
-		e.embPos[i] = b.View(e.emb, i*e.Dim, e.Dim)
-		e.dembPos[i] = b.View(e.demb, i*e.Dim, e.Dim)
-	}
-}
-
-// batch points the whole-batch views at n samples.
-func (e *Embedding) batch(b gpu.Backend, n int) {
-	if n == e.curN {
-		return
-	}
-	e.curN = n
-	e.embN = b.View(e.emb, 0, n*e.T*e.Dim)
-	e.dembN = b.View(e.demb, 0, n*e.T*e.Dim)
+// row is the copy of one Dim-row from src at srcOff to dst at dstOff.
+func (e *Embedding) row(dstOff, srcOff int) gpu.StridedGeom {
+	return gpu.StridedGeom{Dims: e.dims, Dst: e.unit, Src: e.unit, DstOff: dstOff, SrcOff: srcOff}
 }
 
 // CheckIDs reports the first element of x (ids, as float32) that is not a
@@ -121,7 +93,6 @@ func (e *Embedding) CheckInput(x []float32) error { return e.CheckIDs(x) }
 // Forward implements Layer. x: N×T ids; y: N×T×Dim.
 func (e *Embedding) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 	m := p.N * e.T
-	e.batch(p.B, p.N)
 	ids := e.ids[:m]
 	p.B.Download(ids, in[0])
 	if err := e.CheckIDs(ids); err != nil {
@@ -131,9 +102,8 @@ func (e *Embedding) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 		e.pos[i] = int32(v)
 	}
 	for i := range m {
-		p.B.Copy(e.embPos[i], e.rows[e.pos[i]])
+		p.B.CopyStrided(out, e.P[0], e.row(i*e.Dim, int(e.pos[i])*e.Dim), false)
 	}
-	p.B.Copy(out, e.embN)
 }
 
 // BackwardReads implements BackwardReader: the ids are kept from Forward.
@@ -149,11 +119,9 @@ func (e *Embedding) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, _ []gpu
 	if !paramGrads {
 		return
 	}
-	e.batch(p.B, p.N)
-	p.B.Copy(e.dembN, dout)
 	p.B.Fill(e.G[0], 0)
 	for i := range p.N * e.T {
-		p.B.Axpy(1, e.dembPos[i], e.grows[e.pos[i]])
+		p.B.CopyStrided(e.G[0], dout, e.row(int(e.pos[i])*e.Dim, i*e.Dim), true)
 	}
 }
 
