@@ -23,6 +23,10 @@ func BNApply(y, x []float32, mean, scale, shift float32) {
 		bnApplyAVX2(&y[0], &x[0], n8, mean, scale, shift)
 		y, x = y[n8:], x[n8:]
 	}
+	if n4 := len(x) &^ 3; useNEON && n4 > 0 {
+		bnApplyNEON(&y[0], &x[0], n4, mean, scale, shift)
+		y, x = y[n4:], x[n4:]
+	}
 	bnApplyGo(y, x, mean, scale, shift)
 }
 
@@ -41,6 +45,10 @@ func BNBackwardData(dx, dy, x []float32, k, b, a, mean float32) {
 	if n8 := len(x) &^ 7; useAVX2 && n8 > 0 {
 		bnBackwardDataAVX2(&dx[0], &dy[0], &x[0], n8, k, b, a, mean)
 		dx, dy, x = dx[n8:], dy[n8:], x[n8:]
+	}
+	if n4 := len(x) &^ 3; useNEON && n4 > 0 {
+		bnBackwardDataNEON(&dx[0], &dy[0], &x[0], n4, k, b, a, mean)
+		dx, dy, x = dx[n4:], dy[n4:], x[n4:]
 	}
 	bnBackwardDataGo(dx, dy, x, k, b, a, mean)
 }
@@ -62,6 +70,10 @@ func SumDyDev(dy, x []float32, mean float32) (sdy, sdyx float64) {
 	if n8 := len(dy) &^ 7; useAVX2 && n8 > 0 {
 		// The tail starts at a multiple of 8: its lanes are the twin's.
 		sumDyDevAVX2(&s[0], &t[0], &dy[0], &x[0], n8, mean)
+		dy, x = dy[n8:], x[n8:]
+	}
+	if n8 := len(dy) &^ 7; useNEON && n8 > 0 {
+		sumDyDevNEON(&s[0], &t[0], &dy[0], &x[0], n8, mean)
 		dy, x = dy[n8:], x[n8:]
 	}
 	sumDyDevLanes(&s, &t, dy, x, mean)
@@ -112,6 +124,10 @@ func Sum64(s []float32) float64 {
 		sum64AVX2(&l[0], &s[0], n8)
 		s = s[n8:]
 	}
+	if n8 := len(s) &^ 7; useNEON && n8 > 0 {
+		sum64NEON(&l[0], &s[0], n8)
+		s = s[n8:]
+	}
 	sum64Lanes(&l, s)
 	return lanes8(&l)
 }
@@ -128,6 +144,10 @@ func SqDev64(s []float32, mean float64) float64 {
 	var l [8]float64
 	if n8 := len(s) &^ 7; useAVX2 && n8 > 0 {
 		sqDev64AVX2(&l[0], &s[0], n8, mean)
+		s = s[n8:]
+	}
+	if n8 := len(s) &^ 7; useNEON && n8 > 0 {
+		sqDev64NEON(&l[0], &s[0], n8, mean)
 		s = s[n8:]
 	}
 	sqDev64Lanes(&l, s, mean)

@@ -24,6 +24,16 @@ func MaxPool2(y, x []float32, w, ow, oh int) {
 		maxPool2AVX512(&y[0], &x[0], w, ow, oh, lo, hi, uint64(1)<<t-1)
 		return
 	}
+	if n4 := ow &^ 3; useNEON && n4 > 0 {
+		// Row pair by row pair: the first n4 windows in NEON, the rest of
+		// the row in the twin.
+		for i := 0; i < oh; i++ {
+			r0, r1, o := x[2*i*w:], x[(2*i+1)*w:], y[i*ow:(i+1)*ow]
+			maxPool2RowNEON(&o[0], &r0[0], &r1[0], n4)
+			maxPool2Go(o[n4:], x[2*i*w+2*n4:], w, ow-n4, 1)
+		}
+		return
+	}
 	maxPool2Go(y, x, w, ow, oh)
 }
 

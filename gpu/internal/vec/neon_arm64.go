@@ -24,3 +24,24 @@ func relu6NEON(y, x *float32, n4 int)
 
 //go:noescape
 func relu6BackwardNEON(dx, dy, x *float32, n4 int)
+
+//go:noescape
+func bnApplyNEON(y, x *float32, n4 int, mean, scale, shift float32)
+
+//go:noescape
+func bnBackwardDataNEON(dx, dy, x *float32, n4 int, k, b, a, mean float32)
+
+// The lane sums read and write the caller's eight float64 lanes (l, s and
+// t point at [8]float64) over n8 elements, a multiple of 8.
+
+//go:noescape
+func sumDyDevNEON(s, t *float64, dy, x *float32, n8 int, mean float32)
+
+//go:noescape
+func sum64NEON(l *float64, s *float32, n8 int)
+
+//go:noescape
+func sqDev64NEON(l *float64, s *float32, n8 int, mean float64)
+
+//go:noescape
+func maxPool2RowNEON(y, r0, r1 *float32, n4 int)

@@ -18,3 +18,12 @@ func conv3RowsFlippedNEON(*float32, *float32, *float32, *float32, *float32, int)
 func conv3RowFilterNEON(*float32, *float32, *float32, int) { panic("vec: no assembly") }
 func relu6NEON(*float32, *float32, int)                    { panic("vec: no assembly") }
 func relu6BackwardNEON(*float32, *float32, *float32, int)  { panic("vec: no assembly") }
+
+func bnApplyNEON(*float32, *float32, int, float32, float32, float32) { panic("vec: no assembly") }
+func bnBackwardDataNEON(*float32, *float32, *float32, int, float32, float32, float32, float32) {
+	panic("vec: no assembly")
+}
+func sumDyDevNEON(*float64, *float64, *float32, *float32, int, float32) { panic("vec: no assembly") }
+func sum64NEON(*float64, *float32, int)                                 { panic("vec: no assembly") }
+func sqDev64NEON(*float64, *float32, int, float64)                      { panic("vec: no assembly") }
+func maxPool2RowNEON(*float32, *float32, *float32, int)                 { panic("vec: no assembly") }
