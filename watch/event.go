@@ -146,6 +146,10 @@ type Session struct {
 	Classes   []string `json:"classes,omitempty"`
 	Params    int      `json:"params,omitempty"`
 	Trainable int      `json:"trainable,omitempty"`
+	// Vocab is a language model's vocabulary size (0 for other models):
+	// its evaluations score next words, and the dashboard shows their
+	// perplexity, e to the held-out loss, where it shows accuracy.
+	Vocab int `json:"vocab,omitempty"`
 }
 
 // Progress is one closed iteration: what the hub merged, and what each

@@ -119,7 +119,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	shown := models.DisplayName(m.Name, m.Meta) // an imported model by its file's name
 	bus.Publish("listening", &watch.Session{Role: "hub", Name: c.session, Model: shown, Policy: c.policy, Codec: c.compress,
 		PeerID: host.ID(), Addrs: addrs, Batch: c.batch, Iterations: iterations, MinWorkers: c.minWorkers, Iteration: uint64(tr.Iter),
-		Classes: ds.Labels, Params: net.NumParams(), Trainable: net.NumTrainable()})
+		Classes: ds.Labels, Params: net.NumParams(), Trainable: net.NumTrainable(), Vocab: vocabSize(ds)})
 	if rec != nil {
 		url, stop, err := web.Serve(rec, c.http, log)
 		if err != nil {
@@ -287,6 +287,14 @@ func loadModel(c config, b gpu.Backend, stderr io.Writer) (hub.Model, *cli.Data,
 	}
 	meta := models.DefiningMeta(s.Data.ModelMeta(s.File.Meta, s.Norm))
 	return hub.Model{Name: s.File.Model, Config: s.File.Config, Meta: meta, Trainer: &solver.Trainer{Net: s.Net}}, s.Data, nil
+}
+
+// vocabSize is the vocabulary size of text data, 0 for other data.
+func vocabSize(ds *cli.Data) int {
+	if ds.Vocab == nil {
+		return 0
+	}
+	return ds.Vocab.Len()
 }
 
 // evalPart says which part of the hub's --data it evaluates on: all of an

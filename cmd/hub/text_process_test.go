@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/cotrain/cotrain/cmd/internal/cli"
 	"github.com/cotrain/cotrain/data"
 	"github.com/cotrain/cotrain/gpu/cpu"
+	"github.com/cotrain/cotrain/internal/browsertest"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -101,4 +105,54 @@ func TestTextHubAndTwoWorkerProcesses(t *testing.T) {
 	if !found {
 		t.Errorf(`"license" is not among the top 5 after "the GNU General Public": %+v`, next)
 	}
+}
+
+// TestTextDashboardInChromium: the dashboard of a language model's run
+// shows the test perplexity (e to the held-out loss) where it shows test
+// accuracy for other models, as a number and as the evaluation curve.
+func TestTextDashboardInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a hub, two workers and a browser; skipped with -short")
+	}
+	browser := browsertest.Chromium(t, "the text dashboard's browser test")
+	hubBin, workerBin := buildBinaries(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	h := start(t, ctx, "hub", hubBin, "--model", "lstm-lm", "--data", licenseHeldOut, "--context", "8",
+		"--min-workers", "2", "--batch", "32", "--iterations", "400", "--eval-every", "10", "--optimizer", "adam", "--lr", "0.003",
+		"--listen", "/ip4/127.0.0.1/tcp/0", "--mdns=false", "--json", "--http", "127.0.0.1:0", "--out", filepath.Join(dir, "hub"))
+	addrs := h.until(t, "listening", 30*time.Second)["addrs"].([]any)
+	url := h.until(t, "http", 10*time.Second)["url"].(string)
+	go func() {
+		for range h.events {
+		}
+	}()
+	for i := range 2 {
+		w := start(t, ctx, fmt.Sprint("worker ", i), workerBin, "--hub", addrs[0].(string), "--data", licenseTrain,
+			"--shard", fmt.Sprintf("%d/2", i), "--listen", "/ip4/127.0.0.1/tcp/0", "--json", "--out", filepath.Join(dir, fmt.Sprint("w", i)))
+		go func() {
+			for range w.events {
+			}
+		}()
+	}
+	tab := browsertest.Tab(t, ctx, browser)
+	if err := chromedp.Do(tab, chromedp.Navigate(url)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(tab, chromedp.Poll[bool](`document.querySelector("#accchart").dataset.points > 1 && /^[0-9.]+$/.test(document.querySelector("#accuracy").textContent)`,
+		chromedp.WithPollingTimeout(90*time.Second))); err != nil {
+		t.Fatalf("no perplexity shown: %v", err)
+	}
+	type seen struct{ Label, Value, Legend string }
+	got, err := chromedp.Run(tab, chromedp.Evaluate[seen](`({Label: document.querySelector("#acclabel").textContent,
+		Value: document.querySelector("#accuracy").textContent, Legend: document.querySelector("#acclegend").textContent})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ppl, err := strconv.ParseFloat(got.Value, 64)
+	if got.Label != "test perplexity" || err != nil || !(ppl > 1 && ppl < 3000) || !strings.Contains(got.Legend, "perplexity") {
+		t.Errorf("the page shows %+v, want a test perplexity", got)
+	}
+	t.Logf("dashboard: %+v", got)
 }
