@@ -72,7 +72,9 @@ type importer struct {
 // HardSigmoid, HardSwish, LeakyRelu, Softmax (x·Sigmoid(x) and x·HardSigmoid(x)
 // become one SiLU or HardSwish layer), MaxPool, AveragePool (asymmetric pads
 // on these and on Conv become an explicit pad layer before them), Sum of
-// any number of activations, LRN, GlobalAveragePool,
+// any number of activations, LRN, GlobalAveragePool (Conv, MaxPool,
+// AveragePool, BatchNormalization and GlobalAveragePool of N×C×L inputs
+// too, as 1×k windows: ops_1d.go),
 // BatchNormalization, Dropout, Identity, Constant, and the structural
 // operators (ops_struct.go): Add, Sub, Mul and Div with numpy broadcasting
 // between two activations or with a float constant (Reciprocal too),
