@@ -112,3 +112,5 @@ require (
 	golang.org/x/tools v0.48.0 // indirect
 	lukechampine.com/blake3 v1.4.1 // indirect
 )
+
+replace github.com/jgillich/go-opencl => ./third_party/go-opencl

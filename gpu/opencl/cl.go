@@ -439,7 +439,7 @@ func (c *clContext) launch(k *clKernel, global, loc []int, args ...any) error {
 		t0 = time.Now()
 	}
 	// Natively, without the event the cl package would create; through the
-	// cl package if its layout changed (native.go).
+	// cl package for sizes enqueueKernel does not take (native.go).
 	native, err := enqueueKernel(c.queue, k.k, global, loc)
 	if !native {
 		ev, eerr := c.queue.EnqueueNDRangeKernel(k.k, nil, global, loc, nil)

@@ -18,18 +18,12 @@ package opencl
 //   - the status codes behind its error values (clCodes below), taken from
 //     the Khronos headers rather than typed in.
 //
-// The cl package keeps its handles in unexported fields, so they are read
-// through unsafe: cl.Program, cl.Context and cl.Device each hold their C
-// handle as their first field, and cl.Program its devices as its second. A
-// program created from a binary must become a *cl.Program (kernels are
-// created and enqueued through the cl package), and the package has no
-// constructor from a handle, so newProgram writes those two fields into a
-// zeroed cl.Program. clLayout checks that layout by reflection; when a
-// dependency update changes it, every function here refuses to touch the
-// structs (the cache falls back to building source, device info to zero
-// values) and TestOpenCLBindingLayout fails, instead of memory being
-// misread. The module pins the cl package to one commit, so this is checked
-// once per update, not per machine.
+// The C handles come from the cl package's Handle methods, and a program
+// created from a binary becomes a *cl.Program (its kernels are created and
+// enqueued through the cl package) by cl.ProgramFromHandle: the two things
+// cotrain adds to the package, which the module builds from
+// third_party/go-opencl (see COTRAIN.md there). Nothing here reads or
+// writes another package's fields.
 //
 // This file links OpenCL exactly as the cl package does, so it adds no
 // build or run-time requirement of its own.
@@ -65,12 +59,8 @@ static cl_int enqueue(cl_command_queue q, cl_kernel k, cl_uint dim, size_t g0, s
 import "C"
 
 import (
-	"errors"
-	"fmt"
-	"reflect"
 	"runtime"
 	"strings"
-	"sync"
 	"unsafe"
 
 	"github.com/jgillich/go-opencl/cl"
@@ -82,40 +72,12 @@ const (
 	clFPCorrectlyRoundedDivideSqrt = uint64(C.CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT)
 )
 
-// errLayout is returned when the cl package's structs no longer look as this
-// file expects.
-var errLayout = errors.New("gpu: opencl: the cl package's struct layout changed (see native.go)")
-
-// clLayout reports whether cl.Program, cl.Context and cl.Device have the
-// layout the handle accessors assume, and if not, why. It is computed once.
-var clLayout = sync.OnceValue(func() error {
-	return checkLayout(reflect.TypeFor[cl.Program](), reflect.TypeFor[cl.Context](), reflect.TypeFor[cl.Device]())
-})
-
-// checkLayout checks that each type's first field is its pointer-sized
-// handle at offset 0 (clProgram, clContext, id) and that the program's second
-// field is devices []*cl.Device.
-func checkLayout(prog, ctx, dev reflect.Type) error {
-	err := errors.Join(firstHandle(prog, "clProgram"), firstHandle(ctx, "clContext"), firstHandle(dev, "id"))
-	if prog.Kind() != reflect.Struct || prog.NumField() < 2 || prog.Field(1).Name != "devices" || prog.Field(1).Type != reflect.TypeFor[[]*cl.Device]() {
-		err = errors.Join(err, fmt.Errorf("%v's second field is not devices []*cl.Device", prog))
-	}
-	return err
-}
-
-// clLaunchLayout reports whether cl.Kernel and cl.CommandQueue hold their
-// handles first, as enqueueKernel assumes; computed once.
-var clLaunchLayout = sync.OnceValue(func() error {
-	return errors.Join(firstHandle(reflect.TypeFor[cl.Kernel](), "clKernel"), firstHandle(reflect.TypeFor[cl.CommandQueue](), "clQueue"))
-})
-
 // enqueueKernel launches k on q over global work items grouped by loc (nil:
 // the driver chooses), in up to 3 dimensions, without an event. done is
-// false, and nothing was enqueued, when the cl package's layout is not the
-// one assumed or the sizes are not 1 to 3 dimensions (the caller then goes
-// through the cl package).
+// false, and nothing was enqueued, when the sizes are not 1 to 3
+// dimensions (the caller then goes through the cl package).
 func enqueueKernel(q *cl.CommandQueue, k *cl.Kernel, global, loc []int) (done bool, err error) {
-	if clLaunchLayout() != nil || len(global) == 0 || len(global) > 3 || (loc != nil && len(loc) != len(global)) {
+	if len(global) == 0 || len(global) > 3 || (loc != nil && len(loc) != len(global)) {
 		return false, nil
 	}
 	var g, l [3]C.size_t
@@ -125,9 +87,7 @@ func enqueueKernel(q *cl.CommandQueue, k *cl.Kernel, global, loc []int) (done bo
 	for i, v := range loc {
 		l[i] = C.size_t(v)
 	}
-	qh := *(*C.cl_command_queue)(unsafe.Pointer(q))
-	kh := *(*C.cl_kernel)(unsafe.Pointer(k))
-	code := C.enqueue(qh, kh, C.cl_uint(len(global)), g[0], g[1], g[2], l[0], l[1], l[2])
+	code := C.enqueue(C.cl_command_queue(q.Handle()), C.cl_kernel(k.Handle()), C.cl_uint(len(global)), g[0], g[1], g[2], l[0], l[1], l[2])
 	runtime.KeepAlive(q)
 	runtime.KeepAlive(k)
 	if code != C.CL_SUCCESS {
@@ -136,45 +96,15 @@ func enqueueKernel(q *cl.CommandQueue, k *cl.Kernel, global, loc []int) (done bo
 	return true, nil
 }
 
-// firstHandle checks that t's first field is name, a pointer-sized pointer
-// at offset 0 (a C handle).
-func firstHandle(t reflect.Type, name string) error {
-	ptr := unsafe.Sizeof(uintptr(0))
-	if t.Kind() != reflect.Struct || t.NumField() == 0 {
-		return fmt.Errorf("%v is not a struct with fields", t)
-	}
-	f := t.Field(0)
-	if f.Name != name || f.Offset != 0 || f.Type.Size() != ptr || f.Type.Kind() != reflect.Pointer {
-		return fmt.Errorf("%v's first field is %s %v (offset %d, %d bytes), want %s, a pointer at offset 0",
-			t, f.Name, f.Type, f.Offset, f.Type.Size(), name)
-	}
-	return nil
-}
-
-// The handle accessors; callers check clLayout first.
-func programHandle(p *cl.Program) C.cl_program { return *(*C.cl_program)(unsafe.Pointer(p)) }
-func contextHandle(c *cl.Context) C.cl_context { return *(*C.cl_context)(unsafe.Pointer(c)) }
-func deviceHandle(d *cl.Device) C.cl_device_id { return *(*C.cl_device_id)(unsafe.Pointer(d)) }
-
-// newProgram wraps a program handle for device d as the cl package would
-// have: handle and devices set (the build log is read for devices[0]), and
-// a finalizer that releases it if Release is never called.
-func newProgram(h C.cl_program, d *cl.Device) *cl.Program {
-	p := new(cl.Program)
-	*(*C.cl_program)(unsafe.Pointer(p)) = h
-	devs := reflect.ValueOf(p).Elem().Field(1)
-	reflect.NewAt(devs.Type(), unsafe.Pointer(devs.UnsafeAddr())).Elem().Set(reflect.ValueOf([]*cl.Device{d}))
-	runtime.SetFinalizer(p, (*cl.Program).Release)
-	return p
-}
+// The handles of the cl package's objects.
+func programHandle(p *cl.Program) C.cl_program { return C.cl_program(p.Handle()) }
+func contextHandle(c *cl.Context) C.cl_context { return C.cl_context(c.Handle()) }
+func deviceHandle(d *cl.Device) C.cl_device_id { return C.cl_device_id(d.Handle()) }
 
 // programWithBinary creates (but does not build) a program for d from a
 // binary that programBinary returned on an earlier run.
 func programWithBinary(ctx *cl.Context, d *cl.Device, bin []byte) (*cl.Program, error) {
 	const op = "clCreateProgramWithBinary"
-	if err := clLayout(); err != nil {
-		return nil, fmt.Errorf("%w: %w", errLayout, err)
-	}
 	if len(bin) == 0 {
 		return nil, clErr(op, int(C.CL_INVALID_VALUE))
 	}
@@ -188,16 +118,13 @@ func programWithBinary(ctx *cl.Context, d *cl.Device, bin []byte) (*cl.Program, 
 		C.clReleaseProgram(h)
 		return nil, clErr(op, status)
 	}
-	return newProgram(h, d), nil
+	return cl.ProgramFromHandle(unsafe.Pointer(h), []*cl.Device{d}), nil
 }
 
 // programBinary returns the device binary of p, a program built for one
 // device (empty when the driver keeps none).
 func programBinary(p *cl.Program) ([]byte, error) {
 	const op = "clGetProgramInfo"
-	if err := clLayout(); err != nil {
-		return nil, fmt.Errorf("%w: %w", errLayout, err)
-	}
 	h := programHandle(p)
 	var n C.size_t
 	if code := C.binary_size(h, &n); code != C.CL_SUCCESS {
@@ -216,9 +143,6 @@ func programBinary(p *cl.Program) ([]byte, error) {
 
 // deviceExtensions returns CL_DEVICE_EXTENSIONS, however long, or "".
 func deviceExtensions(d *cl.Device) string {
-	if clLayout() != nil {
-		return ""
-	}
 	h := deviceHandle(d)
 	var n C.size_t
 	if C.clGetDeviceInfo(h, C.CL_DEVICE_EXTENSIONS, 0, nil, &n) != C.CL_SUCCESS || n == 0 {
@@ -234,9 +158,6 @@ func deviceExtensions(d *cl.Device) string {
 // programBuildLog returns p's build log for device d (warnings, or what a
 // verbose option asked the compiler to say), or "".
 func programBuildLog(p *cl.Program, d *cl.Device) string {
-	if clLayout() != nil {
-		return ""
-	}
 	h, dev := programHandle(p), deviceHandle(d)
 	var n C.size_t
 	if C.clGetProgramBuildInfo(h, dev, C.CL_PROGRAM_BUILD_LOG, 0, nil, &n) != C.CL_SUCCESS || n == 0 {
@@ -252,9 +173,6 @@ func programBuildLog(p *cl.Program, d *cl.Device) string {
 
 // deviceSingleFPConfig returns CL_DEVICE_SINGLE_FP_CONFIG, or 0.
 func deviceSingleFPConfig(d *cl.Device) uint64 {
-	if clLayout() != nil {
-		return 0
-	}
 	var v C.cl_device_fp_config
 	if C.clGetDeviceInfo(deviceHandle(d), C.CL_DEVICE_SINGLE_FP_CONFIG, C.size_t(unsafe.Sizeof(v)), unsafe.Pointer(&v), nil) != C.CL_SUCCESS {
 		return 0

@@ -1,0 +1,3 @@
+module github.com/jgillich/go-opencl
+
+go 1.21
