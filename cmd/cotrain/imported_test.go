@@ -234,3 +234,17 @@ func TestProfileImportedModel(t *testing.T) {
 		t.Errorf("kept activations: %v MiB with train-last 1, %v MiB with all", last["kept_activations_mib"], all["kept_activations_mib"])
 	}
 }
+
+// TestProfileKernelProfileRefusals: --kernel-profile takes kernels or
+// layers, and only on a backend that times its kernels (OpenCL).
+func TestProfileKernelProfileRefusals(t *testing.T) {
+	model := filepath.Join(fixtureDir, "mobile_blocks.onnx")
+	for _, v := range []string{"shapes", "layers"} {
+		var out, errb bytes.Buffer
+		err := run(context.Background(), []string{"profile", "--device", "cpu", "--weights", model, "--batch", "2", "--steps", "1",
+			"--kernel-profile", v}, &out, &errb)
+		if !errors.Is(err, errUsage) {
+			t.Errorf("--kernel-profile %s on the CPU: %v, want a usage error", v, err)
+		}
+	}
+}

@@ -38,6 +38,7 @@ func runProfile(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	steps := fs.Int("steps", 2, "training steps (forward, backward, SGD-momentum update) to run")
 	memprofile := fs.String("memprofile", "", "write a heap profile (pprof) after the last step to this file")
 	resident := fs.Bool("resident", false, "upload the batch once and keep it on the device, as a benchmark that keeps PyTorch's batch on the GPU does (default: each step uploads it, as training does)")
+	kprof := fs.String("kernel-profile", "", "after the timed steps, time 5 more kernel by kernel on OpenCL and print the table to stderr: kernels, or layers (each kernel under the layer pass that launched it)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the steps after the first to this file")
 	asJSON := fs.Bool("json", false, "print one JSON line")
 	device := fs.String("device", "cpu", deviceUsage)
@@ -49,6 +50,9 @@ func runProfile(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if err := cli.CheckTrainLast(*trainLast); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if *kprof != "" && *kprof != "kernels" && *kprof != "layers" {
+		return fmt.Errorf("%w: --kernel-profile %q: want kernels or layers", errUsage, *kprof)
 	}
 	mc := models.Config{Classes: *classes, Width: *width}
 	if *input != "" {
@@ -134,6 +138,13 @@ func runProfile(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			}
 		} else {
 			rest += time.Since(t0)
+		}
+	}
+	if *kprof != "" {
+		if ok, err := kernelProfile(b, *kprof == "layers", 5, step, stderr); err != nil {
+			return err
+		} else if !ok {
+			return fmt.Errorf("%w: --kernel-profile needs the OpenCL backend (--device opencl, a build with -tags opencl)", errUsage)
 		}
 	}
 	var ms runtime.MemStats
