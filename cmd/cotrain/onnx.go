@@ -50,8 +50,18 @@ func runImport(_ context.Context, args []string, stdout, stderr io.Writer) error
 			"input": net.In.String(), "classes": net.Out.Size(), "layers": len(net.Layers()),
 			"params": net.NumParams(), "notes": notes, "mean": norm.Mean, "std": norm.Std})
 	}
-	fmt.Fprintf(stdout, "%s: %d layers, %d parameters, input %v (normalised: %v), %d outputs -> %s\n",
-		*in, len(net.Layers()), net.NumParams(), net.In, norm, net.Out.Size(), *out)
+	if net.Layers()[0].Kind == "embedding" {
+		// Token ids are not normalised; a vocabulary may come with the file.
+		vocab := "no vocabulary: give --vocab FILE to finetune or hub"
+		if v, _ := models.Vocab(f.Meta, f.Config.Classes); v != nil {
+			vocab = fmt.Sprintf("its vocabulary of %d words", v.Len())
+		}
+		fmt.Fprintf(stdout, "%s: %d layers, %d parameters, a language model of %d words of context (%s), %d outputs -> %s\n",
+			*in, len(net.Layers()), net.NumParams(), net.In.Size(), vocab, net.Out.Size(), *out)
+	} else {
+		fmt.Fprintf(stdout, "%s: %d layers, %d parameters, input %v (normalised: %v), %d outputs -> %s\n",
+			*in, len(net.Layers()), net.NumParams(), net.In, norm, net.Out.Size(), *out)
+	}
 	for _, n := range notes {
 		fmt.Fprintf(stdout, "note: %s\n", n)
 	}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,5 +63,46 @@ func TestTextCommands(t *testing.T) {
 		if !errors.Is(err, errUsage) {
 			t.Errorf("%s: %v, want a usage error", strings.Join(args, " "), err)
 		}
+	}
+}
+
+// A PyTorch language model exported with torch.onnx.export (PyTorch 2.11's
+// embedding+LSTM of models/onnx/testdata/torch2) is fine-tuned on text
+// with the vocabulary it was trained with (--vocab, as many words as it
+// predicts), which the fine-tuned file then holds; without --vocab it is
+// refused, since its ids mean no words.
+func TestFinetuneImportedLanguageModel(t *testing.T) {
+	dir := t.TempDir()
+	vocab := filepath.Join(dir, "vocab.txt")
+	words := []string{"cotrain-vocab 1", "<unk>"}
+	var text []string
+	for i := 1; i < 50; i++ {
+		words = append(words, fmt.Sprint("w", i))
+	}
+	for i := range 300 {
+		text = append(text, fmt.Sprint("w", 1+(i*7)%49))
+	}
+	if err := os.WriteFile(vocab, []byte(strings.Join(words, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	txt := filepath.Join(dir, "mine.txt")
+	if err := os.WriteFile(txt, []byte(strings.Join(text, " ")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	onnxFile := "../../models/onnx/testdata/torch2/lstm_lm.onnx"
+	out := filepath.Join(dir, "ft")
+	done, _ := cotrain(t, "finetune", "--weights", onnxFile, "--vocab", vocab, "--data", txt, "--train-last", "all",
+		"--iterations", "20", "--batch", "8", "--out", out, "--json")
+	if done["test_perplexity"].(float64) <= 1 {
+		t.Errorf("done %v", done)
+	}
+	pred, _ := cotrain(t, "predict", "--weights", filepath.Join(out, "weights.ctw"), "--text", "w1 w8 w15", "--json")
+	if next := pred["next"].([]any); len(next) != 5 || !strings.HasPrefix(next[0].(map[string]any)["word"].(string), "w") {
+		t.Errorf("prediction %v", pred)
+	}
+	var so, se bytes.Buffer
+	err := run(context.Background(), []string{"finetune", "--weights", onnxFile, "--data", txt, "--out", filepath.Join(dir, "x")}, &so, &se)
+	if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--vocab") {
+		t.Errorf("no --vocab: %v", err)
 	}
 }

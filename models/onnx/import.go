@@ -88,7 +88,10 @@ type importer struct {
 // chains of constants (ConstantOfShape, Cast, Reshape, Slice, Transpose, as
 // torch writes F.pad's pads) are evaluated during the import. A Softmax at the very end is dropped, because cotrain's networks
 // output logits (the loss applies the softmax); the file's Meta says so;
-// any other Softmax is a layer. Any other operator is an error naming it and its node.
+// any other Softmax is a layer. Language models (ops_seq.go): int64 token
+// ids in, Gather of a constant table (an embedding), LSTM and GRU (one
+// direction, zero initial state; PyTorch's time-major pattern is rewritten
+// batch first), and Gather of one step. Any other operator is an error naming it and its node.
 //
 // A model whose tensors keep their data in external files (today's
 // torch.onnx.export writes model.onnx.data beside model.onnx) is read with
@@ -116,6 +119,29 @@ func ImportFile(path string) (*models.File, error) {
 	ext := &externalData{root: root, dir: dir}
 	defer ext.close()
 	return importModel(fh, ext)
+}
+
+// zeroInitializer returns whether a name is an initializer of g holding
+// zeros only (a zero initial state, ops_seq.go).
+func zeroInitializer(g *onnxpb.GraphProto, ext *externalData) func(string) bool {
+	return func(name string) bool {
+		for _, p := range g.GetInitializer() {
+			if p.GetName() != name {
+				continue
+			}
+			t, err := decodeTensor(p, ext)
+			if err != nil {
+				return false
+			}
+			for _, v := range t.floats {
+				if v != 0 {
+					return false
+				}
+			}
+			return t.ints == nil
+		}
+		return false
+	}
 }
 
 // MinOpset and MaxOpset bound the default-domain opsets Import reads.
@@ -160,6 +186,9 @@ func importModel(r io.Reader, ext *externalData) (*models.File, error) {
 	functions := map[string]bool{}
 	for _, fn := range m.GetFunctions() {
 		functions[fn.GetName()] = true
+	}
+	if err := batchFirst(g, zeroInitializer(g, ext)); err != nil {
+		return nil, err
 	}
 	if err := checkOps(g, functions); err != nil {
 		return nil, err
@@ -213,8 +242,9 @@ func importModel(r io.Reader, ext *externalData) (*models.File, error) {
 }
 
 // MetaPrefix marks the ONNX metadata_props that carry a weight file's meta
-// (the class names, models.MetaLabels, and the input normalisation,
-// models.MetaMean and MetaStd): Export writes them, Import reads them back,
+// (the class names, models.MetaLabels, the input normalisation,
+// models.MetaMean and MetaStd, a language model's vocabulary,
+// models.MetaVocab): Export writes them, Import reads them back,
 // so a model keeps its classes and normalisation through ONNX.
 const MetaPrefix = "cotrain."
 
@@ -224,7 +254,7 @@ const MetaPrefix = "cotrain."
 func withMetadata(f *models.File, props []*onnxpb.StringStringEntryProto) (*models.File, error) {
 	for _, p := range props {
 		k, ours := strings.CutPrefix(p.GetKey(), MetaPrefix)
-		if ours && (k == models.MetaLabels || k == models.MetaMean || k == models.MetaStd) {
+		if ours && (k == models.MetaLabels || k == models.MetaMean || k == models.MetaStd || k == models.MetaVocab) {
 			f.Meta = models.SetMeta(f.Meta, k, p.GetValue())
 		}
 	}
@@ -233,6 +263,9 @@ func withMetadata(f *models.File, props []*onnxpb.StringStringEntryProto) (*mode
 	}
 	if _, _, err := f.InputNorm(); err != nil {
 		return nil, fmt.Errorf("%w: metadata %s%s/%s: %v", ErrMalformed, MetaPrefix, models.MetaMean, models.MetaStd, err)
+	}
+	if _, err := models.Vocab(f.Meta, f.Config.Classes); err != nil {
+		return nil, fmt.Errorf("%w: metadata %s%s: %v", ErrMalformed, MetaPrefix, models.MetaVocab, err)
 	}
 	return f, nil
 }
@@ -256,8 +289,13 @@ func (im *importer) inputs(g *onnxpb.GraphProto) (solver.Shape, error) {
 		return solver.Shape{}, fmt.Errorf("%w: %d graph inputs besides initializers, want 1", ErrUnsupported, len(real))
 	}
 	tt := real[0].GetType().GetTensorType()
-	if onnxpb.TensorProto_DataType(tt.GetElemType()) != onnxpb.TensorProto_FLOAT {
-		return solver.Shape{}, fmt.Errorf("%w: input %q of type %d, want float32", ErrUnsupported, real[0].GetName(), tt.GetElemType())
+	ids := false // token ids of a language model (ops_seq.go)
+	switch onnxpb.TensorProto_DataType(tt.GetElemType()) {
+	case onnxpb.TensorProto_FLOAT:
+	case onnxpb.TensorProto_INT64, onnxpb.TensorProto_INT32:
+		ids = true
+	default:
+		return solver.Shape{}, fmt.Errorf("%w: input %q of type %d, want float32 (or int64 token ids)", ErrUnsupported, real[0].GetName(), tt.GetElemType())
 	}
 	var dims []int
 	for i, d := range tt.GetShape().GetDim() {
@@ -280,6 +318,16 @@ func (im *importer) inputs(g *onnxpb.GraphProto) (solver.Shape, error) {
 		}
 	}
 	v := &value{act: true, layer: solver.Input, rank: len(dims)}
+	switch {
+	case ids && len(dims) == 2:
+		// N×T ids, which cotrain's language models take as 1×1×T floats
+		// (data.Text's samples); only an embedding reads them.
+		v.shape, v.dims = solver.Shape{C: 1, H: 1, W: dims[1]}, []int{dims[1]}
+		im.vals[real[0].GetName()] = v
+		return v.shape, nil
+	case ids:
+		return solver.Shape{}, fmt.Errorf("%w: token ids %q of rank %d, want N×T", ErrUnsupported, real[0].GetName(), len(dims))
+	}
 	switch len(dims) {
 	case 4:
 		v.shape = solver.Shape{C: dims[1], H: dims[2], W: dims[3]}

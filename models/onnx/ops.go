@@ -27,6 +27,7 @@ var knownOps = map[string]bool{
 	"ReduceSum": true, "ReduceMax": true, "Reciprocal": true, "GlobalMaxPool": true, "Transpose": true,
 	"Split": true, "Slice": true, "Squeeze": true, "Unsqueeze": true, "Concat": true, "Softmax": true,
 	"Pad": true, "Shape": true, "Gather": true, "ConstantOfShape": true, "Cast": true, "Sum": true, "LRN": true,
+	"LSTM": true, "GRU": true,
 }
 
 // checkOps refuses the first node whose operator (or domain) is not one
@@ -88,7 +89,7 @@ func (im *importer) node(n *onnxpb.NodeProto, outName string) error {
 	// Extra outputs (MaxPool's indices, Dropout's mask, training-mode
 	// BatchNormalization's statistics) must not be used by anything.
 	for _, o := range n.GetOutput()[1:] {
-		if o != "" && im.uses[o] > 0 && n.GetOpType() != "Split" {
+		if op := n.GetOpType(); o != "" && im.uses[o] > 0 && op != "Split" && op != "LSTM" && op != "GRU" { // recurrent: ops_seq.go
 			return fmt.Errorf("%w: output %q is used; only the first output of a node may be", ErrUnsupported, o)
 		}
 	}
@@ -161,7 +162,14 @@ func (im *importer) node(n *onnxpb.NodeProto, outName string) error {
 			return im.squeezeOp(n, a)
 		}
 		return im.shapeOp(n, a)
-	case "Shape", "Gather":
+	case "LSTM", "GRU":
+		return im.recurrent(n, a)
+	case "Gather":
+		if done, err := im.gatherOp(n, a); done {
+			return err
+		}
+		return im.shapeOp(n, a)
+	case "Shape":
 		return im.shapeOp(n, a)
 	default:
 		if u, ok := gpu.UnaryOpONNX(op); ok {

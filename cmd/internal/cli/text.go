@@ -239,7 +239,9 @@ func softmax64(v []float32) []float64 {
 // an embedding) sized to the vocabulary. A new model's vocabulary is the
 // --vocab file's, or built from the training text; its context is
 // --context, or the model's default (32 words). A fine-tuned one keeps its
-// file's vocabulary and context (words it does not know become <unk>).
+// file's vocabulary and context (words it does not know become <unk>); a
+// file without one (an imported PyTorch model) takes --vocab's, of as many
+// words as it predicts, and the weight files written record it.
 func prepareText(f ModelFlags, b gpu.Backend, rng *rand.Rand) (*Setup, error) {
 	if f.Normalize != "" {
 		return nil, fmt.Errorf("%w: --normalize with text: token ids are not normalised", ErrUsage)
@@ -265,8 +267,13 @@ func prepareText(f ModelFlags, b gpu.Backend, rng *rand.Rand) (*Setup, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f.Weights, err)
 		}
-		if fv == nil {
-			return nil, fmt.Errorf("%w: %s holds no vocabulary, so its ids mean no words: fine-tune a language model cotrain trained", ErrUsage, f.Weights)
+		switch {
+		case fv == nil && vocab == nil:
+			return nil, fmt.Errorf("%w: %s holds no vocabulary, so its ids mean no words: give the one it was trained with (--vocab FILE)", ErrUsage, f.Weights)
+		case fv == nil && vocab.Len() != cfg.Classes:
+			return nil, fmt.Errorf("%w: --vocab %s has %d words, %s predicts %d", ErrUsage, f.Vocab, vocab.Len(), f.Weights, cfg.Classes)
+		case fv == nil:
+			fv = vocab // an imported model (a PyTorch export): its vocabulary is the user's
 		}
 		if vocab != nil && !slices.Equal(vocab.Words(), fv.Words()) {
 			return nil, fmt.Errorf("%w: --vocab %s is not the vocabulary of %s, which a fine-tuned model keeps: leave --vocab out", ErrUsage, f.Vocab, f.Weights)
