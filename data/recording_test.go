@@ -59,3 +59,28 @@ func TestAccelSignalsMatchFiles(t *testing.T) {
 		}
 	}
 }
+
+// A loader that cuts recordings says which recording each window came
+// from; NewSignals, given windows, does not.
+func TestSignalsRecording(t *testing.T) {
+	// 6 s at 50 Hz: (300-128)/64+1 = 3 windows a recording.
+	s, err := AccelSignals(AccelOptions{Recordings: 2, Seconds: 6, Seed: 1}, SensorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Len() != 5*2*3 {
+		t.Fatalf("%d windows, want 30", s.Len())
+	}
+	for i := range s.Len() {
+		if r, ok := s.Recording(i); !ok || r != i/3 {
+			t.Fatalf("window %d: recording %d (%v), want %d", i, r, ok, i/3)
+		}
+	}
+	n, err := NewSignals(make([]float32, 6), []int32{0, 0}, 3, 1, 1, nil, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := n.Recording(0); ok {
+		t.Error("NewSignals' windows claim a recording")
+	}
+}

@@ -285,9 +285,10 @@ func windows(recs []recording, c int, classes, channels []string, opt SensorOpti
 	}
 	x := make([]float32, 0, size)
 	labels := make([]int32, 0, n)
+	rec := make([]int32, 0, n)
 	sum, sq := make([]float64, c), make([]float64, c)
 	rows := 0
-	for _, r := range recs {
+	for k, r := range recs {
 		for i, v := range r.vals {
 			sum[i%c] += float64(v)
 			sq[i%c] += float64(v) * float64(v)
@@ -300,13 +301,19 @@ func windows(recs []recording, c int, classes, channels []string, opt SensorOpti
 				}
 			}
 			labels = append(labels, r.label)
+			rec = append(rec, int32(k))
 		}
 	}
 	mean, std := opt.Mean, opt.Std
 	if len(mean) == 0 {
 		mean, std = momentsToNorm(sum, sq, rows)
 	}
-	return NewSignals(x, labels, c, opt.Window, len(classes), mean, std, classes, channels)
+	sig, err := NewSignals(x, labels, c, opt.Window, len(classes), mean, std, classes, channels)
+	if err != nil {
+		return nil, err
+	}
+	sig.rec = rec
+	return sig, nil
 }
 
 // LoadRecording reads one recording in LoadSensorFolder's CSV format (one

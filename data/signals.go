@@ -31,6 +31,11 @@ type Signals struct {
 	channels []string // channel names, len c
 	mean     []float32
 	std      []float32
+	// rec is the recording each window was cut from (an index into the
+	// loader's recordings), when the loader knows it (LoadSensorFolder,
+	// LoadWISDM, AccelSignals); nil otherwise (NewSignals, LoadUCIHAR,
+	// whose rows are windows already).
+	rec []int32
 }
 
 var (
@@ -192,6 +197,17 @@ func (s *Signals) Norm() (mean, std []float32) {
 
 // Label returns the label of window i.
 func (s *Signals) Label(i int) int32 { return s.labels[i] }
+
+// Recording returns the index of the recording window i was cut from, and
+// whether s knows it. Windows of one recording overlap when the stride is
+// below the window: a held-out set that must share no time step with the
+// training set takes whole recordings (cmd/internal/cli's --holdout does).
+func (s *Signals) Recording(i int) (int, bool) {
+	if s.rec == nil {
+		return 0, false
+	}
+	return int(s.rec[i]), true
+}
 
 // Raw returns the raw values of window i (c×l, channel-major). The slice
 // aliases s's storage and must not be modified.

@@ -3,8 +3,11 @@ package cli
 import (
 	"bufio"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -32,10 +35,13 @@ const (
 //     reads — and one of 9 all nine signals;
 //   - KindWISDM: one file (data.LoadWISDM), split by o.Holdout.
 //
-// A single folder or file is split by o.Holdout. Its windows overlap when
-// the stride is below the window, so a held-out window can share steps with
-// a training one; the split says so. Recordings given as train/ and test/
-// (or separate folders for the hub and the workers) keep them apart.
+// A single folder or file is split by o.Holdout into whole recordings
+// (holdOutRecordings), so that no held-out window shares a step with a
+// training one; where that cannot be (an activity with one recording only
+// in every class), into windows, and since windows overlap when the stride
+// is below the window, the split then says that held-out windows share
+// steps with training ones. Recordings given as train/ and test/ (or
+// separate folders for the hub and the workers) are kept apart as given.
 func loadSignals(d *Data, spec string, kind DataKind, o DataOptions) error {
 	// The training part is read with its own statistics and then given
 	// o.Norm, once its channel count is known to be the model's: a
@@ -121,11 +127,74 @@ func loadSignals(d *Data, spec string, kind DataKind, o DataOptions) error {
 		}
 		return nil
 	}
+	if o.Holdout > 0 {
+		if ok, err := holdOutRecordings(d, train, spec, o, l); ok || err != nil {
+			return err
+		}
+	}
 	caveat := ""
 	if opt.Stride < opt.Window {
 		caveat = fmt.Sprintf("; windows overlap (--stride %d < --window %d), so held-out windows share steps with training ones: give train/ and test/ folders for a clean test", opt.Stride, opt.Window)
 	}
 	return holdOut(d, train, spec, o, fmt.Sprintf("windows of %d steps", l), caveat)
+}
+
+// holdOutRecordings splits sensor data by whole recordings: of each
+// activity's recordings, the fraction o.Holdout (rounded, at least one
+// where the activity has two or more, never all) drawn by a shuffle seeded
+// with o.Seed goes to Test with all its windows, the rest to Train. So no
+// held-out window shares a time step with a training window, however the
+// windows overlap. It reports false, leaving d alone, where the loader
+// does not know the recordings or no activity has two of them; the caller
+// then splits windows.
+func holdOutRecordings(d *Data, all *data.Signals, spec string, o DataOptions, l int) (bool, error) {
+	train, test, held, recs := splitRecordings(all, o.Holdout, o.Seed)
+	if held == 0 {
+		return false, nil
+	}
+	d.Train, d.Test, d.Holdout = data.Subset(all, train), data.Subset(all, test), o.Holdout
+	d.Split = fmt.Sprintf("%d of %d windows of %d steps to train, %d held out to test: %d of %d recordings, drawn per activity (--holdout %v), so no held-out window shares a step with a training one",
+		len(train), all.Len(), l, len(test), held, recs, o.Holdout)
+	return true, nil
+}
+
+// splitRecordings returns holdOutRecordings' split of all's windows (in
+// order), how many recordings it held out and how many there are; held is
+// 0 where it cannot split by recording.
+func splitRecordings(all *data.Signals, holdout float64, seed uint64) (train, test []int, held, recs int) {
+	byClass := map[int32][]int{} // recordings of each class, in order of first window
+	windowsOf := map[int][]int{}
+	for i := range all.Len() {
+		r, ok := all.Recording(i)
+		if !ok {
+			return nil, nil, 0, 0
+		}
+		if windowsOf[r] == nil {
+			byClass[all.Label(i)] = append(byClass[all.Label(i)], r)
+		}
+		windowsOf[r] = append(windowsOf[r], i)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	for c := range int32(all.Classes()) {
+		rs := byClass[c]
+		recs += len(rs)
+		k := 0
+		if len(rs) >= 2 {
+			k = min(max(int(math.Round(holdout*float64(len(rs)))), 1), len(rs)-1)
+		}
+		rng.Shuffle(len(rs), func(i, j int) { rs[i], rs[j] = rs[j], rs[i] })
+		for j, r := range rs {
+			if j < k {
+				test = append(test, windowsOf[r]...)
+			} else {
+				train = append(train, windowsOf[r]...)
+			}
+		}
+		held += k
+	}
+	slices.Sort(train)
+	slices.Sort(test)
+	return train, test, held, recs
 }
 
 // withNorm checks that train has the model's channels and gives it o.Norm;

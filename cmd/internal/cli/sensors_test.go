@@ -97,8 +97,9 @@ func TestLoadDataSensorsFresh(t *testing.T) {
 	if err := d.Norm.Check(3); err != nil || d.Norm.Mean[0] == 0 {
 		t.Errorf("norm %v: %v; want the recordings' own", d.Norm, err)
 	}
-	if !strings.Contains(d.Split, "windows overlap") || d.Test.Len() == 0 {
-		t.Errorf("split %q (%d test windows); want a held-out part and the overlap said", d.Split, d.Test.Len())
+	// Two recordings per activity: one of each held out whole.
+	if !strings.Contains(d.Split, "5 of 10 recordings") || d.Test.Len()+d.Train.Len() != 140 {
+		t.Errorf("split %q (%d+%d windows); want whole recordings held out", d.Split, d.Train.Len(), d.Test.Len())
 	}
 	// The meta a model records reads back as d's.
 	meta := d.ModelMeta(nil, d.Norm)
@@ -236,5 +237,61 @@ func TestCheckDataSensors(t *testing.T) {
 	}
 	if err := CheckData(dir, 0, nil); err == nil || !strings.Contains(err.Error(), "rec-000.csv") {
 		t.Errorf("a recording with NaN: %v", err)
+	}
+}
+
+// --holdout on one folder holds out whole recordings, drawn per activity, so
+// that no held-out window shares a time step with a training one; with one
+// recording per activity it cannot, and splits windows, saying that they
+// overlap.
+func TestHoldoutByRecording(t *testing.T) {
+	dir := t.TempDir()
+	if err := data.GenerateAccel(dir, data.AccelOptions{Recordings: 4, Seconds: 10, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	all, err := data.LoadSensorFolder(dir, data.SensorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	train, test, held, recs := splitRecordings(all, 0.25, 3)
+	if held != 5 || recs != 20 || len(train)+len(test) != all.Len() {
+		t.Fatalf("%d of %d recordings held out, %d+%d of %d windows", held, recs, len(train), len(test), all.Len())
+	}
+	part := map[int]string{}
+	heldOf := map[int32]int{}
+	for name, idx := range map[string][]int{"train": train, "test": test} {
+		for _, i := range idx {
+			r, _ := all.Recording(i)
+			if p, ok := part[r]; ok && p != name {
+				t.Fatalf("recording %d has windows in train and test", r)
+			}
+			if _, ok := part[r]; !ok && name == "test" {
+				heldOf[all.Label(i)]++
+			}
+			part[r] = name
+		}
+	}
+	for c := range int32(5) {
+		if heldOf[c] != 1 {
+			t.Errorf("class %d: %d recordings held out, want 1 of its 4", c, heldOf[c])
+		}
+	}
+	d, err := LoadData(dir, DataOptions{Holdout: 0.25, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Test.Len() != len(test) || !strings.Contains(d.Split, "5 of 20 recordings") {
+		t.Errorf("LoadData: %d test windows, split %q", d.Test.Len(), d.Split)
+	}
+	one := t.TempDir()
+	if err := data.GenerateAccel(one, data.AccelOptions{Recordings: 1, Seconds: 10, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := LoadData(one, DataOptions{Holdout: 0.25, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(w.Split, "windows overlap") || w.Test.Len() == 0 {
+		t.Errorf("one recording per activity: split %q; want windows held out and the overlap said", w.Split)
 	}
 }
