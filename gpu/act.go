@@ -22,6 +22,18 @@ const (
 	KindLeakyReLU                      // x > 0 ? x : alpha*x
 	KindClip                           // min(max(x, lo), hi); an absent bound is -Inf or +Inf
 	KindSiLU                           // x * sigmoid(x) (PyTorch's SiLU, swish)
+	KindElu                            // x > 0 ? x : alpha*(exp(x) - 1)
+	KindSelu                           // beta * (x > 0 ? x : alpha*(exp(x) - 1)) (ONNX's gamma is beta)
+	KindSoftplus                       // log(1 + exp(x)), x beyond 20 as x (PyTorch's threshold)
+	KindSoftsign                       // x / (1 + |x|)
+	KindExp                            // exp(x)
+	KindNeg                            // -x
+	KindAbs                            // |x|
+	KindSqrt                           // sqrt(x)
+	KindReciprocal                     // 1 / x
+	KindErf                            // erf(x)
+	KindPow                            // x^alpha, a constant exponent
+	KindLog                            // log(x)
 	numKinds                           // one past the last kind
 )
 

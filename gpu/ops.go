@@ -410,4 +410,302 @@ var unaryOps = [numKinds - 1]UnaryOp{
 			return x * s, s * (1 + x*(1-s))
 		},
 	},
+	KindElu - 1: {
+		Kind: KindElu, Name: "elu", ONNX: "Elu",
+		Params: []Param{{Name: "alpha", ONNXAttr: "alpha", Default: 1}},
+		Forward: func(a Act, ys, xs []float32) {
+			ys = ys[:len(xs)]
+			al := float64(a.Alpha)
+			for i, v := range xs {
+				ys[i] = v
+				if !(v > 0) {
+					ys[i] = float32(al * math.Expm1(float64(v))) // NaN passes through
+				}
+			}
+		},
+		Backward: func(a Act, dxs, dys, ts []float32) { // from x: dy, or dy·alpha·exp(x) where x <= 0
+			dxs, dys = dxs[:len(ts)], dys[:len(ts)]
+			al := float64(a.Alpha)
+			for i, x := range ts {
+				dxs[i] = dys[i]
+				if !(x > 0) {
+					dxs[i] = float32(float64(dys[i]) * al * math.Exp(float64(x)))
+				}
+			}
+		},
+		CLForward:  "r = v > 0 ? v : a * expm1(v);",
+		CLBackward: "r = v > 0 ? g : g * a * exp(v);",
+		Ref: func(x, al, _ float64) (float64, float64) {
+			if x > 0 {
+				return x, 1
+			}
+			return al * math.Expm1(x), al * math.Exp(x)
+		},
+		Tests: [][2]float32{{1}, {0.5}},
+	},
+	KindSelu - 1: {
+		Kind: KindSelu, Name: "selu", ONNX: "Selu",
+		// ONNX's defaults are PyTorch's constants rounded to float32.
+		Params: []Param{{Name: "alpha", ONNXAttr: "alpha", Default: 1.67326319217681884765625},
+			{Name: "beta", ONNXAttr: "gamma", Default: 1.05070102214813232421875}},
+		Forward: func(a Act, ys, xs []float32) {
+			ys = ys[:len(xs)]
+			al, sc := float64(a.Alpha), float64(a.Beta)
+			for i, v := range xs {
+				x := float64(v)
+				if !(v > 0) {
+					x = al * math.Expm1(x)
+				}
+				ys[i] = float32(sc * x)
+			}
+		},
+		Backward: func(a Act, dxs, dys, ts []float32) { // from x
+			dxs, dys = dxs[:len(ts)], dys[:len(ts)]
+			al, sc := float64(a.Alpha), float64(a.Beta)
+			for i, x := range ts {
+				d := sc
+				if !(x > 0) {
+					d = sc * al * math.Exp(float64(x))
+				}
+				dxs[i] = float32(float64(dys[i]) * d)
+			}
+		},
+		CLForward:  "r = b * (v > 0 ? v : a * expm1(v));",
+		CLBackward: "r = v > 0 ? g * b : g * (b * a * exp(v));",
+		Ref: func(x, al, sc float64) (float64, float64) {
+			if x > 0 {
+				return sc * x, sc
+			}
+			return sc * al * math.Expm1(x), sc * al * math.Exp(x)
+		},
+	},
+	KindSoftplus - 1: {
+		Kind: KindSoftplus, Name: "softplus", ONNX: "Softplus",
+		Forward: func(_ Act, ys, xs []float32) {
+			ys = ys[:len(xs)]
+			for i, v := range xs {
+				ys[i] = v
+				if !(v > 20) { // PyTorch's threshold: beyond it, x (within 2e-9)
+					ys[i] = float32(math.Log1p(math.Exp(float64(v))))
+				}
+			}
+		},
+		Backward: func(_ Act, dxs, dys, ts []float32) { // from x: dy·sigmoid(x), dy beyond 20
+			dxs, dys = dxs[:len(ts)], dys[:len(ts)]
+			for i, x := range ts {
+				dxs[i] = dys[i]
+				if !(x > 20) {
+					dxs[i] = float32(float64(dys[i]) / (1 + math.Exp(-float64(x))))
+				}
+			}
+		},
+		CLForward:  "r = v > 20 ? v : log1p(exp(v));",
+		CLBackward: "r = v > 20 ? g : g / (1.0f + exp(-v));",
+		Ref: func(x, _, _ float64) (float64, float64) {
+			if x > 20 {
+				return x, 1
+			}
+			return math.Log1p(math.Exp(x)), sigmoid64(x)
+		},
+	},
+	KindSoftsign - 1: {
+		Kind: KindSoftsign, Name: "softsign", ONNX: "Softsign",
+		Forward: func(_ Act, ys, xs []float32) {
+			ys = ys[:len(xs)]
+			for i, v := range xs {
+				ys[i] = v / (1 + float32(math.Abs(float64(v))))
+			}
+		},
+		Backward: func(_ Act, dxs, dys, ts []float32) { // from x: dy / (1 + |x|)²
+			dxs, dys = dxs[:len(ts)], dys[:len(ts)]
+			for i, x := range ts {
+				d := 1 + float32(math.Abs(float64(x)))
+				dd := float32(d * d)
+				dxs[i] = dys[i] / dd
+			}
+		},
+		CLForward:  "r = v / (1 + fabs(v));",
+		CLBackward: "float d = 1 + fabs(v); float dd = d * d; r = g / dd;",
+		Ref: func(x, _, _ float64) (float64, float64) {
+			d := 1 + math.Abs(x)
+			return x / d, 1 / (d * d)
+		},
+	},
+	KindExp - 1: {
+		Kind: KindExp, Name: "exp", ONNX: "Exp", FromOutput: always,
+		Forward: func(_ Act, ys, xs []float32) {
+			ys = ys[:len(xs)]
+			for i, v := range xs {
+				ys[i] = float32(math.Exp(float64(v)))
+			}
+		},
+		Backward: func(_ Act, dxs, dys, ts []float32) { // from y: dy·y
+			dxs, dys = dxs[:len(ts)], dys[:len(ts)]
+			for i, y := range ts {
+				dxs[i] = dys[i] * y
+			}
+		},
+		CLForward:  "r = exp(v);",
+		CLBackward: "r = g * v;",
+		Ref: func(x, _, _ float64) (float64, float64) {
+			y := math.Exp(x)
+			return y, y
+		},
+	},
+	KindNeg - 1: {
+		Kind: KindNeg, Name: "neg", ONNX: "Neg", FromOutput: always, // the derivative reads neither
+		Forward: func(_ Act, ys, xs []float32) {
+			ys = ys[:len(xs)]
+			for i, v := range xs {
+				ys[i] = -v
+			}
+		},
+		Backward: func(_ Act, dxs, dys, ts []float32) {
+			dxs, dys = dxs[:len(ts)], dys[:len(ts)]
+			for i := range ts {
+				dxs[i] = -dys[i]
+			}
+		},
+		CLForward:  "r = -v;",
+		CLBackward: "r = -g;",
+		Ref:        func(x, _, _ float64) (float64, float64) { return -x, -1 },
+	},
+	KindAbs - 1: {
+		Kind: KindAbs, Name: "abs", ONNX: "Abs",
+		Forward: func(_ Act, ys, xs []float32) {
+			ys = ys[:len(xs)]
+			for i, v := range xs {
+				ys[i] = float32(math.Abs(float64(v)))
+			}
+		},
+		Backward: func(_ Act, dxs, dys, ts []float32) { // from x: dy·sign(x), 0 at 0 (PyTorch's sgn)
+			dxs, dys = dxs[:len(ts)], dys[:len(ts)]
+			for i, x := range ts {
+				d := dys[i]
+				dxs[i] = math.Float32frombits(math.Float32bits(keep(d, b2u(x > 0))) | math.Float32bits(keep(-d, b2u(x < 0))))
+			}
+		},
+		CLForward:  "r = fabs(v);",
+		CLBackward: "r = v > 0 ? g : (v < 0 ? -g : 0);",
+		Ref: func(x, _, _ float64) (float64, float64) {
+			switch {
+			case x > 0:
+				return x, 1
+			case x < 0:
+				return -x, -1
+			}
+			return 0, 0
+		},
+	},
+	KindSqrt - 1: {
+		Kind: KindSqrt, Name: "sqrt", ONNX: "Sqrt", FromOutput: always, Positive: true,
+		Forward: func(_ Act, ys, xs []float32) {
+			ys = ys[:len(xs)]
+			for i, v := range xs {
+				ys[i] = float32(math.Sqrt(float64(v))) // correctly rounded, as float32's own
+			}
+		},
+		Backward: func(_ Act, dxs, dys, ts []float32) { // from y: dy / (2y)
+			dxs, dys = dxs[:len(ts)], dys[:len(ts)]
+			for i, y := range ts {
+				dxs[i] = dys[i] / (2 * y)
+			}
+		},
+		CLForward:  "r = sqrt(v);",
+		CLBackward: "r = g / (2 * v);",
+		Ref: func(x, _, _ float64) (float64, float64) {
+			y := math.Sqrt(x)
+			return y, 1 / (2 * y)
+		},
+	},
+	KindReciprocal - 1: {
+		Kind: KindReciprocal, Name: "reciprocal", ONNX: "Reciprocal", FromOutput: always,
+		Forward: func(_ Act, ys, xs []float32) {
+			ys = ys[:len(xs)]
+			for i, v := range xs {
+				ys[i] = 1 / v
+			}
+		},
+		Backward: func(_ Act, dxs, dys, ts []float32) { // from y: -dy·y²
+			dxs, dys = dxs[:len(ts)], dys[:len(ts)]
+			for i, y := range ts {
+				yy := float32(y * y) // rounded: no fused multiply-add
+				dxs[i] = dys[i] * -yy
+			}
+		},
+		CLForward:  "r = 1 / v;",
+		CLBackward: "float yy = v * v; r = g * -yy;",
+		Ref:        func(x, _, _ float64) (float64, float64) { return 1 / x, -1 / (x * x) },
+	},
+	KindErf - 1: {
+		Kind: KindErf, Name: "erf", ONNX: "Erf",
+		Forward: func(_ Act, ys, xs []float32) {
+			ys = ys[:len(xs)]
+			for i, v := range xs {
+				ys[i] = float32(math.Erf(float64(v)))
+			}
+		},
+		Backward: func(_ Act, dxs, dys, ts []float32) { // from x: dy·2/√π·exp(-x²)
+			dxs, dys = dxs[:len(ts)], dys[:len(ts)]
+			for i, x := range ts {
+				v := float64(x)
+				dxs[i] = float32(float64(dys[i]) * (2 / math.SqrtPi) * math.Exp(-v*v))
+			}
+		},
+		CLForward:  "r = erf(v);",
+		CLBackward: "float vv = v * v; r = g * (1.1283791670955126f * exp(-vv));",
+		Ref: func(x, _, _ float64) (float64, float64) {
+			return math.Erf(x), 2 / math.SqrtPi * math.Exp(-x*x)
+		},
+	},
+	KindPow - 1: {
+		Kind: KindPow, Name: "pow", ONNX: "Pow", Positive: true, // x < 0 only with an integer exponent
+		// ONNX's exponent is the second input; cotrain takes a constant one.
+		Params: []Param{{Name: "alpha", ONNXInput: 1, Required: true}},
+		Forward: func(a Act, ys, xs []float32) {
+			ys = ys[:len(xs)]
+			p := float64(a.Alpha)
+			for i, v := range xs {
+				ys[i] = float32(math.Pow(float64(v), p))
+			}
+		},
+		Backward: func(a Act, dxs, dys, ts []float32) { // from x: dy·p·x^(p-1), 0 for p = 0 (PyTorch's)
+			dxs, dys = dxs[:len(ts)], dys[:len(ts)]
+			p := float64(a.Alpha)
+			for i, x := range ts {
+				d := 0.0
+				if p != 0 {
+					d = p * math.Pow(float64(x), p-1)
+				}
+				dxs[i] = float32(float64(dys[i]) * d)
+			}
+		},
+		CLForward:  "r = pow(v, a);",
+		CLBackward: "r = a == 0 ? 0 : g * (a * pow(v, a - 1));",
+		Ref: func(x, p, _ float64) (float64, float64) {
+			if p == 0 {
+				return 1, 0
+			}
+			return math.Pow(x, p), p * math.Pow(x, p-1)
+		},
+		Tests: [][2]float32{{2}, {3}, {0.5}, {-1.5}},
+	},
+	KindLog - 1: {
+		Kind: KindLog, Name: "log", ONNX: "Log", Positive: true,
+		Forward: func(_ Act, ys, xs []float32) {
+			ys = ys[:len(xs)]
+			for i, v := range xs {
+				ys[i] = float32(math.Log(float64(v)))
+			}
+		},
+		Backward: func(_ Act, dxs, dys, ts []float32) { // from x: dy / x
+			dxs, dys = dxs[:len(ts)], dys[:len(ts)]
+			for i, x := range ts {
+				dxs[i] = dys[i] / x
+			}
+		},
+		CLForward:  "r = log(v);",
+		CLBackward: "r = g / v;",
+		Ref:        func(x, _, _ float64) (float64, float64) { return math.Log(x), 1 / x },
+	},
 }

@@ -41,7 +41,7 @@ type Layer struct {
 	// means the previous layer (the input for the first).
 	In []int `json:"in,omitempty"`
 
-	Out    int  `json:"out,omitempty"`    // conv2d channels, linear units
+	Out    int  `json:"out,omitempty"`    // conv2d channels, linear units, prelu slopes (1 or the channels)
 	KH     int  `json:"kh,omitempty"`     // conv2d, pools
 	KW     int  `json:"kw,omitempty"`     //
 	SH     int  `json:"sh,omitempty"`     //
@@ -144,6 +144,8 @@ func Describe(nodes []solver.Node) ([]Layer, error) {
 			}
 		case *solver.LRN:
 			d.Size, d.Alpha, d.Beta, d.K = l.Size, l.Alpha, l.Beta, l.Bias
+		case *solver.PReLU:
+			d.Out = l.Slopes
 		case *solver.Embedding:
 			d.Vocab, d.Out = l.Vocab, l.Dim
 		case *solver.Recurrent:
@@ -209,6 +211,8 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 			l = solver.NewAdd(d.Name)
 		case "lrn":
 			l = solver.NewLRN(d.Name, d.Size, d.Alpha, d.Beta, d.K)
+		case "prelu":
+			l = solver.NewPReLU(d.Name, d.Out) // Setup refuses a count other than 1 or the channels
 		case "concat":
 			l = solver.NewConcat(d.Name)
 		case "embedding":

@@ -3,12 +3,14 @@
 
 Run from the repository root with the Python that has PyTorch 1.13:
 
-    /usr/bin/python3 scripts/onnx_acts.py            # both
+    /usr/bin/python3 scripts/onnx_acts.py            # all three
     /usr/bin/python3 scripts/onnx_acts.py acts
     /usr/bin/python3 scripts/onnx_acts.py mobile
+    /usr/bin/python3 scripts/onnx_acts.py unary
 
 acts: small networks of Sigmoid, Tanh, LeakyReLU, Hardswish, Hardsigmoid,
-SiLU, ReLU6, clamp with one or two bounds and Softmax inside the graph, exported by
+SiLU, ReLU6, clamp with one or two bounds, Softmax inside the graph, ELU, SELU,
+Softplus, Softsign, Neg, Abs, Sqrt, Reciprocal, Exp, Pow and GELU (Erf), exported by
 torch.onnx.export at the opsets where PyTorch writes them differently (Clip's
 bounds as attributes at opset 9, as inputs from 11; Hardswish as
 x*HardSigmoid(x) before opset 14; a Softmax over a non-last axis as
@@ -16,7 +18,13 @@ Transpose/Softmax/Transpose before 13). Writes models/onnx/testdata/acts/:
 NAME.onnx, NAME.x.npy (2 inputs), NAME.y.npy (the eval-mode output, computed
 in float64 from the float32 weights and rounded) and acts.json, which lists
 per fixture the cotrain layer kinds the import must produce and those it
-must not (a fused Hardswish leaves no Mul).
+must not (a fused Hardswish leaves no Mul). The fixtures of issue 27's
+operators also get NAME.json: a fixed output gradient and PyTorch's gradient
+of every parameter by autograd.
+
+unary: gpu/gputest/testdata/unary_torch.json, every entry of gpu/ops.go's
+operator table as PyTorch computes it (output and input gradient), which
+gputest.Conformance checks every backend against.
 
 mobile: the small network of modern mobile blocks that the fine-tuning
 tests use (MobileBlocks below: hard-swish, squeeze-excitation with sigmoid
@@ -84,6 +92,51 @@ class SoftmaxNet(nn.Module):
         return self.fc2(torch.softmax(self.fc1(x.flatten(1)), 1))
 
 
+def prelu_chain():
+    """PReLU per channel and shared, with random slopes (some negative)."""
+    net = Chain([nn.PReLU(6), nn.PReLU(), nn.PReLU(6)])
+    with torch.no_grad():
+        for a in net.acts:
+            a.weight.copy_(torch.rand(a.weight.shape) * 1.2 - 0.4)
+    # Chain keeps acts in a plain list: register them so that their slopes
+    # are parameters of the network (exported, and given gradients).
+    net.prelus = nn.ModuleList(net.acts)
+    return net
+
+
+def name_slopes(model):
+    """Names the slope initializer of the i-th PRelu node prelus.i.weight,
+    its parameter's name in PyTorch (the exporter folds the slope's reshape
+    into a constant named onnx::PRelu_N), so that the gradient golden's
+    names are the imported tensors'."""
+    inits = {t.name: t for t in model.graph.initializer}
+    for i, n in enumerate(x for x in model.graph.node if x.op_type == "PRelu"):
+        new = f"prelus.{i}.weight"
+        inits[n.input[1]].name = new
+        n.input[1] = new
+    onnx.checker.check_model(model)
+    return model.SerializeToString(), model
+
+
+class LogSoftmaxNet(nn.Module):
+    """A LogSoftmax over the channels inside the graph and one at the end
+    (dropped by the import: the network outputs the logits, which logits()
+    returns for the golden)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 5, 3, padding=1)
+        self.c2 = nn.Conv2d(5, 6, 3, padding=1)
+        self.fc = nn.Linear(6, 4)
+
+    def logits(self, x):
+        x = F.log_softmax(self.c1(x), 1)
+        return self.fc(F.adaptive_avg_pool2d(self.c2(x), 1).flatten(1))
+
+    def forward(self, x):
+        return F.log_softmax(self.logits(x), 1)
+
+
 ACT_SPECS = [
     # name, builder, opset, kinds the import must produce, kinds it must not
     ("smooth_op11", lambda: Chain([torch.sigmoid, torch.tanh, nn.LeakyReLU(0.1), nn.LeakyReLU(-0.2)]), 11,
@@ -110,7 +163,31 @@ ACT_SPECS = [
     # SiLU is x*Sigmoid(x) at every opset: one silu layer, no Mul.
     ("silu_op11", lambda: Chain([nn.SiLU(), torch.sigmoid, nn.SiLU()]), 11, ["silu", "sigmoid"], ["binary"]),
     ("silu_op13", lambda: Chain([nn.SiLU(), torch.sigmoid, nn.SiLU()]), 13, ["silu", "sigmoid"], ["binary"]),
+    # Issue 27's elementwise operators (one entry each of gpu/ops.go's table).
+    # These fixtures also carry NAME.json: a fixed output gradient and
+    # PyTorch's gradient of every parameter, by autograd (see grads below).
+    ("smooth27_op9", lambda: Chain([nn.ELU(0.5), nn.SELU(), nn.Softplus(), nn.Softsign()]), 9,
+     ["elu", "selu", "softplus", "abs", "binary"], []),
+    ("smooth27_op13", lambda: Chain([nn.ELU(), nn.SELU(), nn.Softplus(), nn.Softsign()]), 13,
+     ["elu", "selu", "softplus", "abs", "binary"], []),
+    ("math27_op13", lambda: Chain([lambda x: -x, lambda x: torch.sqrt(torch.abs(x) + 0.1),
+                                   lambda x: torch.reciprocal(torch.abs(x) + 1), lambda x: torch.exp(-torch.abs(x))]), 13,
+     ["neg", "abs", "sqrt", "reciprocal", "exp"], []),
+    ("pow27_op13", lambda: Chain([lambda x: x ** 2, lambda x: torch.pow(torch.abs(x) + 0.5, 1.5),
+                                  lambda x: torch.pow(torch.abs(x) + 1, -0.5), lambda x: x ** 3]), 13,
+     ["pow", "abs"], []),
+    # GELU: x·0.5·(1 + Erf(x/√2)) at opset 13, the Erf an erf layer, the rest
+    # binary layers.
+    ("gelu_op13", lambda: Chain([nn.GELU(), nn.GELU()]), 13, ["erf", "binary"], []),
+    ("prelu_op9", prelu_chain, 9, ["prelu"], []),
+    ("prelu_op13", prelu_chain, 13, ["prelu"], []),
+    ("logsoftmax_op11", LogSoftmaxNet, 11, ["softmax", "log"], []),
+    ("logsoftmax_op13", LogSoftmaxNet, 13, ["softmax", "log"], []),
 ]
+
+# The fixtures from which a gradient golden is written too.
+GRADS = {"smooth27_op9", "smooth27_op13", "math27_op13", "pow27_op13", "gelu_op13", "prelu_op9", "prelu_op13",
+         "logsoftmax_op11", "logsoftmax_op13"}
 
 
 def export(net, x, opset, training=torch.onnx.TrainingMode.EVAL):
@@ -141,10 +218,14 @@ def acts():
         # Inputs large enough to reach every piece of the piecewise kinds.
         x = torch.randn([2, 3, 8, 8], generator=gen) * 3
         raw, model = export(net, x, opset)
+        if hasattr(net, "prelus"):
+            raw, model = name_slopes(model)
         with torch.no_grad():
-            y = net.double()(x.double())
+            y = getattr(net.double(), "logits", net)(x.double())  # the logits where a final LogSoftmax is dropped
         net.float()
         save(os.path.join(ACTS, name), raw, x, y)
+        if name in GRADS:
+            grads(net, x, os.path.join(ACTS, name + ".json"), gen)
         ops = sorted({n.op_type for n in model.graph.node})
         manifest.append({"name": name, "opset": opset, "input": [3, 8, 8], "classes": 4, "ops": ops,
                          "kinds": kinds, "absent": absent})
@@ -152,6 +233,92 @@ def acts():
     with open(os.path.join(ACTS, "acts.json"), "w") as f:
         json.dump(manifest, f, indent=1)
         f.write("\n")
+
+
+def grads(net, x, path, gen):
+    """Writes path: the input x, a fixed output gradient dy, the output y and
+    the gradient of sum(y·dy) for every parameter by autograd, in float64
+    from the float32 data (rounded), by the parameter's name (the ONNX
+    initializer's, which the import keeps)."""
+    net = net.double()
+    dy = torch.randn([x.shape[0], 4], generator=gen)
+    y = getattr(net, "logits", net)(x.double())
+    (y * dy.double()).sum().backward()
+    flat = lambda t: [float(v) for v in t.detach().float().flatten()]
+    out = {"x": flat(x), "dy": flat(dy), "y": flat(y),
+           "grads": {k: flat(p.grad) for k, p in net.named_parameters()}}
+    net.float()
+    with open(path, "w") as fh:
+        json.dump(out, fh)
+
+
+# The operator table's entries as PyTorch computes them (gpu/ops.go):
+# cotrain kind, parameters, the PyTorch function.
+UNARY = [
+    ("relu", [], F.relu),
+    ("relu6", [], F.relu6),
+    ("sigmoid", [], torch.sigmoid),
+    ("hardsigmoid", [1 / 6, 0.5], F.hardsigmoid),
+    # ONNX's default: hardsigmoid(1.2x) = clamp(0.2x + 0.5, 0, 1), with
+    # hardsigmoid's gradient (0 at the bounds; clamp's would be 1 there).
+    ("hardsigmoid", [0.2, 0.5], lambda x: F.hardsigmoid(1.2 * x)),
+    ("hardswish", [], F.hardswish),
+    ("tanh", [], torch.tanh),
+    ("leakyrelu", [0.01], lambda x: F.leaky_relu(x, 0.01)),
+    ("leakyrelu", [-0.5], lambda x: F.leaky_relu(x, -0.5)),
+    ("clip", [-1, 2], lambda x: F.hardtanh(x, -1, 2)),  # clamp's gradient would be 1 at the bounds
+    ("silu", [], F.silu),
+    ("elu", [1], F.elu),
+    ("elu", [0.5], lambda x: F.elu(x, 0.5)),
+    ("selu", [1.67326319217681884765625, 1.05070102214813232421875], F.selu),
+    ("softplus", [], F.softplus),
+    ("softsign", [], F.softsign),
+    ("exp", [], torch.exp),
+    ("neg", [], torch.neg),
+    ("abs", [], torch.abs),
+    ("sqrt", [], torch.sqrt),
+    ("reciprocal", [], torch.reciprocal),
+    ("erf", [], torch.erf),
+    ("pow", [2], lambda x: torch.pow(x, 2)),
+    ("pow", [0.5], lambda x: torch.pow(x, 0.5)),
+    ("pow", [-1.5], lambda x: torch.pow(x, -1.5)),
+    ("log", [], torch.log),
+]
+
+# Defined for x > 0 only (gpu.UnaryOp.Positive).
+POSITIVE = {"sqrt", "pow", "log"}
+
+
+def unary():
+    """gpu/gputest/testdata/unary_torch.json: for every UNARY entry, inputs x
+    (a grid through the kinks and random values), a random output gradient
+    dy, and PyTorch's float32 output y and input gradient dx (autograd),
+    which gputest.Conformance checks every backend against."""
+    gen = torch.Generator().manual_seed(27)
+    out = []
+    for kind, params, fn in UNARY:
+        x = torch.cat([torch.linspace(-7, 7, 57), torch.tensor([-3.0, 0.0, 3.0, 6.0, 20.5, -20.5]),
+                       torch.randn(200, generator=gen) * 4])
+        if kind in POSITIVE:
+            x = x.abs() + 0.1
+        if kind == "reciprocal":
+            x = torch.where(x.abs() < 0.1, x + 0.2, x)
+        if kind == "hardswish":
+            # At x = 3 PyTorch's own kernels disagree: the scalar one gives
+            # x/3 + 0.5 (cotrain's), the vectorised one 1.
+            x = x[x != 3]
+        dy = torch.randn(x.shape, generator=gen)
+        xv = x.clone().requires_grad_()
+        y = fn(xv)
+        y.backward(dy)
+        out.append({"kind": kind, "params": [float(v) for v in params], "x": x.tolist(), "dy": dy.tolist(),
+                    "y": y.detach().tolist(), "dx": xv.grad.tolist()})
+    path = os.path.join("gpu", "gputest", "testdata", "unary_torch.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as fh:
+        json.dump(out, fh)
+        fh.write("\n")
+    print(f"{path}: {len(out)} operators")
 
 
 # ---------------------------------------------------------------- mobile blocks
@@ -262,9 +429,9 @@ def mobile():
 
 def main():
     torch.set_num_threads(1)
-    what = sys.argv[1:] or ["acts", "mobile"]
+    what = sys.argv[1:] or ["acts", "mobile", "unary"]
     for w in what:
-        {"acts": acts, "mobile": mobile}[w]()
+        {"acts": acts, "mobile": mobile, "unary": unary}[w]()
 
 
 if __name__ == "__main__":

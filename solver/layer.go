@@ -47,6 +47,8 @@ const (
 	InitOnes
 	// InitNormal draws from N(0, 1): PyTorch's default for nn.Embedding.
 	InitNormal
+	// InitQuarter sets 0.25: PyTorch's default for nn.PReLU's slopes.
+	InitQuarter
 )
 
 // ParamSpec describes one parameter or state tensor of a layer.

@@ -236,6 +236,10 @@ func fill(dst []float32, s ParamSpec, r *rand.Rand) {
 		for i := range dst {
 			dst[i] = float32(r.NormFloat64())
 		}
+	case InitQuarter:
+		for i := range dst {
+			dst[i] = 0.25
+		}
 	case InitFanIn:
 		bound := 1 / math.Sqrt(float64(max(s.FanIn, 1)))
 		for i := range dst {

@@ -1,9 +1,13 @@
 package gputest
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
@@ -28,6 +32,7 @@ func Conformance(t *testing.T, newBackend func() gpu.Backend) {
 	t.Run("DropoutMask", func(t *testing.T) { checkDropoutMask(t, newBackend()) })
 	t.Run("Gemm", func(t *testing.T) { checkGemm(t, newBackend()) })
 	t.Run("Activate", func(t *testing.T) { checkActivate(t, newBackend()) })
+	t.Run("ActivateTorch", func(t *testing.T) { checkActivateTorch(t, newBackend()) })
 	t.Run("SGDStep", func(t *testing.T) { checkSGDStep(t, newBackend()) })
 }
 
@@ -220,6 +225,73 @@ func checkActivate(t *testing.T, b gpu.Backend) {
 			near(t, what+" backward", download(b, dx), wantDx, 1e-5)
 		}
 	}
+}
+
+// torchUnary is one entry of testdata/unary_torch.json (scripts/onnx_acts.py
+// unary): an operator of the table with its parameters, inputs x, an output
+// gradient dy, and PyTorch 1.13's float32 output y and input gradient dx.
+type torchUnary struct {
+	Kind         string
+	Params       []float32
+	X, DY, Y, DX []float64
+}
+
+// checkActivateTorch checks every entry of the operator table against
+// PyTorch's values and autograd gradients (testdata/unary_torch.json), to
+// 1e-4 relative to max(1, |PyTorch's|); an entry without a golden fails.
+func checkActivateTorch(t *testing.T, b gpu.Backend) {
+	_, file, _, _ := runtime.Caller(0)
+	raw, err := os.ReadFile(filepath.Join(filepath.Dir(file), "testdata", "unary_torch.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var goldens []torchUnary
+	if err := json.Unmarshal(raw, &goldens); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, g := range goldens {
+		op, ok := gpu.UnaryOpNamed(g.Kind)
+		if !ok {
+			t.Fatalf("golden of %s: no such entry in the table", g.Kind)
+		}
+		seen[g.Kind] = true
+		a := op.Act(g.Params...)
+		what := fmt.Sprintf("%v%v against PyTorch", a, g.Params)
+		xs, dy := make([]float32, len(g.X)), make([]float32, len(g.X))
+		for i := range xs {
+			xs[i], dy[i] = float32(g.X[i]), float32(g.DY[i])
+		}
+		y := b.Alloc(len(xs))
+		b.Activate(a, y, upload(b, xs))
+		ys := download(b, y)
+		near(t, what, ys, g.Y, 1e-4)
+		tin := xs
+		if a.FromOutput() {
+			tin = ys
+		}
+		dx := b.Alloc(len(xs))
+		b.ActivateBackward(a, dx, upload(b, dy), upload(b, tin))
+		dxs := download(b, dx)
+		near(t, what+" backward", dxs, g.DX, 1e-4)
+		t.Logf("%s: max error %.2g forward, %.2g backward", what, maxErr(ys, g.Y), maxErr(dxs, g.DX))
+	}
+	for _, op := range gpu.UnaryOps() {
+		if !seen[op.Name] {
+			t.Errorf("%s: no PyTorch golden (add it to scripts/onnx_acts.py's UNARY)", op.Name)
+		}
+	}
+}
+
+// maxErr is the largest |got-want| / max(1, |want|).
+func maxErr(got []float32, want []float64) float64 {
+	var e float64
+	for i, w := range want {
+		if d := math.Abs(float64(got[i])-w) / math.Max(1, math.Abs(w)); d > e || math.IsNaN(d) {
+			e = d
+		}
+	}
+	return e
 }
 
 // centralDiff is the derivative of op's Ref at x by central differences,

@@ -301,8 +301,12 @@ func testOpenCLActivationsParam(t *testing.T, o *OpenCL) {
 		for _, a := range gputest.ParamActs() {
 			t.Run(fmt.Sprintf("%v%+v/%d", a, a, n), func(t *testing.T) {
 				xs := gputest.Rand(r, n)
+				op, _ := a.Op()
 				for i := range xs {
 					xs[i] *= 6 // across HardSwish's and the clips' kinks
+					if op.Positive {
+						xs[i] = float32(math.Abs(float64(xs[i]))) + 0.1
+					}
 				}
 				x, y, dy, dx := newTwin(o, xs), newTwin(o, gputest.Rand(r, n)), newTwin(o, gputest.Rand(r, n)), newTwin(o, gputest.Rand(r, n))
 				cpu.Activate(a, y.cpu, x.cpu)

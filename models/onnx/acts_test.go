@@ -11,6 +11,7 @@ import (
 	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/models/onnx/onnxpb"
+	"github.com/cotrain/cotrain/solver"
 )
 
 // actFixture is one entry of testdata/acts/acts.json (scripts/onnx_acts.py).
@@ -88,6 +89,9 @@ func TestImportActivations(t *testing.T) {
 					t.Errorf("a %s layer in %v", k, ks)
 				}
 			}
+			if raw, err := os.ReadFile(base + ".json"); err == nil {
+				checkGrads(t, net, raw)
+			}
 			back := reimport(t, f)
 			if bk := kinds(t, back); !slices.Equal(bk, ks) {
 				t.Errorf("layers after export and import %v, want %v", bk, ks)
@@ -101,6 +105,38 @@ func TestImportActivations(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkGrads compares a training step of net with a gradient golden
+// (scripts/onnx_acts.py's grads: x, dy, PyTorch's output and every
+// parameter's gradient by autograd): each to 1e-4 relative.
+func checkGrads(t *testing.T, net *solver.Net, raw []byte) {
+	t.Helper()
+	var g structGolden
+	if err := json.Unmarshal(raw, &g); err != nil {
+		t.Fatal(err)
+	}
+	y, grads := trainStep(net, g.X, g.DY)
+	if e := relErr(y, g.Y); !(e <= 1e-4) {
+		t.Errorf("training output: relative error %.3g > 1e-4", e)
+	}
+	if len(grads) != len(g.Grads) {
+		t.Errorf("%d parameter tensors, PyTorch has %d", len(grads), len(g.Grads))
+	}
+	worst := 0.0
+	for name, want := range g.Grads {
+		got, ok := grads[name]
+		if !ok || len(got) != len(want) {
+			t.Errorf("gradient %s: %d values, PyTorch has %d", name, len(got), len(want))
+			continue
+		}
+		e := relErr(got, want)
+		if !(e <= 1e-4) {
+			t.Errorf("gradient %s: relative error %.3g > 1e-4", name, e)
+		}
+		worst = max(worst, e)
+	}
+	t.Logf("%d parameter gradients: worst relative error %.2g", len(g.Grads), worst)
 }
 
 // TestSoftmaxAxes checks the axes a Softmax normalises over under each

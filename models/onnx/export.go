@@ -189,6 +189,13 @@ func (e *exporter) layer(l solver.Layer, xs []string, rank int) (string, int, er
 		return e.node("AveragePool", name, xs, attrInts("kernel_shape", c.KH, c.KW), attrInts("strides", c.StrideH, c.StrideW),
 			attrInts("pads", c.PadH, c.PadW, c.PadH, c.PadW), attrInt("ceil_mode", b2i(c.CeilMode)),
 			attrInt("count_include_pad", b2i(c.CountIncludePad))), 4, nil
+	case *solver.PReLU:
+		// ONNX broadcasts the slope from the right: per channel of an
+		// image it is C×1×1.
+		if rank == 4 && l.Slopes > 1 {
+			e.setDims(p("weight"), l.Slopes, 1, 1)
+		}
+		return e.node("PRelu", name, []string{xs[0], p("weight")}), rank, nil
 	case *solver.LRN:
 		if rank != 4 {
 			return "", 0, fmt.Errorf("%w: LRN of a flattened tensor", ErrUnsupported)
@@ -291,6 +298,18 @@ func (e *exporter) initializer(name string, dims []int, v []float32) {
 		t.Dims = append(t.Dims, int64(d))
 	}
 	e.g.Initializer = append(e.g.Initializer, t)
+}
+
+// setDims gives the initializer name the dims dims (of the same size).
+func (e *exporter) setDims(name string, dims ...int) {
+	for _, t := range e.g.Initializer {
+		if t.GetName() == name {
+			t.Dims = t.Dims[:0]
+			for _, d := range dims {
+				t.Dims = append(t.Dims, int64(d))
+			}
+		}
+	}
 }
 
 func valueInfo(name, batch string, dims ...int) *onnxpb.ValueInfoProto {

@@ -67,17 +67,22 @@ type importer struct {
 
 // Import reads an ONNX model as torch.onnx.export writes it (opsets 7 to 21,
 // MinOpset to MaxOpset; tested with 9 to 20) and returns a weight file of model models.GraphModel. The
-// operators it maps are Conv, Gemm, MatMul (+Add of a bias), Relu, Clip
-// (any bounds; ReLU6 and ReLU where they are those), Sigmoid, Tanh,
-// HardSigmoid, HardSwish, LeakyRelu, Softmax (x·Sigmoid(x) and x·HardSigmoid(x)
-// become one SiLU or HardSwish layer), MaxPool, AveragePool (asymmetric pads
+// operators it maps are Conv, Gemm, MatMul (+Add of a bias), Clip
+// (any bounds; ReLU6 and ReLU where they are those), every elementwise
+// operator of gpu's operator table (gpu.UnaryOpONNX: Relu, Sigmoid, Tanh,
+// HardSigmoid, HardSwish, LeakyRelu, Elu, Selu, Softplus, Softsign, Exp,
+// Neg, Abs, Sqrt, Reciprocal, Erf, and Pow with a constant scalar exponent;
+// x·Sigmoid(x) and x·HardSigmoid(x) become one SiLU or HardSwish layer, and
+// GELU as PyTorch writes it up to opset 18, x·0.5·(1 + Erf(x/√2)), imports
+// as its Erf and arithmetic), PRelu (one slope, or one per channel: a
+// prelu layer whose slopes train), Softmax and LogSoftmax, MaxPool, AveragePool (asymmetric pads
 // on these and on Conv become an explicit pad layer before them), Sum of
 // any number of activations, LRN, GlobalAveragePool (Conv, MaxPool,
 // AveragePool, BatchNormalization and GlobalAveragePool of N×C×L inputs
 // too, as 1×k windows: ops_1d.go),
 // BatchNormalization, Dropout, Identity, Constant, and the structural
 // operators (ops_struct.go): Add, Sub, Mul and Div with numpy broadcasting
-// between two activations or with a float constant (Reciprocal too),
+// between two activations or with a float constant,
 // ReduceMean and ReduceSum over any per-sample axes, ReduceMax and
 // GlobalMaxPool over the spatial axes, Reshape (0 and -1 entries, the batch
 // first), Transpose keeping the batch first, Split, Slice with positive
@@ -86,12 +91,14 @@ type importer struct {
 // following Conv or AveragePool where it can be), reflection or the edge. Integer shape arithmetic
 // (Shape, Gather, Unsqueeze, Concat, Add/Sub/Mul/Div of integers) and
 // chains of constants (ConstantOfShape, Cast, Reshape, Slice, Transpose, as
-// torch writes F.pad's pads) are evaluated during the import. A Softmax at the very end is dropped, because cotrain's networks
-// output logits (the loss applies the softmax); the file's Meta says so;
-// any other Softmax is a layer. Language models (ops_seq.go): int64 token
-// ids in, Gather of a constant table (an embedding), LSTM and GRU (one
-// direction, zero initial state; PyTorch's time-major pattern is rewritten
-// batch first), and Gather of one step. Any other operator is an error naming it and its node.
+// torch writes F.pad's pads) are evaluated during the import. A Softmax or
+// LogSoftmax at the very end is dropped, because cotrain's networks output
+// logits (the loss applies the softmax); the file's Meta says so; any other
+// Softmax is a layer, any other LogSoftmax a softmax layer and a log layer.
+// Language models (ops_seq.go): int64 token ids in, Gather of a constant
+// table (an embedding), LSTM and GRU (one direction, zero initial state;
+// PyTorch's time-major pattern is rewritten batch first), and Gather of one
+// step. Any other operator is an error naming it and its node.
 //
 // A model whose tensors keep their data in external files (today's
 // torch.onnx.export writes model.onnx.data beside model.onnx) is read with

@@ -3,7 +3,6 @@ package onnx
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -24,9 +23,9 @@ var knownOps = map[string]bool{
 	"Constant": true, "Identity": true, "Conv": true, "Clip": true, "MaxPool": true, "AveragePool": true,
 	"GlobalAveragePool": true, "BatchNormalization": true, "Flatten": true, "Reshape": true, "Dropout": true,
 	"Gemm": true, "MatMul": true, "Add": true, "Sub": true, "Mul": true, "Div": true, "ReduceMean": true,
-	"ReduceSum": true, "ReduceMax": true, "Reciprocal": true, "GlobalMaxPool": true, "Transpose": true,
-	"Split": true, "Slice": true, "Squeeze": true, "Unsqueeze": true, "Concat": true, "Softmax": true,
-	"Pad": true, "Shape": true, "Gather": true, "ConstantOfShape": true, "Cast": true, "Sum": true, "LRN": true,
+	"ReduceSum": true, "ReduceMax": true, "GlobalMaxPool": true, "Transpose": true,
+	"Split": true, "Slice": true, "Squeeze": true, "Unsqueeze": true, "Concat": true, "Softmax": true, "LogSoftmax": true,
+	"Pad": true, "Shape": true, "Gather": true, "ConstantOfShape": true, "Cast": true, "Sum": true, "LRN": true, "PRelu": true,
 	"LSTM": true, "GRU": true,
 }
 
@@ -68,8 +67,9 @@ func advice(op string) string {
 			"branches or loops (torch.onnx.export traces one path)"
 	case "Resize", "Upsample":
 		return ": upsampling is not read yet (classification networks do not need it)"
-	case "Gelu", "Erf":
-		return ": GELU is not read yet; a model with nn.ReLU, nn.SiLU or nn.Hardswish in its place imports"
+	case "Gelu":
+		return ": the Gelu operator (opset 20) is not read yet; export with opset_version=18 or lower and " +
+			"dynamo=False, where PyTorch writes GELU with Erf, which imports"
 	case "ATen":
 		return ": PyTorch wrote an operator it could not express in ONNX; export with a newer opset_version"
 	}
@@ -132,15 +132,10 @@ func (im *importer) node(n *onnxpb.NodeProto, outName string) error {
 		return im.sumOp(n)
 	case "LRN":
 		return im.lrn(n, a)
+	case "PRelu":
+		return im.prelu(n)
 	case "ReduceMean", "ReduceSum", "ReduceMax":
 		return im.reduce(n, a)
-	case "Reciprocal":
-		x, err := im.act(n, 0)
-		if err != nil {
-			return err
-		}
-		return im.binary(n, models.Layer{Kind: "binary", Op: "Div", Dims: slices.Clone(x.ldims()),
-			Dims2: slices.Repeat([]int{1}, len(x.ldims())), Const: []float32{1}, First: true}, []*value{x})
 	case "GlobalMaxPool":
 		return im.globalMaxPool(n)
 	case "Transpose":
@@ -153,7 +148,7 @@ func (im *importer) node(n *onnxpb.NodeProto, outName string) error {
 		return im.squeezeOp(n, a)
 	case "Concat":
 		return im.concat(n, a)
-	case "Softmax":
+	case "Softmax", "LogSoftmax":
 		return im.softmax(n, a, outName)
 	case "Pad":
 		return im.padOp(n, a)

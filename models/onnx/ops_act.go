@@ -64,6 +64,42 @@ func (im *importer) activation(n *onnxpb.NodeProto, a attrs, op gpu.UnaryOp) err
 	return im.unary(n, d)
 }
 
+// prelu maps PRelu(x, slope), slope a constant: one slope for everything
+// (PyTorch's nn.PReLU()) or one per channel (nn.PReLU(C): C×1×1 for an
+// image, C for a vector, as ONNX broadcasts from the right). Any other
+// slope shape is refused.
+func (im *importer) prelu(n *onnxpb.NodeProto) error {
+	x, err := im.act(n, 0)
+	if err != nil {
+		return err
+	}
+	s, err := im.konst(n, 1, false)
+	if err != nil {
+		return err
+	}
+	if s.floats == nil {
+		return fmt.Errorf("%w: PRelu slope %q is not a float tensor", ErrUnsupported, s.name)
+	}
+	slopes := s.size()
+	if slopes != 1 {
+		// Aligned from the right with the input's dims, the slope's one
+		// axis of more than one element must be the channel axis (1).
+		ok := slopes == x.shape.C && len(s.dims) < x.rank
+		for j, d := range s.dims {
+			axis := x.rank - len(s.dims) + j
+			ok = ok && (d == 1 || axis == 1)
+		}
+		if !ok {
+			return fmt.Errorf("%w: PRelu slope of dims %v for a rank-%d input with %d channels: one slope, or one per "+
+				"channel (nn.PReLU(num_parameters=1 or C)), is read", ErrUnsupported, s.dims, x.rank, x.shape.C)
+		}
+	}
+	d := models.Layer{Kind: "prelu", Name: im.layerName(n, s.name), Out: slopes}
+	im.params[d.Name+".weight"] = s
+	_, err = im.add(n, d, []*value{x}, x.rank)
+	return err
+}
+
 // selfMul returns the Mul node that makes the one-input activation node n
 // into x·n(x), or nil: the Mul reads n's input and n's output, which nothing
 // else reads. torch.onnx.export writes Hardswish as x·HardSigmoid(x) before
@@ -118,19 +154,24 @@ func (im *importer) clipLayer(n *onnxpb.NodeProto, lo, hi float64) error {
 	return im.unary(n, d)
 }
 
-// softmax maps a Softmax node. The graph's final Softmax, read by nothing
-// else, is dropped (the network outputs logits; training applies the
-// softmax in its loss); any other becomes a softmax layer. Before opset 13
-// the input is flattened to 2-D at axis (default 1) and normalised over
-// everything from it; from opset 13 over the one axis (default -1).
+// softmax maps a Softmax or LogSoftmax node. The graph's final one, read
+// by nothing else, is dropped (the network outputs logits; training applies
+// the softmax in its loss, and the logits' argmax is the log-probabilities'
+// too); any other becomes a softmax layer, followed for LogSoftmax by a log
+// layer. (The log of the softmax loses what a fused log-softmax keeps only
+// where a probability underflows float32, logits more than about 87 below
+// their maximum.) Before opset 13 the input is flattened to 2-D at axis
+// (default 1) and normalised over everything from it; from opset 13 over
+// the one axis (default -1).
 func (im *importer) softmax(n *onnxpb.NodeProto, a attrs, outName string) error {
 	x, err := im.act(n, 0)
 	if err != nil {
 		return err
 	}
+	op := n.GetOpType()
 	if n.GetOutput()[0] == outName && im.uses[outName] == 1 {
 		im.vals[outName] = x
-		im.notes = append(im.notes, "the final Softmax was dropped: the network outputs logits "+
+		im.notes = append(im.notes, "the final "+op+" was dropped: the network outputs logits "+
 			"(apply a softmax to them for probabilities; training applies it in the loss)")
 		return nil
 	}
@@ -142,13 +183,13 @@ func (im *importer) softmax(n *onnxpb.NodeProto, a attrs, outName string) error 
 	}
 	axis := a.int("axis", def)
 	if axis < -int64(rank) || axis >= int64(rank) {
-		return fmt.Errorf("%w: Softmax axis %d of a rank-%d input", ErrMalformed, axis, rank)
+		return fmt.Errorf("%w: %s axis %d of a rank-%d input", ErrMalformed, op, axis, rank)
 	}
 	if axis < 0 {
 		axis += int64(rank)
 	}
 	if axis == 0 {
-		return fmt.Errorf("%w: Softmax over axis 0, the batch (samples must stay independent)", ErrUnsupported)
+		return fmt.Errorf("%w: %s over axis 0, the batch (samples must stay independent)", ErrUnsupported, op)
 	}
 	first, last := int(axis)-1, int(axis)-1
 	if im.opset < 13 {
@@ -158,5 +199,14 @@ func (im *importer) softmax(n *onnxpb.NodeProto, a attrs, outName string) error 
 	for k := first; k <= last; k++ {
 		axes = append(axes, k)
 	}
-	return im.unary(n, models.Layer{Kind: "softmax", Dims: dims, Axes: axes})
+	if op == "Softmax" {
+		return im.unary(n, models.Layer{Kind: "softmax", Dims: dims, Axes: axes})
+	}
+	name := im.layerName(n, "")
+	sm, err := im.push(models.Layer{Kind: "softmax", Name: name + ".softmax", Dims: dims, Axes: axes}, []*value{x}, x.rank, nil)
+	if err != nil {
+		return err
+	}
+	_, err = im.add(n, models.Layer{Kind: "log", Name: name}, []*value{sm}, sm.rank)
+	return err
 }
