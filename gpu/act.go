@@ -34,6 +34,7 @@ const (
 	KindErf                            // erf(x)
 	KindPow                            // x^alpha, a constant exponent
 	KindLog                            // log(x)
+	KindGelu                           // x·Φ(x), Φ the normal distribution function (the exact GELU)
 	numKinds                           // one past the last kind
 )
 

@@ -708,4 +708,32 @@ var unaryOps = [numKinds - 1]UnaryOp{
 		CLBackward: "r = g / v;",
 		Ref:        func(x, _, _ float64) (float64, float64) { return math.Log(x), 1 / x },
 	},
+	KindGelu - 1: {
+		// ONNX's Gelu is an operator from opset 20; before it PyTorch
+		// writes x·0.5·(1 + Erf(x/√2)), which imports as erf and binary
+		// layers. Gelu's approximate="tanh" is refused by models/onnx.
+		Kind: KindGelu, Name: "gelu", ONNX: "Gelu",
+		Forward: func(_ Act, ys, xs []float32) {
+			ys = ys[:len(xs)]
+			for i, v := range xs {
+				x := float64(v)
+				ys[i] = float32(x * 0.5 * (1 + math.Erf(x/math.Sqrt2)))
+			}
+		},
+		Backward: func(_ Act, dxs, dys, ts []float32) { // from x: dy·(Φ(x) + x·φ(x))
+			dxs, dys = dxs[:len(ts)], dys[:len(ts)]
+			for i, v := range ts {
+				x := float64(v)
+				cdf := 0.5 * (1 + math.Erf(x/math.Sqrt2))
+				pdf := math.Exp(-0.5*x*x) / math.Sqrt(2*math.Pi)
+				dxs[i] = float32(float64(dys[i]) * (cdf + x*pdf))
+			}
+		},
+		CLForward:  "float e = erf(v * 0.70710678118654752f); r = 0.5f * v * (1 + e);",
+		CLBackward: "float cdf = 0.5f * (1 + erf(v * 0.70710678118654752f)); float vv = v * v; float pdf = exp(-0.5f * vv) * 0.39894228040143268f; r = g * (cdf + v * pdf);",
+		Ref: func(x, _, _ float64) (float64, float64) {
+			cdf := 0.5 * (1 + math.Erf(x/math.Sqrt2))
+			return x * cdf, cdf + x*math.Exp(-0.5*x*x)/math.Sqrt(2*math.Pi)
+		},
+	},
 }

@@ -146,6 +146,8 @@ func Describe(nodes []solver.Node) ([]Layer, error) {
 			d.Size, d.Alpha, d.Beta, d.K = l.Size, l.Alpha, l.Beta, l.Bias
 		case *solver.PReLU:
 			d.Out = l.Slopes
+		case *solver.LayerNorm:
+			d.Dims, d.Axis, d.Eps = l.Dims, l.Axis, l.Eps
 		case *solver.Embedding:
 			d.Vocab, d.Out = l.Vocab, l.Dim
 		case *solver.Recurrent:
@@ -211,6 +213,8 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 			l = solver.NewAdd(d.Name)
 		case "lrn":
 			l = solver.NewLRN(d.Name, d.Size, d.Alpha, d.Beta, d.K)
+		case "layernorm":
+			l = solver.NewLayerNorm(d.Name, d.Dims, d.Axis, d.Eps) // Setup checks the dims, axis and epsilon
 		case "prelu":
 			l = solver.NewPReLU(d.Name, d.Out) // Setup refuses a count other than 1 or the channels
 		case "concat":

@@ -10,7 +10,8 @@ Run from the repository root with the Python that has PyTorch 1.13:
 
 acts: small networks of Sigmoid, Tanh, LeakyReLU, Hardswish, Hardsigmoid,
 SiLU, ReLU6, clamp with one or two bounds, Softmax inside the graph, ELU, SELU,
-Softplus, Softsign, Neg, Abs, Sqrt, Reciprocal, Exp, Pow and GELU (Erf), exported by
+Softplus, Softsign, Neg, Abs, Sqrt, Reciprocal, Exp, Pow, GELU (Erf), PReLU,
+LogSoftmax and LayerNorm, exported by
 torch.onnx.export at the opsets where PyTorch writes them differently (Clip's
 bounds as attributes at opset 9, as inputs from 11; Hardswish as
 x*HardSigmoid(x) before opset 14; a Softmax over a non-last axis as
@@ -118,6 +119,28 @@ def name_slopes(model):
     return model.SerializeToString(), model
 
 
+class LayerNormNet(nn.Module):
+    """nn.LayerNorm over the last axis and over C×H×W, with random affine
+    parameters, then a linear head (opset 17: LayerNormalization)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 6, 3, padding=1)
+        self.ln1 = nn.LayerNorm(8)
+        self.c2 = nn.Conv2d(6, 6, 3, padding=1)
+        self.ln2 = nn.LayerNorm([6, 8, 8])
+        self.fc = nn.Linear(6, 4)
+        with torch.no_grad():
+            for ln in (self.ln1, self.ln2):
+                ln.weight.copy_(torch.rand(ln.weight.shape) + 0.5)
+                ln.bias.copy_(torch.rand(ln.bias.shape) - 0.5)
+
+    def forward(self, x):
+        x = F.relu(self.ln1(self.c1(x)))
+        x = self.ln2(self.c2(x))
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
 class LogSoftmaxNet(nn.Module):
     """A LogSoftmax over the channels inside the graph and one at the end
     (dropped by the import: the network outputs the logits, which logits()
@@ -183,11 +206,12 @@ ACT_SPECS = [
     ("prelu_op13", prelu_chain, 13, ["prelu"], []),
     ("logsoftmax_op11", LogSoftmaxNet, 11, ["softmax", "log"], []),
     ("logsoftmax_op13", LogSoftmaxNet, 13, ["softmax", "log"], []),
+    ("layernorm_op17", LayerNormNet, 17, ["layernorm"], []),
 ]
 
 # The fixtures from which a gradient golden is written too.
 GRADS = {"smooth27_op9", "smooth27_op13", "math27_op13", "pow27_op13", "gelu_op13", "prelu_op9", "prelu_op13",
-         "logsoftmax_op11", "logsoftmax_op13"}
+         "logsoftmax_op11", "logsoftmax_op13", "layernorm_op17"}
 
 
 def export(net, x, opset, training=torch.onnx.TrainingMode.EVAL):
@@ -283,6 +307,7 @@ UNARY = [
     ("pow", [0.5], lambda x: torch.pow(x, 0.5)),
     ("pow", [-1.5], lambda x: torch.pow(x, -1.5)),
     ("log", [], torch.log),
+    ("gelu", [], F.gelu),
 ]
 
 # Defined for x > 0 only (gpu.UnaryOp.Positive).

@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -47,5 +48,49 @@ func TestPReLUForward(t *testing.T) {
 	}
 	if _, err := NewNet(b, Shape{C: 3, H: 2, W: 2}, []Node{{Layer: NewPReLU("p", 2)}}); err == nil {
 		t.Error("2 slopes for 3 channels: no error")
+	}
+}
+
+// BenchmarkPReLU times a training forward and backward pass (slope
+// gradients included) of a per-channel PReLU on 16×64×56×56, a ResNet
+// stage's activation at batch 16, on the CPU backend.
+func BenchmarkPReLU(b *testing.B) {
+	c := cpu.NewCPU()
+	in := Shape{C: 64, H: 56, W: 56}
+	net, err := NewNet(c, in, []Node{{Layer: NewPReLU("p", 64)}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n = 16
+	x := make([]float32, n*in.Size())
+	for i := range x {
+		x[i] = float32(i%7) - 3
+	}
+	xb, dy := c.Alloc(len(x)), c.Alloc(len(x))
+	c.Upload(xb, x)
+	c.Upload(dy, x)
+	b.SetBytes(int64(4 * len(x)))
+	for b.Loop() {
+		net.Forward(xb, n, true)
+		net.Backward(dy)
+	}
+}
+
+// TestLayerNormGrad checks LayerNorm's input, weight and bias gradients
+// against finite differences: over the last axis of an image read as
+// C×H×W, over the last two, and over a vector. The input gradients of a
+// normalisation are small (it removes the mean and the scale), so below
+// 1e-2 they are compared absolutely (Floor; 1e-4, the float32 noise of the
+// differences), not relatively to 1e-3; scripts/onnx_acts.py's ln fixtures
+// check them against PyTorch's autograd.
+func TestLayerNormGrad(t *testing.T) {
+	for _, c := range []struct {
+		dims []int
+		axis int
+		in   Shape
+	}{{[]int{3, 4, 5}, 2, Shape{C: 3, H: 4, W: 5}}, {[]int{3, 4, 5}, 1, Shape{C: 3, H: 4, W: 5}}, {[]int{8}, 0, Shape{C: 8, H: 1, W: 1}}} {
+		l := NewLayerNorm("ln", c.dims, c.axis, 1e-5)
+		bad, err := gradCheck{Floor: 1e-2}.layer(l, []Shape{c.in}, 3)
+		report(t, fmt.Sprintf("ln %v axis %d", c.dims, c.axis), bad, err)
 	}
 }

@@ -232,15 +232,24 @@ func TestSoftmaxAxis(t *testing.T) {
 }
 
 // BenchmarkActivateKinds measures each kind's forward and backward pass on
-// MobileNetV3's largest activation at batch 16 (16×16×112×112), ReLU (the
-// SIMD kernel) first as the reference.
+// MobileNetV3's largest activation at batch 16 (16×16×112×112), every entry
+// of the operator table in its order, ReLU (the SIMD kernel) first as the
+// reference.
 func BenchmarkActivateKinds(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 3))
 	n := 16 * 16 * 112 * 112
 	x, dy := gpu.Host(gputest.Rand(rng, n)), gpu.Host(gputest.Rand(rng, n))
 	c := NewCPU()
 	y, dx := c.Alloc(n), c.Alloc(n)
-	for _, a := range []gpu.Act{gpu.ReLU, gpu.Sigmoid, gpu.Tanh, gpu.HardSwish, gpu.SiLU, gpu.HardSigmoid(1.0/6, 0.5), gpu.LeakyReLU(0.01), gpu.Clip(-1, 1)} {
+	pos := c.Alloc(n) // |x| + 0.1 for the operators defined for x > 0 only
+	for i, v := range x {
+		pos.(gpu.Host)[i] = float32(math.Abs(float64(v))) + 0.1
+	}
+	for _, op := range gpu.UnaryOps() { // every entry of the operator table
+		a, x := op.TestActs()[0], x
+		if op.Positive {
+			x = pos.(gpu.Host)
+		}
 		b.Run(a.String()+"/forward", func(b *testing.B) {
 			b.SetBytes(int64(8 * n))
 			for b.Loop() {

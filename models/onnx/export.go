@@ -17,9 +17,30 @@ import (
 // with HardSwish.
 const ExportOpset = 14
 
+// exportOpset is the opset Export writes for nodes: ExportOpset, or the
+// first opset with an operator the network needs: 17 for a layer norm
+// (LayerNormalization), 20 for a GELU (Gelu). Of what Export writes, only
+// ReduceMean changed between 14 and 20 (its axes an input from 18), and
+// the reduce layer's export follows the opset.
+func exportOpset(nodes []solver.Node) int64 {
+	opset := int64(ExportOpset)
+	for _, nd := range nodes {
+		switch l := nd.Layer.(type) {
+		case *solver.LayerNorm:
+			opset = max(opset, 17)
+		case *solver.Activation:
+			if l.Act.Kind == gpu.KindGelu {
+				opset = max(opset, 20)
+			}
+		}
+	}
+	return opset
+}
+
 // exporter builds one graph.
 type exporter struct {
-	g *onnxpb.GraphProto
+	g     *onnxpb.GraphProto
+	opset int64 // exportOpset of the network
 	// oneD writes a network of N×C×L input (C×1×L, every window 1×k) with
 	// 1-D operators and a rank-3 input, as PyTorch's Conv1d models are
 	// written (export_1d.go).
@@ -52,7 +73,8 @@ func Export(w io.Writer, f *models.File) error {
 	if err := f.Apply(net, nil); err != nil {
 		return fmt.Errorf("onnx: export: %w", err)
 	}
-	e := &exporter{g: &onnxpb.GraphProto{Name: proto.String(f.Model)}, ids: seqInput(nodes), values: map[string][]float32{}}
+	e := &exporter{g: &onnxpb.GraphProto{Name: proto.String(f.Model)}, ids: seqInput(nodes), values: map[string][]float32{},
+		opset: exportOpset(nodes)}
 	e.oneD = !e.ids && is1D(c.Input, nodes)
 	params := make([]float32, net.Params.Len())
 	net.B.Download(params, net.Params)
@@ -134,7 +156,7 @@ func Export(w io.Writer, f *models.File) error {
 		IrVersion:       proto.Int64(7),
 		ProducerName:    proto.String("cotrain"),
 		ProducerVersion: proto.String(strconv.Itoa(models.FormatVersion)),
-		OpsetImport:     []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(ExportOpset)}},
+		OpsetImport:     []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(e.opset)}},
 		Graph:           e.g,
 	}
 	// The class names and input normalisation travel as metadata, which

@@ -98,6 +98,12 @@ func (e *exporter) structural(l solver.Layer, xs []string, xd [][]int) (string, 
 	switch l := l.(type) {
 	case *solver.Softmax:
 		return e.softmax(l, xs[0], xd[0]), l.InDims(), true
+	case *solver.LayerNorm:
+		// An operator of opset 17: Export writes that opset when the
+		// network has one (layerNormOpset).
+		x := e.ensure(xs[0], xd[0], l.Dims, name+".in")
+		return e.node("LayerNormalization", name, []string{x, name + ".weight", name + ".bias"},
+			attrInt("axis", l.Axis+1), attrFloat("epsilon", l.Eps)), l.Dims, true
 	case *solver.Reshape:
 		out := l.Out
 		if e.oneD && len(out) == 3 && out[1] == 1 {
@@ -161,8 +167,12 @@ func (e *exporter) structural(l solver.Layer, xs []string, xd [][]int) (string, 
 	case *solver.Reduce:
 		x := e.ensure(xs[0], xd[0], l.In, name+".in")
 		axes := plus1(l.Axes)
-		if l.Mean {
+		if l.Mean && e.opset < 18 {
 			return e.node("ReduceMean", name, []string{x}, attrInts("axes", axes...), attrInt("keepdims", 1)), l.OutDims(), true
+		}
+		if l.Mean { // from opset 18 the axes are an input, as ReduceSum's from 13
+			e.intInit(name+".axes", int64s(axes))
+			return e.node("ReduceMean", name, []string{x, name + ".axes"}, attrInt("keepdims", 1)), l.OutDims(), true
 		}
 		e.intInit(name+".axes", int64s(axes))
 		return e.node("ReduceSum", name, []string{x, name + ".axes"}, attrInt("keepdims", 1)), l.OutDims(), true

@@ -71,11 +71,13 @@ type importer struct {
 // (any bounds; ReLU6 and ReLU where they are those), every elementwise
 // operator of gpu's operator table (gpu.UnaryOpONNX: Relu, Sigmoid, Tanh,
 // HardSigmoid, HardSwish, LeakyRelu, Elu, Selu, Softplus, Softsign, Exp,
-// Neg, Abs, Sqrt, Reciprocal, Erf, and Pow with a constant scalar exponent;
-// x·Sigmoid(x) and x·HardSigmoid(x) become one SiLU or HardSwish layer, and
-// GELU as PyTorch writes it up to opset 18, x·0.5·(1 + Erf(x/√2)), imports
-// as its Erf and arithmetic), PRelu (one slope, or one per channel: a
-// prelu layer whose slopes train), Softmax and LogSoftmax, MaxPool, AveragePool (asymmetric pads
+// Neg, Abs, Sqrt, Reciprocal, Erf, Log, Gelu (not approximate="tanh"), and
+// Pow with a constant scalar exponent; x·Sigmoid(x) and x·HardSigmoid(x)
+// become one SiLU or HardSwish layer, and GELU as PyTorch writes it before
+// opset 20, x·0.5·(1 + Erf(x/√2)), imports as its Erf and arithmetic), PRelu
+// (one slope, or one per channel: a prelu layer whose slopes train),
+// LayerNormalization (a layernorm layer whose scale and bias train),
+// Softmax and LogSoftmax, MaxPool, AveragePool (asymmetric pads
 // on these and on Conv become an explicit pad layer before them), Sum of
 // any number of activations, LRN, GlobalAveragePool (Conv, MaxPool,
 // AveragePool, BatchNormalization and GlobalAveragePool of N×C×L inputs

@@ -26,7 +26,7 @@ var knownOps = map[string]bool{
 	"ReduceSum": true, "ReduceMax": true, "GlobalMaxPool": true, "Transpose": true,
 	"Split": true, "Slice": true, "Squeeze": true, "Unsqueeze": true, "Concat": true, "Softmax": true, "LogSoftmax": true,
 	"Pad": true, "Shape": true, "Gather": true, "ConstantOfShape": true, "Cast": true, "Sum": true, "LRN": true, "PRelu": true,
-	"LSTM": true, "GRU": true,
+	"LSTM": true, "GRU": true, "LayerNormalization": true,
 }
 
 // checkOps refuses the first node whose operator (or domain) is not one
@@ -67,9 +67,6 @@ func advice(op string) string {
 			"branches or loops (torch.onnx.export traces one path)"
 	case "Resize", "Upsample":
 		return ": upsampling is not read yet (classification networks do not need it)"
-	case "Gelu":
-		return ": the Gelu operator (opset 20) is not read yet; export with opset_version=18 or lower and " +
-			"dynamo=False, where PyTorch writes GELU with Erf, which imports"
 	case "ATen":
 		return ": PyTorch wrote an operator it could not express in ONNX; export with a newer opset_version"
 	}
@@ -134,6 +131,8 @@ func (im *importer) node(n *onnxpb.NodeProto, outName string) error {
 		return im.lrn(n, a)
 	case "PRelu":
 		return im.prelu(n)
+	case "LayerNormalization":
+		return im.layerNorm(n, a)
 	case "ReduceMean", "ReduceSum", "ReduceMax":
 		return im.reduce(n, a)
 	case "GlobalMaxPool":

@@ -3,6 +3,7 @@ package onnx
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/models"
@@ -42,6 +43,12 @@ func (im *importer) activation(n *onnxpb.NodeProto, a attrs, op gpu.UnaryOp) err
 				}
 				v[k] = float32(s)
 			}
+		}
+	}
+	if op.Kind == gpu.KindGelu {
+		if at, ok := a["approximate"]; ok && string(at.GetS()) != "none" {
+			return fmt.Errorf("%w: Gelu with approximate=%q (the exact GELU, approximate=\"none\", is read): "+
+				"use nn.GELU() without approximate='tanh'", ErrUnsupported, at.GetS())
 		}
 	}
 	act := op.Act(v[0], v[1])
@@ -84,7 +91,7 @@ func (im *importer) prelu(n *onnxpb.NodeProto) error {
 	if slopes != 1 {
 		// Aligned from the right with the input's dims, the slope's one
 		// axis of more than one element must be the channel axis (1).
-		ok := slopes == x.shape.C && len(s.dims) < x.rank
+		ok := slopes == x.shape.C && len(s.dims) <= x.rank
 		for j, d := range s.dims {
 			axis := x.rank - len(s.dims) + j
 			ok = ok && (d == 1 || axis == 1)
@@ -97,6 +104,58 @@ func (im *importer) prelu(n *onnxpb.NodeProto) error {
 	d := models.Layer{Kind: "prelu", Name: im.layerName(n, s.name), Out: slopes}
 	im.params[d.Name+".weight"] = s
 	_, err = im.add(n, d, []*value{x}, x.rank)
+	return err
+}
+
+// layerNorm maps LayerNormalization(x, scale, bias) over the axes from axis
+// (default -1; not the batch) to a layernorm layer whose weight and bias
+// are scale and bias (zeros when absent). Its optional Mean and InvStdDev
+// outputs must not be used (node refuses that).
+func (im *importer) layerNorm(n *onnxpb.NodeProto, a attrs) error {
+	x, err := im.act(n, 0)
+	if err != nil {
+		return err
+	}
+	dims := x.ldims()
+	rank := int64(len(dims) + 1)
+	axis := a.int("axis", -1)
+	if axis < -rank || axis >= rank {
+		return fmt.Errorf("%w: LayerNormalization axis %d of a rank-%d input", ErrMalformed, axis, rank)
+	}
+	if axis < 0 {
+		axis += rank
+	}
+	if axis == 0 {
+		return fmt.Errorf("%w: LayerNormalization from axis 0, the batch (samples must stay independent)", ErrUnsupported)
+	}
+	size := 1
+	for _, d := range dims[axis-1:] {
+		size *= d
+	}
+	scale, err := im.konst(n, 1, false)
+	if err != nil {
+		return err
+	}
+	bias, err := im.konst(n, 2, true)
+	if err != nil {
+		return err
+	}
+	if bias == nil {
+		bias = &tensor{name: scale.name + ".bias", dims: scale.dims, floats: make([]float32, size)}
+	}
+	for _, t := range []*tensor{scale, bias} {
+		if t.floats == nil || t.size() != size {
+			return fmt.Errorf("%w: LayerNormalization %s has dims %v, want the %d elements of the normalised dims %v",
+				ErrShape, t.name, t.dims, size, dims[axis-1:])
+		}
+	}
+	d := models.Layer{Kind: "layernorm", Name: im.layerName(n, scale.name), Dims: slices.Clone(dims), Axis: int(axis) - 1,
+		Eps: a.float("epsilon", 1e-5)}
+	im.params[d.Name+".weight"], im.params[d.Name+".bias"] = scale, bias
+	v, err := im.push(d, []*value{x}, x.rank, d.Dims)
+	if err == nil {
+		im.vals[n.GetOutput()[0]] = v
+	}
 	return err
 }
 

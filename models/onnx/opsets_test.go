@@ -253,7 +253,7 @@ func TestRefusalSaysWhereAndWhat(t *testing.T) {
 		want       []string
 	}{
 		{op: "Resize", want: []string{`"clip_3" (#3 of 13, Resize)`, "unsupported operator Resize", "upsampling"}},
-		{op: "Gelu", want: []string{"#3 of 13", "Gelu operator (opset 20) is not read yet", "opset_version=18"}},
+		{op: "Mish", want: []string{"#3 of 13", "unsupported operator Mish"}},
 		{op: "If", want: []string{"control flow"}},
 		{op: "Hardmax", want: []string{"Hardmax", "go doc"}},
 		{op: "Clip", domain: "com.microsoft", want: []string{`domain "com.microsoft"`, "dynamo=False"}},
