@@ -213,9 +213,13 @@ func (e *exporter) layer(l solver.Layer, xs []string, rank int) (string, int, er
 			attrInt("count_include_pad", b2i(c.CountIncludePad))), 4, nil
 	case *solver.PReLU:
 		// ONNX broadcasts the slope from the right: per channel of an
-		// image it is C×1×1.
-		if rank == 4 && l.Slopes > 1 {
-			e.setDims(p("weight"), l.Slopes, 1, 1)
+		// image it is C×1×1, of a 1-D signal C×1.
+		if rank > 2 && l.Slopes > 1 {
+			dims := []int{l.Slopes}
+			for range rank - 2 {
+				dims = append(dims, 1)
+			}
+			e.setDims(p("weight"), dims...)
 		}
 		return e.node("PRelu", name, []string{xs[0], p("weight")}), rank, nil
 	case *solver.LRN:
