@@ -48,12 +48,12 @@ type Layer struct {
 	SW     int  `json:"sw,omitempty"`     //
 	PH     int  `json:"ph,omitempty"`     //
 	PW     int  `json:"pw,omitempty"`     //
-	Groups int  `json:"groups,omitempty"` // conv2d
+	Groups int  `json:"groups,omitempty"` // conv2d, groupnorm
 	NoBias bool `json:"nobias,omitempty"` // conv2d, linear
 	Ceil   bool `json:"ceil,omitempty"`   // pools
 	Incl   bool `json:"incl,omitempty"`   // avgpool2d: count padding
 
-	Eps      float32 `json:"eps,omitempty"`      // batchnorm
+	Eps      float32 `json:"eps,omitempty"`      // batchnorm, layernorm, groupnorm
 	Momentum float32 `json:"momentum,omitempty"` // batchnorm (PyTorch's sense)
 	P        float32 `json:"p,omitempty"`        // dropout
 
@@ -64,7 +64,7 @@ type Layer struct {
 	Dims2  []int     `json:"dims2,omitempty"`  // binary: operand b (the constant's when const is set)
 	To     []int     `json:"to,omitempty"`     // reshape: output dims
 	Perm   []int     `json:"perm,omitempty"`   // transpose: output axis k is input axis perm[k]
-	Axis   int       `json:"axis,omitempty"`   // concatnd
+	Axis   int       `json:"axis,omitempty"`   // concatnd; layernorm: the first normalised axis
 	Axes   []int     `json:"axes,omitempty"`   // reduce
 	Mean   bool      `json:"mean,omitempty"`   // reduce: mean, not sum
 	Starts []int     `json:"starts,omitempty"` // slice
@@ -148,6 +148,8 @@ func Describe(nodes []solver.Node) ([]Layer, error) {
 			d.Out = l.Slopes
 		case *solver.LayerNorm:
 			d.Dims, d.Axis, d.Eps = l.Dims, l.Axis, l.Eps
+		case *solver.GroupNorm:
+			d.Groups, d.Eps, d.Dims = l.Groups, l.Eps, l.Dims
 		case *solver.Embedding:
 			d.Vocab, d.Out = l.Vocab, l.Dim
 		case *solver.Recurrent:
@@ -213,6 +215,8 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 			l = solver.NewAdd(d.Name)
 		case "lrn":
 			l = solver.NewLRN(d.Name, d.Size, d.Alpha, d.Beta, d.K)
+		case "groupnorm":
+			l = solver.NewGroupNorm(d.Name, d.Groups, d.Eps, d.Dims) // Setup checks the dims and that the groups divide the channels
 		case "layernorm":
 			l = solver.NewLayerNorm(d.Name, d.Dims, d.Axis, d.Eps) // Setup checks the dims, axis and epsilon
 		case "prelu":

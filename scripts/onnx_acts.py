@@ -11,7 +11,7 @@ Run from the repository root with the Python that has PyTorch 1.13:
 acts: small networks of Sigmoid, Tanh, LeakyReLU, Hardswish, Hardsigmoid,
 SiLU, ReLU6, clamp with one or two bounds, Softmax inside the graph, ELU, SELU,
 Softplus, Softsign, Neg, Abs, Sqrt, Reciprocal, Exp, Pow, GELU (Erf), PReLU,
-LogSoftmax and LayerNorm, exported by
+LogSoftmax, LayerNorm, InstanceNorm and GroupNorm, exported by
 torch.onnx.export at the opsets where PyTorch writes them differently (Clip's
 bounds as attributes at opset 9, as inputs from 11; Hardswish as
 x*HardSigmoid(x) before opset 14; a Softmax over a non-last axis as
@@ -141,6 +141,43 @@ class LayerNormNet(nn.Module):
         return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
 
 
+class InstanceNormNet(nn.Module):
+    """nn.InstanceNorm2d with affine parameters (ONNX InstanceNormalization),
+    random ones."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 6, 3, padding=1)
+        self.inorm = nn.InstanceNorm2d(6, affine=True)
+        self.fc = nn.Linear(6, 4)
+        with torch.no_grad():
+            self.inorm.weight.copy_(torch.rand(6) + 0.5)
+            self.inorm.bias.copy_(torch.rand(6) - 0.5)
+
+    def forward(self, x):
+        x = F.relu(self.inorm(self.c1(x)))
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+class GroupNormNet(nn.Module):
+    """nn.GroupNorm(2, 6), which PyTorch 1.13 writes as a Reshape to
+    N×2×(3·H·W), an InstanceNormalization and a Reshape back, then its affine
+    parameters as a Mul and an Add of constants."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 6, 3, padding=1)
+        self.gn = nn.GroupNorm(2, 6)
+        self.fc = nn.Linear(6, 4)
+        with torch.no_grad():
+            self.gn.weight.copy_(torch.rand(6) + 0.5)
+            self.gn.bias.copy_(torch.rand(6) - 0.5)
+
+    def forward(self, x):
+        x = F.relu(self.gn(self.c1(x)))
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
 class LogSoftmaxNet(nn.Module):
     """A LogSoftmax over the channels inside the graph and one at the end
     (dropped by the import: the network outputs the logits, which logits()
@@ -207,11 +244,13 @@ ACT_SPECS = [
     ("logsoftmax_op11", LogSoftmaxNet, 11, ["softmax", "log"], []),
     ("logsoftmax_op13", LogSoftmaxNet, 13, ["softmax", "log"], []),
     ("layernorm_op17", LayerNormNet, 17, ["layernorm"], []),
+    ("instancenorm_op13", InstanceNormNet, 13, ["groupnorm"], []),
+    ("groupnorm_op13", GroupNormNet, 13, ["groupnorm", "reshape"], []),
 ]
 
 # The fixtures from which a gradient golden is written too.
 GRADS = {"smooth27_op9", "smooth27_op13", "math27_op13", "pow27_op13", "gelu_op13", "prelu_op9", "prelu_op13",
-         "logsoftmax_op11", "logsoftmax_op13", "layernorm_op17"}
+         "logsoftmax_op11", "logsoftmax_op13", "layernorm_op17", "instancenorm_op13"}
 
 
 def export(net, x, opset, training=torch.onnx.TrainingMode.EVAL):

@@ -6,37 +6,106 @@ import (
 	"github.com/cotrain/cotrain/gpu"
 )
 
+// rowNorm is the normalisation LayerNorm and GroupNorm share: a batch read
+// as N·rows rows of size elements, each row normalised to zero mean and
+// unit (biased) variance, x̂ = (x − mean)/sqrt(var + eps). It is composed
+// from the backend's ReduceSum, Broadcast, Mul, Axpy and the operator
+// table's Pow (for (var + eps)^-½), so every backend runs it without a
+// kernel of its own, and keeps x̂ and 1/σ per row for the backward pass:
+// given g = dy·(the affine scale), dx = (g − mean(g) − x̂·mean(g·x̂))/σ.
+type rowNorm struct {
+	rows, size int // per sample
+	eps        float32
+	capN, curN int
+	xhat, tmp  gpu.Buffer // N·rows×size: x̂ (kept), scratch (the layers' g)
+	tmp2       gpu.Buffer // N·rows×size
+	rstd, mean gpu.Buffer // N·rows: 1/σ (kept), scratch
+	epsBuf     gpu.Buffer // one element: eps
+
+	v normViews // views of curN samples
+}
+
+// normViews are views of the first samples of rowNorm's buffers.
+type normViews struct{ xhat, tmp, tmp2, rstd, mean gpu.Buffer }
+
+func (r *rowNorm) bind(b gpu.Backend) {
+	r.epsBuf = b.Alloc(1)
+	b.Upload(r.epsBuf, []float32{r.eps})
+}
+
+func (r *rowNorm) resize(b gpu.Backend, n int) {
+	if n <= r.capN {
+		return
+	}
+	r.capN, r.curN = n, 0
+	m := n * r.rows * r.size
+	r.xhat, r.tmp, r.tmp2 = b.Alloc(m), b.Alloc(m), b.Alloc(m)
+	r.rstd, r.mean = b.Alloc(n*r.rows), b.Alloc(n*r.rows)
+}
+
+// views makes the views of n samples, again only when n changes (a view
+// made afresh would allocate on some backends).
+func (r *rowNorm) views(b gpu.Backend, n int) {
+	if n == r.curN {
+		return
+	}
+	r.curN = n
+	m, k := n*r.rows*r.size, n*r.rows
+	r.v.xhat, r.v.tmp, r.v.tmp2 = b.View(r.xhat, 0, m), b.View(r.tmp, 0, m), b.View(r.tmp2, 0, m)
+	r.v.rstd, r.v.mean = b.View(r.rstd, 0, k), b.View(r.mean, 0, k)
+}
+
+// rowSum sums each of k rows; perRow broadcasts a value per row along it.
+func (r *rowNorm) rowSum(k int) gpu.ReduceGeom {
+	return gpu.ReduceGeom{In: []int{k, r.size}, Out: []int{k, 1}}
+}
+func (r *rowNorm) perRow(k int) gpu.BroadcastGeom {
+	return gpu.BroadcastGeom{Dims: []int{k, r.size}, A: []int{r.size, 1}, B: []int{1, 0}}
+}
+
+// normalize sets v.xhat and v.rstd from x (p.N samples).
+func (r *rowNorm) normalize(p *Pass, x gpu.Buffer) {
+	b, k := p.B, p.N*r.rows
+	r.views(b, p.N)
+	inv := 1 / float32(r.size)
+	b.ReduceSum(r.v.mean, x, r.rowSum(k), inv)
+	b.Broadcast(gpu.BinSub, r.v.tmp, x, r.v.mean, r.perRow(k)) // x − mean
+	b.Mul(r.v.xhat, r.v.tmp, r.v.tmp)
+	b.ReduceSum(r.v.rstd, r.v.xhat, r.rowSum(k), inv) // the biased variance
+	b.Broadcast(gpu.BinAdd, r.v.rstd, r.v.rstd, r.epsBuf, gpu.BroadcastGeom{Dims: []int{k}, A: []int{1}, B: []int{0}})
+	b.Activate(gpu.Act{Kind: gpu.KindPow, Alpha: -0.5}, r.v.rstd, r.v.rstd)
+	b.Broadcast(gpu.BinMul, r.v.xhat, r.v.tmp, r.v.rstd, r.perRow(k))
+}
+
+// backward sets dx from g = dy·scale, which the caller has put in v.tmp.
+func (r *rowNorm) backward(p *Pass, dx gpu.Buffer) {
+	b, k := p.B, p.N*r.rows
+	inv := 1 / float32(r.size)
+	g := r.v.tmp
+	b.Mul(r.v.tmp2, g, r.v.xhat)
+	b.ReduceSum(r.v.mean, r.v.tmp2, r.rowSum(k), inv) // mean(g·x̂)
+	b.Broadcast(gpu.BinMul, r.v.tmp2, r.v.xhat, r.v.mean, r.perRow(k))
+	b.Axpy(-1, r.v.tmp2, g)                    // g − x̂·mean(g·x̂)
+	b.ReduceSum(r.v.mean, g, r.rowSum(k), inv) // mean(g): the subtracted term's mean is 0
+	b.Broadcast(gpu.BinSub, g, g, r.v.mean, r.perRow(k))
+	b.Broadcast(gpu.BinMul, dx, g, r.v.rstd, r.perRow(k))
+}
+
 // LayerNorm normalises each sample over its trailing per-sample axes
 // Axis.. of the logical dims Dims (PyTorch's nn.LayerNorm over
 // normalized_shape = Dims[Axis:], ONNX's LayerNormalization), then scales
 // and shifts by the learnable weight and bias of that shape (init 1 and 0,
-// as PyTorch): y = (x − mean)/sqrt(var + Eps)·weight + bias, the variance
-// biased. Axes count from 0 after the batch.
-//
-// It is composed from the backend's ReduceSum, Broadcast, Mul, Axpy and
-// the operator table's Pow (for (var + Eps)^-½), so every backend runs it
-// without a kernel of its own. The forward pass keeps x̂ and 1/σ per row
-// for the backward pass: dx = (g − mean(g) − x̂·mean(g·x̂))/σ with
-// g = dy·weight; dweight = Σ dy·x̂ and dbias = Σ dy over the batch and the
-// leading axes.
+// as PyTorch): y = x̂·weight + bias (rowNorm). Axes count from 0 after the
+// batch. dweight = Σ dy·x̂ and dbias = Σ dy over the batch and the leading
+// axes.
 type LayerNorm struct {
 	Base
 	Dims []int
 	Axis int
 	Eps  float32
 
-	rows, size int // per sample: leading positions and normalised elements
-	capN, curN int
-	xhat, tmp  gpu.Buffer // N·rows×size: x̂ (kept), scratch
-	tmp2       gpu.Buffer // N·rows×size
-	rstd, mean gpu.Buffer // N·rows: 1/σ (kept), scratch
-	eps        gpu.Buffer // one element: Eps
-
-	v lnViews // views of curN samples
+	n rowNorm
 }
-
-// lnViews are views of the first samples of LayerNorm's buffers.
-type lnViews struct{ xhat, tmp, tmp2, rstd, mean gpu.Buffer }
 
 // NewLayerNorm returns a layer norm over dims[axis:] of inputs read as dims.
 func NewLayerNorm(name string, dims []int, axis int, eps float32) *LayerNorm {
@@ -61,7 +130,7 @@ func (l *LayerNorm) Setup(in []Shape) (Shape, error) {
 	if !(l.Eps > 0) {
 		return Shape{}, fmt.Errorf("solver: layernorm %s: epsilon %g, want > 0", l.LayerName, l.Eps)
 	}
-	l.rows, l.size = prod(l.Dims[:l.Axis]), prod(l.Dims[l.Axis:])
+	l.n = rowNorm{rows: prod(l.Dims[:l.Axis]), size: prod(l.Dims[l.Axis:]), eps: l.Eps}
 	return s, nil
 }
 
@@ -74,62 +143,23 @@ func (l *LayerNorm) Params() []ParamSpec {
 // Bind implements Layer.
 func (l *LayerNorm) Bind(b gpu.Backend, params, grads, state []gpu.Buffer) {
 	l.Base.Bind(b, params, grads, state)
-	l.eps = b.Alloc(1)
-	b.Upload(l.eps, []float32{l.Eps})
+	l.n.bind(b)
 }
 
 // Resize implements Layer.
-func (l *LayerNorm) Resize(b gpu.Backend, n int) {
-	if n <= l.capN {
-		return
-	}
-	l.capN, l.curN = n, 0
-	m := n * l.rows * l.size
-	l.xhat, l.tmp, l.tmp2 = b.Alloc(m), b.Alloc(m), b.Alloc(m)
-	l.rstd, l.mean = b.Alloc(n*l.rows), b.Alloc(n*l.rows)
-}
+func (l *LayerNorm) Resize(b gpu.Backend, n int) { l.n.resize(b, n) }
 
-// views returns views of n samples of the layer's buffers, made again only
-// when n changes (a view made afresh would allocate on some backends).
-func (l *LayerNorm) views(b gpu.Backend, n int) {
-	if n == l.curN {
-		return
-	}
-	l.curN = n
-	m, r := n*l.rows*l.size, n*l.rows
-	l.v.xhat, l.v.tmp, l.v.tmp2 = b.View(l.xhat, 0, m), b.View(l.tmp, 0, m), b.View(l.tmp2, 0, m)
-	l.v.rstd, l.v.mean = b.View(l.rstd, 0, r), b.View(l.mean, 0, r)
-}
-
-// Geometries over R rows of size elements: a row's sum, a per-row value
-// broadcast along the row, a per-element parameter broadcast over rows.
-func (l *LayerNorm) rowSum(r int) gpu.ReduceGeom {
-	return gpu.ReduceGeom{In: []int{r, l.size}, Out: []int{r, 1}}
-}
-func (l *LayerNorm) colSum(r int) gpu.ReduceGeom {
-	return gpu.ReduceGeom{In: []int{r, l.size}, Out: []int{1, l.size}}
-}
-func (l *LayerNorm) perRow(r int) gpu.BroadcastGeom {
-	return gpu.BroadcastGeom{Dims: []int{r, l.size}, A: []int{l.size, 1}, B: []int{1, 0}}
-}
-func (l *LayerNorm) perCol(r int) gpu.BroadcastGeom {
-	return gpu.BroadcastGeom{Dims: []int{r, l.size}, A: []int{l.size, 1}, B: []int{0, 1}}
+// perCol broadcasts the affine parameters (one per element of a row) over k rows.
+func (l *LayerNorm) perCol(k int) gpu.BroadcastGeom {
+	return gpu.BroadcastGeom{Dims: []int{k, l.n.size}, A: []int{l.n.size, 1}, B: []int{0, 1}}
 }
 
 // Forward implements Layer.
 func (l *LayerNorm) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
-	b, r := p.B, p.N*l.rows
-	l.views(b, p.N)
-	inv := 1 / float32(l.size)
-	b.ReduceSum(l.v.mean, in[0], l.rowSum(r), inv)
-	b.Broadcast(gpu.BinSub, l.v.tmp, in[0], l.v.mean, l.perRow(r)) // x − mean
-	b.Mul(l.v.xhat, l.v.tmp, l.v.tmp)
-	b.ReduceSum(l.v.rstd, l.v.xhat, l.rowSum(r), inv) // the biased variance
-	b.Broadcast(gpu.BinAdd, l.v.rstd, l.v.rstd, l.eps, gpu.BroadcastGeom{Dims: []int{r}, A: []int{1}, B: []int{0}})
-	b.Activate(gpu.Act{Kind: gpu.KindPow, Alpha: -0.5}, l.v.rstd, l.v.rstd)
-	b.Broadcast(gpu.BinMul, l.v.xhat, l.v.tmp, l.v.rstd, l.perRow(r))
-	b.Broadcast(gpu.BinMul, out, l.v.xhat, l.P[0], l.perCol(r))
-	b.Broadcast(gpu.BinAdd, out, out, l.P[1], l.perCol(r))
+	l.n.normalize(p, in[0])
+	k := p.N * l.n.rows
+	p.B.Broadcast(gpu.BinMul, out, l.n.v.xhat, l.P[0], l.perCol(k))
+	p.B.Broadcast(gpu.BinAdd, out, out, l.P[1], l.perCol(k))
 }
 
 // BackwardReads implements BackwardReader: nothing (x̂ and 1/σ are kept).
@@ -137,26 +167,113 @@ func (*LayerNorm) BackwardReads(bool) (in, out bool) { return false, false }
 
 // Backward implements Layer.
 func (l *LayerNorm) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, _ []gpu.Buffer, _ gpu.Buffer, paramGrads bool) {
-	b, r := p.B, p.N*l.rows
-	l.views(b, p.N)
+	b, k := p.B, p.N*l.n.rows
+	l.n.views(b, p.N)
+	colSum := gpu.ReduceGeom{In: []int{k, l.n.size}, Out: []int{1, l.n.size}}
 	if paramGrads {
-		b.Mul(l.v.tmp, dout, l.v.xhat)
-		b.ReduceSum(l.G[0], l.v.tmp, l.colSum(r), 1)
-		b.ReduceSum(l.G[1], dout, l.colSum(r), 1)
+		b.Mul(l.n.v.tmp, dout, l.n.v.xhat)
+		b.ReduceSum(l.G[0], l.n.v.tmp, colSum, 1)
+		b.ReduceSum(l.G[1], dout, colSum, 1)
 	}
 	if din[0] == nil {
 		return
 	}
-	inv := 1 / float32(l.size)
-	g := l.v.tmp
-	b.Broadcast(gpu.BinMul, g, dout, l.P[0], l.perCol(r))
-	b.Mul(l.v.tmp2, g, l.v.xhat)
-	b.ReduceSum(l.v.mean, l.v.tmp2, l.rowSum(r), inv) // mean(g·x̂)
-	b.Broadcast(gpu.BinMul, l.v.tmp2, l.v.xhat, l.v.mean, l.perRow(r))
-	b.Axpy(-1, l.v.tmp2, g) // g − x̂·mean(g·x̂)
-	b.ReduceSum(l.v.mean, dout, l.rowSum(r), 0)
-	b.Broadcast(gpu.BinMul, l.v.tmp2, dout, l.P[0], l.perCol(r))
-	b.ReduceSum(l.v.mean, l.v.tmp2, l.rowSum(r), inv) // mean(g)
-	b.Broadcast(gpu.BinSub, g, g, l.v.mean, l.perRow(r))
-	b.Broadcast(gpu.BinMul, din[0], g, l.v.rstd, l.perRow(r))
+	b.Broadcast(gpu.BinMul, l.n.v.tmp, dout, l.P[0], l.perCol(k))
+	l.n.backward(p, din[0])
+}
+
+// GroupNorm normalises each sample's channels in Groups groups, each group
+// over its channels and positions together, then scales and shifts each
+// channel by a learnable weight and bias (init 1 and 0): PyTorch's
+// nn.GroupNorm, and with Groups equal to the channels nn.InstanceNorm2d
+// (affine=True) and ONNX's InstanceNormalization. y = x̂·weight[c] +
+// bias[c] (rowNorm over N·Groups rows of C/Groups·H·W elements). The
+// input is read with the logical per-sample dims Dims (channels first; nil:
+// the input's C×H×W), as the structural layers read theirs.
+type GroupNorm struct {
+	Base
+	Groups int
+	Eps    float32
+	Dims   []int
+
+	c, hw int
+	n     rowNorm
+}
+
+// NewGroupNorm returns a group norm of groups groups (the channels: an
+// instance norm) of inputs read as dims (nil: C×H×W).
+func NewGroupNorm(name string, groups int, eps float32, dims []int) *GroupNorm {
+	return &GroupNorm{Base: Base{LayerName: name}, Groups: groups, Eps: eps, Dims: dims}
+}
+
+// Kind implements Layer.
+func (*GroupNorm) Kind() string { return "groupnorm" }
+
+// Setup implements Layer: Groups must divide the channels.
+func (l *GroupNorm) Setup(in []Shape) (Shape, error) {
+	s, err := one(l.Kind(), in)
+	if err != nil {
+		return Shape{}, err
+	}
+	l.c, l.hw = s.C, s.H*s.W
+	if l.Dims != nil {
+		if err := checkDims(l.Kind(), l.LayerName, l.Dims, s); err != nil {
+			return Shape{}, err
+		}
+		l.c, l.hw = l.Dims[0], prod(l.Dims[1:])
+	}
+	if l.Groups <= 0 || l.c%l.Groups != 0 {
+		return Shape{}, fmt.Errorf("solver: groupnorm %s: %d groups for %d channels (want a divisor)", l.LayerName, l.Groups, l.c)
+	}
+	if !(l.Eps > 0) {
+		return Shape{}, fmt.Errorf("solver: groupnorm %s: epsilon %g, want > 0", l.LayerName, l.Eps)
+	}
+	l.n = rowNorm{rows: l.Groups, size: l.c / l.Groups * l.hw, eps: l.Eps}
+	return s, nil
+}
+
+// Params implements Layer: weight and bias per channel.
+func (l *GroupNorm) Params() []ParamSpec {
+	return []ParamSpec{{Name: "weight", Dims: []int{l.c}, Init: InitOnes}, {Name: "bias", Dims: []int{l.c}, Init: InitZeros}}
+}
+
+// Bind implements Layer.
+func (l *GroupNorm) Bind(b gpu.Backend, params, grads, state []gpu.Buffer) {
+	l.Base.Bind(b, params, grads, state)
+	l.n.bind(b)
+}
+
+// Resize implements Layer.
+func (l *GroupNorm) Resize(b gpu.Backend, n int) { l.n.resize(b, n) }
+
+// perChan broadcasts a per-channel parameter over n samples' N×C×HW.
+func (l *GroupNorm) perChan(n int) gpu.BroadcastGeom {
+	return gpu.BroadcastGeom{Dims: []int{n, l.c, l.hw}, A: []int{l.c * l.hw, l.hw, 1}, B: []int{0, 1, 0}}
+}
+
+// Forward implements Layer.
+func (l *GroupNorm) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
+	l.n.normalize(p, in[0])
+	p.B.Broadcast(gpu.BinMul, out, l.n.v.xhat, l.P[0], l.perChan(p.N))
+	p.B.Broadcast(gpu.BinAdd, out, out, l.P[1], l.perChan(p.N))
+}
+
+// BackwardReads implements BackwardReader: nothing (x̂ and 1/σ are kept).
+func (*GroupNorm) BackwardReads(bool) (in, out bool) { return false, false }
+
+// Backward implements Layer.
+func (l *GroupNorm) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, _ []gpu.Buffer, _ gpu.Buffer, paramGrads bool) {
+	b := p.B
+	l.n.views(b, p.N)
+	chanSum := gpu.ReduceGeom{In: []int{p.N, l.c, l.hw}, Out: []int{1, l.c, 1}}
+	if paramGrads {
+		b.Mul(l.n.v.tmp, dout, l.n.v.xhat)
+		b.ReduceSum(l.G[0], l.n.v.tmp, chanSum, 1)
+		b.ReduceSum(l.G[1], dout, chanSum, 1)
+	}
+	if din[0] == nil {
+		return
+	}
+	b.Broadcast(gpu.BinMul, l.n.v.tmp, dout, l.P[0], l.perChan(p.N))
+	l.n.backward(p, din[0])
 }

@@ -94,3 +94,16 @@ func TestLayerNormGrad(t *testing.T) {
 		report(t, fmt.Sprintf("ln %v axis %d", c.dims, c.axis), bad, err)
 	}
 }
+
+// TestGroupNormGrad checks GroupNorm's input, weight and bias gradients
+// against finite differences (absolutely below 1e-2, as TestLayerNormGrad):
+// two groups, an instance norm (a group per channel) and one group.
+func TestGroupNormGrad(t *testing.T) {
+	for _, g := range []int{2, 4, 1} {
+		bad, err := gradCheck{Floor: 1e-2}.layer(NewGroupNorm("gn", g, 1e-5, nil), []Shape{{C: 4, H: 3, W: 5}}, 3)
+		report(t, fmt.Sprintf("gn %d groups", g), bad, err)
+	}
+	// The input read as 6×10 (channels first), not its 3×4×5.
+	bad, err := gradCheck{Floor: 1e-2}.layer(NewGroupNorm("gn", 3, 1e-5, []int{6, 10}), []Shape{{C: 3, H: 4, W: 5}}, 2)
+	report(t, "gn over dims 6×10", bad, err)
+}

@@ -19,9 +19,10 @@
 //     models.SaveFile.
 //  3. Export any weight file, registered model or graph, with Export:
 //     opset 14 (ExportOpset; 17 for a network with a layer norm, 20 with a
-//     GELU), input "input" (batch×C×H×W, dynamic batch; batch×C×L for a
-//     1-D network, written with 1-D operators: export_1d.go), output
-//     "output" (batch×classes).
+//     GELU, 21 with a group norm of fewer groups than channels), input
+//     "input" (batch×C×H×W, dynamic batch; batch×C×L for a 1-D network,
+//     written with 1-D operators: export_1d.go), output "output"
+//     (batch×classes).
 //
 // 1-D models (N×C×L inputs: Conv1d, MaxPool1d, AvgPool1d, BatchNorm1d,
 // AdaptiveAvgPool1d) import as the 2-D layers over N×C×1×L (ops_1d.go).

@@ -19,8 +19,9 @@ const ExportOpset = 14
 
 // exportOpset is the opset Export writes for nodes: ExportOpset, or the
 // first opset with an operator the network needs: 17 for a layer norm
-// (LayerNormalization), 20 for a GELU (Gelu). Of what Export writes, only
-// ReduceMean changed between 14 and 20 (its axes an input from 18), and
+// (LayerNormalization), 20 for a GELU (Gelu), 21 for a group norm of fewer
+// groups than channels (GroupNormalization with per-channel scale). Of what Export writes, only
+// ReduceMean changed meaning between 14 and 21 (its axes an input from 18), and
 // the reduce layer's export follows the opset.
 func exportOpset(nodes []solver.Node) int64 {
 	opset := int64(ExportOpset)
@@ -28,6 +29,10 @@ func exportOpset(nodes []solver.Node) int64 {
 		switch l := nd.Layer.(type) {
 		case *solver.LayerNorm:
 			opset = max(opset, 17)
+		case *solver.GroupNorm:
+			if l.Groups != nd.Layer.Params()[0].Dims[0] { // fewer groups than channels
+				opset = max(opset, 21) // GroupNormalization with per-channel scale
+			}
 		case *solver.Activation:
 			if l.Act.Kind == gpu.KindGelu {
 				opset = max(opset, 20)

@@ -98,6 +98,20 @@ func (e *exporter) structural(l solver.Layer, xs []string, xd [][]int) (string, 
 	switch l := l.(type) {
 	case *solver.Softmax:
 		return e.softmax(l, xs[0], xd[0]), l.InDims(), true
+	case *solver.GroupNorm:
+		// A group per channel is InstanceNormalization; other groups
+		// GroupNormalization with per-channel scale and bias, an operator of
+		// opset 21 (exportOpset).
+		dims := l.Dims
+		if dims == nil {
+			dims = xd[0]
+		}
+		x := e.ensure(xs[0], xd[0], dims, name+".in")
+		ins := []string{x, name + ".weight", name + ".bias"}
+		if l.Groups == dims[0] {
+			return e.node("InstanceNormalization", name, ins, attrFloat("epsilon", l.Eps)), dims, true
+		}
+		return e.node("GroupNormalization", name, ins, attrInt("num_groups", l.Groups), attrFloat("epsilon", l.Eps)), dims, true
 	case *solver.LayerNorm:
 		// An operator of opset 17: Export writes that opset when the
 		// network has one (layerNormOpset).

@@ -77,6 +77,9 @@ type importer struct {
 // opset 20, x·0.5·(1 + Erf(x/√2)), imports as its Erf and arithmetic), PRelu
 // (one slope, or one per channel: a prelu layer whose slopes train),
 // LayerNormalization (a layernorm layer whose scale and bias train),
+// InstanceNormalization and GroupNormalization (a groupnorm layer whose
+// per-channel scale and bias train; opset 18's per-group ones are given to
+// each channel),
 // Softmax and LogSoftmax, MaxPool, AveragePool (asymmetric pads
 // on these and on Conv become an explicit pad layer before them), Sum of
 // any number of activations, LRN, GlobalAveragePool (Conv, MaxPool,

@@ -26,7 +26,7 @@ var knownOps = map[string]bool{
 	"ReduceSum": true, "ReduceMax": true, "GlobalMaxPool": true, "Transpose": true,
 	"Split": true, "Slice": true, "Squeeze": true, "Unsqueeze": true, "Concat": true, "Softmax": true, "LogSoftmax": true,
 	"Pad": true, "Shape": true, "Gather": true, "ConstantOfShape": true, "Cast": true, "Sum": true, "LRN": true, "PRelu": true,
-	"LSTM": true, "GRU": true, "LayerNormalization": true,
+	"LSTM": true, "GRU": true, "LayerNormalization": true, "InstanceNormalization": true, "GroupNormalization": true,
 }
 
 // checkOps refuses the first node whose operator (or domain) is not one
@@ -133,6 +133,8 @@ func (im *importer) node(n *onnxpb.NodeProto, outName string) error {
 		return im.prelu(n)
 	case "LayerNormalization":
 		return im.layerNorm(n, a)
+	case "InstanceNormalization", "GroupNormalization":
+		return im.groupNorm(n, a)
 	case "ReduceMean", "ReduceSum", "ReduceMax":
 		return im.reduce(n, a)
 	case "GlobalMaxPool":

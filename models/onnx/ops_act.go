@@ -159,6 +159,58 @@ func (im *importer) layerNorm(n *onnxpb.NodeProto, a attrs) error {
 	return err
 }
 
+// groupNorm maps InstanceNormalization(x, scale, bias) to a groupnorm layer
+// of a group per channel, and GroupNormalization(x, scale, bias) with
+// num_groups to one of those groups. Scale and bias are per channel (and
+// so trained), or, for GroupNormalization before opset 21, per group:
+// each group's value is then given to its channels.
+func (im *importer) groupNorm(n *onnxpb.NodeProto, a attrs) error {
+	x, err := im.act(n, 0)
+	if err != nil {
+		return err
+	}
+	dims := x.ldims()
+	if len(dims) < 2 {
+		return fmt.Errorf("%w: %s of a rank-%d input (N×C×H×W or N×C×L)", ErrUnsupported, n.GetOpType(), len(dims)+1)
+	}
+	c := dims[0]
+	groups := c
+	if n.GetOpType() == "GroupNormalization" {
+		g := a.int("num_groups", 0)
+		if g <= 0 || int64(c)%g != 0 {
+			return fmt.Errorf("%w: GroupNormalization num_groups %d for %d channels (want a divisor)", ErrMalformed, g, c)
+		}
+		groups = int(g)
+	}
+	var ts [2]*tensor
+	for i := range ts {
+		if ts[i], err = im.konst(n, i+1, false); err != nil {
+			return err
+		}
+		t := ts[i]
+		if t.floats != nil && t.size() == groups && groups != c && im.opset < 21 {
+			per := make([]float32, 0, c) // opset 18's per-group values, given to each channel
+			for _, v := range t.floats {
+				for range c / groups {
+					per = append(per, v)
+				}
+			}
+			ts[i] = &tensor{name: t.name, dims: []int{c}, floats: per}
+		}
+		if err := floatParam(ts[i], n.GetOpType()+" input", c); err != nil {
+			return err
+		}
+	}
+	d := models.Layer{Kind: "groupnorm", Name: im.layerName(n, ts[0].name), Groups: groups, Eps: a.float("epsilon", 1e-5),
+		Dims: slices.Clone(dims)}
+	im.params[d.Name+".weight"], im.params[d.Name+".bias"] = ts[0], ts[1]
+	v, err := im.push(d, []*value{x}, x.rank, d.Dims)
+	if err == nil {
+		im.vals[n.GetOutput()[0]] = v
+	}
+	return err
+}
+
 // selfMul returns the Mul node that makes the one-input activation node n
 // into x·n(x), or nil: the Mul reads n's input and n's output, which nothing
 // else reads. torch.onnx.export writes Hardswish as x·HardSigmoid(x) before

@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 
@@ -66,5 +67,76 @@ func TestUnaryTableRoundTrip(t *testing.T) {
 				t.Errorf("%v(%g, %g): outputs differ after export and import: relative %.3g", a, a.Alpha, a.Beta, e)
 			}
 		}
+	}
+}
+
+// TestNormsRoundTrip exports the normalisation layers that the fixtures do
+// not (a group norm of fewer groups than channels: GroupNormalization at
+// opset 21; one over logical dims; a layer norm over two axes; a PReLU of
+// one slope) with parameters other than their initial ones, and imports
+// them back as layers of the same kinds and settings computing the same
+// outputs bit for bit.
+func TestNormsRoundTrip(t *testing.T) {
+	in := solver.Shape{C: 6, H: 3, W: 4}
+	layers := []models.Layer{
+		{Kind: "groupnorm", Name: "gn", Groups: 2, Eps: 1e-5},
+		{Kind: "groupnorm", Name: "gn2", Groups: 3, Eps: 1e-3, Dims: []int{6, 12}},
+		{Kind: "layernorm", Name: "ln", Dims: []int{6, 3, 4}, Axis: 1, Eps: 1e-5},
+		{Kind: "prelu", Name: "pr", Out: 1},
+	}
+	graph, err := models.EncodeGraph(layers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := models.GraphNodes(layers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	net, err := solver.NewNet(cpu.NewCPU(), in, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	net.InitParams(rand.New(rand.NewPCG(3, 9)))
+	p := make([]float32, net.Params.Len())
+	net.B.Download(p, net.Params)
+	for i := range p {
+		p[i] += float32(i%7) * 0.1 // not the initial ones and zeros
+	}
+	net.B.Upload(net.Params, p)
+	f := models.Snapshot(models.GraphModel, models.Config{Classes: in.Size(), Input: in}, net, nil)
+	f.Meta = append(f.Meta, [2]string{models.MetaGraph, graph})
+	back := reimport(t, f)
+	got, err := models.DecodeGraph(back.MetaValue(models.MetaGraph))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The export reshapes to the layers' logical dims, which imports as
+	// reshape layers; the rest come back as they were.
+	var kept []models.Layer
+	for _, g := range got {
+		if g.Kind != "reshape" && g.Kind != "flatten" {
+			kept = append(kept, g)
+		}
+	}
+	if len(kept) != len(layers) {
+		t.Fatalf("layers %+v after export and import, want %d besides reshapes", got, len(layers))
+	}
+	for i, want := range layers {
+		g := kept[i]
+		if g.Kind != want.Kind || g.Groups != want.Groups || g.Eps != want.Eps || g.Axis != want.Axis || g.Out != want.Out {
+			t.Errorf("layer %d: %+v after export and import, want %+v", i, g, want)
+		}
+	}
+	a, err := f.Build(cpu.NewCPU())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := back.Build(cpu.NewCPU())
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := randomInput(in, 2)
+	if e := relErr(forward(b, x), forward(a, x)); e != 0 {
+		t.Errorf("outputs differ after export and import: relative %.3g", e)
 	}
 }
