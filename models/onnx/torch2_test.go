@@ -22,8 +22,7 @@ const torch2Dir = "testdata/torch2"
 // the words its refusal must contain (the operator or input it stops at).
 // When support lands, the entry goes and the model joins the checks below:
 // the test fails until it does, so that this list stays true.
-var torch2Refused = map[string]string{
-}
+var torch2Refused = map[string]string{} // none today: every export imports
 
 // TestTorch2Exports imports every model today's PyTorch exported, both
 // ways, predicts PyTorch's output to a relative 1e-4 on the CPU backend and
