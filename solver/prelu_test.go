@@ -107,3 +107,32 @@ func TestGroupNormGrad(t *testing.T) {
 	bad, err := gradCheck{Floor: 1e-2}.layer(NewGroupNorm("gn", 3, 1e-5, []int{6, 10}), []Shape{{C: 3, H: 4, W: 5}}, 2)
 	report(t, "gn over dims 6×10", bad, err)
 }
+
+// BenchmarkNorms times a training forward and backward pass (parameter
+// gradients included) of a layer norm over the last axis and a group norm
+// of 8 groups on 16×64×28×28, on the CPU backend.
+func BenchmarkNorms(b *testing.B) {
+	c := cpu.NewCPU()
+	in := Shape{C: 64, H: 28, W: 28}
+	for _, l := range []Layer{NewLayerNorm("ln", []int{64, 28, 28}, 2, 1e-5), NewGroupNorm("gn", 8, 1e-5, nil)} {
+		b.Run(l.Kind(), func(b *testing.B) {
+			net, err := NewNet(c, in, []Node{{Layer: l}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			const n = 16
+			x := make([]float32, n*in.Size())
+			for i := range x {
+				x[i] = float32(i%7) - 3
+			}
+			xb, dy := c.Alloc(len(x)), c.Alloc(len(x))
+			c.Upload(xb, x)
+			c.Upload(dy, x)
+			b.SetBytes(int64(4 * len(x)))
+			for b.Loop() {
+				net.Forward(xb, n, true)
+				net.Backward(dy)
+			}
+		})
+	}
+}
