@@ -26,7 +26,8 @@ import (
 // at once): the same products on the same matrices, so the same bits.
 //
 // The buffers are charged against a budget of an eighth of the device's
-// memory (keepBudget), counted while they are alive; past it, or for a
+// memory (keepBudget; tests set another with knobs.keepBudget), counted
+// while they are alive; past it, or for a
 // matrix larger than a quarter of the device's memory (the smallest
 // largest-allocation OpenCL allows a device to report) or 2³¹−1 elements
 // (the kernels index in int), ConvKeepColumns answers nil and the layer

@@ -33,6 +33,9 @@ type knobs struct {
 	// and ActivateBackwardBias sum with one item per channel. Changing it
 	// changes the bits of bias gradients.
 	biasColsMax int
+	// keepBudget is the most bytes of kept column matrices alive at once
+	// (ConvKeepColumns); 0: an eighth of the device's memory.
+	keepBudget int64
 }
 
 // defaultKnobs are the choices every backend opens with.

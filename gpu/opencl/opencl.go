@@ -79,7 +79,7 @@ type OpenCL struct {
 	kn knobs
 
 	// Column matrices kept from forward to backward (conv_keep.go):
-	// the bytes of those alive, and the most they may take.
+	// the bytes of those alive, and the most they may take (set by New).
 	keepBytes  atomic.Int64
 	keepBudget int64
 }

@@ -3,6 +3,7 @@
 package opencl
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -274,7 +275,7 @@ func New(cfg Config) (*OpenCL, error) {
 		o.kn = *cfg.knobs
 	}
 	o.cols, o.wino, o.fftConv = newIm2col(o), newWinograd(o, wino), newFFTConv(o, fftSetting)
-	o.keepBudget = info.GlobalMem / 8 // ConvKeepColumns
+	o.keepBudget = cmp.Or(o.kn.keepBudget, info.GlobalMem/8) // ConvKeepColumns
 	gemmOpts := cfg.GemmOptions
 	if o.half {
 		gemmOpts += " " + storeHalfOption
