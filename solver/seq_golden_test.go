@@ -111,3 +111,16 @@ func TestGoldenSeq(t *testing.T) {
 		t.Run(name, func(t *testing.T) { runSeqGolden(t, cpu.NewCPU(), name) })
 	}
 }
+
+// plainBackend is a backend with its Backend methods only: it hides the
+// optional interfaces (gpu.RowGatherer), so that the layers take their
+// generic paths.
+type plainBackend struct{ gpu.Backend }
+
+// TestGoldenSeqPlain checks the sequence layers' generic paths (the
+// embedding's row-by-row copies) against PyTorch on the CPU backend.
+func TestGoldenSeqPlain(t *testing.T) {
+	for _, name := range seqGoldenCases {
+		t.Run(name, func(t *testing.T) { runSeqGolden(t, plainBackend{cpu.NewCPU()}, name) })
+	}
+}

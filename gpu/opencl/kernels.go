@@ -106,6 +106,8 @@ const (
 	kActBiasGradCols
 	kLrnForward
 	kLrnBackward
+	kGatherRows
+	kScatterAddRows
 	numKernels // one past the last kernel
 )
 
@@ -199,6 +201,8 @@ var kernelDecls = [numKernels]kernelDecl{
 	kActBiasGradCols:            {"act_bias_grad_cols", "ibibibibiiii"},
 	kLrnForward:                 {"lrn_forward", "bibiiiiiifff"},
 	kLrnBackward:                {"lrn_backward", "bibibibiiiiiifff"},
+	kGatherRows:                 {"gather_rows", "bibibiii"},
+	kScatterAddRows:             {"scatter_add_rows", "bibibiii"},
 }
 
 // The arguments of every GEMM kernel (gemm.cl's GEMM_ARGS) and of gemm_sum.

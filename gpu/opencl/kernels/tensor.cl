@@ -84,3 +84,27 @@ __kernel void reduce_sum(__global store_t* dst, int doff, __global const store_t
 	}
 	ST(dst, dsto, alpha * (float)s);
 }
+
+// gather_rows: row i of dst (dim elements) is row ids[i] of table, for
+// i < rows (an embedding's lookup; the ids, whole numbers stored as floats,
+// were checked on the host). One work item per element.
+__kernel void gather_rows(__global store_t* dst, int doff, __global const store_t* table, int toff,
+                          __global const store_t* ids, int ioff, int rows, int dim) {
+	int d = get_global_id(0), i = get_global_id(1);
+	if (d >= dim || i >= rows) return;
+	int id = (int)LD(ids, ioff + i);
+	ST(dst, doff + i * dim + d, LD(table, toff + id * dim + d));
+}
+
+// scatter_add_rows: row i of src is added into row ids[i] of table, for
+// i < rows in order: one work item per column, so that the rows of a
+// repeated id sum in the same order every time (no atomics).
+__kernel void scatter_add_rows(__global store_t* table, int toff, __global const store_t* src, int soff,
+                               __global const store_t* ids, int ioff, int rows, int dim) {
+	int d = get_global_id(0);
+	if (d >= dim) return;
+	for (int i = 0; i < rows; i++) {
+		int o = toff + (int)LD(ids, ioff + i) * dim + d;
+		ST(table, o, LD(table, o) + LD(src, soff + i * dim + d));
+	}
+}
