@@ -1,0 +1,51 @@
+package solver_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/cotrain/cotrain/gpu/cpu"
+	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/solver"
+)
+
+// BenchmarkFrozenPrefixStep times a fine-tuning step of MobileNet v1 (α
+// 0.25, 3×64×64, batch 16) with the last layer alone learning, its frozen
+// prefix run as inference and in training mode (Net.SetFrozenInference),
+// beside a step with every layer learning.
+func BenchmarkFrozenPrefixStep(b *testing.B) {
+	for _, c := range []struct {
+		name      string
+		last      int // 0: all learn
+		inference bool
+	}{{"train-last-1/inference", 1, true}, {"train-last-1/training", 1, false}, {"all", 0, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			be := cpu.NewCPU()
+			net, err := models.Build(be, "mobilenet-v1", models.Config{Width: 0.25, Classes: 10, Input: solver.Shape{C: 3, H: 64, W: 64}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(1, 2))
+			net.InitParams(r)
+			if c.last > 0 {
+				net.FreezeAllButLast(c.last)
+			}
+			net.SetFrozenInference(c.inference)
+			tr := solver.NewTrainer(net, solver.NewSGD(be, net.NumParams(), 0.9, 0, false), solver.Constant(0.01))
+			const batch = 16
+			x := make([]float32, batch*net.In.Size())
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+			}
+			labels := make([]int32, batch)
+			for i := range labels {
+				labels[i] = int32(i % 10)
+			}
+			for b.Loop() {
+				if _, err := tr.Step(x, labels); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
