@@ -85,6 +85,11 @@ func errFloor(got, want []float32, floor float64) float64 {
 // openCL opens the OpenCL backend untuned (the imported networks' tests
 // compare numbers, not speed), closed when t ends, or skips t when there is
 // no device.
+// TestTorch2ExportsOnOpenCL is TestTorch2Exports on the OpenCL backend:
+// every PyTorch 2.11 export predicts PyTorch's output to 1e-4 and a
+// training step lowers its loss.
+func TestTorch2ExportsOnOpenCL(t *testing.T) { checkTorch2(t, openCL(t)) }
+
 func openCL(t testing.TB) *opencl.OpenCL {
 	t.Helper()
 	cfg := opencl.DefaultConfig()

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -28,7 +29,11 @@ var torch2Refused = map[string]string{} // none today: every export imports
 // ways, predicts PyTorch's output to a relative 1e-4 on the CPU backend and
 // fine-tunes every layer two steps on the batch, whose loss must fall; the
 // ones still refused must say what stops them.
-func TestTorch2Exports(t *testing.T) {
+func TestTorch2Exports(t *testing.T) { checkTorch2(t, cpu.NewCPU()) }
+
+// checkTorch2 is TestTorch2Exports on backend b (the OpenCL backend's
+// tests run it too: TestTorch2ExportsOnOpenCL).
+func checkTorch2(t *testing.T, b gpu.Backend) {
 	files, err := filepath.Glob(filepath.Join(torch2Dir, "*.onnx"))
 	if err != nil || len(files) < 12 {
 		t.Fatalf("%d exports in %s (%v), want 12", len(files), torch2Dir, err)
@@ -52,7 +57,7 @@ func TestTorch2Exports(t *testing.T) {
 			}
 			x, _ := readNPY(t, filepath.Join(torch2Dir, base+".x.npy"))
 			want, _ := readNPY(t, filepath.Join(torch2Dir, base+".y.npy"))
-			net, err := f.Build(cpu.NewCPU())
+			net, err := f.Build(b)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,7 +65,6 @@ func TestTorch2Exports(t *testing.T) {
 			if !(e <= 1e-4) {
 				t.Errorf("relative error %.3g against PyTorch 2.11, want <= 1e-4", e)
 			}
-			t.Logf("relative error %.3g against PyTorch 2.11", e)
 			opt, err := solver.NewOptimizer(net.B, "sgd", net.Params.Len(), 0, 0, false)
 			if err != nil {
 				t.Fatal(err)
@@ -82,7 +86,7 @@ func TestTorch2Exports(t *testing.T) {
 			if !(after < before) {
 				t.Errorf("loss %.4f after a step, %.4f before", after, before)
 			}
-			t.Logf("relative error %.2g against PyTorch 2.11; loss %.4f, then %.4f after a step", e, before, after)
+			t.Logf("%s: relative error %.2g against PyTorch 2.11; loss %.4f, then %.4f after a step", b.Name(), e, before, after)
 		})
 	}
 }
