@@ -85,7 +85,7 @@ func fftChunks(o *OpenCL, g *gpu.ConvGeom, ws gpu.Buffer, unit int) int {
 // nor col2im, and give the same bits twice; with the workspace of one
 // sample, the batch runs in chunks and still matches; all of it with the
 // activations' spectra duplicated in the products and with the other
-// operand's (fftDupActs).
+// operand's (fftConv.dupActs).
 func TestOpenCLFFT(t *testing.T) {
 	o := openCLForTest(t)
 	setFFT(t, o, FFTOn)
@@ -405,7 +405,7 @@ func TestOpenCLFFTTimedVariant(t *testing.T) {
 	}
 	key := batchShape{m: g.K, n: 2 * g.N, kc: 2 * g.C, layers: fftFreqs(32)}
 	checkTimedVariant(t, o, rand.New(rand.NewPCG(57, 58)), g, key,
-		func() int { return o.fftConv.pick(key.m, key.n, key.kc, key.layers) }, "fftPick's")
+		func() int { return o.fftConv.pick(key.m, key.n, key.kc, key.layers) }, "fftConv.pick's")
 }
 
 // TestOpenCLFFTMode: New refuses an FFT mode that is none of 0, 1

@@ -73,18 +73,25 @@ func testOpenCLGemmVariantsAgree(t *testing.T, o *OpenCL) {
 	}
 }
 
+// tuningTest returns the shared test backend (skipping where one GEMM
+// variant built: nothing to choose), a fresh folder and the tuning file
+// the backend's tuner would keep there.
+func tuningTest(t *testing.T) (o *OpenCL, dir, path string) {
+	o = openCLForTest(t)
+	if len(o.gemms) < 2 {
+		t.Skip("one variant built")
+	}
+	dir = t.TempDir()
+	return o, dir, tuningPath(dir, o.info, o.tuner.key)
+}
+
 // TestOpenCLGemmShapeTuning checks per-shape tuning (gemmFor): a new shape
 // big enough is timed once with every variant, its winner serves it, gives
 // the bits of any variant and joins the tuning file, which a later open
 // reads without timing; products with beta ≠ 0, small ones, and any with
 // tuning off are not timed.
 func TestOpenCLGemmShapeTuning(t *testing.T) {
-	o := openCLForTest(t)
-	if len(o.gemms) < 2 {
-		t.Skip("one variant built")
-	}
-	dir := t.TempDir()
-	path := tuningPath(dir, o.info, o.tuner.key)
+	o, dir, path := tuningTest(t)
 	if err := os.WriteFile(path, []byte(fmt.Sprintf(`{"best": {"256": %q}}`, o.gemms[0].Name)), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -153,12 +160,7 @@ func TestOpenCLGemmShapeTuning(t *testing.T) {
 // skipped, the rest serve their shapes, and a "shapes" that is not a map
 // makes the whole file ignored rather than half applied.
 func TestOpenCLGemmTuningFileShapes(t *testing.T) {
-	o := openCLForTest(t)
-	if len(o.gemms) < 2 {
-		t.Skip("one variant built")
-	}
-	dir := t.TempDir()
-	path := tuningPath(dir, o.info, o.tuner.key)
+	o, dir, path := tuningTest(t)
 	good := gemmShape{m: 512, n: 516, k: 508, avec: 1, bvec: 1, cvec: 1}
 	v0, v1 := o.gemms[0].Name, o.gemms[1].Name
 	shapes := map[string]string{
