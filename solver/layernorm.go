@@ -13,16 +13,17 @@ import (
 // table's Pow (for (var + eps)^-½), so every backend runs it without a
 // kernel of its own, and keeps x̂ and 1/σ per row for the backward pass:
 // given g = dy·(the affine scale), dx = (g − mean(g) − x̂·mean(g·x̂))/σ.
+// Its two N·rows×size scratch tensors are the pass's shared workspace.
 type rowNorm struct {
-	rows, size int // per sample
-	eps        float32
-	capN, curN int
-	xhat, tmp  gpu.Buffer // N·rows×size: x̂ (kept), scratch (the layers' g)
-	tmp2       gpu.Buffer // N·rows×size
-	rstd, mean gpu.Buffer // N·rows: 1/σ (kept), scratch
-	epsBuf     gpu.Buffer // one element: eps
+	rows, size  int // per sample
+	eps         float32
+	capN        int
+	curN, wsLen int        // the views' samples and workspace
+	xhat        gpu.Buffer // N·rows×size: x̂ (kept)
+	rstd, mean  gpu.Buffer // N·rows: 1/σ (kept), scratch
+	epsBuf      gpu.Buffer // one element: eps
 
-	v normViews // views of curN samples
+	v normViews // views of curN samples; tmp and tmp2 in the workspace (the layers' g in tmp)
 }
 
 // normViews are views of the first samples of rowNorm's buffers.
@@ -38,20 +39,23 @@ func (r *rowNorm) resize(b gpu.Backend, n int) {
 		return
 	}
 	r.capN, r.curN = n, 0
-	m := n * r.rows * r.size
-	r.xhat, r.tmp, r.tmp2 = b.Alloc(m), b.Alloc(m), b.Alloc(m)
+	r.xhat = b.Alloc(n * r.rows * r.size)
 	r.rstd, r.mean = b.Alloc(n*r.rows), b.Alloc(n*r.rows)
 }
 
-// views makes the views of n samples, again only when n changes (a view
-// made afresh would allocate on some backends).
-func (r *rowNorm) views(b gpu.Backend, n int) {
-	if n == r.curN {
+// workspace is the scratch of a call with n samples: tmp and tmp2.
+func (r *rowNorm) workspace(n int) int { return 2 * n * r.rows * r.size }
+
+// views makes the views of p.N samples, again only when the batch or the
+// workspace changes (a view made afresh would allocate on some backends).
+func (r *rowNorm) views(p *Pass) {
+	n, b := p.N, p.B
+	if n == r.curN && p.WS.Len() == r.wsLen {
 		return
 	}
-	r.curN = n
+	r.curN, r.wsLen = n, p.WS.Len()
 	m, k := n*r.rows*r.size, n*r.rows
-	r.v.xhat, r.v.tmp, r.v.tmp2 = b.View(r.xhat, 0, m), b.View(r.tmp, 0, m), b.View(r.tmp2, 0, m)
+	r.v.xhat, r.v.tmp, r.v.tmp2 = b.View(r.xhat, 0, m), b.View(p.WS, 0, m), b.View(p.WS, m, m)
 	r.v.rstd, r.v.mean = b.View(r.rstd, 0, k), b.View(r.mean, 0, k)
 }
 
@@ -66,7 +70,7 @@ func (r *rowNorm) perRow(k int) gpu.BroadcastGeom {
 // normalize sets v.xhat and v.rstd from x (p.N samples).
 func (r *rowNorm) normalize(p *Pass, x gpu.Buffer) {
 	b, k := p.B, p.N*r.rows
-	r.views(b, p.N)
+	r.views(p)
 	inv := 1 / float32(r.size)
 	b.ReduceSum(r.v.mean, x, r.rowSum(k), inv)
 	b.Broadcast(gpu.BinSub, r.v.tmp, x, r.v.mean, r.perRow(k)) // x − mean
@@ -149,6 +153,9 @@ func (l *LayerNorm) Bind(b gpu.Backend, params, grads, state []gpu.Buffer) {
 // Resize implements Layer.
 func (l *LayerNorm) Resize(b gpu.Backend, n int) { l.n.resize(b, n) }
 
+// Workspace implements Layer.
+func (l *LayerNorm) Workspace(n int) int { return l.n.workspace(n) }
+
 // perCol broadcasts the affine parameters (one per element of a row) over k rows.
 func (l *LayerNorm) perCol(k int) gpu.BroadcastGeom {
 	return gpu.BroadcastGeom{Dims: []int{k, l.n.size}, A: []int{l.n.size, 1}, B: []int{0, 1}}
@@ -168,7 +175,7 @@ func (*LayerNorm) BackwardReads(bool) (in, out bool) { return false, false }
 // Backward implements Layer.
 func (l *LayerNorm) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, _ []gpu.Buffer, _ gpu.Buffer, paramGrads bool) {
 	b, k := p.B, p.N*l.n.rows
-	l.n.views(b, p.N)
+	l.n.views(p)
 	colSum := gpu.ReduceGeom{In: []int{k, l.n.size}, Out: []int{1, l.n.size}}
 	if paramGrads {
 		b.Mul(l.n.v.tmp, dout, l.n.v.xhat)
@@ -246,6 +253,9 @@ func (l *GroupNorm) Bind(b gpu.Backend, params, grads, state []gpu.Buffer) {
 // Resize implements Layer.
 func (l *GroupNorm) Resize(b gpu.Backend, n int) { l.n.resize(b, n) }
 
+// Workspace implements Layer.
+func (l *GroupNorm) Workspace(n int) int { return l.n.workspace(n) }
+
 // perChan broadcasts a per-channel parameter over n samples' N×C×HW.
 func (l *GroupNorm) perChan(n int) gpu.BroadcastGeom {
 	return gpu.BroadcastGeom{Dims: []int{n, l.c, l.hw}, A: []int{l.c * l.hw, l.hw, 1}, B: []int{0, 1, 0}}
@@ -264,7 +274,7 @@ func (*GroupNorm) BackwardReads(bool) (in, out bool) { return false, false }
 // Backward implements Layer.
 func (l *GroupNorm) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, _ []gpu.Buffer, _ gpu.Buffer, paramGrads bool) {
 	b := p.B
-	l.n.views(b, p.N)
+	l.n.views(p)
 	chanSum := gpu.ReduceGeom{In: []int{p.N, l.c, l.hw}, Out: []int{1, l.c, 1}}
 	if paramGrads {
 		b.Mul(l.n.v.tmp, dout, l.n.v.xhat)
