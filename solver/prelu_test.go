@@ -55,13 +55,17 @@ func TestPReLUForward(t *testing.T) {
 // gradients included) of a per-channel PReLU on 16×64×56×56, a ResNet
 // stage's activation at batch 16, on the CPU backend.
 func BenchmarkPReLU(b *testing.B) {
+	benchTrainPass(b, NewPReLU("p", 64), Shape{C: 64, H: 56, W: 56}, 16)
+}
+
+// benchTrainPass times a training forward and backward pass of a network
+// of the one layer l on n samples of shape in, on the CPU backend.
+func benchTrainPass(b *testing.B, l Layer, in Shape, n int) {
 	c := cpu.NewCPU()
-	in := Shape{C: 64, H: 56, W: 56}
-	net, err := NewNet(c, in, []Node{{Layer: NewPReLU("p", 64)}})
+	net, err := NewNet(c, in, []Node{{Layer: l}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	const n = 16
 	x := make([]float32, n*in.Size())
 	for i := range x {
 		x[i] = float32(i%7) - 3
@@ -112,27 +116,8 @@ func TestGroupNormGrad(t *testing.T) {
 // gradients included) of a layer norm over the last axis and a group norm
 // of 8 groups on 16×64×28×28, on the CPU backend.
 func BenchmarkNorms(b *testing.B) {
-	c := cpu.NewCPU()
 	in := Shape{C: 64, H: 28, W: 28}
 	for _, l := range []Layer{NewLayerNorm("ln", []int{64, 28, 28}, 2, 1e-5), NewGroupNorm("gn", 8, 1e-5, nil)} {
-		b.Run(l.Kind(), func(b *testing.B) {
-			net, err := NewNet(c, in, []Node{{Layer: l}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			const n = 16
-			x := make([]float32, n*in.Size())
-			for i := range x {
-				x[i] = float32(i%7) - 3
-			}
-			xb, dy := c.Alloc(len(x)), c.Alloc(len(x))
-			c.Upload(xb, x)
-			c.Upload(dy, x)
-			b.SetBytes(int64(4 * len(x)))
-			for b.Loop() {
-				net.Forward(xb, n, true)
-				net.Backward(dy)
-			}
-		})
+		b.Run(l.Kind(), func(b *testing.B) { benchTrainPass(b, l, in, 16) })
 	}
 }
