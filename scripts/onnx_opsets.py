@@ -33,6 +33,13 @@ It writes models/onnx/testdata/opsets/:
   Sum of three inputs, with PyTorch's output and parameter gradients.
 - zoo_lrn.onnx and zoo_lrn.json: LRN (AlexNet's parameters, and larger
   ones on signed values) against nn.LocalResponseNorm, the same way.
+- zoo_alexnet.onnx and zoo_alexnet.json: BVLC AlexNet's structure as the
+  zoo's Caffe export writes it (grouped convolutions, LRN, MaxPool, Gemm,
+  Dropout, a final Softmax), scaled down to 3x67x67 inputs; gradients with
+  dropout off.
+- zoo_resnet.onnx and zoo_resnet.json: the zoo's Caffe2 ResNet structure
+  (bias-free convolutions, BatchNormalization, residual joins as Sum), two
+  bottleneck blocks; gradients with batch norm in training mode.
 
 Every array has a fixed seed, so a rerun rewrites identical data.
 """
@@ -312,6 +319,180 @@ def zoo_lrn():
     print("zoo_lrn written")
 
 
+def _save_zoo(name, nodes, p, x, dy, in_shape, classes):
+    """Writes name.onnx (opset 9, onnx.helper) from nodes and parameters p."""
+    graph = helper.make_graph(nodes, name,
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N"] + in_shape)],
+                              [helper.make_tensor_value_info("prob", TensorProto.FLOAT, ["N", classes])],
+                              initializer=[floats(k, v) for k, v in p.items()])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)], producer_name="scripts/onnx_opsets.py")
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save_model(m, os.path.join(OUT, name + ".onnx"))
+
+
+def _save_golden(name, x, dy, y, d):
+    flat = lambda t: [float(v) for v in t.detach().float().flatten()]
+    out = {"x": flat(x), "dy": flat(dy), "y": flat(y),
+           "grads": {k: flat(v.grad) for k, v in d.items() if v.grad is not None}}
+    with open(os.path.join(OUT, name + ".json"), "w") as fh:
+        json.dump(out, fh)
+    print(name, "written")
+
+
+def zoo_alexnet():
+    """zoo_alexnet.onnx: BVLC AlexNet's structure as the model zoo's Caffe
+    export writes it (opset 9), scaled down to 3×67×67 inputs and a few
+    channels: conv1 11×11 stride 4, ReLU, LRN (size 5, alpha 1e-4, beta 0.75,
+    bias 1), MaxPool 3 stride 2; conv2 5×5 in 2 groups, ReLU, LRN, MaxPool;
+    conv3, conv4 (2 groups), conv5 (2 groups) 3×3 with ReLUs, MaxPool; then
+    Flatten, Gemm, ReLU, Dropout (ratio 0.5) twice, a last Gemm and Softmax.
+    zoo_alexnet.json holds PyTorch's logits (the importer drops the final
+    Softmax: the network outputs logits and the loss applies it) and the
+    parameter gradients with dropout off (its mask is random), as
+    zoo_ops.json."""
+    g = torch.Generator().manual_seed(11)
+    r = lambda *s: torch.randn(*s, generator=g)
+    p = {"conv1.weight": r(8, 3, 11, 11) * 0.08, "conv1.bias": r(8) * 0.1,
+         "conv2.weight": r(16, 4, 5, 5) * 0.15, "conv2.bias": r(16) * 0.1,
+         "conv3.weight": r(16, 16, 3, 3) * 0.12, "conv3.bias": r(16) * 0.1,
+         "conv4.weight": r(16, 8, 3, 3) * 0.15, "conv4.bias": r(16) * 0.1,
+         "conv5.weight": r(8, 8, 3, 3) * 0.15, "conv5.bias": r(8) * 0.1,
+         "fc6.weight": r(32, 8) * 0.3, "fc6.bias": r(32) * 0.1,
+         "fc7.weight": r(32, 32) * 0.2, "fc7.bias": r(32) * 0.1,
+         "fc8.weight": r(5, 32) * 0.2, "fc8.bias": r(5) * 0.1}
+    x, dy = r(2, 3, 67, 67), r(2, 5)
+    mk = helper.make_node
+    lrn = dict(size=5, alpha=1e-4, beta=0.75, bias=1.0)
+    nodes = [
+        mk("Conv", ["x", "conv1.weight", "conv1.bias"], ["c1"], name="conv1", kernel_shape=[11, 11], strides=[4, 4]),
+        mk("Relu", ["c1"], ["r1"], name="relu1"),
+        mk("LRN", ["r1"], ["n1"], name="norm1", **lrn),
+        mk("MaxPool", ["n1"], ["p1"], name="pool1", kernel_shape=[3, 3], strides=[2, 2]),
+        mk("Conv", ["p1", "conv2.weight", "conv2.bias"], ["c2"], name="conv2", kernel_shape=[5, 5], pads=[2, 2, 2, 2], group=2),
+        mk("Relu", ["c2"], ["r2"], name="relu2"),
+        mk("LRN", ["r2"], ["n2"], name="norm2", **lrn),
+        mk("MaxPool", ["n2"], ["p2"], name="pool2", kernel_shape=[3, 3], strides=[2, 2]),
+        mk("Conv", ["p2", "conv3.weight", "conv3.bias"], ["c3"], name="conv3", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        mk("Relu", ["c3"], ["r3"], name="relu3"),
+        mk("Conv", ["r3", "conv4.weight", "conv4.bias"], ["c4"], name="conv4", kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=2),
+        mk("Relu", ["c4"], ["r4"], name="relu4"),
+        mk("Conv", ["r4", "conv5.weight", "conv5.bias"], ["c5"], name="conv5", kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=2),
+        mk("Relu", ["c5"], ["r5"], name="relu5"),
+        mk("MaxPool", ["r5"], ["p5"], name="pool5", kernel_shape=[3, 3], strides=[2, 2]),
+        mk("Flatten", ["p5"], ["f"], name="flatten", axis=1),
+        mk("Gemm", ["f", "fc6.weight", "fc6.bias"], ["f6"], name="fc6", transB=1),
+        mk("Relu", ["f6"], ["r6"], name="relu6"),
+        mk("Dropout", ["r6"], ["d6"], name="drop6", ratio=0.5),
+        mk("Gemm", ["d6", "fc7.weight", "fc7.bias"], ["f7"], name="fc7", transB=1),
+        mk("Relu", ["f7"], ["r7"], name="relu7"),
+        mk("Dropout", ["r7"], ["d7"], name="drop7", ratio=0.5),
+        mk("Gemm", ["d7", "fc8.weight", "fc8.bias"], ["f8"], name="fc8", transB=1),
+        mk("Softmax", ["f8"], ["prob"], name="prob", axis=1),
+    ]
+    _save_zoo("zoo_alexnet", nodes, p, x, dy, [3, 67, 67], 5)
+
+    d = {k: v.double().requires_grad_() for k, v in p.items()}
+    norm = nn.LocalResponseNorm(5, alpha=1e-4, beta=0.75, k=1.0)
+    h = F.max_pool2d(norm(F.relu(F.conv2d(x.double(), d["conv1.weight"], d["conv1.bias"], stride=4))), 3, 2)
+    h = F.max_pool2d(norm(F.relu(F.conv2d(h, d["conv2.weight"], d["conv2.bias"], padding=2, groups=2))), 3, 2)
+    h = F.relu(F.conv2d(h, d["conv3.weight"], d["conv3.bias"], padding=1))
+    h = F.relu(F.conv2d(h, d["conv4.weight"], d["conv4.bias"], padding=1, groups=2))
+    h = F.relu(F.conv2d(h, d["conv5.weight"], d["conv5.bias"], padding=1, groups=2))
+    h = torch.flatten(F.max_pool2d(h, 3, 2), 1)
+    h = F.relu(F.linear(h, d["fc6.weight"], d["fc6.bias"]))
+    h = F.relu(F.linear(h, d["fc7.weight"], d["fc7.bias"]))
+    y = F.linear(h, d["fc8.weight"], d["fc8.bias"])
+    (y * dy.double()).sum().backward()
+    _save_golden("zoo_alexnet", x, dy, y, d)
+
+
+def zoo_resnet():
+    """zoo_resnet.onnx: the model zoo's Caffe2 ResNet as its file holds it
+    (opset 9), two bottleneck blocks deep: convolutions without bias, each
+    followed by a BatchNormalization (Caffe2's SpatialBN), the residual join
+    written as Sum, a projection shortcut in the first block and an identity
+    one in the second; a 7×7 stride-2 stem with a padded MaxPool, then
+    GlobalAveragePool, Flatten, Gemm and Softmax. zoo_resnet.json holds
+    PyTorch's logits and parameter gradients with batch norm in training mode
+    (batch statistics), as cotrain's training pass computes them."""
+    g = torch.Generator().manual_seed(50)
+    r = lambda *s: torch.randn(*s, generator=g)
+    p = {}
+    bns = []
+
+    def conv(name, co, ci, k):
+        p[name + ".weight"] = r(co, ci, k, k) * (1.5 / (ci * k * k)) ** 0.5
+
+    def bn(name, c):
+        p[name + ".weight"] = 1 + 0.2 * r(c)
+        p[name + ".bias"] = 0.1 * r(c)
+        p[name + ".running_mean"] = 0.1 * r(c)
+        p[name + ".running_var"] = 0.5 + torch.rand(c, generator=g)
+        bns.append(name)
+
+    conv("conv1", 8, 3, 7); bn("bn1", 8)
+    conv("b1.conv1", 4, 8, 1); bn("b1.bn1", 4)
+    conv("b1.conv2", 4, 4, 3); bn("b1.bn2", 4)
+    conv("b1.conv3", 16, 4, 1); bn("b1.bn3", 16)
+    conv("b1.proj", 16, 8, 1); bn("b1.bnp", 16)
+    conv("b2.conv1", 4, 16, 1); bn("b2.bn1", 4)
+    conv("b2.conv2", 4, 4, 3); bn("b2.bn2", 4)
+    conv("b2.conv3", 16, 4, 1); bn("b2.bn3", 16)
+    p["fc.weight"], p["fc.bias"] = r(5, 16) * 0.3, r(5) * 0.1
+    x, dy = r(2, 3, 16, 16), r(2, 5)
+
+    mk = helper.make_node
+    nodes = []
+
+    def cbn(inp, cname, bname, k, stride=1, relu=True):
+        pad = k // 2
+        nodes.append(mk("Conv", [inp, cname + ".weight"], [cname], name=cname, kernel_shape=[k, k],
+                        strides=[stride, stride], pads=[pad] * 4))
+        nodes.append(mk("BatchNormalization", [cname] + [bname + s for s in (".weight", ".bias", ".running_mean", ".running_var")],
+                        [bname], name=bname, epsilon=1e-5, momentum=0.9))
+        if not relu:
+            return bname
+        nodes.append(mk("Relu", [bname], [bname + ".relu"], name=bname + ".relu"))
+        return bname + ".relu"
+
+    h = cbn("x", "conv1", "bn1", 7, 2)
+    nodes.append(mk("MaxPool", [h], ["pool1"], name="pool1", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]))
+    h = "pool1"
+    for b, proj in (("b1", True), ("b2", False)):
+        t = cbn(h, b + ".conv1", b + ".bn1", 1)
+        t = cbn(t, b + ".conv2", b + ".bn2", 3)
+        t = cbn(t, b + ".conv3", b + ".bn3", 1, relu=False)
+        s = cbn(h, b + ".proj", b + ".bnp", 1, relu=False) if proj else h
+        nodes.append(mk("Sum", [s, t], [b + ".sum"], name=b + ".sum"))
+        nodes.append(mk("Relu", [b + ".sum"], [b + ".out"], name=b + ".relu"))
+        h = b + ".out"
+    nodes += [mk("GlobalAveragePool", [h], ["gap"], name="gap"),
+              mk("Flatten", ["gap"], ["f"], name="flatten", axis=1),
+              mk("Gemm", ["f", "fc.weight", "fc.bias"], ["logits"], name="fc", transB=1),
+              mk("Softmax", ["logits"], ["prob"], name="prob", axis=1)]
+    _save_zoo("zoo_resnet", nodes, p, x, dy, [3, 16, 16], 5)
+
+    d = {k: v.double().requires_grad_(not k.endswith(("running_mean", "running_var"))) for k, v in p.items()}
+
+    def tcbn(t, cname, bname, k, stride=1, relu=True):
+        t = F.conv2d(t, d[cname + ".weight"], stride=stride, padding=k // 2)
+        t = F.batch_norm(t, d[bname + ".running_mean"].clone(), d[bname + ".running_var"].clone(),
+                         d[bname + ".weight"], d[bname + ".bias"], True, 0.1, 1e-5)
+        return F.relu(t) if relu else t
+
+    h = F.max_pool2d(tcbn(x.double(), "conv1", "bn1", 7, 2), 3, 2, padding=1)
+    for b, proj in (("b1", True), ("b2", False)):
+        t = tcbn(h, b + ".conv1", b + ".bn1", 1)
+        t = tcbn(t, b + ".conv2", b + ".bn2", 3)
+        t = tcbn(t, b + ".conv3", b + ".bn3", 1, relu=False)
+        s = tcbn(h, b + ".proj", b + ".bnp", 1, relu=False) if proj else h
+        h = F.relu(s + t)
+    y = F.linear(torch.flatten(F.adaptive_avg_pool2d(h, 1), 1), d["fc.weight"], d["fc.bias"])
+    (y * dy.double()).sum().backward()
+    _save_golden("zoo_resnet", x, dy, y, {k: v for k, v in d.items() if v.requires_grad})
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     w = weights()
@@ -323,6 +504,8 @@ def main():
     cnn_op20()
     zoo_ops()
     zoo_lrn()
+    zoo_alexnet()
+    zoo_resnet()
 
 
 if __name__ == "__main__":

@@ -4,87 +4,138 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/gpu/cpu"
+	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
 
-// TestZooOps imports the model zoo's Caffe-style operators as
-// scripts/onnx_opsets.py writes them: zoo_ops.onnx (asymmetric pads on
-// Conv, MaxPool over negative values, AveragePool counting its padding, a
-// Sum of three inputs) and zoo_lrn.onnx (LRN with AlexNet's parameters and
-// with larger ones), checks the output and every parameter gradient
-// against PyTorch's to a relative 1e-4, and fine-tunes: SGD steps on the
-// batch lower its loss.
+// TestZooOps imports the model zoo's Caffe-style operators and networks as
+// scripts/onnx_opsets.py writes them (opset 9, onnx.helper): zoo_ops.onnx
+// (asymmetric pads on Conv, MaxPool over negative values, AveragePool
+// counting its padding, a Sum of three inputs), zoo_lrn.onnx (LRN with
+// AlexNet's parameters and with larger ones), zoo_alexnet.onnx (BVLC
+// AlexNet's structure scaled down: grouped convolutions, LRN, MaxPool,
+// Gemm, Dropout, a final Softmax) and zoo_resnet.onnx (Caffe2 ResNet's:
+// bias-free convolutions with BatchNormalization, residual joins as Sum).
+// It checks the output and every parameter gradient against PyTorch's to a
+// relative 1e-4 and fine-tunes every layer (--train-last all): SGD steps on
+// the batch lower its loss.
 func TestZooOps(t *testing.T) {
-	for _, name := range []string{"zoo_ops", "zoo_lrn"} {
-		t.Run(name, func(t *testing.T) {
-			raw, err := os.ReadFile(filepath.Join(opsetsDir, name+".json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var g structGolden
-			if err := json.Unmarshal(raw, &g); err != nil {
-				t.Fatal(err)
-			}
-			f, err := ImportFile(filepath.Join(opsetsDir, name+".onnx"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			net, err := f.Build(cpu.NewCPU())
-			if err != nil {
-				t.Fatal(err)
-			}
-			// cotrain export writes the same network back (LRN, the pad
-			// layers, the add): the import of its export computes the same.
-			back, err := reimport(t, f).Build(cpu.NewCPU())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if e := relErr(forward(back, g.X), forward(net, g.X)); e != 0 {
-				t.Errorf("export round trip: relative change %.3g", e)
-			}
-			y, grads := trainStep(net, g.X, g.DY)
-			if e := relErr(y, g.Y); !(e <= 1e-4) {
-				t.Errorf("output: relative error %.3g > 1e-4", e)
-			}
-			if len(grads) != len(g.Grads) {
-				t.Errorf("%d parameter tensors, PyTorch has %d", len(grads), len(g.Grads))
-			}
-			for name, want := range g.Grads {
-				got, ok := grads[name]
-				if !ok || len(got) != len(want) {
-					t.Errorf("gradient %s: %d values, PyTorch has %d", name, len(got), len(want))
-					continue
-				}
-				if e := relErr(got, want); !(e <= 1e-4) {
-					t.Errorf("gradient %s: relative error %.3g > 1e-4", name, e)
-				} else {
-					t.Logf("gradient %s: relative error %.2g", name, e)
-				}
-			}
-			opt, err := solver.NewOptimizer(net.B, "sgd", net.Params.Len(), 0.9, 0, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr := solver.NewTrainer(net, opt, solver.Constant(0.01))
-			labels := []int32{0, 3}
-			var first, last float64
-			for i := range 10 {
-				loss, err := tr.Step(g.X, labels)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if i == 0 {
-					first = loss
-				}
-				last = loss
-			}
-			if !(last < first) {
-				t.Errorf("loss %.4f after 10 steps, %.4f at the first", last, first)
-			}
-			t.Logf("fine-tuning: loss %.4f -> %.4f in 10 SGD steps", first, last)
-		})
+	for _, name := range zooOpsFixtures {
+		t.Run(name, func(t *testing.T) { checkZooOps(t, cpu.NewCPU(), name) })
 	}
+}
+
+// zooOpsFixtures are the fixtures TestZooOps and TestZooOpsOnOpenCL check.
+var zooOpsFixtures = [...]string{"zoo_ops", "zoo_lrn", "zoo_alexnet", "zoo_resnet"}
+
+// checkZooOps is TestZooOps for one fixture on backend b.
+func checkZooOps(t *testing.T, b gpu.Backend, name string) {
+	raw, err := os.ReadFile(filepath.Join(opsetsDir, name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g structGolden
+	if err := json.Unmarshal(raw, &g); err != nil {
+		t.Fatal(err)
+	}
+	f, err := ImportFile(filepath.Join(opsetsDir, name+".onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// PyTorch's gradients are taken with dropout off (its mask is random);
+	// the fine-tuning below keeps it.
+	net, err := withoutDropout(t, f).Build(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// cotrain export writes the same network back (LRN, the pad layers, the
+	// add, the grouped convolutions, batch norm): the import of its export
+	// computes the same.
+	back, err := reimport(t, f).Build(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := relErr(forward(back, g.X), forward(net, g.X)); e != 0 {
+		t.Errorf("export round trip: relative change %.3g", e)
+	}
+	y, grads := trainStep(net, g.X, g.DY)
+	if e := relErr(y, g.Y); !(e <= 1e-4) {
+		t.Errorf("output: relative error %.3g > 1e-4", e)
+	}
+	if len(grads) != len(g.Grads) {
+		t.Errorf("%d parameter tensors, PyTorch has %d", len(grads), len(g.Grads))
+	}
+	worst := 0.0
+	for name, want := range g.Grads {
+		got, ok := grads[name]
+		if !ok || len(got) != len(want) {
+			t.Errorf("gradient %s: %d values, PyTorch has %d", name, len(got), len(want))
+			continue
+		}
+		e := relErr(got, want)
+		if !(e <= 1e-4) {
+			t.Errorf("gradient %s: relative error %.3g > 1e-4", name, e)
+		}
+		worst = max(worst, e)
+	}
+	t.Logf("%s on %s: output relative error %.2g, worst of %d gradients %.2g", name, b.Name(), relErr(y, g.Y), len(g.Grads), worst)
+
+	tuned, err := f.Build(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, err := solver.NewOptimizer(tuned.B, "sgd", tuned.Params.Len(), 0.9, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := solver.NewTrainer(tuned, opt, solver.Constant(0.01))
+	labels := []int32{0, 3}
+	var first, last float64
+	const steps = 10
+	for i := range steps {
+		loss, err := tr.Step(g.X, labels)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = loss
+		}
+		last = loss
+	}
+	if !(last < first) {
+		t.Errorf("loss %.4f after %d steps, %.4f at the first", last, steps, first)
+	}
+	t.Logf("fine-tuning every layer on %s: loss %.4f -> %.4f in %d SGD steps", b.Name(), first, last, steps)
+}
+
+// withoutDropout returns a copy of the graph file f whose dropout layers
+// drop nothing, for comparing a training pass with PyTorch's.
+func withoutDropout(t *testing.T, f *models.File) *models.File {
+	t.Helper()
+	var layers []models.Layer
+	if err := json.Unmarshal([]byte(f.MetaValue(models.MetaGraph)), &layers); err != nil {
+		t.Fatal(err)
+	}
+	for i := range layers {
+		if layers[i].Kind == "dropout" {
+			layers[i].P = 0
+		}
+	}
+	raw, err := json.Marshal(layers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := *f
+	c.Meta = slices.Clone(f.Meta)
+	for i, kv := range c.Meta {
+		if kv[0] == models.MetaGraph {
+			c.Meta[i][1] = string(raw)
+		}
+	}
+	return &c
 }
