@@ -319,6 +319,14 @@ func loadNet(weights, device string, fp16 bool, stderr io.Writer) (*models.File,
 // fitsHalf checks that every weight and state value of f survives half
 // storage: a magnitude of 65520 or more would become infinite.
 func fitsHalf(f *models.File) error {
+	// A language model's input is token ids, stored as the backend stores
+	// everything: half precision holds whole numbers exactly up to 2048.
+	if _, nodes, err := models.FileNodes(f); err == nil && len(nodes) > 0 {
+		if e, ok := nodes[0].Layer.(*solver.Embedding); ok && e.Vocab > 2048 {
+			return fmt.Errorf("--fp16: a language model of %d words reads token ids up to %d, which half precision does not hold exactly (2048 at most): run it without --fp16",
+				e.Vocab, e.Vocab-1)
+		}
+	}
 	for _, set := range [][]models.NamedTensor{f.Params, f.State} {
 		for _, t := range set {
 			for i, v := range t.Data {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/solver"
 )
 
 // A language model through the commands: train on text builds the
@@ -104,5 +105,18 @@ func TestFinetuneImportedLanguageModel(t *testing.T) {
 	err := run(context.Background(), []string{"finetune", "--weights", onnxFile, "--data", txt, "--out", filepath.Join(dir, "x")}, &so, &se)
 	if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--vocab") {
 		t.Errorf("no --vocab: %v", err)
+	}
+}
+
+// --fp16 refuses a language model of more than 2048 words: half precision
+// holds its larger token ids inexactly.
+func TestFP16RefusesLargeVocabulary(t *testing.T) {
+	f := &models.File{Model: "lstm-lm", Config: models.Config{Classes: 3000, Input: solver.Shape{C: 1, H: 1, W: 4}}}
+	if err := fitsHalf(f); err == nil || !strings.Contains(err.Error(), "2048") {
+		t.Errorf("3000 words: %v", err)
+	}
+	f.Config.Classes = 2000
+	if err := fitsHalf(f); err != nil {
+		t.Errorf("2000 words: %v", err)
 	}
 }
