@@ -5,6 +5,7 @@ package onnx
 import (
 	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -14,8 +15,10 @@ import (
 )
 
 // TestActivationsOnOpenCL runs every activation fixture (testdata/acts)
-// and the mobile-blocks model forward against PyTorch's logits and through one training step against
-// the CPU backend's output and parameter gradients, to a relative 1e-4: the
+// and the mobile-blocks model forward against PyTorch's logits, through one
+// training step against PyTorch's autograd where the fixture has a gradient
+// golden (checkGrads), and against the CPU backend's output and parameter
+// gradients, to a relative 1e-4: the
 // activation and softmax kernels (activation.cl) on a device, inside whole
 // imported networks.
 func TestActivationsOnOpenCL(t *testing.T) {
@@ -35,6 +38,11 @@ func TestActivationsOnOpenCL(t *testing.T) {
 			}
 			if e := relErr(forward(dev, x), want); !(e <= 1e-4) {
 				t.Errorf("logits: relative error %.3g > 1e-4 against PyTorch", e)
+			}
+			if raw, err := os.ReadFile(base + ".json"); err == nil {
+				// A training step against PyTorch's autograd, where the
+				// fixture has one (the operators of #27).
+				checkGrads(t, dev, raw)
 			}
 			cpu, err := f.Build(cpu.NewCPU())
 			if err != nil {

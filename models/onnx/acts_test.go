@@ -142,7 +142,8 @@ func checkGrads(t *testing.T, net *solver.Net, raw []byte) {
 		}
 		worst = max(worst, e)
 	}
-	t.Logf("%d parameter gradients: worst relative error %.2g", len(g.Grads), worst)
+	t.Logf("%s: training output relative error %.2g, %d parameter gradients: worst relative error %.2g",
+		net.B.Name(), relErr(y, g.Y), len(g.Grads), worst)
 }
 
 // maxAbs is max|v|.
