@@ -125,6 +125,24 @@ func SameBits(a, b []float32) bool {
 	return len(a) == len(b)
 }
 
+// SameValues reports whether a and b hold the same float32 bit patterns,
+// except that any NaN matches any NaN: a device may hand a NaN it passes
+// through back with another payload (NVIDIA's compiler turns a guarded
+// max into the PTX max.NaN, which returns the canonical NaN), and which
+// NaN it is carries no meaning.
+func SameValues(a, b []float32) bool {
+	for i := range a {
+		x, y := a[i], b[i]
+		if x != x && y != y {
+			continue
+		}
+		if math.Float32bits(x) != math.Float32bits(y) {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
+
 // Im2col is the column matrix of one sample's group x (C/G×H×W) for g,
 // written from the definition: row (c, r, s), column (oh, ow) holds
 // x[c, oh·StrideH - PadH + r, ow·StrideW - PadW + s], zero outside the
