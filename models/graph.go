@@ -72,7 +72,8 @@ type Layer struct {
 	Counts []int     `json:"counts,omitempty"` // slice
 	Before []int     `json:"before,omitempty"` // pad
 	After  []int     `json:"after,omitempty"`  // pad
-	Mode   string    `json:"mode,omitempty"`   // pad: reflect or edge (constant zeros when empty)
+	Mode   string    `json:"mode,omitempty"`   // pad: reflect or edge (constant when empty)
+	Value  float32   `json:"value,omitempty"`  // pad: the constant (mode constant)
 	Op     string    `json:"op,omitempty"`     // binary: Add, Sub, Mul, Div
 	Const  []float32 `json:"const,omitempty"`  // binary: the constant operand (not trained)
 	First  bool      `json:"first,omitempty"`  // binary: the constant is the left operand
@@ -128,7 +129,7 @@ func Describe(nodes []solver.Node) ([]Layer, error) {
 		case *solver.Slice:
 			d.Dims, d.Starts, d.Steps, d.Counts = l.In, l.Starts, l.Steps, l.Counts
 		case *solver.Pad:
-			d.Dims, d.Before, d.After, d.Mode = l.In, l.Before, l.After, l.Mode
+			d.Dims, d.Before, d.After, d.Mode, d.Value = l.In, l.Before, l.After, l.Mode, l.Value
 		case *solver.ConcatND:
 			d.Dims, d.Axis = l.Dims, l.Axis
 		case *solver.Binary:
@@ -236,7 +237,9 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 		case "slice":
 			l = solver.NewSlice(d.Name, d.Dims, d.Starts, d.Steps, d.Counts)
 		case "pad":
-			l = solver.NewPadMode(d.Name, d.Dims, d.Before, d.After, d.Mode)
+			pad := solver.NewPadMode(d.Name, d.Dims, d.Before, d.After, d.Mode)
+			pad.Value = d.Value
+			l = pad
 		case "concatnd":
 			l = solver.NewConcatND(d.Name, d.Axis, d.Dims)
 		case "reduce":

@@ -40,6 +40,8 @@ It writes models/onnx/testdata/opsets/:
 - zoo_resnet.onnx and zoo_resnet.json: the zoo's Caffe2 ResNet structure
   (bias-free convolutions, BatchNormalization, residual joins as Sum), two
   bottleneck blocks; gradients with batch norm in training mode.
+- pad_value_op9.onnx, pad_value_op13.onnx and their .json: Pad with a
+  constant other than zero (attribute at 9, input at 13), as zoo_ops.
 
 Every array has a fixed seed, so a rerun rewrites identical data.
 """
@@ -493,6 +495,60 @@ def zoo_resnet():
     _save_golden("zoo_resnet", x, dy, y, {k: v for k, v in d.items() if v.requires_grad})
 
 
+def pad_value():
+    """pad_value_op9.onnx and pad_value_op13.onnx: Pad with a constant other
+    than zero (nn.ConstantPad2d, F.pad(..., value=v)), as an attribute
+    (opset 9) and as the constant_value input (opset 11 on): an asymmetric
+    padding by -0.7 of a convolution's output and a symmetric one by 1.5
+    (which a zero padding would fold into the next convolution), then a
+    convolution, ReLU and Gemm. pad_value_opN.json (the same for both) holds
+    PyTorch's output and parameter gradients, as zoo_ops.json."""
+    g = torch.Generator().manual_seed(71)
+    r = lambda *s: torch.randn(*s, generator=g)
+    p = {"c1.weight": r(4, 3, 3, 3) * 0.3, "c1.bias": r(4) * 0.1,
+         "c2.weight": r(4, 4, 3, 3) * 0.2, "c2.bias": r(4) * 0.1,
+         "fc.weight": r(5, 4 * 11 * 11) * 0.05, "fc.bias": r(5) * 0.1}
+    x, dy = r(2, 3, 8, 8), r(2, 5)
+    pads1, pads2 = [0, 0, 1, 2, 0, 0, 2, 1], [0, 0, 1, 1, 0, 0, 1, 1]
+    for op in (9, 13):
+        inits = [floats(k, v) for k, v in p.items()]
+        if op < 11:
+            pad1 = helper.make_node("Pad", ["c1"], ["q1"], name="pad1", mode="constant", pads=pads1, value=-0.7)
+            pad2 = helper.make_node("Pad", ["q1"], ["q2"], name="pad2", pads=pads2, value=1.5)
+        else:
+            inits += [ints("pads1", pads1), ints("pads2", pads2),
+                      numpy_helper.from_array(np.array(-0.7, dtype=np.float32), "v1"),
+                      numpy_helper.from_array(np.array(1.5, dtype=np.float32), "v2")]
+            pad1 = helper.make_node("Pad", ["c1", "pads1", "v1"], ["q1"], name="pad1", mode="constant")
+            pad2 = helper.make_node("Pad", ["q1", "pads2", "v2"], ["q2"], name="pad2")
+        nodes = [
+            helper.make_node("Conv", ["x", "c1.weight", "c1.bias"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+            pad1, pad2,
+            helper.make_node("Conv", ["q2", "c2.weight", "c2.bias"], ["c2"], name="conv2", kernel_shape=[3, 3], strides=[1, 1]),
+            helper.make_node("Relu", ["c2"], ["r2"], name="relu"),
+            helper.make_node("Flatten", ["r2"], ["f"], name="flatten", axis=1),
+            helper.make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1),
+        ]
+        graph = helper.make_graph(nodes, "pad_value",
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 8, 8])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])],
+                                  initializer=inits)
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", op)], producer_name="scripts/onnx_opsets.py")
+        m.ir_version = 8
+        onnx.checker.check_model(m)
+        onnx.save_model(m, os.path.join(OUT, f"pad_value_op{op}.onnx"))
+
+    d = {k: v.double().requires_grad_() for k, v in p.items()}
+    h = F.conv2d(x.double(), d["c1.weight"], d["c1.bias"], padding=1)
+    h = F.pad(h, (2, 1, 1, 2), value=-0.7)   # F.pad: W's (begin, end), then H's
+    h = F.pad(h, (1, 1, 1, 1), value=1.5)
+    h = F.relu(F.conv2d(h, d["c2.weight"], d["c2.bias"]))
+    y = F.linear(torch.flatten(h, 1), d["fc.weight"], d["fc.bias"])
+    (y * dy.double()).sum().backward()
+    for op in (9, 13):
+        _save_golden(f"pad_value_op{op}", x, dy, y, d)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     w = weights()
@@ -506,6 +562,7 @@ def main():
     zoo_lrn()
     zoo_alexnet()
     zoo_resnet()
+    pad_value()
 
 
 if __name__ == "__main__":

@@ -285,7 +285,8 @@ func (l *Slice) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, _ []gpu.Buf
 }
 
 // Pad adds Before[k] and After[k] elements around per-sample axis k of its
-// input (dims In): ONNX's Pad. Mode "" (or "constant") pads with zeros,
+// input (dims In): ONNX's Pad. Mode "" (or "constant") pads with Value
+// (zero unless set; its gradient is nothing, so Backward is the same),
 // "reflect" mirrors the input without repeating the edge (PyTorch's
 // reflect; each pad must be shorter than its axis) and "edge" repeats the
 // edge (PyTorch's replicate).
@@ -300,6 +301,7 @@ type Pad struct {
 	Base
 	In, Before, After []int
 	Mode              string
+	Value             float32 // mode constant: the value of the border
 	fwd               gpu.StridedGeom
 	slabs             []gpu.StridedGeom // the mirrored modes' border copies, in order
 	tmp               gpu.Buffer        // Backward's view of the workspace
@@ -407,11 +409,11 @@ func (l *Pad) Workspace(n int) int {
 	return n * prod(l.OutDims())
 }
 
-// Forward implements Layer: zeros (constant mode), the input in the
-// interior, then the mirrored borders.
+// Forward implements Layer: Value everywhere (constant mode), the input in
+// the interior, then the mirrored borders.
 func (l *Pad) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 	if l.Mode == "" {
-		p.B.Fill(out, 0)
+		p.B.Fill(out, l.Value)
 	}
 	p.B.CopyStrided(out, in[0], atN(l.fwd, p.N), false)
 	for _, g := range l.slabs {

@@ -146,6 +146,11 @@ func (e *exporter) structural(l solver.Layer, xs []string, xd [][]int) (string, 
 			mode := &onnxpb.AttributeProto{Name: proto.String("mode"), Type: onnxpb.AttributeProto_STRING.Enum(), S: []byte(l.Mode)}
 			return e.node("Pad", name, []string{x, name + ".pads"}, mode), l.OutDims(), true
 		}
+		if l.Value != 0 {
+			// Pad's third input, constant_value (opset 11 on): a scalar.
+			e.initializer(name+".value", nil, []float32{l.Value})
+			return e.node("Pad", name, []string{x, name + ".pads", name + ".value"}), l.OutDims(), true
+		}
 		return e.node("Pad", name, []string{x, name + ".pads"}), l.OutDims(), true
 	case *solver.ConcatND:
 		ins := make([]string, len(xs))

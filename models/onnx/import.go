@@ -93,7 +93,8 @@ type importer struct {
 // first), Transpose keeping the batch first, Split, Slice with positive
 // steps, Squeeze, Unsqueeze, Flatten at axis 1, Concat of any number of
 // inputs on any per-sample axis, and Pad with zeros (folded into a
-// following Conv or AveragePool where it can be), reflection or the edge. Integer shape arithmetic
+// following Conv or AveragePool where it can be), another constant,
+// reflection or the edge. Integer shape arithmetic
 // (Shape, Gather, Unsqueeze, Concat, Add/Sub/Mul/Div of integers) and
 // chains of constants (ConstantOfShape, Cast, Reshape, Slice, Transpose, as
 // torch writes F.pad's pads) are evaluated during the import. A Softmax or

@@ -217,7 +217,8 @@ func (im *importer) concat(n *onnxpb.NodeProto, a attrs) error {
 // padOp maps Pad. A symmetric spatial zero padding of N×C×H×W is recorded
 // for the consumer to fold (Conv, AveragePool; any other consumer gets a
 // pad layer, see materialize); any other zero, reflect or edge padding is a
-// pad layer at once. Other constant values and the wrap mode are refused.
+// pad layer at once, and so is a constant padding by another value. The
+// wrap mode is refused.
 func (im *importer) padOp(n *onnxpb.NodeProto, a attrs) error {
 	x, err := im.act(n, 0)
 	if err != nil {
@@ -250,10 +251,13 @@ func (im *importer) padOp(n *onnxpb.NodeProto, a attrs) error {
 		}
 	}
 	if mode == "reflect" || mode == "edge" {
-		return im.padLayer(n, x, pads, mode)
+		return im.padLayer(n, x, pads, mode, 0)
 	}
 	if value != 0 {
-		return fmt.Errorf("%w: Pad with value %g (zero padding only)", ErrUnsupported, value)
+		if f := float64(float32(value)); math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("%w: Pad with value %g (a finite float32 only)", ErrUnsupported, value)
+		}
+		return im.padLayer(n, x, pads, "", float32(value))
 	}
 	if x.is1D() && len(pads) == 6 && pads[0] == 0 && pads[1] == 0 && pads[3] == 0 && pads[4] == 0 &&
 		pads[2] == pads[5] && pads[2] >= 0 {
@@ -267,7 +271,7 @@ func (im *importer) padOp(n *onnxpb.NodeProto, a attrs) error {
 	}
 	if x.rank != 4 || len(pads) != 8 || pads[0] != 0 || pads[1] != 0 || pads[4] != 0 || pads[5] != 0 ||
 		pads[2] != pads[6] || pads[3] != pads[7] || pads[2] < 0 || pads[3] < 0 {
-		return im.padLayer(n, x, pads, "")
+		return im.padLayer(n, x, pads, "", 0)
 	}
 	padded := *x
 	padded.pad = [2]int{x.pad[0] + int(pads[2]), x.pad[1] + int(pads[3])}

@@ -712,8 +712,9 @@ func (im *importer) concatAny(n *onnxpb.NodeProto, a attrs, ins []*value) error 
 }
 
 // padLayer adds a pad layer of x by ONNX pads (begins then ends over every
-// axis, the batch's zero) in mode ("" for zeros, reflect or edge).
-func (im *importer) padLayer(n *onnxpb.NodeProto, x *value, pads []int64, mode string) error {
+// axis, the batch's zero) in mode ("" for the value constant, reflect or
+// edge).
+func (im *importer) padLayer(n *onnxpb.NodeProto, x *value, pads []int64, mode string, constant float32) error {
 	xd := x.ldims()
 	r := len(xd) + 1
 	if len(pads) != 2*r {
@@ -737,7 +738,7 @@ func (im *importer) padLayer(n *onnxpb.NodeProto, x *value, pads []int64, mode s
 			}
 		}
 	}
-	d := models.Layer{Kind: "pad", Name: im.layerName(n, ""), Dims: slices.Clone(xd), Before: before, After: after, Mode: mode}
+	d := models.Layer{Kind: "pad", Name: im.layerName(n, ""), Dims: slices.Clone(xd), Before: before, After: after, Mode: mode, Value: constant}
 	v, err := im.push(d, []*value{x}, 0, out)
 	if err == nil {
 		im.vals[n.GetOutput()[0]] = v
