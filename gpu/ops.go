@@ -244,7 +244,7 @@ var unaryOps = [numKinds - 1]UnaryOp{
 		CLForward:  "float t = a * v; t = t + b; r = t < 0 ? 0 : (t > 1 ? 1 : t);",
 		CLBackward: "r = (v > 0 && v < 1) ? g * a : 0;",
 		Ref: func(x, al, be float64) (float64, float64) {
-			t := al*x + be
+			t := float64(al*x) + be
 			switch {
 			case t <= 0:
 				return 0, 0
@@ -307,7 +307,7 @@ var unaryOps = [numKinds - 1]UnaryOp{
 		CLBackward: "float yy = v * v; r = g * (1 - yy);",
 		Ref: func(x, _, _ float64) (float64, float64) {
 			y := math.Tanh(x)
-			return y, 1 - y*y
+			return y, 1 - float64(y*y)
 		},
 	},
 	KindLeakyReLU - 1: {
@@ -321,7 +321,7 @@ var unaryOps = [numKinds - 1]UnaryOp{
 			// mispredicts half the time on activations, 9x slower here.
 			al := a.Alpha
 			for i, v := range xs {
-				ys[i] = max(v, 0) + al*min(v, 0) // NaN passes through
+				ys[i] = max(v, 0) + float32(al*min(v, 0)) // NaN passes through
 			}
 		},
 		Backward: func(a Act, dxs, dys, ts []float32) {
@@ -407,7 +407,7 @@ var unaryOps = [numKinds - 1]UnaryOp{
 		CLBackward: "float s = 1.0f / (1.0f + exp(-v)); float xs = v * (1 - s); r = g * s * (1 + xs);",
 		Ref: func(x, _, _ float64) (float64, float64) {
 			s := sigmoid64(x)
-			return x * s, s * (1 + x*(1-s))
+			return x * s, s * (1 + float64(x*(1-s)))
 		},
 	},
 	KindElu - 1: {
@@ -724,16 +724,16 @@ var unaryOps = [numKinds - 1]UnaryOp{
 			dxs, dys = dxs[:len(ts)], dys[:len(ts)]
 			for i, v := range ts {
 				x := float64(v)
-				cdf := 0.5 * (1 + math.Erf(x/math.Sqrt2))
+				cdf := float64(0.5 * (1 + math.Erf(x/math.Sqrt2)))
 				pdf := math.Exp(-0.5*x*x) / math.Sqrt(2*math.Pi)
-				dxs[i] = float32(float64(dys[i]) * (cdf + x*pdf))
+				dxs[i] = float32(float64(dys[i]) * (cdf + float64(x*pdf)))
 			}
 		},
 		CLForward:  "float e = erf(v * 0.70710678118654752f); r = 0.5f * v * (1 + e);",
 		CLBackward: "float cdf = 0.5f * (1 + erf(v * 0.70710678118654752f)); float vv = v * v; float pdf = exp(-0.5f * vv) * 0.39894228040143268f; r = g * (cdf + v * pdf);",
 		Ref: func(x, _, _ float64) (float64, float64) {
-			cdf := 0.5 * (1 + math.Erf(x/math.Sqrt2))
-			return x * cdf, cdf + x*math.Exp(-0.5*x*x)/math.Sqrt(2*math.Pi)
+			cdf := float64(0.5 * (1 + math.Erf(x/math.Sqrt2)))
+			return x * cdf, cdf + float64(x*math.Exp(-0.5*x*x)/math.Sqrt(2*math.Pi))
 		},
 	},
 }

@@ -40,7 +40,7 @@ var mobilenetBlocks = [13]struct{ out, stride int }{
 func MobileNetChannels(c int, alpha float64) int {
 	// The small epsilon keeps products that are integers in exact arithmetic
 	// (0.75·64 = 48) from truncating one lower through float rounding.
-	return max(int(math.Floor(float64(c)*alpha+1e-9)), 8)
+	return max(int(math.Floor(float64(float64(c)*alpha)+1e-9)), 8) // float64(): not fused on any target
 }
 
 // mobilenetV1 returns MobileNet v1's layers with the given stem stride (2 for

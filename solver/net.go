@@ -243,7 +243,8 @@ func fill(dst []float32, s ParamSpec, r *rand.Rand) {
 	case InitFanIn:
 		bound := 1 / math.Sqrt(float64(max(s.FanIn, 1)))
 		for i := range dst {
-			dst[i] = float32((2*r.Float64() - 1) * bound)
+			u := float64(r.Float64())             // rounded: its inlined product is not fused into u + u
+			dst[i] = float32((u + u - 1) * bound) // no product to fuse with the sum, on any target
 		}
 	}
 }

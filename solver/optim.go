@@ -212,5 +212,5 @@ func (c Cosine) LR(iter int) float32 {
 		return c.Base
 	}
 	t := min(float64(iter-c.Warmup)/float64(span), 1)
-	return c.Min + (c.Base-c.Min)*float32((1+math.Cos(math.Pi*t))/2)
+	return c.Min + float32((c.Base-c.Min)*float32((1+math.Cos(math.Pi*t))/2)) // float32(): not fused on any target
 }

@@ -142,7 +142,7 @@ func (t *Trainer) Evaluate(s Samples, batch int) (acc, loss float64) {
 			labels[i] = s.Get(at+i, x[i*size:(i+1)*size])
 		}
 		logits := t.Logits(x[:m*size], m)
-		loss += t.Loss.Forward(t.Net.B, logits, labels[:m]) * float64(m)
+		loss += float64(t.Loss.Forward(t.Net.B, logits, labels[:m]) * float64(m))
 		t.Net.B.Download(probs[:m*classes], t.Loss.Probs())
 		for i := 0; i < m; i++ {
 			if argmax(probs[i*classes:(i+1)*classes]) == int(labels[i]) {

@@ -101,7 +101,7 @@ func softmaxBackward(dxs, dys, ys []float32, ch, inner, lo, hi int) {
 			base := o*ch*inner + in
 			var dot float64
 			for k := range ch {
-				dot += float64(dys[base+k*inner]) * float64(ys[base+k*inner])
+				dot += float64(float64(dys[base+k*inner]) * float64(ys[base+k*inner]))
 			}
 			d := float32(dot)
 			for k := range ch {

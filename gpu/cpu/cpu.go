@@ -96,7 +96,7 @@ func (*CPU) Axpy(alpha float32, x, y gpu.Buffer) {
 	xs, ys := h(x), h(y)
 	sameLen("Axpy", xs, ys)
 	for i, v := range xs {
-		ys[i] += alpha * v
+		ys[i] += float32(alpha * v) // rounded: no fused multiply-add on any target
 	}
 }
 

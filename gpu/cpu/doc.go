@@ -5,8 +5,10 @@
 //
 // Its optimizer steps (SGDStep, AdamStep) are the reference every other
 // backend matches bit for bit: the hub and every worker apply them, so all
-// weights stay identical (TestOptimizerKernelsNotFused guards them against
-// fused multiply-adds on arm64).
+// weights stay identical. The whole training step gives the same bits on
+// amd64 and arm64 (TestMobileNetStepBits): no Go code of the step fuses a
+// multiply-add on any target (TestStepNotFused), and the GEMM's assembly
+// families fuse alike.
 //
 // Caller's duties:
 //  1. Create one backend per network instance (NewCPU, or gpu.Open("cpu")

@@ -14,9 +14,9 @@ func lrnScale(g gpu.LRNGeom, s []float64, x []float32, base int) {
 		var sum float64
 		for i := max(0, c-g.Before()); i <= min(g.C-1, c+g.After()); i++ {
 			v := float64(x[base+i*g.HW])
-			sum += v * v
+			sum += float64(v * v)
 		}
-		s[c] = float64(g.Bias) + k*sum
+		s[c] = float64(g.Bias) + float64(k*sum)
 	}
 }
 
@@ -58,7 +58,7 @@ func (*CPU) LRNBackward(g gpu.LRNGeom, dx, dy, x, y gpu.Buffer) {
 				sum += r[j]
 			}
 			i := base + ch*g.HW
-			dxs[i] = float32(float64(dys[i])*math.Pow(s[ch], -float64(g.Beta)) - k*float64(xs[i])*sum)
+			dxs[i] = float32(float64(float64(dys[i])*math.Pow(s[ch], -float64(g.Beta))) - float64(k*float64(xs[i])*sum))
 		}
 	}
 }

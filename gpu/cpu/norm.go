@@ -57,14 +57,14 @@ func sqDev64(s []float32, mean float64) float64 {
 	for ; i+4 <= len(s); i += 4 {
 		d0, d1 := float64(s[i])-mean, float64(s[i+1])-mean
 		d2, d3 := float64(s[i+2])-mean, float64(s[i+3])-mean
-		a0 += d0 * d0
-		a1 += d1 * d1
-		a2 += d2 * d2
-		a3 += d3 * d3
+		a0 += float64(d0 * d0)
+		a1 += float64(d1 * d1)
+		a2 += float64(d2 * d2)
+		a3 += float64(d3 * d3)
 	}
 	for ; i < len(s); i++ {
 		d := float64(s[i]) - mean
-		a0 += d * d
+		a0 += float64(d * d)
 	}
 	return (a0 + a1) + (a2 + a3)
 }
@@ -82,7 +82,7 @@ func bnApply(g gpu.BNGeom, ys, xs []float32, c int, mean, scale, shift float32) 
 		yr, xr := ys[off:off+g.HW], xs[off:off+g.HW]
 		if g.HW < vecMin {
 			for i, v := range xr {
-				yr[i] = (v-mean)*scale + shift
+				yr[i] = float32((v-mean)*scale) + shift
 			}
 			continue
 		}
@@ -138,14 +138,14 @@ func bnTrain(g *gpu.BNGeom, ys, xs []float32, per *[6][]float32, lo, hi int) {
 		variance := ss / float64(m)
 		invStd := 1 / math.Sqrt(variance+float64(g.Eps))
 		sm[c], si[c] = float32(mean), float32(invStd)
-		rm[c] = float32((1-mom)*float64(rm[c]) + mom*mean)
-		rv[c] = float32((1-mom)*float64(rv[c]) + mom*variance*corr)
+		rm[c] = float32(float64((1-mom)*float64(rm[c])) + float64(mom*mean))
+		rv[c] = float32(float64((1-mom)*float64(rv[c])) + float64(mom*variance*corr))
 		// The mean rounded to float32 is off by up to half an ulp, which is a
 		// large error in x-mean when the mean dwarfs the spread; the shift
 		// puts the rounding back (x-mean32 is exact where x is near the mean).
 		scale := float64(gs[c]) * invStd
 		mean32 := float32(mean)
-		shift := float64(bs[c]) - (mean-float64(mean32))*scale
+		shift := float64(bs[c]) - float64((mean-float64(mean32))*scale)
 		bnApply(*g, ys, xs, c, mean32, float32(scale), float32(shift))
 	}
 }
@@ -204,7 +204,7 @@ func bnBackward(g *gpu.BNGeom, dxs, dys, xs []float32, per *[6][]float32, lo, hi
 			if g.HW < vecMin {
 				for i, d := range dr {
 					sdy += float64(d)
-					sdyx += float64(d) * float64(xr[i]-mean)
+					sdyx += float64(float64(d) * float64(xr[i]-mean))
 				}
 				continue
 			}
@@ -233,7 +233,7 @@ func bnBackward(g *gpu.BNGeom, dxs, dys, xs []float32, per *[6][]float32, lo, hi
 			dr, xr, or := dys[off:off+g.HW], xs[off:off+g.HW], dxs[off:off+g.HW]
 			if g.HW < vecMin {
 				for i, d := range dr {
-					or[i] = kf*d - bf - af*(xr[i]-mean)
+					or[i] = float32(kf*d) - bf - float32(af*(xr[i]-mean))
 				}
 				continue
 			}

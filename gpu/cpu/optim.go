@@ -10,7 +10,7 @@ import "math"
 // explicit conversion forces the product to be rounded first (the Go spec,
 // "Floating-point operators"). So every product below that feeds an
 // addition is wrapped in float32(...): keep it that way.
-// TestOptimizerKernelsNotFused checks the arm64 build for FMA instructions.
+// TestStepNotFused checks the arm64 build for FMA instructions.
 
 // SGDStep implements Backend.
 func (*CPU) SGDStep(p, g, v gpu.Buffer, lr, momentum, weightDecay float32, nesterov bool) {

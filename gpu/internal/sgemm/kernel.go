@@ -58,8 +58,10 @@ func goKernelFunc(rows, cols, mr, nr int) kernelFunc {
 // for rows×cols of a tile whose packed strides are mr and nr. With fused set
 // it rounds like a fused multiply-add (the product and sum in float64, which
 // holds the float32 product exactly, then rounded once to float32: the tests'
-// reference for the assembly kernels). Without it, Go decides: it fuses on
-// arm64 and not on amd64.
+// reference for the assembly kernels). Without it, every product is rounded
+// to float32 before its sum (explicit conversions, which Go never fuses; it
+// would otherwise fuse x*y + z on arm64 and on amd64 with GOAMD64=v3), so the
+// pure-Go family gives the same bits on every target.
 func goKernel(rows, cols, mr, nr, k int, a, b, c []float32, ldc int, alpha, beta float32, fused bool) {
 	var acc [maxTile]float32
 	for p := 0; p < k; p++ {
@@ -68,26 +70,26 @@ func goKernel(rows, cols, mr, nr, k int, a, b, c []float32, ldc int, alpha, beta
 			row := acc[i*cols : (i+1)*cols]
 			if fused {
 				for j, bv := range bp {
-					row[j] = float32(float64(av)*float64(bv) + float64(row[j]))
+					row[j] = float32(float64(float64(av)*float64(bv)) + float64(row[j])) // the product is exact
 				}
 				continue
 			}
 			for j, bv := range bp {
-				row[j] += av * bv
+				row[j] += float32(av * bv)
 			}
 		}
 	}
 	for i := 0; i < rows; i++ {
 		out, row := c[i*ldc:i*ldc+cols], acc[i*cols:(i+1)*cols]
 		for j, v := range row {
-			v *= alpha
+			v = float32(v * alpha) // rounded before the sum below: never fused
 			switch {
 			case beta == 0:
 				out[j] = v
 			case fused:
-				out[j] = float32(float64(beta)*float64(out[j]) + float64(v))
+				out[j] = float32(float64(float64(beta)*float64(out[j])) + float64(v))
 			default:
-				out[j] = beta*out[j] + v
+				out[j] = float32(beta*out[j]) + v
 			}
 		}
 	}
@@ -100,33 +102,33 @@ func goKernel4x4(k int, ap, bp, cp *float32, ldc int, alpha, beta float32) {
 	for p := 0; p+3 < len(a) && p+3 < len(b); p += 4 {
 		a0, a1, a2, a3 := a[p], a[p+1], a[p+2], a[p+3]
 		b0, b1, b2, b3 := b[p], b[p+1], b[p+2], b[p+3]
-		c00 += a0 * b0
-		c01 += a0 * b1
-		c02 += a0 * b2
-		c03 += a0 * b3
-		c10 += a1 * b0
-		c11 += a1 * b1
-		c12 += a1 * b2
-		c13 += a1 * b3
-		c20 += a2 * b0
-		c21 += a2 * b1
-		c22 += a2 * b2
-		c23 += a2 * b3
-		c30 += a3 * b0
-		c31 += a3 * b1
-		c32 += a3 * b2
-		c33 += a3 * b3
+		c00 += float32(a0 * b0)
+		c01 += float32(a0 * b1)
+		c02 += float32(a0 * b2)
+		c03 += float32(a0 * b3)
+		c10 += float32(a1 * b0)
+		c11 += float32(a1 * b1)
+		c12 += float32(a1 * b2)
+		c13 += float32(a1 * b3)
+		c20 += float32(a2 * b0)
+		c21 += float32(a2 * b1)
+		c22 += float32(a2 * b2)
+		c23 += float32(a2 * b3)
+		c30 += float32(a3 * b0)
+		c31 += float32(a3 * b1)
+		c32 += float32(a3 * b2)
+		c33 += float32(a3 * b3)
 	}
 	c := unsafe.Slice(cp, 3*ldc+4)
 	acc := [16]float32{c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33}
 	for i := 0; i < 4; i++ {
 		out := c[i*ldc : i*ldc+4]
 		for j := range out {
-			v := acc[i*4+j] * alpha
+			v := float32(acc[i*4+j] * alpha)
 			if beta == 0 {
 				out[j] = v
 			} else {
-				out[j] = beta*out[j] + v
+				out[j] = float32(beta*out[j]) + v
 			}
 		}
 	}

@@ -19,9 +19,10 @@
 // GOMAXPROCS nor on scheduling. Parallel products are split over blocks of
 // rows and columns of C only, never over k, and the sum over k is cut into
 // blocks at fixed points (every 256) and accumulated in increasing order with
-// fused multiply-adds. Different families (AVX-512 and AVX2 give the same
-// bits; pure Go on amd64 does not fuse) and different machines may round
-// differently.
+// fused multiply-adds. The assembly families (AVX-512, AVX2 and NEON) all
+// give the same bits, on any machine; the pure-Go family rounds every product
+// on its own (no fused multiply-add, on every target), so it gives other bits,
+// the same on every target.
 package sgemm
 
 import "fmt"

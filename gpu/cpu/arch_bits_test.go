@@ -1,0 +1,82 @@
+package cpu_test
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/cotrain/cotrain/gpu/cpu"
+	"github.com/cotrain/cotrain/gpu/internal/sgemm"
+	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/solver"
+)
+
+// stepBits are the weight hashes TestMobileNetStepBits expects after each of
+// its steps, by GEMM family: the assembly families (AVX-512, AVX2, NEON) fuse
+// the products' multiply-adds, the pure-Go family (other architectures, the
+// purego tag) rounds every product, so the two give different bits, each the
+// same on every target. Measured on amd64 (AVX2) and checked under
+// qemu-aarch64 (NEON, and pure Go), qemu-arm (GOARM=7, pure Go) and amd64
+// with -tags purego, with and without GOAMD64=v3.
+var stepBits = map[string][]string{
+	"fused": {"bdd9d0ad52c71420", "86ab1d7bebd5f652"},
+	"go":    {"f5d7cd75846b96d9", "8e96a22a05f89c7d"},
+}
+
+// TestMobileNetStepBits: two SGD steps of mobilenet-small (α 0.25, 3×32×32,
+// batch 4, seeded) leave the same weights, bit for bit, on every
+// architecture of a GEMM family. The inputs and weights come from
+// rand/v2's Float32 and the fan-in uniform initialisation, which round the
+// same everywhere (its NormFloat64 does not: Go fuses its arithmetic on
+// arm64). .ci/run runs this test under qemu-aarch64 and qemu-arm.
+func TestMobileNetStepBits(t *testing.T) {
+	family := "fused"
+	if sgemm.Kernel() == "go" {
+		family = "go"
+	}
+	want := stepBits[family]
+	be := cpu.NewCPU()
+	net, err := models.Build(be, "mobilenet-small", models.Config{Width: 0.25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	net.InitParams(r)
+	tr := solver.NewTrainer(net, solver.NewSGD(be, net.NumParams(), 0.9, 0, false), solver.Constant(0.05))
+	const batch = 4
+	x := make([]float32, batch*net.In.Size())
+	for i := range x {
+		x[i] = r.Float32() - 0.5
+	}
+	labels := make([]int32, batch)
+	for i := range labels {
+		labels[i] = int32(i % net.Out.Size())
+	}
+	w := make([]float32, net.NumParams())
+	for i, h := range want {
+		if _, err := tr.Step(x, labels); err != nil {
+			t.Fatal(err)
+		}
+		be.Download(w, net.Params)
+		if got := floatsHash(w); got != h {
+			t.Errorf("%s/%s, GEMM %s: weights after step %d hash to %s, want %s (the %s family's bits)",
+				runtime.GOOS, runtime.GOARCH, sgemm.Kernel(), i+1, got, h, family)
+		}
+	}
+}
+
+// floatsHash returns the first 16 hex digits of the SHA-256 of v's bits,
+// little-endian.
+func floatsHash(v []float32) string {
+	h := sha256.New()
+	var b [4]byte
+	for _, x := range v {
+		binary.LittleEndian.PutUint32(b[:], math.Float32bits(x))
+		h.Write(b[:])
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
