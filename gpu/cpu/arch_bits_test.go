@@ -44,18 +44,7 @@ func TestMobileNetStepBits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := rand.New(rand.NewPCG(3, 4))
-	net.InitParams(r)
-	tr := solver.NewTrainer(net, solver.NewSGD(be, net.NumParams(), 0.9, 0, false), solver.Constant(0.05))
-	const batch = 4
-	x := make([]float32, batch*net.In.Size())
-	for i := range x {
-		x[i] = r.Float32() - 0.5
-	}
-	labels := make([]int32, batch)
-	for i := range labels {
-		labels[i] = int32(i % net.Out.Size())
-	}
+	tr, x, labels := bitsStep(net)
 	w := make([]float32, net.NumParams())
 	for i, h := range want {
 		if _, err := tr.Step(x, labels); err != nil {
@@ -65,6 +54,40 @@ func TestMobileNetStepBits(t *testing.T) {
 		if got := floatsHash(w); got != h {
 			t.Errorf("%s/%s, GEMM %s: weights after step %d hash to %s, want %s (the %s family's bits)",
 				runtime.GOOS, runtime.GOARCH, sgemm.Kernel(), i+1, got, h, family)
+		}
+	}
+}
+
+// bitsStep returns TestMobileNetStepBits's trainer over net, with net's
+// weights initialised, and its batch of 4.
+func bitsStep(net *solver.Net) (*solver.Trainer, []float32, []int32) {
+	r := rand.New(rand.NewPCG(3, 4))
+	net.InitParams(r)
+	tr := solver.NewTrainer(net, solver.NewSGD(net.B, net.NumParams(), 0.9, 0, false), solver.Constant(0.05))
+	const batch = 4
+	x := make([]float32, batch*net.In.Size())
+	for i := range x {
+		x[i] = r.Float32() - 0.5
+	}
+	labels := make([]int32, batch)
+	for i := range labels {
+		labels[i] = int32(i % net.Out.Size())
+	}
+	return tr, x, labels
+}
+
+// BenchmarkMobileNetStepBits times TestMobileNetStepBits's step (the
+// figure docs/performance.md gives for the cost of rounding every product
+// on its own, run under qemu-aarch64 against the code before).
+func BenchmarkMobileNetStepBits(b *testing.B) {
+	net, err := models.Build(cpu.NewCPU(), "mobilenet-small", models.Config{Width: 0.25})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr, x, labels := bitsStep(net)
+	for b.Loop() {
+		if _, err := tr.Step(x, labels); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
