@@ -49,6 +49,8 @@ type Layer struct {
 	PH     int  `json:"ph,omitempty"`     //
 	PW     int  `json:"pw,omitempty"`     //
 	Groups int  `json:"groups,omitempty"` // conv2d, groupnorm
+	DH     int  `json:"dh,omitempty"`     // dilatedconv2d: dilations (conv2d's fields otherwise)
+	DW     int  `json:"dw,omitempty"`     //
 	NoBias bool `json:"nobias,omitempty"` // conv2d, linear
 	Ceil   bool `json:"ceil,omitempty"`   // pools
 	Incl   bool `json:"incl,omitempty"`   // avgpool2d: count padding
@@ -110,6 +112,10 @@ func Describe(nodes []solver.Node) ([]Layer, error) {
 			c := l.Cfg
 			d.Out, d.KH, d.KW, d.SH, d.SW, d.PH, d.PW, d.Groups, d.NoBias =
 				c.Out, c.KH, c.KW, c.StrideH, c.StrideW, c.PadH, c.PadW, c.Groups, c.NoBias
+		case *solver.DilatedConv2D:
+			c := l.Cfg
+			d.Out, d.KH, d.KW, d.SH, d.SW, d.PH, d.PW, d.Groups, d.NoBias, d.DH, d.DW =
+				c.Out, c.KH, c.KW, c.StrideH, c.StrideW, c.PadH, c.PadW, c.Groups, c.NoBias, l.DH, l.DW
 		case *solver.Pool2D:
 			if d.Kind != "globalavgpool" {
 				c := l.Cfg
@@ -179,6 +185,9 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 		case "conv2d":
 			l = solver.NewConv2D(d.Name, solver.ConvConfig{Out: d.Out, KH: d.KH, KW: d.KW, StrideH: d.SH, StrideW: d.SW,
 				PadH: d.PH, PadW: d.PW, Groups: d.Groups, NoBias: d.NoBias})
+		case "dilatedconv2d":
+			l = solver.NewDilatedConv2D(d.Name, solver.ConvConfig{Out: d.Out, KH: d.KH, KW: d.KW, StrideH: d.SH, StrideW: d.SW,
+				PadH: d.PH, PadW: d.PW, Groups: d.Groups, NoBias: d.NoBias}, d.DH, d.DW)
 		case "maxpool2d", "avgpool2d":
 			c := solver.PoolConfig{KH: d.KH, KW: d.KW, StrideH: d.SH, StrideW: d.SW, PadH: d.PH, PadW: d.PW,
 				CeilMode: d.Ceil, CountIncludePad: d.Incl}

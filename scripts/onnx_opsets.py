@@ -42,6 +42,8 @@ It writes models/onnx/testdata/opsets/:
   bottleneck blocks; gradients with batch norm in training mode.
 - pad_value_op9.onnx, pad_value_op13.onnx and their .json: Pad with a
   constant other than zero (attribute at 9, input at 13), as zoo_ops.
+- dilated_op13.onnx and dilated_op13.json: dilated convolutions (dilation 2,
+  and (2, 3) grouped with stride 2) as torch.onnx.export writes them.
 
 Every array has a fixed seed, so a rerun rewrites identical data.
 """
@@ -549,6 +551,40 @@ def pad_value():
         _save_golden(f"pad_value_op{op}", x, dy, y, d)
 
 
+class _Dilated(nn.Module):
+    """dilated_op13's network: 3×3 convolutions with dilation 2 (padding 2,
+    the size kept) and dilation (2, 3) in 2 groups with stride 2, between
+    ReLUs, then Flatten and a linear layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 4, 3, padding=2, dilation=2)
+        self.c2 = nn.Conv2d(4, 6, 3, stride=2, padding=(1, 2), dilation=(2, 3), groups=2)
+        self.fc = nn.Linear(6 * 5 * 5, 5)
+
+    def forward(self, x):
+        h = F.relu(self.c1(x))
+        h = F.relu(self.c2(h))
+        return self.fc(torch.flatten(h, 1))
+
+
+def dilated():
+    """dilated_op13.onnx: dilated convolutions as torch.onnx.export writes
+    them (Conv's dilations attribute), with dilated_op13.json holding
+    PyTorch's output and parameter gradients, as zoo_ops.json."""
+    torch.manual_seed(31)
+    net = _Dilated()
+    g = torch.Generator().manual_seed(32)
+    x, dy = torch.randn(2, 3, 11, 11, generator=g), torch.randn(2, 5, generator=g)
+    net.eval()
+    torch.onnx.export(net, x, os.path.join(OUT, "dilated_op13.onnx"), opset_version=13,
+                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+    d = net.double()
+    y = d(x.double())
+    (y * dy.double()).sum().backward()
+    _save_golden("dilated_op13", x, dy, y, {k: v for k, v in d.named_parameters()})
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     w = weights()
@@ -563,6 +599,7 @@ def main():
     zoo_alexnet()
     zoo_resnet()
     pad_value()
+    dilated()
 
 
 if __name__ == "__main__":

@@ -252,6 +252,15 @@ func (im *importer) conv(n *onnxpb.NodeProto, a attrs) error {
 	if len(w.dims) != 4 || x.rank != rank {
 		return fmt.Errorf("%w: weight %v on input of rank %d (2-D convolution only)", ErrUnsupported, w.dims, x.rank)
 	}
+	given := a.ints("dilations")
+	dil, a, err := dilations(a)
+	if err != nil {
+		return err
+	}
+	if dil != [2]int{1, 1} && rank == 3 {
+		return fmt.Errorf("%w: dilated Conv1d (dilations %v): not read yet; a Conv2d of N×C×1×L with dilation (1, %d) is",
+			ErrUnsupported, given[len(given)-1:], dil[1])
+	}
 	k, s, p, asym, err := window(a, w.dims[2:])
 	if err != nil {
 		return err
@@ -272,6 +281,9 @@ func (im *importer) conv(n *onnxpb.NodeProto, a attrs) error {
 	}
 	d := models.Layer{Kind: "conv2d", Name: im.layerName(n, w.name), Out: w.dims[0], KH: k[0], KW: k[1], SH: s[0], SW: s[1],
 		PH: p[0] + x.pad[0], PW: p[1] + x.pad[1], Groups: groups, NoBias: b == nil}
+	if dil != [2]int{1, 1} {
+		d.Kind, d.DH, d.DW = "dilatedconv2d", dil[0], dil[1]
+	}
 	if b != nil {
 		if err := floatParam(b, "bias", w.dims[0]); err != nil {
 			return err

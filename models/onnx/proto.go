@@ -187,6 +187,32 @@ func window(a attrs, kernel []int) (k, s, p [2]int, asym [4]int, err error) {
 	return k, s, p, asym, nil
 }
 
+// dilations reads a 2-D Conv's dilations (absent: 1 and 1) and returns
+// the attributes without them, for window, which refuses them (pools).
+func dilations(a attrs) ([2]int, attrs, error) {
+	d := [2]int{1, 1}
+	ds, ok := a["dilations"]
+	if !ok {
+		return d, a, nil
+	}
+	if len(ds.GetInts()) != 2 {
+		return d, a, fmt.Errorf("%w: dilations %v (2-D only)", ErrMalformed, ds.GetInts())
+	}
+	for i, v := range ds.GetInts() {
+		var err error
+		if d[i], err = limits.Extent("dilations", v, true); err != nil {
+			return d, a, fmt.Errorf("%w: %w", ErrMalformed, err)
+		}
+	}
+	rest := make(attrs, len(a))
+	for k, v := range a {
+		if k != "dilations" {
+			rest[k] = v
+		}
+	}
+	return d, rest, nil
+}
+
 func windowAttrs(a attrs, kernel []int) (k, s, p [2]int, asym [4]int, err error) {
 	if ks := a.ints("kernel_shape"); ks != nil {
 		if len(ks) != 2 {
