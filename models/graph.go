@@ -51,6 +51,8 @@ type Layer struct {
 	Groups int  `json:"groups,omitempty"` // conv2d, groupnorm
 	DH     int  `json:"dh,omitempty"`     // dilatedconv2d: dilations (conv2d's fields otherwise)
 	DW     int  `json:"dw,omitempty"`     //
+	OPH    int  `json:"oph,omitempty"`    // convtranspose2d: output padding (conv2d's fields otherwise)
+	OPW    int  `json:"opw,omitempty"`    //
 	NoBias bool `json:"nobias,omitempty"` // conv2d, linear
 	Ceil   bool `json:"ceil,omitempty"`   // pools
 	Incl   bool `json:"incl,omitempty"`   // avgpool2d: count padding
@@ -116,6 +118,10 @@ func Describe(nodes []solver.Node) ([]Layer, error) {
 			c := l.Cfg
 			d.Out, d.KH, d.KW, d.SH, d.SW, d.PH, d.PW, d.Groups, d.NoBias, d.DH, d.DW =
 				c.Out, c.KH, c.KW, c.StrideH, c.StrideW, c.PadH, c.PadW, c.Groups, c.NoBias, l.DH, l.DW
+		case *solver.ConvTranspose2D:
+			c := l.Cfg
+			d.Out, d.KH, d.KW, d.SH, d.SW, d.PH, d.PW, d.Groups, d.NoBias, d.OPH, d.OPW =
+				c.Out, c.KH, c.KW, c.StrideH, c.StrideW, c.PadH, c.PadW, c.Groups, c.NoBias, l.OutPadH, l.OutPadW
 		case *solver.Pool2D:
 			if d.Kind != "globalavgpool" {
 				c := l.Cfg
@@ -188,6 +194,9 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 		case "dilatedconv2d":
 			l = solver.NewDilatedConv2D(d.Name, solver.ConvConfig{Out: d.Out, KH: d.KH, KW: d.KW, StrideH: d.SH, StrideW: d.SW,
 				PadH: d.PH, PadW: d.PW, Groups: d.Groups, NoBias: d.NoBias}, d.DH, d.DW)
+		case "convtranspose2d":
+			l = solver.NewConvTranspose2D(d.Name, solver.ConvConfig{Out: d.Out, KH: d.KH, KW: d.KW, StrideH: d.SH, StrideW: d.SW,
+				PadH: d.PH, PadW: d.PW, Groups: d.Groups, NoBias: d.NoBias}, d.OPH, d.OPW)
 		case "maxpool2d", "avgpool2d":
 			c := solver.PoolConfig{KH: d.KH, KW: d.KW, StrideH: d.SH, StrideW: d.SW, PadH: d.PH, PadW: d.PW,
 				CeilMode: d.Ceil, CountIncludePad: d.Incl}

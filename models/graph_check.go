@@ -21,7 +21,7 @@ func checkLayer(i int, d Layer) error {
 		return err
 	}
 	switch d.Kind {
-	case "conv2d", "dilatedconv2d", "maxpool2d", "avgpool2d":
+	case "conv2d", "dilatedconv2d", "convtranspose2d", "maxpool2d", "avgpool2d":
 		for _, f := range []struct {
 			what     string
 			v        int
@@ -40,7 +40,15 @@ func checkLayer(i int, d Layer) error {
 				return bad(err)
 			}
 		}
-		if d.Kind == "conv2d" || d.Kind == "dilatedconv2d" {
+		if d.Kind == "convtranspose2d" {
+			if err := extent("output padding height", d.OPH, false); err != nil {
+				return bad(err)
+			}
+			if err := extent("output padding width", d.OPW, false); err != nil {
+				return bad(err)
+			}
+		}
+		if d.Kind == "conv2d" || d.Kind == "dilatedconv2d" || d.Kind == "convtranspose2d" {
 			if _, err := limits.Count("output channels", int64(d.Out), true); err != nil {
 				return bad(err)
 			}

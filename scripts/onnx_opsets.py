@@ -44,6 +44,9 @@ It writes models/onnx/testdata/opsets/:
   constant other than zero (attribute at 9, input at 13), as zoo_ops.
 - dilated_op13.onnx and dilated_op13.json: dilated convolutions (dilation 2,
   and (2, 3) grouped with stride 2) as torch.onnx.export writes them.
+- convtranspose_op13.onnx and convtranspose_op13.json: transposed
+  convolutions (stride 2 with padding and output padding in 2 groups; 2x2
+  stride 2 without bias) as torch.onnx.export writes them.
 
 Every array has a fixed seed, so a rerun rewrites identical data.
 """
@@ -585,6 +588,42 @@ def dilated():
     _save_golden("dilated_op13", x, dy, y, {k: v for k, v in d.named_parameters()})
 
 
+class _Transposed(nn.Module):
+    """convtranspose_op13's network: a convolution, a stride-2 transposed
+    convolution with padding and output padding in 2 groups, one of 2×2
+    stride 2 without bias, then Flatten and a linear layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 4, 3, padding=1)
+        self.t1 = nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2)
+        self.t2 = nn.ConvTranspose2d(6, 2, 2, stride=2, bias=False)
+        self.fc = nn.Linear(2 * 20 * 20, 5)
+
+    def forward(self, x):
+        h = F.relu(self.c1(x))
+        h = F.relu(self.t1(h))
+        h = self.t2(h)
+        return self.fc(torch.flatten(h, 1))
+
+
+def convtranspose():
+    """convtranspose_op13.onnx: ConvTranspose as torch.onnx.export writes it,
+    with convtranspose_op13.json holding PyTorch's output and parameter
+    gradients, as zoo_ops.json."""
+    torch.manual_seed(41)
+    net = _Transposed()
+    g = torch.Generator().manual_seed(42)
+    x, dy = torch.randn(2, 3, 5, 5, generator=g), torch.randn(2, 5, generator=g)
+    net.eval()
+    torch.onnx.export(net, x, os.path.join(OUT, "convtranspose_op13.onnx"), opset_version=13,
+                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+    d = net.double()
+    y = d(x.double())
+    (y * dy.double()).sum().backward()
+    _save_golden("convtranspose_op13", x, dy, y, {k: v for k, v in d.named_parameters()})
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     w = weights()
@@ -600,6 +639,7 @@ def main():
     zoo_resnet()
     pad_value()
     dilated()
+    convtranspose()
 
 
 if __name__ == "__main__":

@@ -212,6 +212,18 @@ func (e *exporter) layer(l solver.Layer, xs []string, rank int) (string, int, er
 		}
 		return e.node("Conv", name, ins, attrInts("kernel_shape", c.KH, c.KW), attrInts("strides", c.StrideH, c.StrideW),
 			attrInts("pads", c.PadH, c.PadW, c.PadH, c.PadW), attrInts("dilations", l.DH, l.DW), attrInt("group", c.Groups)), 4, nil
+	case *solver.ConvTranspose2D:
+		if rank != 4 {
+			return "", 0, fmt.Errorf("%w: transposed convolution of rank %d (N×C×H×W only)", ErrUnsupported, rank)
+		}
+		c := l.Cfg
+		ins := []string{xs[0], p("weight")}
+		if !c.NoBias {
+			ins = append(ins, p("bias"))
+		}
+		return e.node("ConvTranspose", name, ins, attrInts("kernel_shape", c.KH, c.KW), attrInts("strides", c.StrideH, c.StrideW),
+			attrInts("pads", c.PadH, c.PadW, c.PadH, c.PadW), attrInts("output_padding", l.OutPadH, l.OutPadW),
+			attrInts("dilations", 1, 1), attrInt("group", c.Groups)), 4, nil
 	case *solver.Pool2D:
 		c := l.Cfg
 		if e.oneD && rank == 3 {

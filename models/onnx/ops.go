@@ -26,7 +26,7 @@ var knownOps = map[string]bool{
 	"ReduceSum": true, "ReduceMax": true, "GlobalMaxPool": true, "Transpose": true,
 	"Split": true, "Slice": true, "Squeeze": true, "Unsqueeze": true, "Concat": true, "Softmax": true, "LogSoftmax": true,
 	"Pad": true, "Shape": true, "Gather": true, "ConstantOfShape": true, "Cast": true, "Sum": true, "LRN": true, "PRelu": true,
-	"LSTM": true, "GRU": true, "LayerNormalization": true, "InstanceNormalization": true, "GroupNormalization": true,
+	"LSTM": true, "GRU": true, "ConvTranspose": true, "LayerNormalization": true, "InstanceNormalization": true, "GroupNormalization": true,
 }
 
 // checkOps refuses the first node whose operator (or domain) is not one
@@ -107,6 +107,8 @@ func (im *importer) node(n *onnxpb.NodeProto, outName string) error {
 		return im.conv(n, a)
 	case "Clip":
 		return im.clip(n, a)
+	case "ConvTranspose":
+		return im.convTranspose(n, a)
 	case "MaxPool", "AveragePool":
 		return im.pool(n, a)
 	case "GlobalAveragePool":

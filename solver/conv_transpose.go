@@ -1,0 +1,149 @@
+package solver
+
+import (
+	"fmt"
+
+	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/internal/limits"
+)
+
+// ConvTranspose2D is a transposed 2-D convolution (PyTorch's
+// nn.ConvTranspose2d, ONNX's ConvTranspose): the adjoint of the
+// convolution of the same weights, W of In×(Out/Groups)×KH×KW, plus a bias
+// of Out. Its output is (H-1)·S − 2·P + K + OutPad high (and so wide).
+//
+// It needs no kernel of its own: with the convolution g that maps an
+// Out×OH×OW input to an In×H×W output through W (the layer's Adj),
+//   - Forward is g's backward-data (dx of g from dy = x), then the bias;
+//   - the input gradient is g's forward (with no bias) of dy;
+//   - the filter gradient is g's backward-filter with the roles swapped:
+//     g's "input" is this layer's dy and g's "output gradient" its x;
+//   - the bias gradient is dy's sum over the batch and the positions.
+type ConvTranspose2D struct {
+	Base
+	Cfg              ConvConfig // Out: output channels; PadH, PadW: the padding removed
+	OutPadH, OutPadW int        // extra rows and columns at the end (output_padding)
+	// Adj is the adjoint convolution's geometry (N set per call): C, H, W
+	// are this layer's output, K, OH, OW its input.
+	Adj gpu.ConvGeom
+	b   gpu.Backend
+}
+
+var _ Layer = (*ConvTranspose2D)(nil)
+
+// NewConvTranspose2D returns a transposed convolution; zero strides and
+// groups mean 1 and KW 0 a square kernel, as for NewConv2D.
+func NewConvTranspose2D(name string, cfg ConvConfig, outPadH, outPadW int) *ConvTranspose2D {
+	return &ConvTranspose2D{Base: Base{LayerName: name}, Cfg: NewConv2D(name, cfg).Cfg, OutPadH: outPadH, OutPadW: outPadW}
+}
+
+// Kind implements Layer.
+func (*ConvTranspose2D) Kind() string { return "convtranspose2d" }
+
+// Setup implements Layer. Its errors name the offending field.
+func (l *ConvTranspose2D) Setup(in []Shape) (Shape, error) {
+	s, err := one("convtranspose2d", in)
+	if err != nil {
+		return Shape{}, err
+	}
+	c := l.Cfg
+	bad := func(err error) (Shape, error) {
+		return Shape{}, fmt.Errorf("solver: convtranspose2d %s: %w", l.LayerName, err)
+	}
+	for _, f := range []struct {
+		what     string
+		v        int
+		positive bool
+	}{{"kernel height", c.KH, true}, {"kernel width", c.KW, true}, {"stride height", c.StrideH, true},
+		{"stride width", c.StrideW, true}, {"pad height", c.PadH, false}, {"pad width", c.PadW, false},
+		{"output padding height", l.OutPadH, false}, {"output padding width", l.OutPadW, false}} {
+		if _, err := limits.Extent(f.what, int64(f.v), f.positive); err != nil {
+			return bad(err)
+		}
+	}
+	switch {
+	case c.Out <= 0 || c.Groups <= 0:
+		return bad(fmt.Errorf("%d output channels in %d groups, want positive", c.Out, c.Groups))
+	case s.C%c.Groups != 0 || c.Out%c.Groups != 0:
+		return bad(fmt.Errorf("channels %d in and %d out not divisible by groups %d", s.C, c.Out, c.Groups))
+	case l.OutPadH >= c.StrideH || l.OutPadW >= c.StrideW:
+		return bad(fmt.Errorf("output padding %dx%d not below the stride %dx%d", l.OutPadH, l.OutPadW, c.StrideH, c.StrideW))
+	}
+	oh := (s.H-1)*c.StrideH - 2*c.PadH + c.KH + l.OutPadH
+	ow := (s.W-1)*c.StrideW - 2*c.PadW + c.KW + l.OutPadW
+	if oh <= 0 || ow <= 0 {
+		return bad(fmt.Errorf("output %dx%d from input %v", oh, ow, s))
+	}
+	l.Adj = gpu.ConvGeom{C: c.Out, H: oh, W: ow, K: s.C, R: c.KH, S: c.KW,
+		StrideH: c.StrideH, StrideW: c.StrideW, PadH: c.PadH, PadW: c.PadW, Groups: c.Groups}
+	if err := l.Adj.Setup(); err != nil {
+		return bad(err)
+	}
+	if l.Adj.OH != s.H || l.Adj.OW != s.W {
+		// Cannot happen for the sizes above; a bug if it does.
+		return bad(fmt.Errorf("the adjoint convolution maps %dx%d to %dx%d, not the input's %dx%d", oh, ow, l.Adj.OH, l.Adj.OW, s.H, s.W))
+	}
+	return Shape{c.Out, oh, ow}, nil
+}
+
+// Params implements Layer: weight [In, Out/Groups, KH, KW], then bias [Out]
+// (PyTorch's layout; its fan-in is Out/Groups·KH·KW, as PyTorch's init).
+func (l *ConvTranspose2D) Params() []ParamSpec {
+	g := l.Adj
+	fan := g.C / g.Groups * g.R * g.S
+	ps := []ParamSpec{{Name: "weight", Dims: []int{g.K, g.C / g.Groups, g.R, g.S}, Init: InitFanIn, FanIn: fan}}
+	if !l.Cfg.NoBias {
+		ps = append(ps, ParamSpec{Name: "bias", Dims: []int{g.C}, Init: InitFanIn, FanIn: fan})
+	}
+	return ps
+}
+
+// Bind implements Layer and keeps the backend for Workspace.
+func (l *ConvTranspose2D) Bind(b gpu.Backend, params, grads, state []gpu.Buffer) {
+	l.b = b
+	l.Base.Bind(b, params, grads, state)
+}
+
+// Resize implements Layer.
+func (l *ConvTranspose2D) Resize(b gpu.Backend, _ int) { l.b = b }
+
+// Workspace implements Layer: the adjoint convolution's scratch.
+func (l *ConvTranspose2D) Workspace(n int) int {
+	if l.b == nil {
+		panic("solver: convtranspose2d " + l.LayerName + ": Workspace before Bind")
+	}
+	return l.b.ConvWorkspace(l.adj(n))
+}
+
+func (l *ConvTranspose2D) adj(n int) gpu.ConvGeom {
+	g := l.Adj
+	g.N = n
+	return g
+}
+
+// Forward implements Layer. x: N×In×H×W, y: N×Out×OH×OW.
+func (l *ConvTranspose2D) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
+	g := l.adj(p.N)
+	p.B.ConvBackwardData(g, out, in[0], l.P[0], p.WS)
+	if !l.Cfg.NoBias {
+		p.B.AddBias(out, l.P[1], p.N, g.C, g.H*g.W)
+	}
+}
+
+// BackwardReads implements BackwardReader: x only for dW.
+func (*ConvTranspose2D) BackwardReads(paramGrads bool) (in, out bool) { return paramGrads, false }
+
+// Backward implements Layer.
+func (l *ConvTranspose2D) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.Buffer, _ gpu.Buffer, paramGrads bool) {
+	g := l.adj(p.N)
+	if din[0] != nil {
+		p.B.ConvForward(g, din[0], dout, l.P[0], nil, p.WS)
+	}
+	if !paramGrads {
+		return
+	}
+	p.B.ConvBackwardFilter(g, l.G[0], nil, in[0], dout, p.WS)
+	if !l.Cfg.NoBias {
+		p.B.BiasGrad(l.G[1], dout, p.N, g.C, g.H*g.W)
+	}
+}
