@@ -64,8 +64,8 @@ type Layer struct {
 	// The structural layers (solver/shape_ops.go, arith_ops.go) work on
 	// logical per-sample dims (no batch axis); their axes count from 0
 	// after the batch (ONNX's axis 1 is 0 here).
-	Dims   []int     `json:"dims,omitempty"`   // input dims (binary: operand a)
-	Dims2  []int     `json:"dims2,omitempty"`  // binary: operand b (the constant's when const is set)
+	Dims   []int     `json:"dims,omitempty"`   // input dims (binary, matmul: operand a)
+	Dims2  []int     `json:"dims2,omitempty"`  // binary, matmul: operand b (binary: the constant's when const is set)
 	To     []int     `json:"to,omitempty"`     // reshape: output dims
 	Perm   []int     `json:"perm,omitempty"`   // transpose: output axis k is input axis perm[k]
 	Axis   int       `json:"axis,omitempty"`   // concatnd; layernorm: the first normalised axis
@@ -146,6 +146,8 @@ func Describe(nodes []solver.Node) ([]Layer, error) {
 			d.Dims, d.Axis = l.Dims, l.Axis
 		case *solver.Binary:
 			d.Op, d.Dims, d.Dims2, d.Const, d.First = l.Op.String(), l.A, l.B, l.Const, l.ConstFirst
+		case *solver.MatMul:
+			d.Dims, d.Dims2 = l.A, l.B
 		case *solver.Reduce:
 			d.Dims, d.Axes, d.Mean = l.In, l.Axes, l.Mean
 		case *solver.Activation:
@@ -260,6 +262,8 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 			l = pad
 		case "concatnd":
 			l = solver.NewConcatND(d.Name, d.Axis, d.Dims)
+		case "matmul":
+			l = solver.NewMatMul(d.Name, d.Dims, d.Dims2)
 		case "reduce":
 			l = solver.NewReduce(d.Name, d.Dims, d.Axes, d.Mean)
 		case "binary":

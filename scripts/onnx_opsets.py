@@ -47,6 +47,8 @@ It writes models/onnx/testdata/opsets/:
 - convtranspose_op13.onnx and convtranspose_op13.json: transposed
   convolutions (stride 2 with padding and output padding in 2 groups; 2x2
   stride 2 without bias) as torch.onnx.export writes them.
+- matmul_op13.onnx and matmul_op13.json: MatMul between activations (one
+  head of self-attention over a 4x4 map) as torch.onnx.export writes it.
 
 Every array has a fixed seed, so a rerun rewrites identical data.
 """
@@ -624,6 +626,43 @@ def convtranspose():
     _save_golden("convtranspose_op13", x, dy, y, {k: v for k, v in d.named_parameters()})
 
 
+class _Attention(nn.Module):
+    """matmul_op13's network: one head of self-attention over the 16
+    positions of a 4×4 map, written with torch.matmul between activations
+    (q, k, v from 1×1 convolutions; softmax(qᵀk/√8) inside the graph), then
+    Flatten and a linear layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.q = nn.Conv2d(3, 8, 1)
+        self.k = nn.Conv2d(3, 8, 1)
+        self.v = nn.Conv2d(3, 6, 1)
+        self.fc = nn.Linear(6 * 16, 5)
+
+    def forward(self, x):
+        q, k, v = (torch.flatten(m(x), 2) for m in (self.q, self.k, self.v))   # N×C×16
+        s = torch.softmax(torch.matmul(q.transpose(1, 2), k) / 8 ** 0.5, dim=-1)  # N×16×16
+        o = torch.matmul(v, s.transpose(1, 2))                                 # N×6×16
+        return self.fc(torch.flatten(o, 1))
+
+
+def matmul_acts():
+    """matmul_op13.onnx: MatMul between activations (attention's scores and
+    its weighted sum) as torch.onnx.export writes it, with matmul_op13.json
+    holding PyTorch's output and parameter gradients, as zoo_ops.json."""
+    torch.manual_seed(51)
+    net = _Attention()
+    g = torch.Generator().manual_seed(52)
+    x, dy = torch.randn(2, 3, 4, 4, generator=g), torch.randn(2, 5, generator=g)
+    net.eval()
+    torch.onnx.export(net, x, os.path.join(OUT, "matmul_op13.onnx"), opset_version=13,
+                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+    d = net.double()
+    y = d(x.double())
+    (y * dy.double()).sum().backward()
+    _save_golden("matmul_op13", x, dy, y, {k: v for k, v in d.named_parameters()})
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     w = weights()
@@ -640,6 +679,7 @@ def main():
     pad_value()
     dilated()
     convtranspose()
+    matmul_acts()
 
 
 if __name__ == "__main__":

@@ -183,6 +183,10 @@ func (e *exporter) structural(l solver.Layer, xs []string, xd [][]int) (string, 
 			ins = []string{c, x}
 		}
 		return e.node(op, name, ins), l.OutDims(), true
+	case *solver.MatMul:
+		a := e.ensure(xs[0], xd[0], l.A, name+".a")
+		b := e.ensure(xs[1], xd[1], l.B, name+".b")
+		return e.node("MatMul", name, []string{a, b}), l.OutDims(), true
 	case *solver.Reduce:
 		x := e.ensure(xs[0], xd[0], l.In, name+".in")
 		axes := plus1(l.Axes)

@@ -73,7 +73,11 @@ func (im *importer) gemm(n *onnxpb.NodeProto, a attrs) error {
 
 // matmul maps MatMul(A, B) with a constant B (in×out) to a linear layer
 // without bias; an Add of a constant vector that follows becomes its bias.
+// A MatMul of two activations is a matmul layer (matmulActs).
 func (im *importer) matmul(n *onnxpb.NodeProto) error {
+	if y, err := im.get(n, 1); err == nil && y.act {
+		return im.matmulActs(n)
+	}
 	x, err := im.act(n, 0)
 	if err != nil {
 		return err
@@ -90,6 +94,38 @@ func (im *importer) matmul(n *onnxpb.NodeProto) error {
 			ErrShape, x.shape.Size(), x.rank, w.dims)
 	}
 	return im.linear(n, x, transpose(w, 1), nil, 1)
+}
+
+// matmulActs maps MatMul of two activations of per-sample dims batch…×M×K
+// and batch…×K×P (the same rank, at least 2 per sample, the same leading
+// dims) to a matmul layer (solver.MatMul). Broadcasting between the
+// leading dims and 1-D operands are refused, naming the dims.
+func (im *importer) matmulActs(n *onnxpb.NodeProto) error {
+	x, err := im.act(n, 0)
+	if err != nil {
+		return err
+	}
+	y, err := im.act(n, 1)
+	if err != nil {
+		return err
+	}
+	if x.layer == y.layer {
+		return fmt.Errorf("%w: MatMul of a tensor with itself", ErrUnsupported)
+	}
+	xd, yd := x.ldims(), y.ldims()
+	r := len(xd)
+	if r < 2 || len(yd) != r || !slices.Equal(xd[:r-2], yd[:r-2]) || xd[r-1] != yd[r-2] {
+		return fmt.Errorf("%w: MatMul of activations of per-sample dims %v and %v (batch…×M×K by batch…×K×P, "+
+			"the same leading dims; no broadcasting)", ErrUnsupported, xd, yd)
+	}
+	out := slices.Clone(xd)
+	out[r-1] = yd[r-1]
+	d := models.Layer{Kind: "matmul", Name: im.layerName(n, ""), Dims: slices.Clone(xd), Dims2: slices.Clone(yd)}
+	v, err := im.push(d, []*value{x, y}, 0, out)
+	if err == nil {
+		im.vals[n.GetOutput()[0]] = v
+	}
+	return err
 }
 
 func (im *importer) linear(n *onnxpb.NodeProto, x *value, w, bias *tensor, beta float32) error {
