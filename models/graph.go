@@ -64,23 +64,24 @@ type Layer struct {
 	// The structural layers (solver/shape_ops.go, arith_ops.go) work on
 	// logical per-sample dims (no batch axis); their axes count from 0
 	// after the batch (ONNX's axis 1 is 0 here).
-	Dims   []int     `json:"dims,omitempty"`   // input dims (binary, matmul: operand a)
-	Dims2  []int     `json:"dims2,omitempty"`  // binary, matmul: operand b (binary: the constant's when const is set)
-	To     []int     `json:"to,omitempty"`     // reshape: output dims
-	Perm   []int     `json:"perm,omitempty"`   // transpose: output axis k is input axis perm[k]
-	Axis   int       `json:"axis,omitempty"`   // concatnd; layernorm: the first normalised axis
-	Axes   []int     `json:"axes,omitempty"`   // reduce
-	Mean   bool      `json:"mean,omitempty"`   // reduce: mean, not sum
-	Starts []int     `json:"starts,omitempty"` // slice
-	Steps  []int     `json:"steps,omitempty"`  // slice
-	Counts []int     `json:"counts,omitempty"` // slice
-	Before []int     `json:"before,omitempty"` // pad
-	After  []int     `json:"after,omitempty"`  // pad
-	Mode   string    `json:"mode,omitempty"`   // pad: reflect or edge (constant when empty)
-	Value  float32   `json:"value,omitempty"`  // pad: the constant (mode constant)
-	Op     string    `json:"op,omitempty"`     // binary: Add, Sub, Mul, Div
-	Const  []float32 `json:"const,omitempty"`  // binary: the constant operand (not trained)
-	First  bool      `json:"first,omitempty"`  // binary: the constant is the left operand
+	Dims    []int     `json:"dims,omitempty"`    // input dims (binary, matmul: operand a)
+	Dims2   []int     `json:"dims2,omitempty"`   // binary, matmul: operand b (binary: the constant's when const is set)
+	To      []int     `json:"to,omitempty"`      // reshape: output dims
+	Perm    []int     `json:"perm,omitempty"`    // transpose: output axis k is input axis perm[k]
+	Axis    int       `json:"axis,omitempty"`    // concatnd; layernorm: the first normalised axis
+	Axes    []int     `json:"axes,omitempty"`    // reduce
+	Mean    bool      `json:"mean,omitempty"`    // reduce: mean, not sum
+	Starts  []int     `json:"starts,omitempty"`  // slice
+	Steps   []int     `json:"steps,omitempty"`   // slice
+	Counts  []int     `json:"counts,omitempty"`  // slice
+	Repeats []int     `json:"repeats,omitempty"` // tile
+	Before  []int     `json:"before,omitempty"`  // pad
+	After   []int     `json:"after,omitempty"`   // pad
+	Mode    string    `json:"mode,omitempty"`    // pad: reflect or edge (constant when empty)
+	Value   float32   `json:"value,omitempty"`   // pad: the constant (mode constant)
+	Op      string    `json:"op,omitempty"`      // binary: Add, Sub, Mul, Div
+	Const   []float32 `json:"const,omitempty"`   // binary: the constant operand (not trained)
+	First   bool      `json:"first,omitempty"`   // binary: the constant is the left operand
 
 	// Activation parameters (gpu.Act), each in the field its entry of gpu's
 	// operator table names (gpu.Param.Name). A clip bound that is absent is
@@ -148,6 +149,8 @@ func Describe(nodes []solver.Node) ([]Layer, error) {
 			d.Op, d.Dims, d.Dims2, d.Const, d.First = l.Op.String(), l.A, l.B, l.Const, l.ConstFirst
 		case *solver.MatMul:
 			d.Dims, d.Dims2 = l.A, l.B
+		case *solver.Tile:
+			d.Dims, d.Repeats = l.In, l.Repeats
 		case *solver.Reduce:
 			d.Dims, d.Axes, d.Mean = l.In, l.Axes, l.Mean
 		case *solver.Activation:
@@ -264,6 +267,8 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 			l = solver.NewConcatND(d.Name, d.Axis, d.Dims)
 		case "matmul":
 			l = solver.NewMatMul(d.Name, d.Dims, d.Dims2)
+		case "tile":
+			l = solver.NewTile(d.Name, d.Dims, d.Repeats)
 		case "reduce":
 			l = solver.NewReduce(d.Name, d.Dims, d.Axes, d.Mean)
 		case "binary":

@@ -86,7 +86,7 @@ func checkLayer(i int, d Layer) error {
 	for _, f := range []struct {
 		what string
 		v    []int
-	}{{"dims", d.Dims}, {"dims2", d.Dims2}, {"to", d.To}, {"counts", d.Counts}} {
+	}{{"dims", d.Dims}, {"dims2", d.Dims2}, {"to", d.To}, {"counts", d.Counts}, {"repeats", d.Repeats}} {
 		if len(f.v) > 0 {
 			if _, err := limits.Elements(f.what, f.v); err != nil {
 				return bad(err)

@@ -49,6 +49,8 @@ It writes models/onnx/testdata/opsets/:
   stride 2 without bias) as torch.onnx.export writes them.
 - matmul_op13.onnx and matmul_op13.json: MatMul between activations (one
   head of self-attention over a 4x4 map) as torch.onnx.export writes it.
+- tile_op13.onnx and tile_op13.json: Tile as torch.onnx.export writes
+  Tensor.repeat (along the channels, then both spatial axes).
 
 Every array has a fixed seed, so a rerun rewrites identical data.
 """
@@ -663,6 +665,42 @@ def matmul_acts():
     _save_golden("matmul_op13", x, dy, y, {k: v for k, v in d.named_parameters()})
 
 
+class _Tiled(nn.Module):
+    """tile_op13's network: a convolution's output repeated along the
+    channels, then along both spatial axes (Tensor.repeat), a convolution,
+    Flatten and a linear layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 4, 3)
+        self.c2 = nn.Conv2d(8, 2, 3)
+        self.fc = nn.Linear(2 * 4 * 7, 5)
+
+    def forward(self, x):
+        h = F.relu(self.c1(x))             # 4×3×3
+        h = h.repeat(1, 2, 1, 1)           # 8×3×3
+        h = h.repeat(1, 1, 2, 3)           # 8×6×9
+        h = F.relu(self.c2(h))             # 2×4×7
+        return self.fc(torch.flatten(h, 1))
+
+
+def tile():
+    """tile_op13.onnx: Tile as torch.onnx.export writes Tensor.repeat, with
+    tile_op13.json holding PyTorch's output and parameter gradients, as
+    zoo_ops.json."""
+    torch.manual_seed(61)
+    net = _Tiled()
+    g = torch.Generator().manual_seed(62)
+    x, dy = torch.randn(2, 3, 5, 5, generator=g), torch.randn(2, 5, generator=g)
+    net.eval()
+    torch.onnx.export(net, x, os.path.join(OUT, "tile_op13.onnx"), opset_version=13,
+                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+    d = net.double()
+    y = d(x.double())
+    (y * dy.double()).sum().backward()
+    _save_golden("tile_op13", x, dy, y, {k: v for k, v in d.named_parameters()})
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     w = weights()
@@ -680,6 +718,7 @@ def main():
     dilated()
     convtranspose()
     matmul_acts()
+    tile()
 
 
 if __name__ == "__main__":

@@ -183,6 +183,10 @@ func (e *exporter) structural(l solver.Layer, xs []string, xd [][]int) (string, 
 			ins = []string{c, x}
 		}
 		return e.node(op, name, ins), l.OutDims(), true
+	case *solver.Tile:
+		x := e.ensure(xs[0], xd[0], l.In, name+".in")
+		e.intInit(name+".repeats", append([]int64{1}, int64s(l.Repeats)...))
+		return e.node("Tile", name, []string{x, name + ".repeats"}), l.OutDims(), true
 	case *solver.MatMul:
 		a := e.ensure(xs[0], xd[0], l.A, name+".a")
 		b := e.ensure(xs[1], xd[1], l.B, name+".b")

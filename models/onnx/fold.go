@@ -10,7 +10,8 @@ import (
 
 // Constant folding of small tensors. torch.onnx.export leaves chains of
 // operators on constants in the graph — F.pad's pads are built by
-// ConstantOfShape, Concat, Reshape, a reversing Slice, Transpose and Cast —
+// ConstantOfShape, Concat, Reshape, a reversing Slice, Transpose and Cast,
+// Tensor.repeat's repeats by Expand of a ConstantOfShape —
 // which the importer evaluates here, before any layer sees them. Only nodes
 // whose inputs are all constants (or shape vectors without the batch size)
 // are folded.
@@ -34,7 +35,7 @@ func constTensor(v *value) *tensor {
 }
 
 var foldable = map[string]bool{"ConstantOfShape": true, "Cast": true, "Reshape": true, "Transpose": true, "Slice": true,
-	"Concat": true, "Squeeze": true, "Unsqueeze": true}
+	"Concat": true, "Squeeze": true, "Unsqueeze": true, "Expand": true}
 
 // fold evaluates n when its operator is foldable and its inputs constant;
 // done reports whether it did.
@@ -76,6 +77,8 @@ func (im *importer) fold(n *onnxpb.NodeProto, a attrs) (done bool, err error) {
 		out, err = im.foldSlice(ins, a)
 	case "Concat":
 		out, err = foldConcat(ins, a.int("axis", 0))
+	case "Expand":
+		out, err = foldExpand(ins)
 	case "Squeeze", "Unsqueeze":
 		axes := a.ints("axes")
 		if im.opset >= 13 && len(ins) > 1 && ins[1] != nil {
@@ -133,6 +136,57 @@ func constantOfShape(ins []*tensor, a attrs) (*tensor, error) {
 		return nil, fmt.Errorf("%w: ConstantOfShape %v", ErrUnsupported, ins[0].ints)
 	}
 	return fill.take(dims, make([]int, n)), nil
+}
+
+// foldExpand broadcasts ins[0] to the shape ins[1] (numpy's rule, both
+// ways: the result has the larger of each pair of dims, aligned right).
+func foldExpand(ins []*tensor) (*tensor, error) {
+	if len(ins) != 2 || ins[1] == nil || ins[1].ints == nil {
+		return nil, fmt.Errorf("%w: Expand without an integer shape", ErrMalformed)
+	}
+	t, shape := ins[0], ins[1].ints
+	r := max(len(t.dims), len(shape))
+	dims, src := make([]int, r), make([]int, r) // src: t's dim on each output axis (1 where it has none)
+	n := 1
+	for k := range r {
+		a, b := 1, int64(1)
+		if i := k - (r - len(t.dims)); i >= 0 {
+			a = t.dims[i]
+		}
+		if i := k - (r - len(shape)); i >= 0 {
+			b = shape[i]
+		}
+		switch {
+		case b < 0 || b > maxFold:
+			return nil, fmt.Errorf("%w: Expand to %v", ErrShape, shape)
+		case int64(a) == b || b == 1:
+			dims[k] = a
+		case a == 1:
+			dims[k] = int(b)
+		default:
+			return nil, fmt.Errorf("%w: Expand of dims %v to %v, which do not broadcast", ErrShape, t.dims, shape)
+		}
+		src[k] = a
+		if n *= dims[k]; n > maxFold {
+			return nil, fmt.Errorf("%w: Expand to %v", ErrUnsupported, shape)
+		}
+	}
+	idx := make([]int, n)
+	for i := range idx {
+		// Row-major position of output element i, read back in t with
+		// the broadcast axes' positions at 0.
+		rem, off, stride := i, 0, 1
+		for k := r - 1; k >= 0; k-- {
+			pos := rem % dims[k]
+			rem /= dims[k]
+			if src[k] > 1 {
+				off += pos * stride
+			}
+			stride *= src[k]
+		}
+		idx[i] = off
+	}
+	return t.take(dims, idx), nil
 }
 
 func cast(t *tensor, to int64) (*tensor, error) {

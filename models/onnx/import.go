@@ -68,7 +68,8 @@ type importer struct {
 // Import reads an ONNX model as torch.onnx.export writes it (opsets 7 to 21,
 // MinOpset to MaxOpset; tested with 9 to 20) and returns a weight file of model models.GraphModel. The
 // operators it maps are Conv (dilated too, as a dilatedconv2d layer, but not on N×C×L),
-// ConvTranspose (ops_convt.go), Gemm, MatMul of two activations (a matmul layer), MatMul (+Add of a bias), Clip
+// ConvTranspose (ops_convt.go), Gemm, MatMul of two activations (a matmul layer),
+// Tile and Expand of an activation (a tile layer, ops_struct.go), MatMul (+Add of a bias), Clip
 // (any bounds; ReLU6 and ReLU where they are those), every elementwise
 // operator of gpu's operator table (gpu.UnaryOpONNX: Relu, Sigmoid, Tanh,
 // HardSigmoid, HardSwish, LeakyRelu, Elu, Selu, Softplus, Softsign, Exp,

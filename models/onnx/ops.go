@@ -12,8 +12,8 @@ import (
 	"github.com/cotrain/cotrain/models/onnx/onnxpb"
 )
 
-// knownOps are the operators node maps (or folds, for ConstantOfShape and
-// Cast on constants). Import checks every node against it before any
+// knownOps are the operators node maps (or folds, for ConstantOfShape,
+// Cast and Expand on constants). Import checks every node against it before any
 // other work, so that a model with an operator cotrain lacks is refused
 // with that operator and its node, not with whatever earlier problem the
 // mapping would meet first. A case added to node's switch must be added
@@ -26,7 +26,7 @@ var knownOps = map[string]bool{
 	"ReduceSum": true, "ReduceMax": true, "GlobalMaxPool": true, "Transpose": true,
 	"Split": true, "Slice": true, "Squeeze": true, "Unsqueeze": true, "Concat": true, "Softmax": true, "LogSoftmax": true,
 	"Pad": true, "Shape": true, "Gather": true, "ConstantOfShape": true, "Cast": true, "Sum": true, "LRN": true, "PRelu": true,
-	"LSTM": true, "GRU": true, "ConvTranspose": true, "LayerNormalization": true, "InstanceNormalization": true, "GroupNormalization": true,
+	"LSTM": true, "GRU": true, "ConvTranspose": true, "Tile": true, "Expand": true, "LayerNormalization": true, "InstanceNormalization": true, "GroupNormalization": true,
 }
 
 // checkOps refuses the first node whose operator (or domain) is not one
@@ -109,6 +109,11 @@ func (im *importer) node(n *onnxpb.NodeProto, outName string) error {
 		return im.clip(n, a)
 	case "ConvTranspose":
 		return im.convTranspose(n, a)
+	case "Tile":
+		return im.tile(n)
+	case "Expand":
+		// Of constants it is folded (fold.go); of an activation, expand.
+		return im.expand(n)
 	case "MaxPool", "AveragePool":
 		return im.pool(n, a)
 	case "GlobalAveragePool":

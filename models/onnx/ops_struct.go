@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/internal/limits"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/models/onnx/onnxpb"
 )
@@ -739,6 +740,100 @@ func (im *importer) padLayer(n *onnxpb.NodeProto, x *value, pads []int64, mode s
 		}
 	}
 	d := models.Layer{Kind: "pad", Name: im.layerName(n, ""), Dims: slices.Clone(xd), Before: before, After: after, Mode: mode, Value: constant}
+	v, err := im.push(d, []*value{x}, 0, out)
+	if err == nil {
+		im.vals[n.GetOutput()[0]] = v
+	}
+	return err
+}
+
+// tile maps Tile of an activation by constant repeats (one per axis, the
+// batch's 1) to a tile layer (solver.Tile). Repeating the batch is
+// refused: the network's batch is the caller's.
+func (im *importer) tile(n *onnxpb.NodeProto) error {
+	x, err := im.act(n, 0)
+	if err != nil {
+		return err
+	}
+	reps, err := im.intsInput(n, 1)
+	if err != nil {
+		return err
+	}
+	xd := x.ldims()
+	if len(reps) != len(xd)+1 {
+		return fmt.Errorf("%w: Tile repeats %v for a rank-%d input", ErrShape, reps, len(xd)+1)
+	}
+	if reps[0] != 1 {
+		return fmt.Errorf("%w: Tile of the batch axis (repeats %v)", ErrUnsupported, reps)
+	}
+	rep := make([]int, len(xd))
+	out := slices.Clone(xd)
+	for k := range xd {
+		r, err := limits.Count("Tile repeats", reps[k+1], true)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrMalformed, err)
+		}
+		rep[k] = r
+		if out[k], err = limits.Product("Tile output", xd[k], r); err != nil {
+			return fmt.Errorf("%w: %w", ErrShape, err)
+		}
+	}
+	d := models.Layer{Kind: "tile", Name: im.layerName(n, ""), Dims: slices.Clone(xd), Repeats: rep}
+	v, err := im.push(d, []*value{x}, 0, out)
+	if err == nil {
+		im.vals[n.GetOutput()[0]] = v
+	}
+	return err
+}
+
+// expand maps Expand of an activation by a constant shape (numpy's
+// broadcast; TorchScript's Tensor.repeat writes one by all ones before its
+// Tile): axes the shape leaves alone or gives the activation's own length
+// stay, axes of length 1 that it stretches are repeated (a tile layer), and
+// an Expand that changes nothing is no layer. A shape that would add axes,
+// or stretch the batch, is refused.
+func (im *importer) expand(n *onnxpb.NodeProto) error {
+	x, err := im.act(n, 0)
+	if err != nil {
+		return err
+	}
+	shape, err := im.intsInput(n, 1)
+	if err != nil {
+		return err
+	}
+	xd := x.ldims()
+	r := len(xd) + 1
+	if shape == nil || len(shape) > r {
+		return fmt.Errorf("%w: Expand of a rank-%d activation to %v (a constant shape of at most its rank)", ErrUnsupported, r, shape)
+	}
+	full := append(slices.Repeat([]int64{1}, r-len(shape)), shape...)
+	if full[0] != 1 {
+		return fmt.Errorf("%w: Expand of the batch axis to %d", ErrUnsupported, full[0])
+	}
+	rep, tiled := make([]int, len(xd)), false
+	for k, d := range xd {
+		s := full[k+1]
+		switch {
+		case s == 1 || s == int64(d):
+			rep[k] = 1
+		case d == 1:
+			if rep[k], err = limits.Count("Expand", s, true); err != nil {
+				return fmt.Errorf("%w: %w", ErrMalformed, err)
+			}
+			tiled = true
+		default:
+			return fmt.Errorf("%w: Expand of per-sample dims %v to %v, which do not broadcast", ErrShape, xd, shape)
+		}
+	}
+	if !tiled {
+		im.vals[n.GetOutput()[0]] = x
+		return nil
+	}
+	out := slices.Clone(xd)
+	for k := range out {
+		out[k] *= rep[k]
+	}
+	d := models.Layer{Kind: "tile", Name: im.layerName(n, ""), Dims: slices.Clone(xd), Repeats: rep}
 	v, err := im.push(d, []*value{x}, 0, out)
 	if err == nil {
 		im.vals[n.GetOutput()[0]] = v
