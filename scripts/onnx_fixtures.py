@@ -455,6 +455,16 @@ def evaluate(model, x):
         if op == "Conv":
             y = F.conv2d(ins[0], ins[1], ins[2] if len(ins) > 2 else None, tuple(a.get("strides", [1, 1])),
                          sym_pads(a.get("pads", [0] * 4)), tuple(a.get("dilations", [1, 1])), a.get("group", 1))
+        elif op == "ConvTranspose":
+            y = F.conv_transpose2d(ins[0], ins[1], ins[2] if len(ins) > 2 else None, tuple(a.get("strides", [1, 1])),
+                                   sym_pads(a.get("pads", [0] * 4)), tuple(a.get("output_padding", [0, 0])),
+                                   a.get("group", 1), tuple(a.get("dilations", [1, 1])))
+        elif op == "MatMul":
+            y = torch.matmul(ins[0], ins[1])
+        elif op == "Reciprocal":
+            y = 1 / ins[0]
+        elif op == "Tile":
+            y = ins[0].repeat(*[int(v) for v in env[n.input[1]]])
         elif op in ("MaxPool", "AveragePool"):
             k, s, p = tuple(a["kernel_shape"]), tuple(a.get("strides", [1, 1])), sym_pads(a.get("pads", [0] * 4))
             ceil = bool(a.get("ceil_mode", 0))
@@ -513,7 +523,7 @@ def evaluate(model, x):
             starts, ends, axes, steps = ([int(v) for v in env[i]] for i in n.input[1:5])
             for s0, e0, ax, st in zip(starts, ends, axes, steps):
                 y = y.narrow(ax, s0, e0 - s0)[(slice(None),) * ax + (slice(None, None, st),)]
-        elif op == "Pad":  # [begins..., ends...] over every axis; constant zero, reflect or edge
+        elif op == "Pad":  # [begins..., ends...] over every axis; a constant (input 2), reflect or edge
             pads = [int(v) for v in env[n.input[1]]]
             r = len(pads) // 2
             mode = a.get("mode", b"constant")
@@ -522,7 +532,8 @@ def evaluate(model, x):
             tp = [p for k in reversed(range(r)) for p in (pads[k], pads[r + k])]  # last axis first
             while len(tp) > 2 and tp[-2:] == [0, 0]:  # torch pads the trailing axes only
                 tp = tp[:-2]
-            y = F.pad(ins[0], tp, mode=mode)
+            value = float(env[n.input[2]]) if len(n.input) > 2 and n.input[2] else 0.0
+            y = F.pad(ins[0], tp, mode=mode, value=value) if mode == "constant" else F.pad(ins[0], tp, mode=mode)
         elif op == "ReduceMean":
             y = ins[0].mean(dim=tuple(a["axes"]), keepdim=bool(a.get("keepdims", 1)))
         elif op == "ReduceSum":  # axes as input from opset 13

@@ -53,9 +53,17 @@ It writes models/onnx/testdata/opsets/:
   Tensor.repeat (along the channels, then both spatial axes).
 
 Every array has a fixed seed, so a rerun rewrites identical data.
+
+    /usr/bin/python3 scripts/onnx_opsets.py check DIR
+
+checks cotrain's exports of the fixtures of new operators (CHECKED), which
+COTRAIN_ONNX_EXPORT=DIR go test ./models/onnx -run TestExportZooOpsForPython
+writes: onnx.checker's full check, and scripts/onnx_fixtures.py's evaluator
+against PyTorch's output.
 """
 import json
 import os
+import sys
 
 import numpy as np
 import onnx
@@ -721,5 +729,37 @@ def main():
     tile()
 
 
+# The fixtures whose cotrain export `check` runs: no batch norm or dropout,
+# so evaluation mode computes what the golden's training pass did.
+CHECKED = ["pad_value_op9", "pad_value_op13", "dilated_op13", "convtranspose_op13", "matmul_op13", "tile_op13"]
+
+
+def check(folder):
+    """Checks cotrain's exports of CHECKED (models/onnx's
+    TestExportZooOpsForPython writes them with COTRAIN_ONNX_EXPORT=folder):
+    onnx.checker's full check, then scripts/onnx_fixtures.py's float64
+    evaluator against PyTorch's y of the golden, to a relative 1e-4."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from onnx_fixtures import evaluate
+    for name in CHECKED:
+        with open(os.path.join(OUT, name + ".json")) as fh:
+            g = json.load(fh)
+        path = os.path.join(folder, name + ".cotrain.onnx")
+        model = onnx.load(path)
+        onnx.checker.check_model(model, full_check=True)
+        shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim[1:]]
+        x = np.array(g["x"], dtype=np.float32).reshape([-1] + shape)
+        want = np.array(g["y"], dtype=np.float64).reshape(x.shape[0], -1)
+        got = evaluate(model, x).reshape(x.shape[0], -1)
+        rel = np.abs(got - want).max() / np.abs(want).max()
+        ops = sorted({n.op_type for n in model.graph.node})
+        print(f"{path}: checker ok, opset {model.opset_import[0].version}, ops {ops}, max rel err {rel:.2e}")
+        if not rel <= 1e-4:
+            sys.exit(f"{path}: relative error {rel:.3g} > 1e-4")
+
+
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 3 and sys.argv[1] == "check":
+        check(sys.argv[2])
+    else:
+        main()

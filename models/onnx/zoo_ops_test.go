@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -143,4 +144,29 @@ func withoutDropout(t *testing.T, f *models.File) *models.File {
 		}
 	}
 	return &c
+}
+
+// TestExportZooOpsForPython writes cotrain's exports of the fixtures of the
+// operators #27 added (Pad with a value, dilated Conv, ConvTranspose,
+// MatMul of activations, Tile) for `scripts/onnx_opsets.py check DIR` when
+// COTRAIN_ONNX_EXPORT names a folder; otherwise it is skipped (a Go test
+// never needs Python).
+func TestExportZooOpsForPython(t *testing.T) {
+	dir := os.Getenv("COTRAIN_ONNX_EXPORT")
+	if dir == "" {
+		t.Skip("COTRAIN_ONNX_EXPORT not set")
+	}
+	for _, name := range []string{"pad_value_op9", "pad_value_op13", "dilated_op13", "convtranspose_op13", "matmul_op13", "tile_op13"} {
+		f, err := ImportFile(filepath.Join(opsetsDir, name+".onnx"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := Export(&buf, f); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".cotrain.onnx"), buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
