@@ -264,7 +264,9 @@ func (c *CPU) ConvForward(geom gpu.ConvGeom, y, x, w, bias, ws gpu.Buffer) {
 	g := convGeom{geom}
 	ys, xs, wsl, bs, col := h(y), h(x), h(w), h(bias), h(ws)
 	g.check("ConvForward", xs, wsl, ys, bs, col)
-	if !g.Depthwise() {
+	if c.useWino(&g) {
+		c.winoFilters(&g, wsl, false)
+	} else if !g.Depthwise() {
 		c.packFilters(&g, wsl, false)
 	}
 	j := &c.job
@@ -281,6 +283,11 @@ func (c *CPU) convForward(th *sgemm.Thread, g *convGeom, y, x, w, bias, ws []flo
 		g.depthwise3x3Forward(y, x, w, lo, hi)
 	} else if g.Depthwise() {
 		g.depthwiseForward(y, x, w, lo, hi)
+	} else if c.useWino(g) {
+		chw, khw := g.C*g.H*g.W, g.K*ohw
+		for n := lo; n < hi; n++ {
+			c.winoSample(th, y[n*khw:(n+1)*khw], x[n*chw:(n+1)*chw], g.C, g.H, g.W, g.K, g.OH, g.OW, g.PadH, g.PadW)
+		}
 	} else {
 		grp := g.GroupCount()
 		cg, kg, rows := g.C/grp, g.K/grp, g.ColRows()
@@ -307,7 +314,9 @@ func (c *CPU) ConvBackwardData(geom gpu.ConvGeom, dx, dy, w, ws gpu.Buffer) {
 	g := convGeom{geom}
 	dxs, dys, wsl, col := h(dx), h(dy), h(w), h(ws)
 	g.check("ConvBackwardData", dxs, wsl, dys, nil, col)
-	if !g.Depthwise() {
+	if c.useWino(&g) {
+		c.winoFilters(&g, wsl, true)
+	} else if !g.Depthwise() {
 		c.packFilters(&g, wsl, true)
 	}
 	j := &c.job
@@ -327,6 +336,13 @@ func (c *CPU) convBackwardData(th *sgemm.Thread, g *convGeom, dx, dy, w, ws []fl
 	}
 	if g.Depthwise() {
 		g.depthwiseBackwardData(dx, dy, w, lo, hi)
+		return
+	}
+	if c.useWino(g) {
+		chw, khw := g.C*g.H*g.W, g.K*g.OH*g.OW
+		for n := lo; n < hi; n++ {
+			c.winoSample(th, dx[n*chw:(n+1)*chw], dy[n*khw:(n+1)*khw], g.K, g.OH, g.OW, g.C, g.H, g.W, 2-g.PadH, 2-g.PadW)
+		}
 		return
 	}
 	grp := g.GroupCount()

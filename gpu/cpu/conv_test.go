@@ -216,6 +216,7 @@ func TestConvSameBitsAtAnyThreadCount(t *testing.T) {
 		{N: 13, C: 4, H: 9, W: 9, K: 6, R: 3, S: 3, PadH: 1, PadW: 1, StrideH: 2, StrideW: 2, Groups: 2},
 		{N: 9, C: 8, H: 6, W: 6, K: 16, R: 1, S: 1},
 		{N: 9, C: 8, H: 6, W: 6, K: 16, R: 3, S: 3, PadH: 1, PadW: 1, Groups: 8},
+		{N: 7, C: 16, H: 10, W: 9, K: 20, R: 3, S: 3, PadH: 1, PadW: 1}, // Winograd
 	} {
 		if err := g.Setup(); err != nil {
 			t.Fatal(err)

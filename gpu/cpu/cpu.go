@@ -15,10 +15,15 @@ import (
 // the processor has them), on up to GOMAXPROCS threads of that package's
 // worker pool when large enough; results do not depend on the thread count.
 type CPU struct {
-	th      sgemm.Thread    // the calling goroutine's pack buffers and parallel job
-	job     cpuJob          // the kernel being run in parallel (par.go)
-	packed  []sgemm.PackedA // the convolution's filters, one per group
-	partial []float32       // the backward filter pass's chunk sums
+	th      sgemm.Thread      // the calling goroutine's pack buffers and parallel job
+	job     cpuJob            // the kernel being run in parallel (par.go)
+	packed  []sgemm.PackedA   // the convolution's filters, one per group
+	partial []float32         // the backward filter pass's chunk sums
+	wino    [16]sgemm.PackedA // a Winograd convolution's transformed filters (winograd.go)
+	winoU   []float32         // the same before packing
+	// im2colOnly turns the Winograd path off (benchmarks and tests compare
+	// the two paths).
+	im2colOnly bool
 }
 
 var _ gpu.Backend = (*CPU)(nil)

@@ -1,0 +1,199 @@
+package cpu
+
+import "github.com/cotrain/cotrain/gpu/internal/sgemm"
+
+// Winograd's F(2×2, 3×3) for the dense 3×3 convolutions of stride 1
+// (Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks",
+// 2016): each 2×2 block of outputs is computed from a 4×4 block of input
+// with 16 multiplications per channel pair instead of 36. Per sample:
+//
+//	V[e] (C×T)  = the input tiles transformed, Bᵀ·d·B, element e of 16
+//	M[e] (K×T)  = U[e] (K×C) · V[e]          (16 matrix products)
+//	y           = Aᵀ·m·A for every tile, its 2×2 outputs
+//
+// with T the sample's tiles and U[e] the filters transformed once per call,
+// G·g·Gᵀ. The transforms of the input and output are additions and
+// subtractions only, and the filter's halvings are exact, so only the
+// products round differently from im2col's (the sums are cut into other
+// terms); the results differ from im2col's by a few ulps of the terms'
+// magnitudes (TestWinogradAgainstNaive bounds it). Every sum has a fixed
+// order and the products are sgemm's, so the bits depend neither on the
+// thread count nor, within a GEMM family, on the architecture.
+//
+// Backward data is the same algorithm: dx is the forward convolution of dy
+// (K channels, padding 2-p) with the filters turned 180° and transposed
+// (C×K), so only the filter transform differs.
+
+// winoMinHW and winoMinChannels are the smallest output plane and channel
+// counts where the Winograd path runs: below them the 16 products are too
+// small for the GEMM (BenchmarkWinograd against im2col).
+const (
+	winoMinHW       = 64
+	winoMinChannels = 16
+)
+
+// winograd reports whether g's forward pass takes the Winograd path.
+func (g *convGeom) winograd() bool {
+	return g.GroupCount() == 1 && g.R == 3 && g.S == 3 && g.StrideH == 1 && g.StrideW == 1 &&
+		g.PadH <= 2 && g.PadW <= 2 && g.OH*g.OW >= winoMinHW && g.C >= winoMinChannels && g.K >= winoMinChannels
+}
+
+// useWino reports whether c runs g's forward and backward data passes on
+// the Winograd path.
+func (c *CPU) useWino(g *convGeom) bool { return !c.im2colOnly && g.winograd() }
+
+// winoFilters transforms w (K×C×3×3) into c.wino: U[e] (K×C) packed for
+// the micro-kernel. With data set it transforms the backward data filters
+// instead: w turned 180° and transposed, U[e] C×K.
+func (c *CPU) winoFilters(g *convGeom, w []float32, data bool) {
+	rows, cols := g.K, g.C
+	if data {
+		rows, cols = g.C, g.K
+	}
+	n := rows * cols
+	c.winoU = grow32(c.winoU, 16*n)
+	u := c.winoU
+	for k := 0; k < g.K; k++ {
+		for ch := 0; ch < g.C; ch++ {
+			f := w[(k*g.C+ch)*9 : (k*g.C+ch+1)*9]
+			var r [9]float32
+			if data {
+				for i := range 9 {
+					r[i] = f[8-i]
+				}
+			} else {
+				copy(r[:], f)
+			}
+			var t [12]float32 // G·g: 4×3
+			for j := range 3 {
+				g0, g1, g2 := r[j], r[3+j], r[6+j]
+				t[j] = g0
+				t[3+j] = float32(0.5 * (g0 + g1 + g2))
+				t[6+j] = float32(0.5 * (g0 - g1 + g2))
+				t[9+j] = g2
+			}
+			at := k*cols + ch
+			if data {
+				at = ch*cols + k
+			}
+			for i := range 4 {
+				g0, g1, g2 := t[3*i], t[3*i+1], t[3*i+2]
+				u[(4*i+0)*n+at] = g0
+				u[(4*i+1)*n+at] = float32(0.5 * (g0 + g1 + g2))
+				u[(4*i+2)*n+at] = float32(0.5 * (g0 - g1 + g2))
+				u[(4*i+3)*n+at] = g2
+			}
+		}
+	}
+	for e := range 16 {
+		c.wino[e].Pack(false, rows, cols, u[e*n:(e+1)*n], cols)
+	}
+}
+
+// grow32 returns s with n elements, reallocated only when too small.
+func grow32(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
+}
+
+// winoSample computes one sample's convolution y (k×oh×ow) of x (ch×h×w),
+// 3×3 filters at stride 1 with padding (ph, pw), from the transformed
+// filters c.wino (U[e] k×ch), on thread th with its scratch slots 1 to 3.
+// The transforms run a row of tiles at a time: the row transform over the
+// whole width (four input rows, or four rows of M's elements), then the
+// column transform tile by tile.
+func (c *CPU) winoSample(th *sgemm.Thread, y, x []float32, ch, h, w, k, oh, ow, ph, pw int) {
+	tr, tc := (oh+1)/2, (ow+1)/2
+	nt := tr * tc
+	wp := 2*tc + 2 // a row of tiles' input width
+	v, m := th.Floats(1, 16*ch*nt), th.Floats(2, 16*k*nt)
+	tmp := th.Floats(3, 8*wp)
+	var rows, a [4][]float32
+	for i := range 4 {
+		rows[i], a[i] = tmp[i*wp:(i+1)*wp], tmp[(4+i)*wp:(5+i)*wp]
+	}
+	cnt := ch * nt // elements per V[e]
+	for c0 := 0; c0 < ch; c0++ {
+		xc := x[c0*h*w : (c0+1)*h*w]
+		for ty := 0; ty < tr; ty++ {
+			// The four input rows under this row of tiles, zero outside x.
+			for i := range 4 {
+				r := rows[i]
+				clear(r)
+				if yy := 2*ty - ph + i; yy >= 0 && yy < h {
+					lo, hi := min(pw, wp), min(wp, w+pw) // r[j] is x column j-pw
+					if lo < hi {
+						copy(r[lo:hi], xc[yy*w+lo-pw:yy*w+hi-pw])
+					}
+				}
+			}
+			// Bᵀ·d on the rows: d0-d2, d1+d2, d2-d1, d1-d3.
+			r0, r1, r2, r3 := rows[0], rows[1][:wp], rows[2][:wp], rows[3][:wp]
+			a0, a1, a2, a3 := a[0][:wp], a[1][:wp], a[2][:wp], a[3][:wp]
+			for j := range r0 {
+				d0, d1, d2, d3 := r0[j], r1[j], r2[j], r3[j]
+				a0[j], a1[j], a2[j], a3[j] = d0-d2, d1+d2, d2-d1, d1-d3
+			}
+			// ·B on each tile's four columns.
+			at := c0*nt + ty*tc
+			for i := range 4 {
+				t := a[i][:wp]
+				o0 := v[(4*i+0)*cnt+at : (4*i+0)*cnt+at+tc]
+				o1 := v[(4*i+1)*cnt+at : (4*i+1)*cnt+at+tc]
+				o2 := v[(4*i+2)*cnt+at : (4*i+2)*cnt+at+tc]
+				o3 := v[(4*i+3)*cnt+at : (4*i+3)*cnt+at+tc]
+				for tx := range o0 {
+					s := t[2*tx : 2*tx+4 : 2*tx+4]
+					t0, t1, t2, t3 := s[0], s[1], s[2], s[3]
+					o0[tx], o1[tx], o2[tx], o3[tx] = t0-t2, t1+t2, t2-t1, t1-t3
+				}
+			}
+		}
+	}
+	kn := k * nt
+	for e := range 16 {
+		th.GemmPacked(&c.wino[e], false, nt, 1, v[e*cnt:(e+1)*cnt], nt, 0, m[e*kn:(e+1)*kn], nt)
+	}
+	// Aᵀ·m on the rows (m0+m1+m2 and m1-m2-m3 over each element column j),
+	// then ·A on each tile: two output rows of 2·tc, cut to ow.
+	out0, out1 := tmp[:2*tc], tmp[2*tc:4*tc] // 12·tc of tmp's 16·tc+16
+	var r0, r1 [4][]float32
+	for j := range 4 {
+		r0[j], r1[j] = tmp[(4+j)*tc:(5+j)*tc], tmp[(8+j)*tc:(9+j)*tc]
+	}
+	for k0 := 0; k0 < k; k0++ {
+		yk := y[k0*oh*ow : (k0+1)*oh*ow]
+		for ty := 0; ty < tr; ty++ {
+			at := k0*nt + ty*tc
+			for j := range 4 {
+				m0 := m[j*kn+at : j*kn+at+tc]
+				m1 := m[(4+j)*kn+at : (4+j)*kn+at+tc]
+				m2 := m[(8+j)*kn+at : (8+j)*kn+at+tc]
+				m3 := m[(12+j)*kn+at : (12+j)*kn+at+tc]
+				s0, s1 := r0[j][:len(m0)], r1[j][:len(m0)]
+				for tx, v0 := range m0 {
+					v1, v2, v3 := m1[tx], m2[tx], m3[tx]
+					s0[tx], s1[tx] = v0+v1+v2, v1-v2-v3
+				}
+			}
+			for i, r := range [2]*[4][]float32{&r0, &r1} {
+				oy := 2*ty + i
+				if oy >= oh {
+					break
+				}
+				out := out0
+				if i == 1 {
+					out = out1
+				}
+				q0, q1, q2, q3 := r[0][:tc], r[1][:tc], r[2][:tc], r[3][:tc]
+				for tx := range q0 {
+					p1, p2 := q1[tx], q2[tx]
+					out[2*tx], out[2*tx+1] = q0[tx]+p1+p2, p1-p2-q3[tx]
+				}
+				copy(yk[oy*ow:(oy+1)*ow], out[:ow])
+			}
+		}
+	}
+}

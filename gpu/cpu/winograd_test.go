@@ -1,0 +1,104 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/gpu/gputest"
+)
+
+// winoCases are geometries that take the Winograd path: padding 0, 1 and 2,
+// odd and even output sizes (a last tile row or column half outside),
+// non-square planes, channel counts that are not multiples of a tile.
+var winoCases = []gpu.ConvGeom{
+	{N: 2, C: 16, H: 8, W: 8, K: 16, R: 3, S: 3, PadH: 1, PadW: 1},
+	{N: 3, C: 17, H: 9, W: 11, K: 24, R: 3, S: 3, PadH: 1, PadW: 1},
+	{N: 1, C: 16, H: 12, W: 10, K: 19, R: 3, S: 3},
+	{N: 2, C: 20, H: 7, W: 8, K: 16, R: 3, S: 3, PadH: 2, PadW: 2},
+	{N: 1, C: 16, H: 9, W: 12, K: 16, R: 3, S: 3, PadH: 0, PadW: 2},
+}
+
+// winoTol bounds Winograd's error relative to Σ|x·w| of an output: its
+// transformed terms are sums of up to nine products, so the products'
+// rounding reaches a few times im2col's (largest seen over winoCases,
+// printed by -v: 2.5e-7).
+const winoTol = 1e-6
+
+// TestWinogradAgainstNaive checks the forward and backward data passes on
+// the Winograd path against the float64 loops, within winoTol of each
+// output's Σ|term|.
+func TestWinogradAgainstNaive(t *testing.T) {
+	c := NewCPU()
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, g := range winoCases {
+		if err := g.Setup(); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(fmt.Sprintf("N%dC%d_%dx%d_K%d_p%dx%d", g.N, g.C, g.H, g.W, g.K, g.PadH, g.PadW), func(t *testing.T) {
+			if !(&convGeom{g}).winograd() {
+				t.Fatalf("%+v does not take the Winograd path", g)
+			}
+			x, w := gputest.Rand(rng, g.N*g.C*g.H*g.W), gputest.Rand(rng, g.K*g.C*9)
+			dy := gputest.Rand(rng, g.N*g.K*g.OH*g.OW)
+			want := convNaive(g, x, w, nil, dy)
+			ws := gpu.Host(nanSlice(c.ConvWorkspace(g)))
+			y, dx := nanSlice(len(want.y)), nanSlice(len(x))
+			c.ConvForward(g, gpu.Host(y), gpu.Host(x), gpu.Host(w), nil, ws)
+			c.ConvBackwardData(g, gpu.Host(dx), gpu.Host(dy), gpu.Host(w), ws)
+			t.Logf("largest error / Σ|term|: forward %.2g, backward data %.2g",
+				worstRel(y, want.y, want.yAbs), worstRel(dx, want.dx, want.dxAbs))
+			if err := convClose(y, want.y, want.yAbs, winoTol); err != nil {
+				t.Errorf("forward: y%v", err)
+			}
+			if err := convClose(dx, want.dx, want.dxAbs, winoTol); err != nil {
+				t.Errorf("backward data: dx%v", err)
+			}
+		})
+	}
+}
+
+// worstRel returns the largest |got-want| / max(scale, 1).
+func worstRel(got []float32, want, scale []float64) float64 {
+	var m float64
+	for i := range got {
+		m = max(m, math.Abs(float64(got[i])-want[i])/max(scale[i], 1))
+	}
+	return m
+}
+
+// BenchmarkWinograd puts the Winograd path and im2col side by side on
+// resnet18's 3×3 stride-1 convolutions at 96×96 (batch 16), forward and
+// backward data.
+func BenchmarkWinograd(b *testing.B) {
+	for _, g := range []gpu.ConvGeom{
+		{N: 16, C: 64, H: 24, W: 24, K: 64, R: 3, S: 3, PadH: 1, PadW: 1},
+		{N: 16, C: 128, H: 12, W: 12, K: 128, R: 3, S: 3, PadH: 1, PadW: 1},
+		{N: 16, C: 256, H: 6, W: 6, K: 256, R: 3, S: 3, PadH: 1, PadW: 1},
+		{N: 16, C: 512, H: 3, W: 3, K: 512, R: 3, S: 3, PadH: 1, PadW: 1},
+	} {
+		if err := g.Setup(); err != nil {
+			b.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(1, 1))
+		x, w := gputest.Rand(rng, g.N*g.C*g.H*g.W), gputest.Rand(rng, g.K*g.C*9)
+		y := make([]float32, g.N*g.K*g.OH*g.OW)
+		for _, path := range []string{"im2col", "winograd"} {
+			c := NewCPU()
+			c.im2colOnly = path == "im2col"
+			ws := make([]float32, c.ConvWorkspace(g))
+			b.Run(fmt.Sprintf("C%d_%dx%d/%s/forward", g.C, g.H, g.W, path), func(b *testing.B) {
+				for b.Loop() {
+					c.ConvForward(g, gpu.Host(y), gpu.Host(x), gpu.Host(w), nil, gpu.Host(ws))
+				}
+			})
+			b.Run(fmt.Sprintf("C%d_%dx%d/%s/data", g.C, g.H, g.W, path), func(b *testing.B) {
+				for b.Loop() {
+					c.ConvBackwardData(g, gpu.Host(x), gpu.Host(y), gpu.Host(w), gpu.Host(ws))
+				}
+			})
+		}
+	}
+}
