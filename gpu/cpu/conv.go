@@ -25,7 +25,9 @@ import (
 // a stride of C/G·R·S: measured 2.5% of a LeNet step).
 //
 // A 1×1 convolution of stride 1 without padding needs no lowering at all: its
-// column matrix is the input itself.
+// column matrix is the input itself. Dense 3×3 convolutions of stride 1 with
+// enough channels and outputs run forward and backward data as Winograd
+// F(2×2, 3×3) instead (winograd.go).
 //
 // Threads (see par.go): forward and backward data are split over the
 // batch's samples, each thread lowering into its own scratch and multiplying
