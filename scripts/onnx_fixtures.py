@@ -452,7 +452,13 @@ def evaluate(model, x):
     for n in model.graph.node:
         a, ins = attrs(n), [env[i] for i in n.input if i]
         op = n.op_type
-        if op == "Conv":
+        if op == "Conv" and ins[0].dim() == 3:  # Conv1d: pads [begin, end], alike
+            pads = a.get("pads", [0, 0])
+            if pads[0] != pads[1]:
+                raise ValueError(f"asymmetric pads {pads}")
+            y = F.conv1d(ins[0], ins[1], ins[2] if len(ins) > 2 else None, a.get("strides", [1])[0], pads[0],
+                         a.get("dilations", [1])[0], a.get("group", 1))
+        elif op == "Conv":
             y = F.conv2d(ins[0], ins[1], ins[2] if len(ins) > 2 else None, tuple(a.get("strides", [1, 1])),
                          sym_pads(a.get("pads", [0] * 4)), tuple(a.get("dilations", [1, 1])), a.get("group", 1))
         elif op == "ConvTranspose":

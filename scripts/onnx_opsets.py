@@ -44,6 +44,8 @@ It writes models/onnx/testdata/opsets/:
   constant other than zero (attribute at 9, input at 13), as zoo_ops.
 - dilated_op13.onnx and dilated_op13.json: dilated convolutions (dilation 2,
   and (2, 3) grouped with stride 2) as torch.onnx.export writes them.
+- dilated1d_op13.onnx and dilated1d_op13.json: dilated Conv1d (dilation 2,
+  and 3 grouped with stride 2) over N×3×20.
 - convtranspose_op13.onnx and convtranspose_op13.json: transposed
   convolutions (stride 2 with padding and output padding in 2 groups; 2x2
   stride 2 without bias) as torch.onnx.export writes them.
@@ -709,6 +711,40 @@ def tile():
     _save_golden("tile_op13", x, dy, y, {k: v for k, v in d.named_parameters()})
 
 
+class _Dilated1D(nn.Module):
+    """dilated1d_op13's network: Conv1d with dilation 2 (padding 2, the
+    length kept) and with dilation 3 in 2 groups with stride 2, between
+    ReLUs, then Flatten and a linear layer, over N×3×20."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv1d(3, 4, 3, padding=2, dilation=2)
+        self.c2 = nn.Conv1d(4, 4, 3, stride=2, padding=1, dilation=3, groups=2)
+        self.fc = nn.Linear(4 * 8, 5)
+
+    def forward(self, x):
+        h = F.relu(self.c1(x))
+        h = F.relu(self.c2(h))
+        return self.fc(torch.flatten(h, 1))
+
+
+def dilated1d():
+    """dilated1d_op13.onnx: dilated Conv1d as torch.onnx.export writes it,
+    with dilated1d_op13.json holding PyTorch's output and parameter
+    gradients, as zoo_ops.json."""
+    torch.manual_seed(33)
+    net = _Dilated1D()
+    g = torch.Generator().manual_seed(34)
+    x, dy = torch.randn(2, 3, 20, generator=g), torch.randn(2, 5, generator=g)
+    net.eval()
+    torch.onnx.export(net, x, os.path.join(OUT, "dilated1d_op13.onnx"), opset_version=13,
+                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+    d = net.double()
+    y = d(x.double())
+    (y * dy.double()).sum().backward()
+    _save_golden("dilated1d_op13", x, dy, y, {k: v for k, v in d.named_parameters()})
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     w = weights()
@@ -724,6 +760,7 @@ def main():
     zoo_resnet()
     pad_value()
     dilated()
+    dilated1d()
     convtranspose()
     matmul_acts()
     tile()
@@ -731,7 +768,8 @@ def main():
 
 # The fixtures whose cotrain export `check` runs: no batch norm or dropout,
 # so evaluation mode computes what the golden's training pass did.
-CHECKED = ["pad_value_op9", "pad_value_op13", "dilated_op13", "convtranspose_op13", "matmul_op13", "tile_op13"]
+CHECKED = ["pad_value_op9", "pad_value_op13", "dilated_op13", "dilated1d_op13", "convtranspose_op13", "matmul_op13",
+           "tile_op13"]
 
 
 def check(folder):

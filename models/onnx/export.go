@@ -202,6 +202,14 @@ func (e *exporter) layer(l solver.Layer, xs []string, rank int) (string, int, er
 		return e.node("Conv", name, ins, attrInts("kernel_shape", c.KH, c.KW), attrInts("strides", c.StrideH, c.StrideW),
 			attrInts("pads", c.PadH, c.PadW, c.PadH, c.PadW), attrInts("dilations", 1, 1), attrInt("group", c.Groups)), 4, nil
 	case *solver.DilatedConv2D:
+		if e.oneD && rank == 3 {
+			c, ins := l.Cfg, []string{xs[0], p("weight")}
+			if !c.NoBias {
+				ins = append(ins, p("bias"))
+			}
+			return e.node("Conv", name, ins, attrInts("kernel_shape", c.KW), attrInts("strides", c.StrideW),
+				attrInts("pads", c.PadW, c.PadW), attrInts("dilations", l.DW), attrInt("group", c.Groups)), 3, nil
+		}
 		if rank != 4 {
 			return "", 0, fmt.Errorf("%w: dilated convolution of rank %d (N×C×H×W only)", ErrUnsupported, rank)
 		}

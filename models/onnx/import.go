@@ -67,7 +67,7 @@ type importer struct {
 
 // Import reads an ONNX model as torch.onnx.export writes it (opsets 7 to 21,
 // MinOpset to MaxOpset; tested with 9 to 20) and returns a weight file of model models.GraphModel. The
-// operators it maps are Conv (dilated too, as a dilatedconv2d layer, but not on N×C×L),
+// operators it maps are Conv (dilated too, as a dilatedconv2d layer),
 // ConvTranspose (ops_convt.go), Gemm, MatMul of two activations (a matmul layer),
 // Tile and Expand of an activation (a tile layer, ops_struct.go), MatMul (+Add of a bias), Clip
 // (any bounds; ReLU6 and ReLU where they are those), every elementwise

@@ -259,14 +259,10 @@ func (im *importer) conv(n *onnxpb.NodeProto, a attrs) error {
 	if len(w.dims) != 4 || x.rank != rank {
 		return fmt.Errorf("%w: weight %v on input of rank %d (2-D convolution only)", ErrUnsupported, w.dims, x.rank)
 	}
-	given := a.ints("dilations")
+	// Conv1d's dilation d was lifted to (1, d) with its other attributes.
 	dil, a, err := dilations(a)
 	if err != nil {
 		return err
-	}
-	if dil != [2]int{1, 1} && rank == 3 {
-		return fmt.Errorf("%w: dilated Conv1d (dilations %v): not read yet; a Conv2d of N×C×1×L with dilation (1, %d) is",
-			ErrUnsupported, given[len(given)-1:], dil[1])
 	}
 	k, s, p, asym, err := window(a, w.dims[2:])
 	if err != nil {
