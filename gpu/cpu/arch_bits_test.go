@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/gpu/cpu"
 	"github.com/cotrain/cotrain/gpu/internal/sgemm"
 	"github.com/cotrain/cotrain/models"
@@ -102,4 +103,47 @@ func floatsHash(v []float32) string {
 		h.Write(b[:])
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// winogradBits are TestWinogradBits's hashes of y and dx, by GEMM family
+// (as stepBits).
+var winogradBits = map[string][2]string{
+	"fused": {"952553866fec8209", "ea0c93e0ae467022"},
+	"go":    {"b97472b58502e3ff", "81a7804f497eac07"},
+}
+
+// TestWinogradBits: a convolution on the Winograd path (which
+// mobilenet-small has none of) gives the same bits, forward and backward
+// data, on every architecture of a GEMM family.
+func TestWinogradBits(t *testing.T) {
+	family := "fused"
+	if sgemm.Kernel() == "go" {
+		family = "go"
+	}
+	// 16 channels in, 20 out, 9×10 outputs: winograd.go's thresholds admit it.
+	g := gpu.ConvGeom{N: 2, C: 16, H: 9, W: 10, K: 20, R: 3, S: 3, PadH: 1, PadW: 1}
+	if err := g.Setup(); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	uniform := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = r.Float32() - 0.5
+		}
+		return v
+	}
+	x, w, dy := uniform(g.N*g.C*g.H*g.W), uniform(g.K*g.C*9), uniform(g.N*g.K*g.OH*g.OW)
+	be := cpu.NewCPU()
+	y, dx := make([]float32, len(dy)), make([]float32, len(x))
+	ws := make([]float32, be.ConvWorkspace(g))
+	be.ConvForward(g, gpu.Host(y), gpu.Host(x), gpu.Host(w), nil, gpu.Host(ws))
+	be.ConvBackwardData(g, gpu.Host(dx), gpu.Host(dy), gpu.Host(w), gpu.Host(ws))
+	want := winogradBits[family]
+	for i, got := range []string{floatsHash(y), floatsHash(dx)} {
+		if got != want[i] {
+			t.Errorf("%s/%s, GEMM %s: output %d hashes to %s, want %s (the %s family's bits)",
+				runtime.GOOS, runtime.GOARCH, sgemm.Kernel(), i, got, want[i], family)
+		}
+	}
 }
