@@ -45,11 +45,10 @@ func TestDilatedConv2DMatchesNaive(t *testing.T) {
 	for _, v := range [][]float32{x, w, bias} {
 		uniform(v, r)
 	}
-	up := func(v []float32) gpu.Buffer { buf := be.Alloc(len(v)); be.Upload(buf, v); return buf }
-	l.Bind(be, []gpu.Buffer{up(w), up(bias)}, []gpu.Buffer{be.Alloc(len(w)), be.Alloc(K)}, nil)
+	l.Bind(be, []gpu.Buffer{uploaded(be, w), uploaded(be, bias)}, []gpu.Buffer{be.Alloc(len(w)), be.Alloc(K)}, nil)
 	l.Resize(be, 1)
 	y := be.Alloc(out.Size())
-	l.Forward(&Pass{B: be, N: 1, WS: be.Alloc(max(l.Workspace(1), 1))}, y, []gpu.Buffer{up(x)})
+	l.Forward(&Pass{B: be, N: 1, WS: be.Alloc(max(l.Workspace(1), 1))}, y, []gpu.Buffer{uploaded(be, x)})
 	got := download(be, y)
 	for k := range K {
 		for i := range out.H {
@@ -95,18 +94,7 @@ func BenchmarkDilatedConv2D(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			net.InitParams(rand.New(rand.NewPCG(1, 1)))
-			r := rand.New(rand.NewPCG(2, 2))
-			x, dy := be.Alloc(n*32*28*28), be.Alloc(n*net.Out.Size())
-			for _, buf := range []gpu.Buffer{x, dy} {
-				v := make([]float32, buf.Len())
-				uniform(v, r)
-				be.Upload(buf, v)
-			}
-			for b.Loop() {
-				net.Forward(x, n, true)
-				net.Backward(dy)
-			}
+			benchNet(b, net, n)
 		})
 	}
 }

@@ -34,9 +34,8 @@ func TestMatMulMatchesNaive(t *testing.T) {
 	a, b := make([]float32, N*H*M*K), make([]float32, N*H*K*P)
 	uniform(a, r)
 	uniform(b, r)
-	up := func(v []float32) gpu.Buffer { buf := be.Alloc(len(v)); be.Upload(buf, v); return buf }
 	y := be.Alloc(N * H * M * P)
-	l.Forward(&Pass{B: be, N: N}, y, []gpu.Buffer{up(a), up(b)})
+	l.Forward(&Pass{B: be, N: N}, y, []gpu.Buffer{uploaded(be, a), uploaded(be, b)})
 	got := download(be, y)
 	for s := range N * H {
 		for i := range M {
@@ -77,15 +76,5 @@ func BenchmarkMatMul(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := rand.New(rand.NewPCG(2, 2))
-	x, dy := be.Alloc(n*h*tt*d), be.Alloc(n*h*tt*tt)
-	for _, buf := range []gpu.Buffer{x, dy} {
-		v := make([]float32, buf.Len())
-		uniform(v, r)
-		be.Upload(buf, v)
-	}
-	for b.Loop() {
-		net.Forward(x, n, true)
-		net.Backward(dy)
-	}
+	benchNet(b, net, n)
 }

@@ -34,9 +34,8 @@ func TestTileMatchesNaive(t *testing.T) {
 	}
 	x := make([]float32, N*C*H*W)
 	uniform(x, rand.New(rand.NewPCG(9, 10)))
-	xb, y := be.Alloc(len(x)), be.Alloc(N*out.Size())
-	be.Upload(xb, x)
-	l.Forward(&Pass{B: be, N: N}, y, []gpu.Buffer{xb})
+	y := be.Alloc(N * out.Size())
+	l.Forward(&Pass{B: be, N: N}, y, []gpu.Buffer{uploaded(be, x)})
 	got := download(be, y)
 	OC, OH, OW := C*rep[0], H*rep[1], W*rep[2]
 	for n := range N {
@@ -75,16 +74,6 @@ func BenchmarkTile(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := rand.New(rand.NewPCG(2, 2))
-	x, dy := be.Alloc(n*64*14*14), be.Alloc(n*64*28*28)
-	for _, buf := range []gpu.Buffer{x, dy} {
-		v := make([]float32, buf.Len())
-		uniform(v, r)
-		be.Upload(buf, v)
-	}
-	b.SetBytes(int64(4 * (x.Len() + dy.Len())))
-	for b.Loop() {
-		net.Forward(x, n, true)
-		net.Backward(dy)
-	}
+	b.SetBytes(int64(4 * n * (net.In.Size() + net.Out.Size())))
+	benchNet(b, net, n)
 }

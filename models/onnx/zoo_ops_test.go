@@ -64,32 +64,9 @@ func checkZooOps(t *testing.T, b gpu.Backend, name string) {
 	if e := relErr(forward(back, g.X), forward(net, g.X)); e != 0 {
 		t.Errorf("export round trip: relative change %.3g", e)
 	}
-	y, grads := trainStep(net, g.X, g.DY)
-	if e := relErr(y, g.Y); !(e <= 1e-4) {
-		t.Errorf("output: relative error %.3g > 1e-4", e)
-	}
-	if len(grads) != len(g.Grads) {
-		t.Errorf("%d parameter tensors, PyTorch has %d", len(grads), len(g.Grads))
-	}
-	worst := 0.0
-	for name, want := range g.Grads {
-		got, ok := grads[name]
-		if !ok || len(got) != len(want) {
-			t.Errorf("gradient %s: %d values, PyTorch has %d", name, len(got), len(want))
-			continue
-		}
-		e := relErr(got, want)
-		if maxAbs(want) < 1e-6 {
-			// A gradient that is 0 in exact arithmetic (the key's bias
-			// under a softmax over the keys): compared absolutely.
-			e = maxAbs(got)
-		}
-		if !(e <= 1e-4) {
-			t.Errorf("gradient %s: relative error %.3g > 1e-4", name, e)
-		}
-		worst = max(worst, e)
-	}
-	t.Logf("%s on %s: output relative error %.2g, worst of %d gradients %.2g", name, b.Name(), relErr(y, g.Y), len(g.Grads), worst)
+	// The training pass against PyTorch: output and every gradient (one
+	// that is 0 in exact arithmetic, matmul_op13's key bias, absolutely).
+	checkGrads(t, net, raw)
 
 	tuned, err := f.Build(b)
 	if err != nil {
