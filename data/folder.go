@@ -377,7 +377,7 @@ func toPlanes(img image.Image, c int) [][]float32 {
 			r, g, bl := at(x, y)
 			fr, fg, fb := float32(r)/257, float32(g)/257, float32(bl)/257
 			if c == 1 {
-				planes[0][i] = 0.299*fr + 0.587*fg + 0.114*fb
+				planes[0][i] = float32(0.299*fr) + float32(0.587*fg) + float32(0.114*fb) // not fused on any target
 			} else {
 				planes[0][i], planes[1][i], planes[2][i] = fr, fg, fb
 			}

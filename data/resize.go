@@ -22,7 +22,7 @@ func resizeAA(dst []uint8, dh, dw int, src []float32, sh, sw int) {
 		for x := range dw {
 			var v float64
 			for k, w := range xw[x] {
-				v += w * float64(row[xs[x]+k])
+				v += float64(w * float64(row[xs[x]+k])) // float64(): not fused on any target
 			}
 			tmp[y*dw+x] = v
 		}
@@ -31,7 +31,7 @@ func resizeAA(dst []uint8, dh, dw int, src []float32, sh, sw int) {
 		for x := range dw {
 			var v float64
 			for k, w := range yw[y] {
-				v += w * tmp[(ys[y]+k)*dw+x]
+				v += float64(w * tmp[(ys[y]+k)*dw+x])
 			}
 			dst[y*dw+x] = uint8(min(255, max(0, math.Round(v))))
 		}
@@ -48,7 +48,7 @@ func aaTaps(dn, sn int) (starts []int, weights [][]float64) {
 	support := max(scale, 1) // the triangle's half-width, in source pixels
 	starts, weights = make([]int, dn), make([][]float64, dn)
 	for d := range dn {
-		center := (float64(d) + 0.5) * scale
+		center := float64((float64(d) + 0.5) * scale) // rounded: not fused into the sums below
 		lo := max(int(center-support+0.5), 0)
 		hi := min(int(center+support+0.5), sn)
 		w := make([]float64, max(hi-lo, 0))

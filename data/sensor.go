@@ -291,7 +291,7 @@ func windows(recs []recording, c int, classes, channels []string, opt SensorOpti
 	for k, r := range recs {
 		for i, v := range r.vals {
 			sum[i%c] += float64(v)
-			sq[i%c] += float64(v) * float64(v)
+			sq[i%c] += float64(float64(v) * float64(v))
 		}
 		rows += r.rows()
 		for off := 0; off+opt.Window <= r.rows(); off += opt.Stride {

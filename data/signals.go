@@ -116,7 +116,7 @@ func SignalStats(x []float32, c, l int) (mean, std []float32) {
 		for ch := range c {
 			for _, v := range x[i+ch*l : i+(ch+1)*l] {
 				sum[ch] += float64(v)
-				sq[ch] += float64(v) * float64(v)
+				sq[ch] += float64(float64(v) * float64(v))
 			}
 		}
 		n += l
@@ -134,7 +134,7 @@ func momentsToNorm(sum, sq []float64, n int) (mean, std []float32) {
 			continue
 		}
 		m := sum[ch] / float64(n)
-		v := sq[ch]/float64(n) - m*m
+		v := sq[ch]/float64(n) - float64(m*m) // float64(): not fused on any target
 		mean[ch] = float32(m)
 		std[ch] = 1
 		if sd := math.Sqrt(max(v, 0)); sd > 1e-6*max(1, math.Abs(m)) {

@@ -129,7 +129,7 @@ func (b *barrier) totals() (samples int, loss float64) {
 	for _, id := range b.ids() {
 		a := b.pushes[id]
 		samples += a.samples
-		loss += float64(a.samples) * a.loss
+		loss += float64(float64(a.samples) * a.loss) // float64(): not fused on any target
 	}
 	if samples > 0 {
 		loss /= float64(samples)
@@ -206,7 +206,7 @@ func (b *barrier) mergeState(dst []float32) bool {
 		a := b.pushes[id]
 		w := float64(a.samples)
 		for j, v := range a.state {
-			acc[j] += w * float64(v)
+			acc[j] += float64(w * float64(v)) // float64(): not fused on any target
 		}
 		n += w
 	}

@@ -140,5 +140,5 @@ func smooth(old, x, alpha float64, have bool) float64 {
 	if !have {
 		return x
 	}
-	return alpha*x + (1-alpha)*old
+	return float64(alpha*x) + float64((1-alpha)*old) // float64(): not fused on any target
 }

@@ -72,7 +72,7 @@ func (c *checker) pushed(m *wire.Push) error {
 	w := float64(m.Samples)
 	acc := c.acc[c.bounds[m.Part]:][:len(g)]
 	for i, v := range g {
-		acc[i] += w * float64(v)
+		acc[i] += float64(w * float64(v)) // float64(): not fused on any target
 	}
 	c.samples[m.Part] += m.Samples
 	c.count[m.Part]++
@@ -104,7 +104,7 @@ func (c *checker) merged(m *wire.Merged) error {
 	if n := c.samples[m.Part]; n > 0 {
 		inv = 1 / float64(n)
 	}
-	mean := func(i int) float64 { return acc[i] * inv }
+	mean := func(i int) float64 { return float64(acc[i] * inv) } // float64(): not fused on any target
 	for b := 0; b < len(got); b += compress.BlockSize {
 		end := min(len(got), b+compress.BlockSize)
 		// The codec's share of the tolerance.
@@ -122,7 +122,7 @@ func (c *checker) merged(m *wire.Merged) error {
 		for i := b; i < end; i++ {
 			want := mean(i)
 			d := math.Abs(float64(got[i]) - want)
-			if d > (1e-6+rel)*(math.Abs(want)+1e-6)+quant && d > 1e-12 {
+			if d > float64((1e-6+rel)*(math.Abs(want)+1e-6))+quant && d > 1e-12 {
 				return fmt.Errorf("%w: Merged %d element %d is %v, the sample-weighted mean of %d pushes (%d samples of part %d) is %v (codec %s)",
 					ErrInvariant, m.Iteration, lo+i, got[i], c.pushes, c.samples[m.Part], m.Part, want, c.codec)
 			}

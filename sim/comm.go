@@ -129,9 +129,9 @@ func (r *runner) hubMerges(rd hub.Ready) {
 			return
 		}
 		lo, hi := r.check.bounds[m.Part], r.check.bounds[m.Part+1]
-		work := float64(hi-lo) * float64(2*r.check.count[m.Part]+1)
+		work := float64(float64(hi-lo) * float64(2*r.check.count[m.Part]+1)) // float64(): not fused on any target
 		if !m.Partial {
-			work += 4 * float64(r.paramCount)
+			work += float64(4 * float64(r.paramCount))
 			clear(r.comm.seen) // a new iteration's messages come next
 			r.comm.seen[m] = true
 		}

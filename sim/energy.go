@@ -230,7 +230,7 @@ func newMeter(pw Power) *meter { return &meter{pw: pw, radioEnd: -1} }
 // computed accounts a compute of sec seconds.
 func (m *meter) computed(sec float64) {
 	m.compute += sec
-	m.extra += m.pw.compute() * sec
+	m.extra += float64(m.pw.compute() * sec)
 }
 
 // transfer accounts size bytes (sent when up) on the air from start to
@@ -240,9 +240,9 @@ func (m *meter) transfer(up bool, size int, wait float64, start, end int64) {
 	if up {
 		perByte = m.pw.Tx
 	}
-	m.radio += perByte*float64(size) + m.pw.Active*wait
+	m.radio += float64(perByte*float64(size)) + float64(m.pw.Active*wait)
 	if m.radioEnd >= 0 && start > m.radioEnd {
-		m.radio += m.pw.TailW * math.Min(m.pw.Tail.Seconds(), float64(start-m.radioEnd)/1e9)
+		m.radio += float64(m.pw.TailW * math.Min(m.pw.Tail.Seconds(), float64(start-m.radioEnd)/1e9))
 	}
 	m.radioEnd = max(m.radioEnd, end)
 }
@@ -252,9 +252,9 @@ func (m *meter) transfer(up bool, size int, wait float64, start, end int64) {
 func (m *meter) total(wall float64, now int64) Energy {
 	radio := m.radio
 	if m.radioEnd >= 0 && now > m.radioEnd {
-		radio += m.pw.TailW * math.Min(m.pw.Tail.Seconds(), float64(now-m.radioEnd)/1e9)
+		radio += float64(m.pw.TailW * math.Min(m.pw.Tail.Seconds(), float64(now-m.radioEnd)/1e9))
 	}
-	return Energy{Compute: (m.pw.Idle)*m.compute + m.extra, Radio: radio,
+	return Energy{Compute: float64((m.pw.Idle)*m.compute) + m.extra, Radio: radio,
 		Wait: m.pw.Idle * math.Max(0, wall-m.compute), BatteryWh: m.pw.Battery}
 }
 

@@ -52,12 +52,12 @@ func layerFLOPs(model string, c models.Config) ([]float64, error) {
 		switch l := nd.Layer.(type) {
 		case *solver.Conv2D:
 			g := l.Geom
-			total += 2 * float64(g.K) * float64(g.C/g.Groups) * float64(g.R*g.S) * float64(g.OH*g.OW)
+			total += float64(2 * float64(g.K) * float64(g.C/g.Groups) * float64(g.R*g.S) * float64(g.OH*g.OW))
 			if !l.Cfg.NoBias {
 				total += out
 			}
 		case *solver.Linear:
-			total += 2 * float64(l.In) * float64(l.Out)
+			total += float64(2 * float64(l.In) * float64(l.Out))
 			if !l.NoBias {
 				total += out
 			}
@@ -75,7 +75,7 @@ func layerFLOPs(model string, c models.Config) ([]float64, error) {
 				if k > 0 {
 					in = h
 				}
-				total += float64(l.T) * (2*g*h*(in+h) + 6*g*h)
+				total += float64(float64(l.T) * (float64(2*g*h*(in+h)) + float64(6*g*h)))
 			}
 		default:
 			total += out

@@ -74,7 +74,7 @@ func (w *network) transfer(now int64, phone string, size int) (start, end, arriv
 		free = w.links[phone]
 	}
 	start = max(now, free)
-	end = start + int64(float64(size)/w.bytesPerS*1e9+0.5)
+	end = start + int64(float64(float64(size)/w.bytesPerS*1e9)+0.5)
 	if w.kind == "links" {
 		w.links[phone] = end
 	} else {
@@ -174,7 +174,7 @@ func (w *network) route(phone string, up bool, start, arrive int64) (int64, bool
 		}
 	}
 	if w.spec.Spike > 0 && w.rng.Float64() < w.spec.Spike {
-		arrive += int64((0.5 + w.rng.Float64()) * float64(w.spec.SpikeDelay))
+		arrive += int64((0.5 + float64(w.rng.Float64())) * float64(w.spec.SpikeDelay))
 		delayed = true
 	}
 	if delayed {

@@ -109,7 +109,7 @@ func (d *device) compute(now int64, work float64) int64 {
 	}
 	sec := work / speed
 	if d.jitter > 0 {
-		sec *= math.Max(0.2, 1+d.jitter*d.rng.NormFloat64())
+		sec *= math.Max(0.2, 1+float64(d.jitter*d.rng.NormFloat64()))
 	}
 	d.heat += sec
 	ns := int64(math.Round(sec * 1e9))

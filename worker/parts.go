@@ -242,7 +242,7 @@ func (c *Core) pushValues(j int, it uint64, samples int, loss float64, nanos int
 			copy(dst, g)
 			for _, r := range p.trainable {
 				for i := max(r.Off, lo); i < min(r.Off+r.Len, hi); i++ {
-					dst[i-lo] += p.decay * w[i-lo]
+					dst[i-lo] += float32(p.decay * w[i-lo]) // float32(): not fused on any target
 				}
 			}
 			g = dst

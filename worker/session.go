@@ -44,7 +44,7 @@ func (b Backoff) Wait(attempt int, r *rand.Rand) time.Duration {
 	if attempt < 30 && b.Min<<attempt < b.Max {
 		w = b.Min << attempt
 	}
-	return time.Duration(float64(w) * (1 - b.Jitter*r.Float64()))
+	return time.Duration(float64(w) * (1 - float64(b.Jitter*r.Float64())))
 }
 
 // Session keeps one worker in a run across connections: it runs a Driver

@@ -133,7 +133,7 @@ func (f *Feedback) Append(dst []byte, g []float32, off int) []byte {
 		vel = f.velocity[off : off+len(g)]
 		m := f.momentum
 		for i, v := range g {
-			u := m*vel[i] + v
+			u := float32(m*vel[i]) + v // float32(): not fused on any target
 			vel[i] = u
 			sum[i] = u + res[i]
 		}
@@ -176,8 +176,8 @@ func (f *Feedback) adam(sum, g []float32, off int) {
 	res := f.residual[off : off+len(g)]
 	m, v := f.velocity[off:off+len(g)], f.second[off:off+len(g)]
 	for i, gv := range g {
-		mi := b1*m[i] + (1-b1)*gv
-		vi := b2*v[i] + (1-b2)*gv*gv
+		mi := float32(b1*m[i]) + float32((1-b1)*gv) // float32(): not fused on any target
+		vi := float32(b2*v[i]) + float32((1-b2)*gv*gv)
 		m[i], v[i] = mi, vi
 		d := bc1 * mi / (float32(math.Sqrt(float64(vi)))/bc2Sqrt + eps)
 		sum[i] = d + res[i]

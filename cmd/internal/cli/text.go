@@ -160,7 +160,7 @@ func EvalText(tr *solver.Trainer, ds data.Dataset, batch int) (Perplexity, error
 	h := 0.0
 	for _, c := range counts {
 		p := float64(c) / n
-		h -= p * math.Log(p)
+		h -= float64(p * math.Log(p))
 	}
 	return Perplexity{Perplexity: math.Exp(loss), Loss: loss, Unigram: math.Exp(h), Accuracy: acc, Samples: ds.Len()}, nil
 }
