@@ -268,6 +268,10 @@ func (c *CPU) ConvForward(geom gpu.ConvGeom, y, x, w, bias, ws gpu.Buffer) {
 	g.check("ConvForward", xs, wsl, ys, bs, col)
 	if c.useWino(&g) {
 		c.winoFilters(&g, wsl, false)
+		if g.winoBatched(false) {
+			c.winoBatch(&g, ys, xs, bs, false)
+			return
+		}
 	} else if !g.Depthwise() {
 		c.packFilters(&g, wsl, false)
 	}
@@ -318,6 +322,10 @@ func (c *CPU) ConvBackwardData(geom gpu.ConvGeom, dx, dy, w, ws gpu.Buffer) {
 	g.check("ConvBackwardData", dxs, wsl, dys, nil, col)
 	if c.useWino(&g) {
 		c.winoFilters(&g, wsl, true)
+		if g.winoBatched(true) {
+			c.winoBatch(&g, dxs, dys, nil, true)
+			return
+		}
 	} else if !g.Depthwise() {
 		c.packFilters(&g, wsl, true)
 	}

@@ -21,6 +21,8 @@ type CPU struct {
 	partial []float32         // the backward filter pass's chunk sums
 	wino    [16]sgemm.PackedA // a Winograd convolution's transformed filters (winograd.go)
 	winoU   []float32         // the same before packing
+	winoV   []float32         // a batched Winograd pass's transformed input
+	winoM   []float32         // and its products
 	// im2colOnly turns the Winograd path off (benchmarks and tests compare
 	// the two paths).
 	im2colOnly bool

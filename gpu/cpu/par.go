@@ -43,6 +43,8 @@ const (
 	opBroadcast // Broadcast
 	opReduce    // ReduceSum
 	opDropoutMask
+	opWinoIn  // a batched Winograd pass's input transform (winograd.go)
+	opWinoOut // its output transform
 )
 
 // cpuJob is one parallel kernel call: the operands the kernel needs (each op
@@ -108,6 +110,10 @@ func (j *cpuJob) Run(th *sgemm.Thread, i int) {
 		softmaxBackward(j.dx, j.dy, j.y, j.batch, j.hw, lo, hi)
 	case opStrided, opBroadcast, opReduce:
 		j.ten.run(j.op, lo, hi)
+	case opWinoIn:
+		j.conv.winoInPart(th, j.dy, j.x, j.batch == 1, lo, hi)
+	case opWinoOut:
+		j.conv.winoOutPart(th, j.y, j.dy, j.b, j.batch == 1, lo, hi)
 	case opDropoutMask:
 		gpu.DropoutMaskBlocks(j.y, j.seed, j.thr, j.keep, lo, hi)
 	case opSumPartials:

@@ -25,10 +25,11 @@ import "github.com/cotrain/cotrain/gpu/internal/sgemm"
 // (C×K), so only the filter transform differs.
 
 // winoMinHW and winoMinChannels are the smallest output plane and channel
-// counts where the Winograd path runs: below them the 16 products are too
-// small for the GEMM (BenchmarkWinograd against im2col).
+// counts where the Winograd path runs (BenchmarkWinograd against im2col):
+// a 3×3 output (one full and three half-empty tiles a sample) lost, 6×6 and
+// up won.
 const (
-	winoMinHW       = 64
+	winoMinHW       = 16
 	winoMinChannels = 16
 )
 
@@ -53,8 +54,18 @@ func (c *CPU) winoFilters(g *convGeom, w []float32, data bool) {
 	n := rows * cols
 	c.winoU = grow32(c.winoU, 16*n)
 	u := c.winoU
-	for k := 0; k < g.K; k++ {
-		for ch := 0; ch < g.C; ch++ {
+	// The loops run in U's row order, so that its stores are sequential
+	// (backward data's U is C×K: the filters are read strided instead).
+	outer, inner := g.K, g.C
+	if data {
+		outer, inner = g.C, g.K
+	}
+	for o := 0; o < outer; o++ {
+		for in := 0; in < inner; in++ {
+			k, ch := o, in
+			if data {
+				k, ch = in, o
+			}
 			f := w[(k*g.C+ch)*9 : (k*g.C+ch+1)*9]
 			var r [9]float32
 			if data {
@@ -98,23 +109,46 @@ func grow32(s []float32, n int) []float32 {
 	return s[:n]
 }
 
+// winoDims returns the Winograd pass's operands for g: the input's
+// channels and size, the output's, and the padding. Backward data reads dy
+// (K×OH×OW) with padding 2-p and writes dx (C×H×W).
+func (g *convGeom) winoDims(data bool) (ch, h, w, k, oh, ow, ph, pw int) {
+	if data {
+		return g.K, g.OH, g.OW, g.C, g.H, g.W, 2 - g.PadH, 2 - g.PadW
+	}
+	return g.C, g.H, g.W, g.K, g.OH, g.OW, g.PadH, g.PadW
+}
+
+// winoTiles returns the tile rows and columns covering an oh×ow output.
+func winoTiles(oh, ow int) (tr, tc int) { return (oh + 1) / 2, (ow + 1) / 2 }
+
 // winoSample computes one sample's convolution y (k×oh×ow) of x (ch×h×w),
 // 3×3 filters at stride 1 with padding (ph, pw), from the transformed
 // filters c.wino (U[e] k×ch), on thread th with its scratch slots 1 to 3.
-// The transforms run a row of tiles at a time: the row transform over the
-// whole width (four input rows, or four rows of M's elements), then the
-// column transform tile by tile.
 func (c *CPU) winoSample(th *sgemm.Thread, y, x []float32, ch, h, w, k, oh, ow, ph, pw int) {
-	tr, tc := (oh+1)/2, (ow+1)/2
+	tr, tc := winoTiles(oh, ow)
 	nt := tr * tc
-	wp := 2*tc + 2 // a row of tiles' input width
 	v, m := th.Floats(1, 16*ch*nt), th.Floats(2, 16*k*nt)
+	winoIn(th, v, nt, 0, x, ch, h, w, tr, tc, ph, pw)
+	cnt, kn := ch*nt, k*nt
+	for e := range 16 {
+		th.GemmPacked(&c.wino[e], false, nt, 1, v[e*cnt:(e+1)*cnt], nt, 0, m[e*kn:(e+1)*kn], nt)
+	}
+	winoOut(th, y, m, nt, 0, k, oh, ow, tr, tc)
+}
+
+// winoIn transforms the input tiles of one sample x (ch×h×w) into v: V[e]
+// is ch×ld (ch·ld floats), the sample's tile t in column off+t. It runs a
+// row of tiles at a time: the row transform over the whole width, then the
+// column transform tile by tile; th's scratch slot 3 holds the rows.
+func winoIn(th *sgemm.Thread, v []float32, ld, off int, x []float32, ch, h, w, tr, tc, ph, pw int) {
+	wp := 2*tc + 2 // a row of tiles' input width
 	tmp := th.Floats(3, 8*wp)
 	var rows, a [4][]float32
 	for i := range 4 {
 		rows[i], a[i] = tmp[i*wp:(i+1)*wp], tmp[(4+i)*wp:(5+i)*wp]
 	}
-	cnt := ch * nt // elements per V[e]
+	cnt := ch * ld // elements per V[e]
 	for c0 := 0; c0 < ch; c0++ {
 		xc := x[c0*h*w : (c0+1)*h*w]
 		for ty := 0; ty < tr; ty++ {
@@ -137,7 +171,7 @@ func (c *CPU) winoSample(th *sgemm.Thread, y, x []float32, ch, h, w, k, oh, ow, 
 				a0[j], a1[j], a2[j], a3[j] = d0-d2, d1+d2, d2-d1, d1-d3
 			}
 			// ·B on each tile's four columns.
-			at := c0*nt + ty*tc
+			at := c0*ld + off + ty*tc
 			for i := range 4 {
 				t := a[i][:wp]
 				o0 := v[(4*i+0)*cnt+at : (4*i+0)*cnt+at+tc]
@@ -152,21 +186,24 @@ func (c *CPU) winoSample(th *sgemm.Thread, y, x []float32, ch, h, w, k, oh, ow, 
 			}
 		}
 	}
-	kn := k * nt
-	for e := range 16 {
-		th.GemmPacked(&c.wino[e], false, nt, 1, v[e*cnt:(e+1)*cnt], nt, 0, m[e*kn:(e+1)*kn], nt)
-	}
-	// Aᵀ·m on the rows (m0+m1+m2 and m1-m2-m3 over each element column j),
-	// then ·A on each tile: two output rows of 2·tc, cut to ow.
-	out0, out1 := tmp[:2*tc], tmp[2*tc:4*tc] // 12·tc of tmp's 16·tc+16
+}
+
+// winoOut transforms the products m back into one sample's output y
+// (k×oh×ow): M[e] is k×ld, the sample's tile t in column off+t. Aᵀ·m on
+// the rows (m0+m1+m2 and m1-m2-m3 over each element column), then ·A on
+// each tile: two output rows of 2·tc, cut to ow. th's slot 3 is scratch.
+func winoOut(th *sgemm.Thread, y, m []float32, ld, off, k, oh, ow, tr, tc int) {
+	tmp := th.Floats(3, 12*tc)
+	out0, out1 := tmp[:2*tc], tmp[2*tc:4*tc]
 	var r0, r1 [4][]float32
 	for j := range 4 {
 		r0[j], r1[j] = tmp[(4+j)*tc:(5+j)*tc], tmp[(8+j)*tc:(9+j)*tc]
 	}
+	kn := k * ld
 	for k0 := 0; k0 < k; k0++ {
 		yk := y[k0*oh*ow : (k0+1)*oh*ow]
 		for ty := 0; ty < tr; ty++ {
-			at := k0*nt + ty*tc
+			at := k0*ld + off + ty*tc
 			for j := range 4 {
 				m0 := m[j*kn+at : j*kn+at+tc]
 				m1 := m[(4+j)*kn+at : (4+j)*kn+at+tc]
@@ -195,5 +232,71 @@ func (c *CPU) winoSample(th *sgemm.Thread, y, x []float32, ch, h, w, k, oh, ow, 
 				copy(yk[oy*ow:(oy+1)*ow], out[:ow])
 			}
 		}
+	}
+}
+
+// winoBatchTiles is the tile count per sample below which the Winograd path
+// transforms the whole batch before its 16 products (each then N times
+// wider, split over the threads by sgemm) instead of one sample at a time:
+// a 6×6 output has 9 tiles, too few columns for a product of its own. The
+// micro-kernel's arithmetic does not depend on a column's place, so both
+// ways give the same bits.
+const winoBatchTiles = 32
+
+// winoBatched reports whether g's Winograd pass runs batched.
+func (g *convGeom) winoBatched(data bool) bool {
+	_, _, _, _, oh, ow, _, _ := g.winoDims(data)
+	tr, tc := winoTiles(oh, ow)
+	return tr*tc < winoBatchTiles
+}
+
+// winoBatch runs the Winograd pass over the whole batch: the input
+// transform split over samples, the 16 products split by sgemm, the output
+// transform split over samples. y and x are the whole batch's.
+func (c *CPU) winoBatch(g *convGeom, y, x, bias []float32, data bool) {
+	ch, h, w, k, oh, ow, _, _ := g.winoDims(data)
+	tr, tc := winoTiles(oh, ow)
+	ld := g.N * tr * tc
+	c.winoV, c.winoM = grow32(c.winoV, 16*ch*ld), grow32(c.winoM, 16*k*ld)
+	j := &c.job
+	j.op, j.conv, j.x, j.dy, j.batch = opWinoIn, *g, x, c.winoV, boolInt(data)
+	c.run(j, g.N, 4*ch*h*w*g.N)
+	cnt, kn := ch*ld, k*ld
+	for e := range 16 {
+		c.th.GemmParallel(false, false, k, ld, ch, 1, c.winoU[e*k*ch:(e+1)*k*ch], ch, c.winoV[e*cnt:(e+1)*cnt], ld, 0, c.winoM[e*kn:(e+1)*kn], ld)
+	}
+	j.op, j.conv, j.y, j.dy, j.b, j.batch = opWinoOut, *g, y, c.winoM, bias, boolInt(data)
+	c.run(j, g.N, 4*k*oh*ow*g.N)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// winoInPart transforms samples [lo, hi) of a batched pass's input x into
+// v (the job's dy).
+func (g *convGeom) winoInPart(th *sgemm.Thread, v, x []float32, data bool, lo, hi int) {
+	ch, h, w, _, oh, ow, ph, pw := g.winoDims(data)
+	tr, tc := winoTiles(oh, ow)
+	nt := tr * tc
+	for n := lo; n < hi; n++ {
+		winoIn(th, v, g.N*nt, n*nt, x[n*ch*h*w:(n+1)*ch*h*w], ch, h, w, tr, tc, ph, pw)
+	}
+}
+
+// winoOutPart transforms samples [lo, hi) of a batched pass's products m
+// back into y, adding the bias (forward only) after.
+func (g *convGeom) winoOutPart(th *sgemm.Thread, y, m, bias []float32, data bool, lo, hi int) {
+	_, _, _, k, oh, ow, _, _ := g.winoDims(data)
+	tr, tc := winoTiles(oh, ow)
+	nt := tr * tc
+	for n := lo; n < hi; n++ {
+		winoOut(th, y[n*k*oh*ow:(n+1)*k*oh*ow], m, g.N*nt, n*nt, k, oh, ow, tr, tc)
+	}
+	if bias != nil {
+		addBias(y[lo*k*oh*ow:hi*k*oh*ow], bias, hi-lo, k, oh*ow)
 	}
 }

@@ -19,6 +19,8 @@ var winoCases = []gpu.ConvGeom{
 	{N: 1, C: 16, H: 12, W: 10, K: 19, R: 3, S: 3},
 	{N: 2, C: 20, H: 7, W: 8, K: 16, R: 3, S: 3, PadH: 2, PadW: 2},
 	{N: 1, C: 16, H: 9, W: 12, K: 16, R: 3, S: 3, PadH: 0, PadW: 2},
+	{N: 2, C: 16, H: 24, W: 24, K: 16, R: 3, S: 3, PadH: 1, PadW: 1}, // 144 tiles a sample: one at a time
+	{N: 5, C: 18, H: 4, W: 5, K: 16, R: 3, S: 3, PadH: 1, PadW: 1},   // the smallest plane, batched
 }
 
 // winoTol bounds Winograd's error relative to Σ|x·w| of an output: its
