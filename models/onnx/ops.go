@@ -229,20 +229,27 @@ func (im *importer) unary(n *onnxpb.NodeProto, d models.Layer) error {
 	return err
 }
 
+// convOperands returns a Conv's or ConvTranspose's input (an activation),
+// weight (a float constant) and optional bias (nil when absent).
+func (im *importer) convOperands(n *onnxpb.NodeProto) (x *value, w, b *tensor, err error) {
+	if x, err = im.act(n, 0); err != nil {
+		return nil, nil, nil, err
+	}
+	if w, err = im.konst(n, 1, false); err != nil {
+		return nil, nil, nil, err
+	}
+	if b, err = im.konst(n, 2, true); err != nil {
+		return nil, nil, nil, err
+	}
+	if err = floatParam(w, "weight", -1); err != nil {
+		return nil, nil, nil, err
+	}
+	return x, w, b, nil
+}
+
 func (im *importer) conv(n *onnxpb.NodeProto, a attrs) error {
-	x, err := im.act(n, 0)
+	x, w, b, err := im.convOperands(n)
 	if err != nil {
-		return err
-	}
-	w, err := im.konst(n, 1, false)
-	if err != nil {
-		return err
-	}
-	b, err := im.konst(n, 2, true)
-	if err != nil {
-		return err
-	}
-	if err := floatParam(w, "weight", -1); err != nil {
 		return err
 	}
 	rank := 4

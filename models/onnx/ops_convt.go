@@ -16,19 +16,8 @@ import (
 // output_shape and auto_pad are refused, naming the attribute; so is a
 // ConvTranspose of N×C×L (ConvTranspose1d).
 func (im *importer) convTranspose(n *onnxpb.NodeProto, a attrs) error {
-	x, err := im.act(n, 0)
+	x, w, b, err := im.convOperands(n)
 	if err != nil {
-		return err
-	}
-	w, err := im.konst(n, 1, false)
-	if err != nil {
-		return err
-	}
-	b, err := im.konst(n, 2, true)
-	if err != nil {
-		return err
-	}
-	if err := floatParam(w, "weight", -1); err != nil {
 		return err
 	}
 	if len(w.dims) != 4 || x.rank != 4 {

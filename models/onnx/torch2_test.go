@@ -9,7 +9,6 @@ import (
 
 	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/gpu/cpu"
-	"github.com/cotrain/cotrain/solver"
 )
 
 // torch2Dir holds what PyTorch 2.11's torch.onnx.export wrote on the device
@@ -65,28 +64,12 @@ func checkTorch2(t *testing.T, b gpu.Backend) {
 			if !(e <= 1e-4) {
 				t.Errorf("relative error %.3g against PyTorch 2.11, want <= 1e-4", e)
 			}
-			opt, err := solver.NewOptimizer(net.B, "sgd", net.Params.Len(), 0, 0, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr := solver.NewTrainer(net, opt, solver.Constant(0.01))
 			n := len(x) / net.In.Size()
 			labels := make([]int32, n)
 			for i := range labels {
 				labels[i] = int32(i % net.Out.Size())
 			}
-			before, err := tr.Step(x, labels)
-			if err != nil {
-				t.Fatal(err)
-			}
-			after, err := tr.Step(x, labels)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !(after < before) {
-				t.Errorf("loss %.4f after a step, %.4f before", after, before)
-			}
-			t.Logf("%s: relative error %.2g against PyTorch 2.11; loss %.4f, then %.4f after a step", b.Name(), e, before, after)
+			stepLowersLoss(t, net, x, labels, 0.01)
 		})
 	}
 }
