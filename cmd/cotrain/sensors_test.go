@@ -108,6 +108,13 @@ func TestSensorsTrainEvalPredict(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "sensor recordings") {
 		t.Errorf("lenet5 on recordings: %v", err)
 	}
+	// Its rate counts windows, not images.
+	var outb strings.Builder
+	err = run(t.Context(), []string{"train", "--model", "har-cnn", "--data", test, "--iterations", "1", "--device", "cpu",
+		"--out", filepath.Join(t.TempDir(), "rate")}, &outb, &errb)
+	if err != nil || !strings.Contains(outb.String(), " window/s)") {
+		t.Errorf("har-cnn on recordings, one step: %v; output %q, want the rate in window/s", err, outb.String())
+	}
 }
 
 // UCI HAR's layout through the CLI: har-cnn trains on the fixture's

@@ -195,7 +195,7 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 			file.DisplayName(), net.NumParams(), net.NumTrainable(), ds.Train.Len(), ds.Test.Len(), plural(total, "step"), c.batch)
 		fmt.Fprintf(stderr, "data %s: %s\n", c.dataSpec, ds.Split)
 		if f, ok := stderr.(*os.File); ok && cli.IsTerminal(f) {
-			bar = cli.NewProgress(stderr, "train", total*c.batch, "img")
+			bar = cli.NewProgress(stderr, "train", total*c.batch, ds.Kind.Unit())
 		}
 	}
 	ev.Emit("start", map[string]any{"model": file.DisplayName(), "params": net.NumParams(), "trainable": net.NumTrainable(),
@@ -315,8 +315,8 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "test perplexity %.2f (the best unigram model of the same words: %.2f), next-word accuracy %.4f on %d test samples\n",
 			ppl.Perplexity, ppl.Unigram, acc, ds.Test.Len())
 	}
-	fmt.Fprintf(stdout, "test accuracy %.4f, test loss %.4f on %d test samples after %s in %.1fs (%.0f img/s)\nweights %s (sha256 %s)\nloss curve %s\n",
-		acc, testLoss, ds.Test.Len(), plural(tr.Iter, "step"), elapsed.Seconds(), result["samples_per_sec"], path, sum, plotPath)
+	fmt.Fprintf(stdout, "test accuracy %.4f, test loss %.4f on %d test samples after %s in %.1fs (%.0f %s/s)\nweights %s (sha256 %s)\nloss curve %s\n",
+		acc, testLoss, ds.Test.Len(), plural(tr.Iter, "step"), elapsed.Seconds(), result["samples_per_sec"], ds.Kind.Unit(), path, sum, plotPath)
 	return nil
 }
 

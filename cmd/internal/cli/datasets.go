@@ -31,6 +31,19 @@ const (
 	KindText    DataKind = "text"    // a .txt file or a folder of .txt files: language modelling
 )
 
+// Unit names one sample of the kind in progress lines and rates: "img"
+// for images, "window" for sensor windows, "word" for text (each sample
+// predicts one next word).
+func (k DataKind) Unit() string {
+	switch k {
+	case KindSensors, KindUCIHAR, KindWISDM:
+		return "window"
+	case KindText:
+		return "word"
+	}
+	return "img"
+}
+
 // Signals reports whether the kind is sensor recordings: samples of C
 // channels × L steps, input C×1×L.
 func (k DataKind) Signals() bool { return k == KindSensors || k == KindUCIHAR || k == KindWISDM }
