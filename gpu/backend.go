@@ -168,6 +168,13 @@ type Backend interface {
 	// expressed as strides (zero on broadcast axes). dst may be a itself
 	// when a is read with dst's own (contiguous) strides.
 	Broadcast(op BinOp, dst, a, b Buffer, g BroadcastGeom)
+	// BroadcastPartial sets the contiguous dst to operand wrt's share of
+	// the gradient of Broadcast(op, y, a, b, g): dst[i] = BinaryOp.Partial
+	// (wrt, dy[i], a[..], b[..], y[i]) over g's index space, dy and y being
+	// contiguous like dst (y may be nil where the entry's Reads says the
+	// partial does not read it). Summing dst over the axes where the
+	// operand was broadcast (ReduceSum) gives the operand's gradient.
+	BroadcastPartial(op BinOp, wrt int, dst, dy, a, b, y Buffer, g BroadcastGeom)
 	// ReduceSum sets dst to alpha times the sum of src over the axes that g
 	// reduces to 1, summing in row-major order of those axes.
 	ReduceSum(dst, src Buffer, g ReduceGeom, alpha float32)

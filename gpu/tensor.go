@@ -45,41 +45,19 @@ type StridedGeom struct {
 	DstOff, SrcOff int
 }
 
-// BinOp names an elementwise binary operation of Broadcast.
+// BinOp names an elementwise binary operation of Broadcast: an entry of
+// the binary operator table (binops.go), which gives its semantics.
 type BinOp uint8
 
 const (
-	BinAdd BinOp = iota + 1 // a + b
-	BinSub                  // a - b
-	BinMul                  // a * b
-	BinDiv                  // a / b
+	BinAdd BinOp = iota + 1 // x + y
+	BinSub                  // x - y
+	BinMul                  // x * y
+	BinDiv                  // x / y
+	BinMax                  // max(x, y), NaN if either is
+	BinMin                  // min(x, y), NaN if either is
+	BinPow                  // x^y
 )
-
-// String returns the operation's ONNX name.
-func (o BinOp) String() string {
-	switch o {
-	case BinAdd:
-		return "Add"
-	case BinSub:
-		return "Sub"
-	case BinMul:
-		return "Mul"
-	case BinDiv:
-		return "Div"
-	}
-	return fmt.Sprintf("binop(%d)", uint8(o))
-}
-
-// ParseBinOp is String's inverse: the operation of an ONNX name (Add, Sub,
-// Mul or Div), and whether there is one.
-func ParseBinOp(name string) (BinOp, bool) {
-	for o := BinAdd; o <= BinDiv; o++ {
-		if o.String() == name {
-			return o, true
-		}
-	}
-	return 0, false
-}
 
 // BroadcastGeom describes a broadcast binary operation: the destination is
 // contiguous (row-major) of Dims, and its element i reads a at Σ i[k]·A[k]

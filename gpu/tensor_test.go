@@ -53,12 +53,12 @@ func TestCanon(t *testing.T) {
 // ParseBinOp reads back what String writes (graph descriptions and ONNX
 // store the operation by name) and refuses anything else.
 func TestParseBinOp(t *testing.T) {
-	for _, o := range []BinOp{BinAdd, BinSub, BinMul, BinDiv} {
+	for _, o := range []BinOp{BinAdd, BinSub, BinMul, BinDiv, BinMax, BinMin, BinPow} {
 		if got, ok := ParseBinOp(o.String()); !ok || got != o {
 			t.Errorf("ParseBinOp(%q) = %v, %v; want %v", o.String(), got, ok, o)
 		}
 	}
-	for _, bad := range []string{"", "add", "Pow", "binop(5)"} {
+	for _, bad := range []string{"", "add", "Mod", "binop(8)"} {
 		if got, ok := ParseBinOp(bad); ok {
 			t.Errorf("ParseBinOp(%q) = %v, want none", bad, got)
 		}

@@ -7,8 +7,9 @@ import (
 	"github.com/cotrain/cotrain/gpu"
 )
 
-// Binary is an elementwise +, −, × or ÷ with numpy broadcasting (ONNX's
-// Add, Sub, Mul, Div): between two activations (a squeeze-excitation gate,
+// Binary is an elementwise binary operation of the operator table
+// (gpu/binops.go: +, −, ×, ÷, max, min, power; ONNX's Add, Sub, Mul, Div,
+// Max, Min, Pow) with numpy broadcasting: between two activations (a squeeze-excitation gate,
 // N×C×H×W × N×C×1×1), or between an activation and a constant (a scalar or
 // per-channel tensor of the graph, which is not trained).
 //
@@ -64,7 +65,7 @@ func (l *Binary) Setup(in []Shape) (Shape, error) {
 	if len(in) != want {
 		return Shape{}, fmt.Errorf("solver: binary %s takes %d inputs, got %d", l.LayerName, want, len(in))
 	}
-	if l.Op < gpu.BinAdd || l.Op > gpu.BinDiv {
+	if _, ok := l.Op.Entry(); !ok {
 		return Shape{}, fmt.Errorf("solver: binary %s: unknown operation %d", l.LayerName, l.Op)
 	}
 	if err := checkDims("binary", l.LayerName, l.A, in[0]); err != nil {
@@ -114,13 +115,18 @@ func (l *Binary) Bind(b gpu.Backend, params, grads, state []gpu.Buffer) {
 	}
 }
 
-// Workspace implements Layer: a product's gradient before its reduction.
+// Workspace implements Layer: an operand's share of the gradient before
+// its sum over the axes where it was broadcast.
 func (l *Binary) Workspace(n int) int {
-	if l.Op == gpu.BinMul || l.Op == gpu.BinDiv {
+	if l.broadcast(l.redA) || (l.Const == nil && l.broadcast(l.redB)) {
 		return n * prod(l.out)
 	}
 	return 0
 }
+
+// broadcast reports whether an operand reduced by red was broadcast: its
+// gradient is a sum, not the partial itself.
+func (l *Binary) broadcast(red gpu.ReduceGeom) bool { return !slices.Equal(red.Out[1:], l.out) }
 
 // operands returns the left and right operand buffers.
 func (l *Binary) operands(in []gpu.Buffer) (left, right gpu.Buffer) {
@@ -140,35 +146,38 @@ func (l *Binary) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 	p.B.Broadcast(l.Op, out, left, right, l.fwd)
 }
 
-// BackwardReads implements BackwardReader: products read the other operand,
-// quotients the output too.
+// BackwardReads implements BackwardReader: what the operator table's
+// partial derivatives read (gpu.BinaryOp.Reads: the operands, the output).
 func (l *Binary) BackwardReads(bool) (in, out bool) {
-	switch l.Op {
-	case gpu.BinMul:
-		return true, false
-	case gpu.BinDiv:
-		return true, true
+	e, _ := l.Op.Entry()
+	for _, r := range e.Reads {
+		in = in || r.X || r.Y
+		out = out || r.R
 	}
-	return false, false
+	return in, out
 }
 
-// Backward implements Layer. With g the gradient broadcast to the output's
-// shape — dout for +, ±dout for −, dout·other for ×, dout/right for the
-// dividend and −dout·out/right for the divisor — each activation operand's
-// gradient is g summed over the axes where it was broadcast.
+// Backward implements Layer. Each activation operand's gradient is its
+// share of dout, gpu.BinaryOp.Partial through the backend's
+// BroadcastPartial, summed over the axes where it was broadcast.
 func (l *Binary) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.Buffer, out gpu.Buffer, _ bool) {
 	left, right := l.operands(in)
 	n := p.N
 	l.fwd.Dims[0] = n
-	// Which side each input is, and the reduction to that operand's dims.
+	e, _ := l.Op.Entry()
+	// Which operand each input is, and the reduction to that operand's dims.
 	type side struct {
-		d      gpu.Buffer
-		isLeft bool
-		red    gpu.ReduceGeom
+		d   gpu.Buffer
+		wrt int
+		red gpu.ReduceGeom
 	}
-	sides := [2]side{{din[0], !l.ConstFirst, l.redA}, {}}
+	first := side{din[0], 0, l.redA}
+	if l.ConstFirst {
+		first.wrt = 1
+	}
+	sides := [2]side{first, {}}
 	if l.Const == nil {
-		sides[1] = side{din[1], false, l.redB}
+		sides[1] = side{din[1], 1, l.redB}
 	}
 	var tmp gpu.Buffer
 	if w := l.Workspace(n); w > 0 {
@@ -183,50 +192,24 @@ func (l *Binary) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.B
 		if s.d == nil {
 			continue
 		}
-		s.red.In[0], s.red.Out[0] = n, n
-		otherStrides := l.fwd.B
-		other := right
-		if !s.isLeft {
-			otherStrides, other = l.fwd.A, left
+		var y gpu.Buffer
+		if e.Reads[s.wrt].R {
+			y = out
 		}
-		contig := gpu.BroadcastGeom{Dims: l.fwd.Dims, A: l.contig, B: otherStrides}
-		if s.red.Out[0] == n && slices.Equal(s.red.Out[1:], l.out) {
-			// Not broadcast: the gradient is written in place, no sum.
-			switch {
-			case l.Op == gpu.BinAdd:
-				p.B.Copy(s.d, dout)
-			case l.Op == gpu.BinSub:
-				p.B.Copy(s.d, dout)
-				if !s.isLeft {
-					p.B.Scale(s.d, -1)
-				}
-			case l.Op == gpu.BinMul:
-				p.B.Broadcast(gpu.BinMul, s.d, dout, other, contig)
-			case s.isLeft: // the dividend
-				p.B.Broadcast(gpu.BinDiv, s.d, dout, right, contig)
-			default: // the divisor: -dout·out/right
-				p.B.Broadcast(gpu.BinMul, s.d, dout, out, gpu.BroadcastGeom{Dims: l.fwd.Dims, A: l.contig, B: l.contig})
-				p.B.Broadcast(gpu.BinDiv, s.d, s.d, right, gpu.BroadcastGeom{Dims: l.fwd.Dims, A: l.contig, B: l.fwd.B})
-				p.B.Scale(s.d, -1)
-			}
+		a, b, g := left, right, l.fwd
+		if r := e.Reads[s.wrt]; !r.X && !r.Y {
+			// The partial reads neither operand (±dout), and the network
+			// need not have kept them: dout stands in, read in place.
+			a, b, g = dout, dout, gpu.BroadcastGeom{Dims: l.fwd.Dims, A: l.contig, B: l.contig}
+		}
+		s.red.In[0], s.red.Out[0] = n, n
+		if !l.broadcast(s.red) {
+			// Not broadcast: the partial is the gradient, written in place.
+			p.B.BroadcastPartial(l.Op, s.wrt, s.d, dout, a, b, y, g)
 			continue
 		}
-		g, sign := dout, float32(1)
-		switch {
-		case l.Op == gpu.BinSub && !s.isLeft:
-			sign = -1
-		case l.Op == gpu.BinMul:
-			p.B.Broadcast(gpu.BinMul, tmp, dout, other, contig)
-			g = tmp
-		case l.Op == gpu.BinDiv && s.isLeft:
-			p.B.Broadcast(gpu.BinDiv, tmp, dout, right, contig)
-			g = tmp
-		case l.Op == gpu.BinDiv:
-			p.B.Broadcast(gpu.BinMul, tmp, dout, out, gpu.BroadcastGeom{Dims: l.fwd.Dims, A: l.contig, B: l.contig})
-			p.B.Broadcast(gpu.BinDiv, tmp, tmp, right, gpu.BroadcastGeom{Dims: l.fwd.Dims, A: l.contig, B: l.fwd.B})
-			g, sign = tmp, -1
-		}
-		p.B.ReduceSum(s.d, g, s.red, sign)
+		p.B.BroadcastPartial(l.Op, s.wrt, tmp, dout, a, b, y, g)
+		p.B.ReduceSum(s.d, tmp, s.red, 1)
 	}
 }
 

@@ -129,7 +129,8 @@ func TestShapeOpsGradients(t *testing.T) {
 		{"mean", NewReduce("r", []int{3, 2, 4}, []int{1, 2}, true), []Shape{{3, 2, 4}}, false},
 		{"sum", NewReduce("r", []int{3, 2, 4}, []int{0}, false), []Shape{{3, 2, 4}}, false},
 	}
-	for _, op := range []gpu.BinOp{gpu.BinAdd, gpu.BinSub, gpu.BinMul, gpu.BinDiv} {
+	for _, e := range gpu.BinaryOps() { // every operation of the binary operator table
+		op := e.Op
 		cases = append(cases,
 			struct {
 				name string

@@ -41,6 +41,7 @@ const (
 	opSoftmaxBackward
 	opStrided   // CopyStrided (tensor.go)
 	opBroadcast // Broadcast
+	opPartial   // BroadcastPartial
 	opReduce    // ReduceSum
 	opDropoutMask
 	opWinoIn  // a batched Winograd pass's input transform (winograd.go)
@@ -108,7 +109,7 @@ func (j *cpuJob) Run(th *sgemm.Thread, i int) {
 		softmax(j.y, j.x, j.batch, j.hw, lo, hi)
 	case opSoftmaxBackward:
 		softmaxBackward(j.dx, j.dy, j.y, j.batch, j.hw, lo, hi)
-	case opStrided, opBroadcast, opReduce:
+	case opStrided, opBroadcast, opPartial, opReduce:
 		j.ten.run(j.op, lo, hi)
 	case opWinoIn:
 		j.conv.winoInPart(th, j.dy, j.x, j.batch == 1, lo, hi)

@@ -1,6 +1,10 @@
 package cpu
 
-import "github.com/cotrain/cotrain/gpu"
+import (
+	"fmt"
+
+	"github.com/cotrain/cotrain/gpu"
+)
 
 // The structural kernels on the CPU (tensor.go describes them). Each walks
 // its merged index space row-major: the five outer axes by an odometer, the
@@ -57,6 +61,8 @@ func (g *indexSpace) walkRows(ops, lo, hi int, f func(off [3]int)) {
 type tensorJob struct {
 	g, red     indexSpace // the index space (ReduceSum: the kept axes) and the reduced axes
 	d, s, a, b []float32
+	dy, y      []float32 // BroadcastPartial's output gradient and output
+	wrt        int       // and the operand it differentiates by
 	doff, soff int
 	add        bool
 	op         gpu.BinOp
@@ -70,6 +76,8 @@ func (t *tensorJob) run(op cpuOp, lo, hi int) {
 		t.strided(lo, hi)
 	case opBroadcast:
 		t.broadcast(lo, hi)
+	case opPartial:
+		t.partial(lo, hi)
 	case opReduce:
 		t.reduce(lo, hi)
 	}
@@ -107,9 +115,7 @@ func (t *tensorJob) strided(lo, hi int) {
 // Broadcast implements Backend.
 func (c *CPU) Broadcast(op gpu.BinOp, dst, a, b gpu.Buffer, g gpu.BroadcastGeom) {
 	d, as, bs := h(dst), h(a), h(b)
-	if op < gpu.BinAdd || op > gpu.BinDiv {
-		panic("gpu: Broadcast: unknown operation " + op.String())
-	}
+	op.MustValid("Broadcast")
 	j := &c.job
 	j.op, j.ten = opBroadcast, tensorJob{g: indexSpace{g.Canon("Broadcast", len(d), len(as), len(bs))}, d: d, a: as, b: bs, op: op}
 	c.run(j, j.ten.g.rows(), 2*j.ten.g.Total)
@@ -137,6 +143,46 @@ func (t *tensorJob) broadcast(lo, hi int) {
 			for i := range row {
 				row[i] = as[ao+i*sa] / bs[bo+i*sb]
 			}
+		default: // the table's function (the four above are its entries' too)
+			e, _ := t.op.Entry()
+			for i := range row {
+				row[i] = e.Forward(as[ao+i*sa], bs[bo+i*sb])
+			}
+		}
+	})
+}
+
+// BroadcastPartial implements Backend.
+func (c *CPU) BroadcastPartial(op gpu.BinOp, wrt int, dst, dy, a, b, y gpu.Buffer, g gpu.BroadcastGeom) {
+	op.MustValid("BroadcastPartial")
+	d, dys, as, bs := h(dst), h(dy), h(a), h(b)
+	sameLen("BroadcastPartial", d, dys)
+	var ys []float32
+	if y != nil {
+		ys = h(y)
+		sameLen("BroadcastPartial", d, ys)
+	}
+	if wrt != 0 && wrt != 1 {
+		panic(fmt.Sprintf("gpu: BroadcastPartial: operand %d", wrt))
+	}
+	j := &c.job
+	j.op, j.ten = opPartial, tensorJob{g: indexSpace{g.Canon("BroadcastPartial", len(d), len(as), len(bs))}, d: d, a: as, b: bs,
+		dy: dys, y: ys, wrt: wrt, op: op}
+	c.run(j, j.ten.g.rows(), 2*j.ten.g.Total)
+}
+
+func (t *tensorJob) partial(lo, hi int) {
+	d, as, bs, c := t.d, t.a, t.b, &t.g
+	e, _ := t.op.Entry()
+	n, sa, sb := c.Dims[gpu.MaxRank-1], c.Strides[1][gpu.MaxRank-1], c.Strides[2][gpu.MaxRank-1]
+	c.walkRows(3, lo, hi, func(off [3]int) {
+		o, ao, bo := off[0], off[1], off[2]
+		for i := range n {
+			var r float32
+			if t.y != nil {
+				r = t.y[o+i]
+			}
+			d[o+i] = e.Partial(t.wrt, t.dy[o+i], as[ao+i*sa], bs[bo+i*sb], r)
 		}
 	})
 }

@@ -94,6 +94,11 @@ func checkCopyStrided(t *testing.T, b gpu.Backend) {
 	}
 }
 
+// checkBroadcast runs every entry of the binary operator table through
+// Broadcast and BroadcastPartial (both operands) on every broadcast shape,
+// against the entry's own Go functions over the unmerged index space: bit
+// for bit, except Pow, whose device pow and log may differ from Go's
+// float64 in the last places (relative 1e-5).
 func checkBroadcast(t *testing.T, b gpu.Backend) {
 	r := rand.New(rand.NewPCG(2, 16))
 	for _, s := range BroadcastShapes() {
@@ -102,13 +107,45 @@ func checkBroadcast(t *testing.T, b gpu.Backend) {
 		for _, d := range g.Dims {
 			n *= d
 		}
-		for _, op := range []gpu.BinOp{gpu.BinAdd, gpu.BinSub, gpu.BinMul, gpu.BinDiv} {
-			av, bv := Rand(r, na), Rand(r, nb)
+		for _, e := range gpu.BinaryOps() {
+			av, bv, dy := Rand(r, na), Rand(r, nb), Rand(r, n)
+			if e.Positive {
+				for i := range av {
+					av[i] = float32(math.Abs(float64(av[i]))) + 0.5
+				}
+			}
+			if e.Op == gpu.BinMax || e.Op == gpu.BinMin {
+				copy(av[:min(3, na, nb)], bv) // ties: half the gradient each
+			}
 			want := make([]float32, n)
-			NaiveBroadcast(op, want, av, bv, g)
-			dst := b.Alloc(n)
-			b.Broadcast(op, dst, upload(b, av), upload(b, bv), g)
-			exact(t, fmt.Sprintf("%v%v %v", s[0], s[1], op), download(b, dst), want)
+			NaiveBroadcast(e.Op, want, av, bv, g)
+			what := fmt.Sprintf("%v%v %v", s[0], s[1], e.ONNX)
+			check := func(what string, got, want []float32) {
+				t.Helper()
+				if !e.Positive {
+					exact(t, what, got, want)
+					return
+				}
+				w := make([]float64, len(want))
+				for i, v := range want {
+					w[i] = float64(v)
+				}
+				near(t, what, got, w, 1e-5)
+			}
+			a, bb, y := upload(b, av), upload(b, bv), b.Alloc(n)
+			b.Broadcast(e.Op, y, a, bb, g)
+			check(what, download(b, y), want)
+			yb, dyb, dst := upload(b, want), upload(b, dy), b.Alloc(n)
+			for wrt := range 2 {
+				wantD := make([]float32, n)
+				NaivePartial(e.Op, wrt, wantD, dy, av, bv, want, g)
+				if !e.Reads[wrt].R {
+					yb = nil // the partial must not need it
+				}
+				b.BroadcastPartial(e.Op, wrt, dst, dyb, a, bb, yb, g)
+				check(fmt.Sprintf("%s partial %d", what, wrt), download(b, dst), wantD)
+				yb = upload(b, want)
+			}
 		}
 	}
 }
@@ -380,21 +417,24 @@ func NaiveCopyStrided(d, s []float32, g gpu.StridedGeom, add bool) {
 	})
 }
 
-// NaiveBroadcast is Broadcast over the unmerged index space.
+// NaiveBroadcast is Broadcast over the unmerged index space, by the
+// operator table's Forward.
 func NaiveBroadcast(op gpu.BinOp, d, a, b []float32, g gpu.BroadcastGeom) {
+	e, _ := op.Entry()
 	i := 0
 	forIndex(g.Dims, func(idx []int) {
-		x, y := a[dot(idx, g.A)], b[dot(idx, g.B)]
-		switch op {
-		case gpu.BinAdd:
-			d[i] = x + y
-		case gpu.BinSub:
-			d[i] = x - y
-		case gpu.BinMul:
-			d[i] = x * y
-		case gpu.BinDiv:
-			d[i] = x / y
-		}
+		d[i] = e.Forward(a[dot(idx, g.A)], b[dot(idx, g.B)])
+		i++
+	})
+}
+
+// NaivePartial is BroadcastPartial over the unmerged index space, by the
+// operator table's Partial; y is the output.
+func NaivePartial(op gpu.BinOp, wrt int, d, dy, a, b, y []float32, g gpu.BroadcastGeom) {
+	e, _ := op.Entry()
+	i := 0
+	forIndex(g.Dims, func(idx []int) {
+		d[i] = e.Partial(wrt, dy[i], a[dot(idx, g.A)], b[dot(idx, g.B)], y[i])
 		i++
 	})
 }

@@ -69,6 +69,7 @@ const (
 	kBnBackwardDx
 	kCopyStrided
 	kBroadcast
+	kBroadcastPartial
 	kReduceSum
 	kActParam
 	kActParamBackward
@@ -164,6 +165,7 @@ var kernelDecls = [numKernels]kernelDecl{
 	kBnBackwardDx:               {"bn_backward_dx", "bibibibiii"},
 	kCopyStrided:                {"copy_strided", "bibiiiiiiiiiiiiiiiiiiii"},
 	kBroadcast:                  {"broadcast", "ibibibiiiiiiiiiiiiiiiiiii"},
+	kBroadcastPartial:           {"broadcast_partial", "iibibibibibiiiiiiiiiiiiiiiiiii"},
 	kReduceSum:                  {"reduce_sum", "bibifiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiii"},
 	kActParam:                   {"act_param", "iffbibii"},
 	kActParamBackward:           {"act_param_backward", "iffbibibii"},

@@ -2,7 +2,11 @@
 
 package opencl
 
-import "github.com/cotrain/cotrain/gpu"
+import (
+	"fmt"
+
+	"github.com/cotrain/cotrain/gpu"
+)
 
 // The structural kernels on OpenCL (kernels/tensor.cl). The host merges the
 // index space (canon, shared with the CPU) and passes it as scalars.
@@ -33,15 +37,39 @@ func (o *OpenCL) CopyStrided(dst, src gpu.Buffer, g gpu.StridedGeom, add bool) {
 
 // Broadcast implements Backend.
 func (o *OpenCL) Broadcast(op gpu.BinOp, dst, a, b gpu.Buffer, g gpu.BroadcastGeom) {
-	if op < gpu.BinAdd || op > gpu.BinDiv {
-		panic("gpu: Broadcast: unknown operation " + op.String())
-	}
+	op.MustValid("Broadcast")
 	d, as, bs := o.buf(dst), o.buf(a), o.buf(b)
 	c := g.Canon("Broadcast", d.n, as.n, bs.n)
 	if c.Total == 0 {
 		return
 	}
 	o.runRows(kBroadcast, c.Dims, dimArgs([]any{int(op), d.m, d.off, as.m, as.off, bs.m, bs.off},
+		c.Dims, c.Strides[1], c.Strides[2])...)
+}
+
+// BroadcastPartial implements Backend.
+func (o *OpenCL) BroadcastPartial(op gpu.BinOp, wrt int, dst, dy, a, b, y gpu.Buffer, g gpu.BroadcastGeom) {
+	op.MustValid("BroadcastPartial")
+	if wrt != 0 && wrt != 1 {
+		panic(fmt.Sprintf("gpu: BroadcastPartial: operand %d", wrt))
+	}
+	d, dys, as, bs := o.buf(dst), o.buf(dy), o.buf(a), o.buf(b)
+	if dys.n != d.n {
+		panic(fmt.Sprintf("gpu: BroadcastPartial: gradient of %d elements for an output of %d", dys.n, d.n))
+	}
+	ym, yoff := dys.m, -1 // no output: the kernel reads none
+	if y != nil {
+		ys := o.buf(y)
+		if ys.n != d.n {
+			panic(fmt.Sprintf("gpu: BroadcastPartial: output of %d elements, want %d", ys.n, d.n))
+		}
+		ym, yoff = ys.m, ys.off
+	}
+	c := g.Canon("BroadcastPartial", d.n, as.n, bs.n)
+	if c.Total == 0 {
+		return
+	}
+	o.runRows(kBroadcastPartial, c.Dims, dimArgs([]any{int(op), wrt, d.m, d.off, dys.m, dys.off, ym, yoff, as.m, as.off, bs.m, bs.off},
 		c.Dims, c.Strides[1], c.Strides[2])...)
 }
 

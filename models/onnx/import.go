@@ -88,8 +88,10 @@ type importer struct {
 // AveragePool, BatchNormalization and GlobalAveragePool of N×C×L inputs
 // too, as 1×k windows: ops_1d.go),
 // BatchNormalization, Dropout, Identity, Constant, and the structural
-// operators (ops_struct.go): Add, Sub, Mul and Div with numpy broadcasting
-// between two activations or with a float constant,
+// operators (ops_struct.go): the binary operator table's (gpu/binops.go:
+// Add, Sub, Mul, Div, and Max, Min of two inputs, Pow whose exponent is an
+// activation or a constant tensor) with numpy broadcasting between two
+// activations or with a float constant,
 // ReduceMean and ReduceSum over any per-sample axes, ReduceMax and
 // GlobalMaxPool over the spatial axes, Reshape (0 and -1 entries, the batch
 // first), Transpose keeping the batch first, Split, Slice with positive
@@ -97,7 +99,7 @@ type importer struct {
 // inputs on any per-sample axis, and Pad with zeros (folded into a
 // following Conv or AveragePool where it can be), another constant,
 // reflection or the edge. Integer shape arithmetic
-// (Shape, Gather, Unsqueeze, Concat, Add/Sub/Mul/Div of integers) and
+// (Shape, Gather, Unsqueeze, Concat, Add/Sub/Mul/Div/Max/Min of integers) and
 // chains of constants (ConstantOfShape, Cast, Reshape, Slice, Transpose, as
 // torch writes F.pad's pads) are evaluated during the import. A Softmax or
 // LogSoftmax at the very end is dropped, because cotrain's networks output

@@ -22,7 +22,7 @@ import (
 var knownOps = map[string]bool{
 	"Constant": true, "Identity": true, "Conv": true, "Clip": true, "MaxPool": true, "AveragePool": true,
 	"GlobalAveragePool": true, "BatchNormalization": true, "Flatten": true, "Reshape": true, "Dropout": true,
-	"Gemm": true, "MatMul": true, "Add": true, "Sub": true, "Mul": true, "Div": true, "ReduceMean": true,
+	"Gemm": true, "MatMul": true, "Add": true, "Sub": true, "Mul": true, "Div": true, "Max": true, "Min": true, "ReduceMean": true,
 	"ReduceSum": true, "ReduceMax": true, "GlobalMaxPool": true, "Transpose": true,
 	"Split": true, "Slice": true, "Squeeze": true, "Unsqueeze": true, "Concat": true, "Softmax": true, "LogSoftmax": true,
 	"Pad": true, "Shape": true, "Gather": true, "ConstantOfShape": true, "Cast": true, "Sum": true, "LRN": true, "PRelu": true,
@@ -132,6 +132,21 @@ func (im *importer) node(n *onnxpb.NodeProto, outName string) error {
 		return im.matmul(n)
 	case "Add", "Sub", "Mul", "Div":
 		return im.arith(n)
+	case "Max", "Min":
+		// Variadic in ONNX; two operands are the binary table's entry.
+		if k := len(n.GetInput()); k != 2 {
+			return fmt.Errorf("%w: %s of %d inputs (two are read: nest %s nodes, or torch.maximum/torch.minimum of two tensors)",
+				ErrUnsupported, op, k, op)
+		}
+		return im.arith(n)
+	case "Pow":
+		// An exponent that is one constant number is the unary table's Pow;
+		// an activation or a constant tensor, the binary table's.
+		if y, err := im.get(n, 1); err == nil && (y.act || y.konst != nil && y.konst.floats != nil && y.konst.size() != 1) {
+			return im.arith(n)
+		}
+		u, _ := gpu.UnaryOpONNX(op)
+		return im.activation(n, a, u)
 	case "Sum":
 		return im.sumOp(n)
 	case "LRN":

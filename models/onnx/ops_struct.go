@@ -77,7 +77,7 @@ func (im *importer) arith(n *onnxpb.NodeProto) error {
 	if err != nil {
 		return err
 	}
-	op, _ := gpu.ParseBinOp(n.GetOpType()) // node calls arith for these four only
+	op, _ := gpu.ParseBinOp(n.GetOpType()) // node calls arith for the binary table's operators only
 	if !x.act && !y.act {
 		return im.foldArith(n, op, x, y)
 	}
@@ -198,6 +198,12 @@ func (im *importer) foldArith(n *onnxpb.NodeProto, op gpu.BinOp, x, y *value) er
 				return fmt.Errorf("%w: integer division by zero", ErrShape)
 			}
 			out[i] = int64(math.Floor(float64(p) / float64(q)))
+		case gpu.BinMax:
+			out[i] = max(p, q)
+		case gpu.BinMin:
+			out[i] = min(p, q)
+		default:
+			return fmt.Errorf("%w: %s of integer shape values", ErrUnsupported, n.GetOpType())
 		}
 	}
 	im.vals[n.GetOutput()[0]] = &value{sym: out, scalar: as && bs}

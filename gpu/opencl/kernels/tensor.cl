@@ -38,24 +38,8 @@ __kernel void copy_strided(__global store_t* dst, int doff, __global const store
 	ST(dst, o, v);
 }
 
-// broadcast: dst[row·d5 + i5] = a[aoff + OFF(as)] op b[boff + OFF(bs)]; op is
-// gpu.BinOp (1 add, 2 sub, 3 mul, 4 div).
-__kernel void broadcast(int op, __global store_t* dst, int doff, __global const store_t* a, int aoff,
-                        __global const store_t* b, int boff, int d0, int d1, int d2, int d3, int d4, int d5, int as0,
-                        int as1, int as2, int as3, int as4, int as5, int bs0, int bs1, int bs2, int bs3, int bs4,
-                        int bs5) {
-	int i5 = get_global_id(0), r = get_global_id(1);
-	if (i5 >= d5) return;
-	ROW(r, d)
-	float x = LD(a, aoff + OFF(as)), y = LD(b, boff + OFF(bs)), res;
-	switch (op) {
-	case 1: res = x + y; break;
-	case 2: res = x - y; break;
-	case 3: res = x * y; break;
-	default: res = x / y; break;
-	}
-	ST(dst, doff + r * d5 + i5, res);
-}
+// broadcast and broadcast_partial are generated from the binary operator
+// table (gpu/binops.go) by actgen.go.
 
 // reduce_sum: output element i (kept space k0..k5, source strides ks, dest
 // strides kd) is alpha times the sum over the reduced space r0..r5 (source
