@@ -2,7 +2,6 @@ package onnx
 
 import (
 	"bytes"
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -28,14 +27,7 @@ type actFixture struct {
 // loadActs reads testdata/acts/acts.json.
 func loadActs(t *testing.T) []actFixture {
 	t.Helper()
-	raw, err := os.ReadFile("testdata/acts/acts.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fixtures []actFixture
-	if err := json.Unmarshal(raw, &fixtures); err != nil {
-		t.Fatal(err)
-	}
+	fixtures := readJSON[[]actFixture](t, "testdata/acts/acts.json")
 	return fixtures
 }
 
@@ -90,8 +82,8 @@ func TestImportActivations(t *testing.T) {
 					t.Errorf("a %s layer in %v", k, ks)
 				}
 			}
-			if raw, err := os.ReadFile(base + ".json"); err == nil {
-				checkGrads(t, net, raw)
+			if _, err := os.Stat(base + ".json"); err == nil {
+				checkGrads(t, net, readJSON[structGolden](t, base+".json"))
 			}
 			back := reimport(t, f)
 			if bk := kinds(t, back); !slices.Equal(bk, ks) {
@@ -111,12 +103,8 @@ func TestImportActivations(t *testing.T) {
 // checkGrads compares a training step of net with a gradient golden
 // (scripts/onnx_acts.py's grads: x, dy, PyTorch's output and every
 // parameter's gradient by autograd): each to 1e-4 relative.
-func checkGrads(t *testing.T, net *solver.Net, raw []byte) {
+func checkGrads(t *testing.T, net *solver.Net, g structGolden) {
 	t.Helper()
-	var g structGolden
-	if err := json.Unmarshal(raw, &g); err != nil {
-		t.Fatal(err)
-	}
 	y, grads := trainStep(net, g.X, g.DY)
 	if e := relErr(y, g.Y); !(e <= 1e-4) {
 		t.Errorf("training output: relative error %.3g > 1e-4", e)

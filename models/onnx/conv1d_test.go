@@ -58,14 +58,7 @@ func (g *conv1dGolden) UnmarshalJSON(b []byte) error {
 
 func loadConv1D(t testing.TB) []conv1dFixture {
 	t.Helper()
-	raw, err := os.ReadFile("testdata/conv1d/manifest.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fx []conv1dFixture
-	if err := json.Unmarshal(raw, &fx); err != nil {
-		t.Fatal(err)
-	}
+	fx := readJSON[[]conv1dFixture](t, "testdata/conv1d/manifest.json")
 	if len(fx) < 4 {
 		t.Fatalf("%d 1-D fixtures, want 4", len(fx))
 	}
@@ -74,14 +67,7 @@ func loadConv1D(t testing.TB) []conv1dFixture {
 
 func readConv1DGolden(t testing.TB, name string) conv1dGolden {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", "conv1d", name+".json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g conv1dGolden
-	if err := json.Unmarshal(raw, &g); err != nil {
-		t.Fatal(err)
-	}
+	g := readJSON[conv1dGolden](t, filepath.Join("testdata", "conv1d", name+".json"))
 	return g
 }
 

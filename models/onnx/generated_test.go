@@ -3,7 +3,6 @@ package onnx
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -126,14 +125,7 @@ func fillSkeleton(t *testing.T, path string, seed uint64) ([]byte, int) {
 // the fixture script's rule, and compares with PyTorch's output on the
 // same input to a relative 1e-4.
 func TestImportGeneratedMatchesPyTorch(t *testing.T) {
-	raw, err := os.ReadFile("testdata/generated.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fixtures []generatedFixture
-	if err := json.Unmarshal(raw, &fixtures); err != nil {
-		t.Fatal(err)
-	}
+	fixtures := readJSON[[]generatedFixture](t, "testdata/generated.json")
 	alphas := map[float64]bool{}
 	for _, fx := range fixtures {
 		alphas[fx.Alpha] = true

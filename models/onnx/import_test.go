@@ -28,16 +28,24 @@ type fixture struct {
 	FoldedBN bool     `json:"folded_bn"`
 }
 
-func loadManifest(t testing.TB) []fixture {
+// readJSON reads the JSON file at path (a fixture or golden the scripts
+// wrote) into a T, failing the test if it cannot.
+func readJSON[T any](t testing.TB, path string) T {
 	t.Helper()
-	raw, err := os.ReadFile("testdata/manifest.json")
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fx []fixture
-	if err := json.Unmarshal(raw, &fx); err != nil {
-		t.Fatal(err)
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
+	return v
+}
+
+func loadManifest(t testing.TB) []fixture {
+	t.Helper()
+	fx := readJSON[[]fixture](t, "testdata/manifest.json")
 	return fx
 }
 

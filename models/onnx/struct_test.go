@@ -2,7 +2,6 @@ package onnx
 
 import (
 	"bytes"
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -35,27 +34,13 @@ type structGolden struct {
 
 func loadStruct(t testing.TB) []structFixture {
 	t.Helper()
-	raw, err := os.ReadFile("testdata/struct/manifest.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fx []structFixture
-	if err := json.Unmarshal(raw, &fx); err != nil {
-		t.Fatal(err)
-	}
+	fx := readJSON[[]structFixture](t, "testdata/struct/manifest.json")
 	return fx
 }
 
 func readGolden(t testing.TB, name string) structGolden {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", "struct", name+".json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g structGolden
-	if err := json.Unmarshal(raw, &g); err != nil {
-		t.Fatal(err)
-	}
+	g := readJSON[structGolden](t, filepath.Join("testdata", "struct", name+".json"))
 	return g
 }
 

@@ -36,14 +36,7 @@ var zooOpsFixtures = [...]string{"zoo_ops", "zoo_lrn", "zoo_alexnet", "zoo_resne
 
 // checkZooOps is TestZooOps for one fixture on backend b.
 func checkZooOps(t *testing.T, b gpu.Backend, name string) {
-	raw, err := os.ReadFile(filepath.Join(opsetsDir, name+".json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g structGolden
-	if err := json.Unmarshal(raw, &g); err != nil {
-		t.Fatal(err)
-	}
+	g := readJSON[structGolden](t, filepath.Join(opsetsDir, name+".json"))
 	f, err := ImportFile(filepath.Join(opsetsDir, name+".onnx"))
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +59,7 @@ func checkZooOps(t *testing.T, b gpu.Backend, name string) {
 	}
 	// The training pass against PyTorch: output and every gradient (one
 	// that is 0 in exact arithmetic, matmul_op13's key bias, absolutely).
-	checkGrads(t, net, raw)
+	checkGrads(t, net, g)
 
 	tuned, err := f.Build(b)
 	if err != nil {
