@@ -361,6 +361,19 @@ def _save_golden(name, x, dy, y, d):
     print(name, "written")
 
 
+def _export_op13(name, net, x, dy):
+    """Exports net (in eval mode) as NAME.onnx at opset 13 with a dynamic
+    batch, and writes NAME.json: PyTorch's float64 output on x and every
+    parameter's gradient of sum(y·dy) (_save_golden)."""
+    net.eval()
+    torch.onnx.export(net, x, os.path.join(OUT, name + ".onnx"), opset_version=13,
+                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+    d = net.double()
+    y = d(x.double())
+    (y * dy.double()).sum().backward()
+    _save_golden(name, x, dy, y, {k: v for k, v in d.named_parameters()})
+
+
 def zoo_alexnet():
     """zoo_alexnet.onnx: BVLC AlexNet's structure as the model zoo's Caffe
     export writes it (opset 9), scaled down to 3×67×67 inputs and a few
@@ -593,13 +606,7 @@ def dilated():
     net = _Dilated()
     g = torch.Generator().manual_seed(32)
     x, dy = torch.randn(2, 3, 11, 11, generator=g), torch.randn(2, 5, generator=g)
-    net.eval()
-    torch.onnx.export(net, x, os.path.join(OUT, "dilated_op13.onnx"), opset_version=13,
-                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
-    d = net.double()
-    y = d(x.double())
-    (y * dy.double()).sum().backward()
-    _save_golden("dilated_op13", x, dy, y, {k: v for k, v in d.named_parameters()})
+    _export_op13("dilated_op13", net, x, dy)
 
 
 class _Transposed(nn.Module):
@@ -629,13 +636,7 @@ def convtranspose():
     net = _Transposed()
     g = torch.Generator().manual_seed(42)
     x, dy = torch.randn(2, 3, 5, 5, generator=g), torch.randn(2, 5, generator=g)
-    net.eval()
-    torch.onnx.export(net, x, os.path.join(OUT, "convtranspose_op13.onnx"), opset_version=13,
-                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
-    d = net.double()
-    y = d(x.double())
-    (y * dy.double()).sum().backward()
-    _save_golden("convtranspose_op13", x, dy, y, {k: v for k, v in d.named_parameters()})
+    _export_op13("convtranspose_op13", net, x, dy)
 
 
 class _Attention(nn.Module):
@@ -666,13 +667,7 @@ def matmul_acts():
     net = _Attention()
     g = torch.Generator().manual_seed(52)
     x, dy = torch.randn(2, 3, 4, 4, generator=g), torch.randn(2, 5, generator=g)
-    net.eval()
-    torch.onnx.export(net, x, os.path.join(OUT, "matmul_op13.onnx"), opset_version=13,
-                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
-    d = net.double()
-    y = d(x.double())
-    (y * dy.double()).sum().backward()
-    _save_golden("matmul_op13", x, dy, y, {k: v for k, v in d.named_parameters()})
+    _export_op13("matmul_op13", net, x, dy)
 
 
 class _Tiled(nn.Module):
@@ -702,13 +697,7 @@ def tile():
     net = _Tiled()
     g = torch.Generator().manual_seed(62)
     x, dy = torch.randn(2, 3, 5, 5, generator=g), torch.randn(2, 5, generator=g)
-    net.eval()
-    torch.onnx.export(net, x, os.path.join(OUT, "tile_op13.onnx"), opset_version=13,
-                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
-    d = net.double()
-    y = d(x.double())
-    (y * dy.double()).sum().backward()
-    _save_golden("tile_op13", x, dy, y, {k: v for k, v in d.named_parameters()})
+    _export_op13("tile_op13", net, x, dy)
 
 
 class _Dilated1D(nn.Module):
@@ -736,13 +725,7 @@ def dilated1d():
     net = _Dilated1D()
     g = torch.Generator().manual_seed(34)
     x, dy = torch.randn(2, 3, 20, generator=g), torch.randn(2, 5, generator=g)
-    net.eval()
-    torch.onnx.export(net, x, os.path.join(OUT, "dilated1d_op13.onnx"), opset_version=13,
-                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
-    d = net.double()
-    y = d(x.double())
-    (y * dy.double()).sum().backward()
-    _save_golden("dilated1d_op13", x, dy, y, {k: v for k, v in d.named_parameters()})
+    _export_op13("dilated1d_op13", net, x, dy)
 
 
 def main():
