@@ -177,12 +177,29 @@ func (t *tensorJob) partial(lo, hi int) {
 	n, sa, sb := c.Dims[gpu.MaxRank-1], c.Strides[1][gpu.MaxRank-1], c.Strides[2][gpu.MaxRank-1]
 	c.walkRows(3, lo, hi, func(off [3]int) {
 		o, ao, bo := off[0], off[1], off[2]
-		for i := range n {
+		row, dy := d[o:o+n], t.dy[o:o+n]
+		// Tight loops for the products' partials (g times the other
+		// operand), the shape of a squeeze-excitation gate's gradient; the
+		// table's function elsewhere. The conformance suite holds both to
+		// the entry's bits.
+		switch {
+		case t.op == gpu.BinMul && t.wrt == 0:
+			for i := range row {
+				row[i] = dy[i] * bs[bo+i*sb]
+			}
+			return
+		case t.op == gpu.BinMul:
+			for i := range row {
+				row[i] = dy[i] * as[ao+i*sa]
+			}
+			return
+		}
+		for i := range row {
 			var r float32
 			if t.y != nil {
 				r = t.y[o+i]
 			}
-			d[o+i] = e.Partial(t.wrt, t.dy[o+i], as[ao+i*sa], bs[bo+i*sb], r)
+			row[i] = e.Partial(t.wrt, dy[i], as[ao+i*sa], bs[bo+i*sb], r)
 		}
 	})
 }

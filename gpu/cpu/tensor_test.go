@@ -45,6 +45,19 @@ func BenchmarkStructural(b *testing.B) {
 			c.Broadcast(gpu.BinMul, gpu.Host(y), gpu.Host(x), gpu.Host(gate), se)
 		}
 	})
+	// The gate's gradient: g times the gated input (a tight loop), and g
+	// times the gate through the table's function (Max's, for the ratio).
+	dy := gputest.Rand(r, len(x))
+	b.Run("se-mul-partial/kernel", func(b *testing.B) {
+		for b.Loop() {
+			c.BroadcastPartial(gpu.BinMul, 1, gpu.Host(y), gpu.Host(dy), gpu.Host(x), gpu.Host(gate), nil, se)
+		}
+	})
+	b.Run("se-max-partial/table", func(b *testing.B) {
+		for b.Loop() {
+			c.BroadcastPartial(gpu.BinMax, 1, gpu.Host(y), gpu.Host(dy), gpu.Host(x), gpu.Host(gate), nil, se)
+		}
+	})
 	b.Run("se-mul/naive", func(b *testing.B) {
 		for b.Loop() {
 			gputest.NaiveBroadcast(gpu.BinMul, y, x, gate, se)
