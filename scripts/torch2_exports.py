@@ -28,6 +28,13 @@ imported and run by `cotrain predict --json` on NAME.x.npy and its logits
 are compared with NAME.y.npy; one line per file says the largest absolute
 difference, or cotrain's refusal. Everything is seeded: a rerun writes
 the same inputs and weights.
+
+    python3 scripts/torch2_exports.py OUTDIR COTRAIN_BINARY --survey
+
+exports and checks torchvision's classification models instead (survey()
+below: ResNet-50 to ViT, ConvNeXt and Swin; hundreds of MB in OUTDIR), eight
+at a time, both ways each: what the importer makes of the models a user
+would bring.
 """
 import json
 import os
@@ -133,6 +140,35 @@ def models():
     return small, large
 
 
+def survey():
+    """torchvision's classification models, as a user would export them:
+    the families of the ONNX model zoo and what came after (transformers,
+    ConvNeXt), at 224² (299² for Inception v3), batch 1, random weights."""
+    import torchvision.models as tvm
+    names = ["resnet50", "resnext50_32x4d", "wide_resnet50_2", "googlenet", "inception_v3", "densenet121",
+             "shufflenet_v2_x1_0", "squeezenet1_1", "mnasnet1_0", "mobilenet_v3_small", "mobilenet_v3_large",
+             "efficientnet_b0", "efficientnet_v2_s", "regnet_y_400mf", "regnet_x_400mf", "vgg11_bn",
+             "convnext_tiny", "vit_b_16", "swin_t", "maxvit_t"]
+    kw = {"googlenet": {"aux_logits": False, "init_weights": True},
+          "inception_v3": {"aux_logits": False, "init_weights": True}}
+    return [(n, (lambda n=n: getattr(tvm, n)(**kw.get(n, {}))), (1, 3, 299 if n == "inception_v3" else 224,
+             299 if n == "inception_v3" else 224)) for n in names]
+
+
+def _one(args):
+    """Exports and checks one model in a worker process; returns its lines."""
+    import contextlib
+    import io
+    name, out, binary = args
+    make, shape = {n: (m, s) for n, m, s in survey()}[name]
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
+        torch.set_num_threads(2)
+        for f in export(name, make, shape, out):
+            check(binary, f, os.path.join(out, name + ".y.npy"))
+    return buf.getvalue()
+
+
 def export(name, make, shape, out):
     torch.manual_seed(29)
     m = make().eval()
@@ -189,10 +225,20 @@ def check(binary, path, ynpy):
 
 
 def main():
-    out = sys.argv[1]
-    binary = sys.argv[2] if len(sys.argv) > 2 else None
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    out = args[0]
+    binary = args[1] if len(args) > 1 else None
     os.makedirs(out, exist_ok=True)
     print("torch", torch.__version__)
+    if "--survey" in sys.argv:
+        # Each model in its own process, eight at a time: the dynamo exporter
+        # takes tens of seconds per model and is single-threaded.
+        import multiprocessing as mp
+        jobs = [(n, out, binary) for n, _, _ in survey()]
+        with mp.get_context("fork").Pool(8) as pool:
+            for text in pool.imap(_one, jobs):
+                print(text, end="", flush=True)
+        return
     small, large = models()
     for name, make, shape in small + large:
         for f in export(name, make, shape, out):
