@@ -221,7 +221,10 @@ def check(binary, path, ynpy):
     if got.shape != want.shape:
         print(head + f"\n    cotrain: output shape {got.shape}, PyTorch {want.shape}")
         return
-    print(head + f"\n    cotrain predict matches PyTorch: max |diff| {np.abs(got - want).max():.3g}")
+    diff = np.abs(got - want).max()
+    rel = diff / max(np.abs(want).max(), 1e-30)
+    print(head + f"\n    cotrain predict: max |diff| {diff:.3g}, relative to max |PyTorch| {np.abs(want).max():.3g}: {rel:.3g}"
+          + ("" if rel <= 1e-4 else "  MISMATCH"))
 
 
 def main():
