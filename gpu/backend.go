@@ -160,6 +160,17 @@ type Backend interface {
 	// recomputed from x).
 	LRNBackward(g LRNGeom, dx, dy, x, y Buffer)
 
+	// ResampleTable returns the backend's copy of t (which must pass
+	// Check), a Buffer to hand to Resample and nothing else; its Len is the
+	// number of taps. A layer asks for it once and keeps it.
+	ResampleTable(t *ResampleTaps) Buffer
+	// Resample sets dst (outer×Out×inner) to src (outer×In×inner) resampled
+	// along its middle axis by the matrix of table (resample.go):
+	// dst[o,j,i] = Σ Weight[k]·src[o,Index[k],i] over row j's taps, summed
+	// in float32 from zero in tap order, each product and each sum rounded
+	// (no fused multiply-add), so every backend gives the same bits.
+	Resample(dst, src, table Buffer, outer, inner int)
+
 	// CopyStrided sets (or, with add, adds into) the destination elements of
 	// a strided index space from the source's (tensor.go: transposes, slices,
 	// padding, concatenation along any axis, broadcasting copies).

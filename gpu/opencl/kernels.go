@@ -109,6 +109,7 @@ const (
 	kLrnBackward
 	kGatherRows
 	kScatterAddRows
+	kResample
 	numKernels // one past the last kernel
 )
 
@@ -205,6 +206,7 @@ var kernelDecls = [numKernels]kernelDecl{
 	kLrnBackward:                {"lrn_backward", "bibibibiiiiiifff"},
 	kGatherRows:                 {"gather_rows", "bibibiii"},
 	kScatterAddRows:             {"scatter_add_rows", "bibibiii"},
+	kResample:                   {"resample", "bibibbbiiii"},
 }
 
 // The arguments of every GEMM kernel (gemm.cl's GEMM_ARGS) and of gemm_sum.

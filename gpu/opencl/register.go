@@ -301,7 +301,7 @@ func New(cfg Config) (*OpenCL, error) {
 // depend on its local memory): the kernels of kernelDecls and fftDecls.
 func mainSource(info gpu.DeviceInfo) string {
 	return kernelSource("elementwise.cl", "conv.cl", "pool.cl", "norm.cl", "tensor.cl", "activation.cl", "winograd.cl",
-		"dropout.cl", "lrn.cl") + actSource() + fftSource(info)
+		"dropout.cl", "lrn.cl", "resample.cl") + actSource() + fftSource(info)
 }
 
 // buildMain builds the main program with the largest reduction work-group

@@ -1,0 +1,238 @@
+package gpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/cotrain/cotrain/internal/limits"
+)
+
+// Resampling: ONNX Resize and Upsample, PyTorch's nn.Upsample and
+// F.interpolate in modes nearest and (bi)linear.
+//
+// Both modes are separable: resizing H×W is resizing W, then H, each output
+// element of one axis a weighted sum of at most two input elements of that
+// axis. One axis's resampling is a sparse Out×In matrix (ResampleTaps, in
+// compressed rows), and Backend.Resample applies such a matrix along the
+// middle axis of a tensor read as outer×In×inner. The backward pass is the
+// same kernel with the transposed matrix (Transpose): each input element's
+// gradient is a gather of the output gradients that read it, in a fixed
+// order, so the adjoint needs no scatter with atomics and has the same bits
+// on every run.
+
+// ResampleTaps is one axis's resampling as a sparse Out×In matrix in
+// compressed rows: output j is Σ Weight[k]·input[Index[k]] over k from
+// Start[j] to Start[j+1]-1, summed in that order.
+type ResampleTaps struct {
+	In, Out int
+	Start   []int32 // Out+1 entries, from 0 to len(Index), not decreasing
+	Index   []int32 // input positions, each in [0, In)
+	Weight  []float32
+}
+
+// Check returns an error unless t is a well-formed matrix whose sizes fit
+// the kernels' 32-bit indices.
+func (t *ResampleTaps) Check() error {
+	if t.In <= 0 || t.Out <= 0 || t.In > math.MaxInt32 || t.Out > math.MaxInt32 {
+		return fmt.Errorf("%w: resample of %d to %d elements", ErrGeometry, t.In, t.Out)
+	}
+	if len(t.Start) != t.Out+1 || len(t.Index) != len(t.Weight) || len(t.Index) > math.MaxInt32 {
+		return fmt.Errorf("%w: resample taps: %d starts, %d indices and %d weights for %d outputs", ErrGeometry,
+			len(t.Start), len(t.Index), len(t.Weight), t.Out)
+	}
+	if t.Start[0] != 0 || int(t.Start[t.Out]) != len(t.Index) {
+		return fmt.Errorf("%w: resample taps: starts run from %d to %d over %d taps", ErrGeometry, t.Start[0], t.Start[t.Out], len(t.Index))
+	}
+	for j := range t.Out {
+		if t.Start[j+1] < t.Start[j] {
+			return fmt.Errorf("%w: resample taps: start %d of output %d below the one before", ErrGeometry, t.Start[j+1], j+1)
+		}
+	}
+	for k, i := range t.Index {
+		if i < 0 || int(i) >= t.In {
+			return fmt.Errorf("%w: resample taps: tap %d reads position %d of %d", ErrGeometry, k, i, t.In)
+		}
+	}
+	return nil
+}
+
+// Transpose returns the adjoint In×Out matrix: row i holds, for every tap
+// of t that reads input i, its output position and weight, in increasing
+// output order (and tap order within an output). Resampling a gradient
+// with it sums each input's share in that fixed order.
+func (t *ResampleTaps) Transpose() *ResampleTaps {
+	r := &ResampleTaps{In: t.Out, Out: t.In, Start: make([]int32, t.In+1),
+		Index: make([]int32, len(t.Index)), Weight: make([]float32, len(t.Weight))}
+	for _, i := range t.Index {
+		r.Start[i+1]++
+	}
+	for i := range t.In {
+		r.Start[i+1] += r.Start[i]
+	}
+	next := append([]int32(nil), r.Start[:t.In]...)
+	for j := range t.Out {
+		for k := t.Start[j]; k < t.Start[j+1]; k++ {
+			i := t.Index[k]
+			r.Index[next[i]], r.Weight[next[i]] = int32(j), t.Weight[k]
+			next[i]++
+		}
+	}
+	return r
+}
+
+// Identity reports whether t copies its input (one tap of weight 1 on
+// output j's own position, for every j).
+func (t *ResampleTaps) Identity() bool {
+	if t.In != t.Out || len(t.Index) != t.Out {
+		return false
+	}
+	for j := range t.Out {
+		if t.Start[j] != int32(j) || t.Index[j] != int32(j) || t.Weight[j] != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckResample panics unless dst holds outer×t.Out×inner and src
+// outer×t.In×inner elements: the callers (solver's resample layer) size
+// them from checked shapes, so a mismatch is a bug of ours.
+func CheckResample(what string, t *ResampleTaps, dst, src Buffer, outer, inner int) {
+	if outer < 0 || inner <= 0 || dst.Len() != outer*t.Out*inner || src.Len() != outer*t.In*inner {
+		panic(fmt.Sprintf("gpu: %s: %d and %d elements for %d×(%d→%d)×%d", what, dst.Len(), src.Len(), outer, t.In, t.Out, inner))
+	}
+}
+
+// Resample modes, coordinate transformations and nearest roundings: ONNX
+// Resize's attribute values (opset 11 onward; Upsample and opset 10's
+// Resize are asymmetric with nearest floor).
+const (
+	ResampleNearest = "nearest"
+	ResampleLinear  = "linear"
+
+	CoordHalfPixel        = "half_pixel"
+	CoordPytorchHalfPixel = "pytorch_half_pixel"
+	CoordAlignCorners     = "align_corners"
+	CoordAsymmetric       = "asymmetric"
+
+	NearestRoundPreferFloor = "round_prefer_floor"
+	NearestRoundPreferCeil  = "round_prefer_ceil"
+	NearestFloor            = "floor"
+	NearestCeil             = "ceil"
+)
+
+// ResampleAxis describes one axis of a Resize: In elements to Out, in Mode
+// (ResampleNearest or ResampleLinear), the output position j mapped to the
+// input coordinate x by Coord (with s the Scale, or Out/In when Scale is
+// 0):
+//
+//	half_pixel          x = (j + 0.5)/s − 0.5
+//	pytorch_half_pixel  the same, but x = 0 when Out is 1
+//	align_corners       x = j·(In − 1)/(Out − 1), 0 when Out is 1
+//	asymmetric          x = j/s
+//
+// Nearest reads input round(x) (Nearest says how: ONNX's nearest_mode)
+// clamped to [0, In−1]. Linear reads PyTorch's two taps: x clamped below
+// at 0, i0 = ⌊x⌋ (at most In−1), i1 = i0+1 (i0 at the last input),
+// weights 1−λ and λ with λ = x − i0 (a tap of weight 0 left out): within the input the same as ONNX's
+// definition, and at the edges the same values (ONNX reads the edge
+// repeated; PyTorch clamps the coordinate first). Coordinates are computed
+// in float64 and the weights rounded to float32 once.
+type ResampleAxis struct {
+	In, Out int
+	Scale   float64 // the scale as given (ONNX scales, PyTorch's scale_factor); 0 when sizes were given
+	Mode    string
+	Coord   string
+	Nearest string // nearest's rounding; ignored in linear mode
+}
+
+// Taps returns the axis's matrix, or an error naming the attribute value
+// it does not know.
+func (a ResampleAxis) Taps() (*ResampleTaps, error) {
+	if a.In <= 0 || a.Out <= 0 || a.In > limits.MaxExtent || a.Out > limits.MaxExtent {
+		return nil, fmt.Errorf("%w: resample of %d to %d elements", ErrGeometry, a.In, a.Out)
+	}
+	s := a.Scale
+	if s == 0 {
+		s = float64(a.Out) / float64(a.In)
+	}
+	if !(s > 0) || math.IsInf(s, 0) {
+		return nil, fmt.Errorf("%w: resample scale %v", ErrGeometry, a.Scale)
+	}
+	var coord func(j int) float64
+	switch a.Coord {
+	case CoordHalfPixel:
+		coord = func(j int) float64 { return (float64(j)+0.5)/s - 0.5 }
+	case CoordPytorchHalfPixel:
+		coord = func(j int) float64 {
+			if a.Out == 1 {
+				return 0
+			}
+			return (float64(j)+0.5)/s - 0.5
+		}
+	case CoordAlignCorners:
+		coord = func(j int) float64 {
+			if a.Out == 1 {
+				return 0
+			}
+			return float64(j) * float64(a.In-1) / float64(a.Out-1)
+		}
+	case CoordAsymmetric:
+		coord = func(j int) float64 { return float64(j) / s }
+	default:
+		return nil, fmt.Errorf("%w: resample coordinate transformation %q (half_pixel, pytorch_half_pixel, align_corners or asymmetric)", ErrGeometry, a.Coord)
+	}
+	t := &ResampleTaps{In: a.In, Out: a.Out, Start: make([]int32, a.Out+1)}
+	switch a.Mode {
+	case ResampleNearest:
+		var round func(x float64) float64
+		switch a.Nearest {
+		case NearestRoundPreferFloor:
+			round = func(x float64) float64 {
+				if f := math.Floor(x); x-f == 0.5 {
+					return f
+				}
+				return math.Round(x)
+			}
+		case NearestRoundPreferCeil:
+			round = func(x float64) float64 { return math.Floor(x + 0.5) }
+		case NearestFloor:
+			round = math.Floor
+		case NearestCeil:
+			round = math.Ceil
+		default:
+			return nil, fmt.Errorf("%w: resample nearest_mode %q (round_prefer_floor, round_prefer_ceil, floor or ceil)", ErrGeometry, a.Nearest)
+		}
+		t.Index, t.Weight = make([]int32, a.Out), make([]float32, a.Out)
+		for j := range a.Out {
+			i := min(max(round(coord(j)), 0), float64(a.In-1))
+			t.Start[j+1], t.Index[j], t.Weight[j] = int32(j+1), int32(i), 1
+		}
+	case ResampleLinear:
+		t.Index, t.Weight = make([]int32, 0, 2*a.Out), make([]float32, 0, 2*a.Out)
+		for j := range a.Out {
+			x := max(coord(j), 0)
+			i0 := min(math.Floor(x), float64(a.In-1))
+			l := x - i0
+			i1 := i0
+			if i0 < float64(a.In-1) {
+				i1++
+			}
+			// A tap of weight 0 adds nothing (but a NaN or an infinity of
+			// the neighbour, which PyTorch would spread): it is left out,
+			// so an axis that keeps its length is the identity.
+			for _, tap := range [2]struct {
+				i float64
+				w float32
+			}{{i0, float32(1 - l)}, {i1, float32(l)}} {
+				if tap.w != 0 {
+					t.Index, t.Weight = append(t.Index, int32(tap.i)), append(t.Weight, tap.w)
+				}
+			}
+			t.Start[j+1] = int32(len(t.Index))
+		}
+	default:
+		return nil, fmt.Errorf("%w: resample mode %q (nearest or linear)", ErrGeometry, a.Mode)
+	}
+	return t, nil
+}

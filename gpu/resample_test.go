@@ -1,0 +1,101 @@
+package gpu
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestResampleTaps checks the taps of a few axes against values worked
+// by hand from PyTorch's upsample kernels (UpSample.h) and ONNX's Resize.
+func TestResampleTaps(t *testing.T) {
+	for _, tc := range []struct {
+		a      ResampleAxis
+		index  []int32
+		weight []float32
+	}{
+		// bilinear, align_corners=False: x = (j+0.5)/2 - 0.5, clamped at 0.
+		{ResampleAxis{In: 2, Out: 4, Mode: ResampleLinear, Coord: CoordPytorchHalfPixel},
+			[]int32{0, 0, 1, 0, 1, 1, 1}, []float32{1, 0.75, 0.25, 0.25, 0.75, 0.75, 0.25}},
+		// align_corners=True: x = j·2/3.
+		{ResampleAxis{In: 3, Out: 4, Mode: ResampleLinear, Coord: CoordAlignCorners},
+			[]int32{0, 0, 1, 1, 2, 2}, []float32{1, float32(1 - 2.0/3), float32(2.0 / 3), float32(1 - (4.0/3 - 1)), float32(4.0/3 - 1), 1}},
+		// nn.Upsample(scale_factor=2, mode="nearest"): floor(j/2).
+		{ResampleAxis{In: 3, Out: 6, Scale: 2, Mode: ResampleNearest, Coord: CoordAsymmetric, Nearest: NearestFloor},
+			[]int32{0, 0, 1, 1, 2, 2}, []float32{1, 1, 1, 1, 1, 1}},
+		// ONNX's default: half_pixel, round_prefer_floor; 4→2 reads x = 0.5
+		// and 2.5, rounded down.
+		{ResampleAxis{In: 4, Out: 2, Mode: ResampleNearest, Coord: CoordHalfPixel, Nearest: NearestRoundPreferFloor},
+			[]int32{0, 2}, []float32{1, 1}},
+		{ResampleAxis{In: 4, Out: 2, Mode: ResampleNearest, Coord: CoordHalfPixel, Nearest: NearestRoundPreferCeil},
+			[]int32{1, 3}, []float32{1, 1}},
+		// ceil past the end is clamped to the last input.
+		{ResampleAxis{In: 2, Out: 3, Mode: ResampleNearest, Coord: CoordAsymmetric, Nearest: NearestCeil},
+			[]int32{0, 1, 1}, []float32{1, 1, 1}},
+	} {
+		got, err := tc.a.Taps()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := got.Check(); err != nil {
+			t.Fatalf("%+v: %v", tc.a, err)
+		}
+		if !slices.Equal(got.Index, tc.index) || !slices.Equal(got.Weight, tc.weight) {
+			t.Errorf("%+v: taps %v %v, want %v %v", tc.a, got.Index, got.Weight, tc.index, tc.weight)
+		}
+	}
+}
+
+// TestResampleTranspose checks that Transpose is the dense matrix's
+// transpose and that Identity knows an unchanged axis.
+func TestResampleTranspose(t *testing.T) {
+	dense := func(m *ResampleTaps) [][]float32 {
+		d := make([][]float32, m.Out)
+		for j := range d {
+			d[j] = make([]float32, m.In)
+			for k := m.Start[j]; k < m.Start[j+1]; k++ {
+				d[j][m.Index[k]] += m.Weight[k]
+			}
+		}
+		return d
+	}
+	for _, a := range []ResampleAxis{
+		{In: 5, Out: 12, Mode: ResampleLinear, Coord: CoordHalfPixel},
+		{In: 12, Out: 5, Mode: ResampleNearest, Coord: CoordAsymmetric, Nearest: NearestFloor},
+	} {
+		m, err := a.Taps()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := m.Transpose()
+		if err := tr.Check(); err != nil {
+			t.Fatal(err)
+		}
+		d, dt := dense(m), dense(tr)
+		for j := range m.Out {
+			for i := range m.In {
+				if d[j][i] != dt[i][j] {
+					t.Fatalf("%+v: (%d, %d) is %v, transposed %v", a, j, i, d[j][i], dt[i][j])
+				}
+			}
+		}
+		if m.Identity() {
+			t.Errorf("%+v is not the identity", a)
+		}
+	}
+	for _, a := range []ResampleAxis{
+		{In: 6, Out: 6, Mode: ResampleNearest, Coord: CoordHalfPixel, Nearest: NearestRoundPreferFloor},
+		{In: 6, Out: 6, Scale: 1, Mode: ResampleNearest, Coord: CoordAsymmetric, Nearest: NearestFloor},
+		{In: 6, Out: 6, Mode: ResampleLinear, Coord: CoordAlignCorners},
+		{In: 6, Out: 6, Mode: ResampleLinear, Coord: CoordPytorchHalfPixel},
+	} {
+		if m, _ := a.Taps(); !m.Identity() {
+			t.Errorf("%+v: not the identity", a)
+		}
+	}
+	if _, err := (ResampleAxis{In: 2, Out: 4, Mode: "cubic", Coord: CoordHalfPixel}).Taps(); err == nil {
+		t.Error("cubic mode accepted")
+	}
+	if _, err := (ResampleAxis{In: 2, Out: 4, Mode: ResampleLinear, Coord: "tf_crop_and_resize"}).Taps(); err == nil {
+		t.Error("tf_crop_and_resize accepted")
+	}
+}
