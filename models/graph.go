@@ -66,7 +66,7 @@ type Layer struct {
 	// after the batch (ONNX's axis 1 is 0 here).
 	Dims    []int     `json:"dims,omitempty"`    // input dims (binary, matmul: operand a)
 	Dims2   []int     `json:"dims2,omitempty"`   // binary, matmul: operand b (binary: the constant's when const is set)
-	To      []int     `json:"to,omitempty"`      // reshape: output dims
+	To      []int     `json:"to,omitempty"`      // reshape, resample: output dims
 	Perm    []int     `json:"perm,omitempty"`    // transpose: output axis k is input axis perm[k]
 	Axis    int       `json:"axis,omitempty"`    // concatnd; layernorm: the first normalised axis
 	Axes    []int     `json:"axes,omitempty"`    // reduce
@@ -77,7 +77,10 @@ type Layer struct {
 	Repeats []int     `json:"repeats,omitempty"` // tile
 	Before  []int     `json:"before,omitempty"`  // pad
 	After   []int     `json:"after,omitempty"`   // pad
-	Mode    string    `json:"mode,omitempty"`    // pad: reflect or edge (constant when empty)
+	Mode    string    `json:"mode,omitempty"`    // pad: reflect or edge (constant when empty); resample: nearest or linear
+	Coord   string    `json:"coord,omitempty"`   // resample: ONNX coordinate_transformation_mode
+	Nearest string    `json:"nearest,omitempty"` // resample: ONNX nearest_mode (mode nearest)
+	Scales  []float32 `json:"scales,omitempty"`  // resample: one per spatial axis (absent: sizes given)
 	Value   float32   `json:"value,omitempty"`   // pad: the constant (mode constant)
 	Op      string    `json:"op,omitempty"`      // binary: Add, Sub, Mul, Div
 	Const   []float32 `json:"const,omitempty"`   // binary: the constant operand (not trained)
@@ -151,6 +154,8 @@ func Describe(nodes []solver.Node) ([]Layer, error) {
 			d.Dims, d.Dims2 = l.A, l.B
 		case *solver.Tile:
 			d.Dims, d.Repeats = l.In, l.Repeats
+		case *solver.Resample:
+			d.Dims, d.To, d.Mode, d.Coord, d.Nearest, d.Scales = l.In, l.Out, l.Mode, l.Coord, l.Nearest, l.Scales
 		case *solver.Reduce:
 			d.Dims, d.Axes, d.Mean = l.In, l.Axes, l.Mean
 		case *solver.Activation:
@@ -269,6 +274,8 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 			l = solver.NewMatMul(d.Name, d.Dims, d.Dims2)
 		case "tile":
 			l = solver.NewTile(d.Name, d.Dims, d.Repeats)
+		case "resample":
+			l = solver.NewResample(d.Name, d.Dims, d.To, d.Mode, d.Coord, d.Nearest, d.Scales)
 		case "reduce":
 			l = solver.NewReduce(d.Name, d.Dims, d.Axes, d.Mean)
 		case "binary":

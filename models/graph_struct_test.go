@@ -25,6 +25,8 @@ func TestGraphStructuralRoundTrip(t *testing.T) {
 		{Layer: solver.NewReduce("mean", []int{4, 3, 2}, []int{1, 2}, true)},
 		{Layer: solver.NewBinary("gate", gpu.BinMul, []int{4, 3, 2}, []int{4, 1, 1}), Inputs: []int{6, 7}},
 		{Layer: solver.NewBinaryConst("scale", gpu.BinDiv, []int{4, 3, 2}, []int{4, 1, 1}, []float32{1, 2, 3, 0.1}, true)},
+		{Layer: solver.NewResample("up", []int{4, 3, 2}, []int{4, 7, 5}, gpu.ResampleLinear, gpu.CoordAlignCorners, "", nil)},
+		{Layer: solver.NewResample("down", []int{4, 7, 5}, []int{4, 3, 2}, gpu.ResampleNearest, gpu.CoordAsymmetric, gpu.NearestFloor, []float32{0.5, 0.5})},
 		{Layer: solver.NewFlatten("flat")},
 	}
 	layers, err := Describe(nodes)

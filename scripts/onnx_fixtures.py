@@ -31,6 +31,7 @@ Every fixture has a fixed seed, so a rerun rewrites identical arrays.
 """
 import io
 import json
+import math
 import os
 import sys
 
@@ -445,6 +446,62 @@ def sym_pads(pads):
     return pads[0], pads[1]
 
 
+def resize_axis(x, axis, out_len, scale, mode, coord, nearest):
+    """ONNX Resize along one axis, from the operator's definition (not
+    PyTorch's kernels), in float64: the output position j maps to the input
+    coordinate c by coord (scale is the given scale, or out/in for sizes);
+    nearest reads round(c) by nearest_mode, clamped; linear blends the
+    neighbours floor(c) and floor(c)+1 with the edge repeated outside."""
+    n = x.shape[axis]
+    out = []
+    for j in range(out_len):
+        if coord == "half_pixel":
+            c = (j + 0.5) / scale - 0.5
+        elif coord == "pytorch_half_pixel":
+            c = (j + 0.5) / scale - 0.5 if out_len > 1 else 0.0
+        elif coord == "align_corners":
+            c = j * (n - 1) / (out_len - 1) if out_len > 1 else 0.0
+        elif coord == "asymmetric":
+            c = j / scale
+        else:
+            raise ValueError(f"coordinate_transformation_mode {coord}")
+        at = lambda i: x.narrow(axis, min(max(i, 0), n - 1), 1)
+        if mode == "nearest":
+            f = math.floor(c)
+            i = {"floor": f, "ceil": math.ceil(c),
+                 "round_prefer_floor": f if c - f == 0.5 else math.floor(c + 0.5),
+                 "round_prefer_ceil": math.floor(c + 0.5)}[nearest]
+            out.append(at(i))
+        else:
+            f = math.floor(c)
+            out.append((1 - (c - f)) * at(f) + (c - f) * at(f + 1))
+    return torch.cat(out, dim=axis)
+
+
+def resize(n, a, env, x):
+    """Resize (opset 11 on: X, roi, scales, sizes; axes from 18) and
+    Upsample (X, scales) of what cotrain exports: nearest or linear."""
+    get = lambda k: a.get(k).decode() if isinstance(a.get(k), bytes) else a.get(k)
+    mode = get("mode") or "nearest"
+    if n.op_type == "Upsample":
+        coord, nearest, scales, sizes = "asymmetric", "floor", env[n.input[1]].tolist(), None
+    else:
+        coord, nearest = get("coordinate_transformation_mode") or "half_pixel", get("nearest_mode") or "round_prefer_floor"
+        scales = env[n.input[2]].tolist() if len(n.input) > 2 and n.input[2] else None
+        sizes = [int(v) for v in env[n.input[3]]] if len(n.input) > 3 and n.input[3] else None
+        if scales == []:
+            scales = None
+    axes = list(a.get("axes", range(x.dim())))
+    for k, ax in enumerate(axes):
+        ax = ax % x.dim()
+        n_in = x.shape[ax]
+        out_len = int(math.floor(n_in * scales[k])) if scales else sizes[k]
+        scale = scales[k] if scales else out_len / n_in
+        if out_len != n_in or scale != 1:
+            x = resize_axis(x, ax, out_len, scale, mode, coord, nearest)
+    return x
+
+
 def evaluate(model, x):
     """Runs the operators cotrain exports, in float64, with torch.nn.functional."""
     env = {t.name: torch.from_numpy(numpy_helper.to_array(t).astype(np.float64)) for t in model.graph.initializer}
@@ -540,6 +597,10 @@ def evaluate(model, x):
                 tp = tp[:-2]
             value = float(env[n.input[2]]) if len(n.input) > 2 and n.input[2] else 0.0
             y = F.pad(ins[0], tp, mode=mode, value=value) if mode == "constant" else F.pad(ins[0], tp, mode=mode)
+        elif op in ("Resize", "Upsample"):
+            y = resize(n, a, env, ins[0])
+        elif op == "Shape":
+            y = torch.tensor(ins[0].shape, dtype=torch.float64)
         elif op == "ReduceMean":
             y = ins[0].mean(dim=tuple(a["axes"]), keepdim=bool(a.get("keepdims", 1)))
         elif op == "ReduceSum":  # axes as input from opset 13

@@ -53,6 +53,14 @@ It writes models/onnx/testdata/opsets/:
   head of self-attention over a 4x4 map) as torch.onnx.export writes it.
 - tile_op13.onnx and tile_op13.json: Tile as torch.onnx.export writes
   Tensor.repeat (along the channels, then both spatial axes).
+- resize_op11.onnx, resize_op13.onnx, upsample_op9.onnx, resize1d_op13.onnx
+  and their .json: Resize and Upsample as torch.onnx.export writes
+  nn.Upsample and F.interpolate (resize()); resize_op18.onnx and
+  resize_op19.onnx: opset 18's spelling through onnx.helper (resize_new()).
+
+    /usr/bin/python3 scripts/onnx_opsets.py only FUNCTION...
+
+runs only the named builders (resize, resize_new, tile, ...).
 
 Every array has a fixed seed, so a rerun rewrites identical data.
 
@@ -728,6 +736,159 @@ def dilated1d():
     _export_op13("dilated1d_op13", net, x, dy)
 
 
+class _FPN(nn.Module):
+    """resize_op11's and resize_op13's network, a small FPN/UNet-like
+    classifier over 3×8×8: a convolution, a strided one (downsample), a 1×1
+    lateral upsampled ×2 by nn.Upsample(mode="nearest") and joined by Concat,
+    a convolution, F.interpolate bilinear ×0.5 (align_corners=False) added
+    to the lateral, F.interpolate bilinear to a size of 7×5
+    (align_corners=True), a convolution, global average pooling and a linear
+    layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 4, 3, padding=1)
+        self.c2 = nn.Conv2d(4, 6, 3, stride=2, padding=1)
+        self.c3 = nn.Conv2d(6, 4, 1)
+        self.up = nn.Upsample(scale_factor=2, mode="nearest")
+        self.c4 = nn.Conv2d(8, 4, 3, padding=1)
+        self.c5 = nn.Conv2d(4, 4, 3, padding=1)
+        self.fc = nn.Linear(4, 5)
+
+    def forward(self, x):
+        a = F.relu(self.c1(x))                     # 4×8×8
+        b = F.relu(self.c2(a))                     # 6×4×4
+        lat = self.c3(b)                           # 4×4×4
+        h = torch.cat([a, self.up(lat)], 1)        # 8×8×8
+        h = F.relu(self.c4(h))                     # 4×8×8
+        h = F.interpolate(h, scale_factor=0.5, mode="bilinear", align_corners=False) + lat  # 4×4×4
+        h = F.interpolate(h, size=(7, 5), mode="bilinear", align_corners=True)               # 4×7×5
+        h = F.relu(self.c5(h))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(h, 1), 1))
+
+
+class _UpsampleNearest(nn.Module):
+    """upsample_op9's network: what opset 9's Upsample expresses exactly
+    (nearest, asymmetric, rounding down): a convolution, nn.Upsample ×2 and
+    added to a lateral, F.interpolate by (1, 3) in mode nearest, then a
+    convolution, global average pooling and a linear layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 4, 3, stride=2, padding=1)
+        self.lat = nn.Conv2d(3, 4, 1)
+        self.c2 = nn.Conv2d(4, 4, 3, padding=1)
+        self.fc = nn.Linear(4, 5)
+
+    def forward(self, x):
+        h = F.relu(self.c1(x))                                        # 4×4×6
+        h = F.interpolate(h, scale_factor=2, mode="nearest")          # 4×8×12
+        h = h + self.lat(x)
+        h = F.interpolate(h, scale_factor=(1, 3), mode="nearest")     # 4×8×36
+        h = F.relu(self.c2(h))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(h, 1), 1))
+
+
+class _Resize1D(nn.Module):
+    """resize1d_op13's network over N×3×10: Conv1d, F.interpolate linear ×2
+    (align_corners=False), Conv1d stride 2, nearest to a length of 7, Flatten
+    and a linear layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv1d(3, 4, 3, padding=1)
+        self.c2 = nn.Conv1d(4, 4, 3, stride=2)
+        self.fc = nn.Linear(4 * 7, 5)
+
+    def forward(self, x):
+        h = F.relu(self.c1(x))                                               # 4×10
+        h = F.interpolate(h, scale_factor=2, mode="linear", align_corners=False)  # 4×20
+        h = F.relu(self.c2(h))                                               # 4×9
+        h = F.interpolate(h, size=7, mode="nearest")                         # 4×7
+        return self.fc(torch.flatten(h, 1))
+
+
+def resize():
+    """resize_op11.onnx and resize_op13.onnx (torch.onnx.export of _FPN:
+    Resize with scales and with sizes, coordinate transformations asymmetric,
+    pytorch_half_pixel and align_corners), upsample_op9.onnx (Upsample of
+    _UpsampleNearest) and resize1d_op13.onnx (_Resize1D over N×C×L), each
+    with its .json of PyTorch's output and parameter gradients (the first
+    convolutions' gradients pass through every resize's backward pass)."""
+    g = torch.Generator().manual_seed(82)
+    x, dy = torch.randn(2, 3, 8, 8, generator=g), torch.randn(2, 5, generator=g)
+    for op in (11, 13):
+        torch.manual_seed(81)
+        net = _FPN()
+        net.eval()
+        torch.onnx.export(net, x, os.path.join(OUT, f"resize_op{op}.onnx"), opset_version=op,
+                          input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+        d = net.double()
+        y = d(x.double())
+        (y * dy.double()).sum().backward()
+        _save_golden(f"resize_op{op}", x, dy, y, {k: v for k, v in d.named_parameters()})
+    torch.manual_seed(83)
+    net = _UpsampleNearest().eval()
+    x9 = torch.randn(2, 3, 8, 12, generator=g)
+    torch.onnx.export(net, x9, os.path.join(OUT, "upsample_op9.onnx"), opset_version=9,
+                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+    d = net.double()
+    y = d(x9.double())
+    (y * dy.double()).sum().backward()
+    _save_golden("upsample_op9", x9, dy, y, {k: v for k, v in d.named_parameters()})
+    torch.manual_seed(84)
+    _export_op13("resize1d_op13", _Resize1D(), torch.randn(2, 3, 10, generator=g), dy)
+
+
+def resize_new():
+    """resize_op18.onnx and resize_op19.onnx (onnx.helper; ONNX 1.12's checker
+    stops at 17, so they are not checked): Resize in opset 18's spelling, the
+    spatial axes alone through the axes attribute, antialias 0 and
+    keep_aspect_ratio_policy stretch written out: Conv, Resize linear
+    half_pixel to sizes 9×8, Relu, Resize nearest half_pixel
+    round_prefer_ceil by scales 0.5 (PyTorch's nearest-exact), Conv,
+    GlobalAveragePool, Flatten, Gemm. The .json holds PyTorch's output and
+    parameter gradients of the same network in torch.nn.functional."""
+    g = torch.Generator().manual_seed(91)
+    r = lambda *s: torch.randn(*s, generator=g)
+    p = {"c1.weight": r(4, 3, 3, 3) * 0.3, "c1.bias": r(4) * 0.1,
+         "c2.weight": r(4, 4, 3, 3) * 0.2, "c2.bias": r(4) * 0.1,
+         "fc.weight": r(5, 4) * 0.3, "fc.bias": r(5) * 0.1}
+    x, dy = r(2, 3, 6, 6), r(2, 5)
+    for op in (18, 19):
+        inits = [floats(k, v) for k, v in p.items()] + [ints("sizes", [9, 8]),
+                                                        numpy_helper.from_array(np.array([0.5, 0.5], dtype=np.float32), "scales")]
+        nodes = [
+            helper.make_node("Conv", ["x", "c1.weight", "c1.bias"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+            helper.make_node("Resize", ["c1", "", "", "sizes"], ["u"], name="up", mode="linear",
+                             coordinate_transformation_mode="half_pixel", axes=[2, 3], antialias=0,
+                             keep_aspect_ratio_policy="stretch"),
+            helper.make_node("Relu", ["u"], ["r"], name="relu"),
+            helper.make_node("Resize", ["r", "", "scales"], ["v"], name="down", mode="nearest",
+                             coordinate_transformation_mode="half_pixel", nearest_mode="round_prefer_ceil", axes=[-2, -1]),
+            helper.make_node("Conv", ["v", "c2.weight", "c2.bias"], ["c2"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+            helper.make_node("GlobalAveragePool", ["c2"], ["gp"], name="gap"),
+            helper.make_node("Flatten", ["gp"], ["f"], name="flatten", axis=1),
+            helper.make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1),
+        ]
+        graph = helper.make_graph(nodes, "resize_new",
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 6, 6])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])],
+                                  initializer=inits)
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", op)], producer_name="scripts/onnx_opsets.py")
+        m.ir_version = 8
+        onnx.save_model(m, os.path.join(OUT, f"resize_op{op}.onnx"))
+    d = {k: v.double().requires_grad_() for k, v in p.items()}
+    h = F.conv2d(x.double(), d["c1.weight"], d["c1.bias"], padding=1)
+    h = F.relu(F.interpolate(h, size=(9, 8), mode="bilinear", align_corners=False))
+    h = F.interpolate(h, scale_factor=0.5, mode="nearest-exact")
+    h = F.conv2d(h, d["c2.weight"], d["c2.bias"], padding=1)
+    y = F.linear(torch.flatten(F.adaptive_avg_pool2d(h, 1), 1), d["fc.weight"], d["fc.bias"])
+    (y * dy.double()).sum().backward()
+    for op in (18, 19):
+        _save_golden(f"resize_op{op}", x, dy, y, d)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     w = weights()
@@ -747,12 +908,14 @@ def main():
     convtranspose()
     matmul_acts()
     tile()
+    resize()
+    resize_new()
 
 
 # The fixtures whose cotrain export `check` runs: no batch norm or dropout,
 # so evaluation mode computes what the golden's training pass did.
 CHECKED = ["pad_value_op9", "pad_value_op13", "dilated_op13", "dilated1d_op13", "convtranspose_op13", "matmul_op13",
-           "tile_op13"]
+           "tile_op13", "upsample_op9", "resize_op11", "resize_op13", "resize_op18", "resize_op19", "resize1d_op13"]
 
 
 def check(folder):
@@ -782,5 +945,10 @@ def check(folder):
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "check":
         check(sys.argv[2])
+    elif len(sys.argv) > 2 and sys.argv[1] == "only":
+        # Rewrites the named fixtures' builders alone (resize, resize_new, ...).
+        os.makedirs(OUT, exist_ok=True)
+        for fn in sys.argv[2:]:
+            globals()[fn]()
     else:
         main()

@@ -22,7 +22,8 @@ const ExportOpset = 14
 // (LayerNormalization), 20 for a GELU (Gelu), 21 for a group norm of fewer
 // groups than channels (GroupNormalization with per-channel scale). Of what Export writes, only
 // ReduceMean changed meaning between 14 and 21 (its axes an input from 18), and
-// the reduce layer's export follows the opset.
+// the reduce layer's export follows the opset (Resize gained attributes in
+// 18 and 19 whose defaults are 13's meaning).
 func exportOpset(nodes []solver.Node) int64 {
 	opset := int64(ExportOpset)
 	for _, nd := range nodes {

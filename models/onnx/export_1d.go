@@ -39,6 +39,10 @@ func is1D(in solver.Shape, nodes []solver.Node) bool {
 			}
 		case *solver.LRN:
 			return false
+		case *solver.Resample:
+			if len(l.In) != 3 || l.In[1] != 1 || l.Out[1] != 1 {
+				return false // a resample of the unit height is not 1-D
+			}
 		}
 	}
 	return true

@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/models/onnx/onnxpb"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -152,6 +153,8 @@ func (e *exporter) structural(l solver.Layer, xs []string, xd [][]int) (string, 
 			return e.node("Pad", name, []string{x, name + ".pads", name + ".value"}), l.OutDims(), true
 		}
 		return e.node("Pad", name, []string{x, name + ".pads"}), l.OutDims(), true
+	case *solver.Resample:
+		return e.resample(l, xs[0], xd[0]), e.resampleDims(l.Out), true
 	case *solver.ConcatND:
 		ins := make([]string, len(xs))
 		inner := 1
@@ -205,4 +208,52 @@ func (e *exporter) structural(l solver.Layer, xs []string, xd [][]int) (string, 
 		return e.node("ReduceSum", name, []string{x, name + ".axes"}, attrInt("keepdims", 1)), l.OutDims(), true
 	}
 	return "", nil, false
+}
+
+// resampleDims are a resample layer's output dims as the exported graph
+// holds them: C×L in a 1-D network, whose layers store N×C×L as C×1×L.
+func (e *exporter) resampleDims(d []int) []int {
+	if e.oneD && len(d) == 3 && d[1] == 1 {
+		return []int{d[0], d[2]}
+	}
+	return d
+}
+
+// resample writes a resample layer as Resize (opset 13's inputs: X, an
+// empty roi, then scales, or sizes): by sizes, the batch and channels come
+// from Shape(x) (Slice 0:2, Concat with the spatial sizes), as
+// torch.onnx.export writes F.interpolate(size=...), since the batch is not
+// the network's to fix. The import of either reads the same layer back, so
+// the round trip keeps the bits. A 1-D network's C×1×L resample is
+// N×C×L's.
+func (e *exporter) resample(l *solver.Resample, x string, xd []int) string {
+	name := l.Name()
+	in, out, sc := l.In, l.Out, l.Scales
+	if e.oneD && len(in) == 3 && in[1] == 1 {
+		in, out = []int{in[0], in[2]}, []int{out[0], out[2]}
+		if sc != nil {
+			sc = sc[1:]
+		}
+	}
+	x = e.ensure(x, xd, in, name+".in")
+	str := func(k, v string) *onnxpb.AttributeProto {
+		return &onnxpb.AttributeProto{Name: proto.String(k), Type: onnxpb.AttributeProto_STRING.Enum(), S: []byte(v)}
+	}
+	attrs := []*onnxpb.AttributeProto{str("mode", l.Mode), str("coordinate_transformation_mode", l.Coord)}
+	if l.Mode == gpu.ResampleNearest {
+		attrs = append(attrs, str("nearest_mode", l.Nearest))
+	}
+	if sc != nil {
+		e.initializer(name+".scales", []int{len(sc) + 2}, append([]float32{1, 1}, sc...))
+		return e.node("Resize", name, []string{x, "", name + ".scales"}, attrs...)
+	}
+	shape := e.node("Shape", name+".shape", []string{x})
+	e.intInit(name+".start", []int64{0})
+	e.intInit(name+".end", []int64{2})
+	e.intInit(name+".axis", []int64{0})
+	e.intInit(name+".step", []int64{1})
+	nc := e.node("Slice", name+".nc", []string{shape, name + ".start", name + ".end", name + ".axis", name + ".step"})
+	e.intInit(name+".spatial", int64s(out[1:]))
+	sizes := e.node("Concat", name+".sizes", []string{nc, name + ".spatial"}, attrInt("axis", 0))
+	return e.node("Resize", name, []string{x, "", "", sizes}, attrs...)
 }

@@ -69,7 +69,9 @@ type importer struct {
 // MinOpset to MaxOpset; tested with 9 to 20) and returns a weight file of model models.GraphModel. The
 // operators it maps are Conv (dilated too, as a dilatedconv2d layer),
 // ConvTranspose (ops_convt.go), Gemm, MatMul of two activations (a matmul layer),
-// Tile and Expand of an activation (a tile layer, ops_struct.go), MatMul (+Add of a bias), Clip
+// Tile and Expand of an activation (a tile layer, ops_struct.go), Resize and
+// Upsample in modes nearest and linear over N×C×H×W and N×C×L (a resample
+// layer, ops_resize.go), MatMul (+Add of a bias), Clip
 // (any bounds; ReLU6 and ReLU where they are those), every elementwise
 // operator of gpu's operator table (gpu.UnaryOpONNX: Relu, Sigmoid, Tanh,
 // HardSigmoid, HardSwish, LeakyRelu, Elu, Selu, Softplus, Softsign, Exp,

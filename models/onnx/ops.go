@@ -26,7 +26,7 @@ var knownOps = map[string]bool{
 	"ReduceSum": true, "ReduceMax": true, "GlobalMaxPool": true, "Transpose": true,
 	"Split": true, "Slice": true, "Squeeze": true, "Unsqueeze": true, "Concat": true, "Softmax": true, "LogSoftmax": true,
 	"Pad": true, "Shape": true, "Gather": true, "ConstantOfShape": true, "Cast": true, "Sum": true, "LRN": true, "PRelu": true,
-	"LSTM": true, "GRU": true, "ConvTranspose": true, "Tile": true, "Expand": true, "LayerNormalization": true, "InstanceNormalization": true, "GroupNormalization": true,
+	"LSTM": true, "GRU": true, "ConvTranspose": true, "Tile": true, "Resize": true, "Upsample": true, "Expand": true, "LayerNormalization": true, "InstanceNormalization": true, "GroupNormalization": true,
 }
 
 // checkOps refuses the first node whose operator (or domain) is not one
@@ -65,8 +65,6 @@ func advice(op string) string {
 	case "If", "Loop", "Scan":
 		return ": control flow in the graph; export a model whose forward has no data-dependent Python " +
 			"branches or loops (torch.onnx.export traces one path)"
-	case "Resize", "Upsample":
-		return ": upsampling is not read yet (classification networks do not need it)"
 	case "ATen":
 		return ": PyTorch wrote an operator it could not express in ONNX; export with a newer opset_version"
 	}
@@ -111,6 +109,8 @@ func (im *importer) node(n *onnxpb.NodeProto, outName string) error {
 		return im.convTranspose(n, a)
 	case "Tile":
 		return im.tile(n)
+	case "Resize", "Upsample":
+		return im.resize(n, a)
 	case "Expand":
 		// Of constants it is folded (fold.go); of an activation, expand.
 		return im.expand(n)

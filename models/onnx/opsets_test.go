@@ -236,7 +236,7 @@ func TestRefusalSaysWhereAndWhat(t *testing.T) {
 		function   bool
 		want       []string
 	}{
-		{op: "Resize", want: []string{`"clip_3" (#3 of 13, Resize)`, "unsupported operator Resize", "upsampling"}},
+		{op: "GridSample", want: []string{`"clip_3" (#3 of 13, GridSample)`, "unsupported operator GridSample"}},
 		{op: "Mish", want: []string{"#3 of 13", "unsupported operator Mish"}},
 		{op: "If", want: []string{"control flow"}},
 		{op: "Hardmax", want: []string{"Hardmax", "go doc"}},

@@ -158,6 +158,13 @@ func (a attrs) ints(name string) []int64 {
 	return nil
 }
 
+func (a attrs) floats(name string) []float32 {
+	if at, ok := a[name]; ok {
+		return at.GetFloats()
+	}
+	return nil
+}
+
 func (a attrs) str(name string) string {
 	if at, ok := a[name]; ok {
 		return string(at.GetS())
