@@ -57,6 +57,11 @@ It writes models/onnx/testdata/opsets/:
   and their .json: Resize and Upsample as torch.onnx.export writes
   nn.Upsample and F.interpolate (resize()); resize_op18.onnx and
   resize_op19.onnx: opset 18's spelling through onnx.helper (resize_new()).
+- pad_modes_op9.onnx, pad_modes_op13.onnx, pad_modes_op18.onnx,
+  pad_modes1d_op13.onnx and their .json: Pad in modes reflect and edge as
+  torch.onnx.export writes nn.ReflectionPad2d, nn.ReplicationPad2d and
+  padding_mode="reflect"/"replicate" convolutions, and in opset 18's
+  spelling with the axes input (pad_modes()).
 
     /usr/bin/python3 scripts/onnx_opsets.py only FUNCTION...
 
@@ -889,6 +894,94 @@ def resize_new():
         _save_golden(f"resize_op{op}", x, dy, y, d)
 
 
+class _PadModes(nn.Module):
+    """pad_modes_op9's and pad_modes_op13's network: nn.ReflectionPad2d
+    (asymmetric), a convolution with padding_mode="reflect" (torch writes a
+    reflect Pad before it), nn.ReplicationPad2d, a convolution, global
+    average pooling and a linear layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 4, 3)
+        self.rp = nn.ReflectionPad2d((1, 2, 0, 1))
+        self.c2 = nn.Conv2d(4, 4, 3, padding=1, padding_mode="reflect")
+        self.ep = nn.ReplicationPad2d((2, 0, 1, 2))
+        self.c3 = nn.Conv2d(4, 4, 3)
+        self.fc = nn.Linear(4, 5)
+
+    def forward(self, x):
+        h = F.relu(self.c1(x))              # 4×6×6
+        h = self.rp(h)                      # 4×7×9
+        h = F.relu(self.c2(h))              # 4×7×9
+        h = self.c3(self.ep(h))             # 4×8×9
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(h, 1), 1))
+
+
+class _PadModes1D(nn.Module):
+    """pad_modes1d_op13's network over N×3×12: Conv1d, nn.ReflectionPad1d,
+    Conv1d with padding_mode="replicate", Flatten and a linear layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv1d(3, 4, 3)
+        self.rp = nn.ReflectionPad1d((2, 1))
+        self.c2 = nn.Conv1d(4, 4, 3, padding=2, padding_mode="replicate")
+        self.fc = nn.Linear(4 * 15, 5)
+
+    def forward(self, x):
+        h = F.relu(self.c1(x))               # 4×10
+        h = F.relu(self.c2(self.rp(h)))      # 4×15
+        return self.fc(torch.flatten(h, 1))
+
+
+def pad_modes():
+    """pad_modes_op9.onnx and pad_modes_op13.onnx (torch.onnx.export of
+    _PadModes: Pad with mode and pads as attributes at 9, pads as an input
+    at 13), pad_modes_op18.onnx (the same network through onnx.helper in
+    opset 18's spelling: pads for the spatial axes alone through the axes
+    input; not checked, ONNX 1.12's checker stops at 17) and
+    pad_modes1d_op13.onnx (_PadModes1D over N×C×L), each with its .json of
+    PyTorch's output and parameter gradients."""
+    g = torch.Generator().manual_seed(102)
+    x, dy = torch.randn(2, 3, 8, 8, generator=g), torch.randn(2, 5, generator=g)
+    torch.manual_seed(101)
+    net = _PadModes().eval()
+    for op in (9, 13):
+        torch.onnx.export(net, x, os.path.join(OUT, f"pad_modes_op{op}.onnx"), opset_version=op,
+                          input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+    p = {k: v.detach().clone() for k, v in net.named_parameters()}
+    inits = [floats(k, v) for k, v in p.items()] + [
+        ints("rp.pads", [0, 1, 1, 2]), ints("c2.pads", [1, 1, 1, 1]), ints("ep.pads", [1, 2, 2, 0]), ints("hw", [2, 3])]
+    mode = lambda m: {"mode": m}
+    nodes = [
+        helper.make_node("Conv", ["x", "c1.weight", "c1.bias"], ["a"], name="c1", kernel_shape=[3, 3]),
+        helper.make_node("Relu", ["a"], ["ar"], name="relu1"),
+        helper.make_node("Pad", ["ar", "rp.pads", "", "hw"], ["b"], name="rp", **mode("reflect")),
+        helper.make_node("Pad", ["b", "c2.pads", "", "hw"], ["bp"], name="c2.pad", **mode("reflect")),
+        helper.make_node("Conv", ["bp", "c2.weight", "c2.bias"], ["c"], name="c2", kernel_shape=[3, 3]),
+        helper.make_node("Relu", ["c"], ["cr"], name="relu2"),
+        helper.make_node("Pad", ["cr", "ep.pads", "", "hw"], ["e"], name="ep", **mode("edge")),
+        helper.make_node("Conv", ["e", "c3.weight", "c3.bias"], ["f"], name="c3", kernel_shape=[3, 3]),
+        helper.make_node("GlobalAveragePool", ["f"], ["gp"], name="gap"),
+        helper.make_node("Flatten", ["gp"], ["fl"], name="flatten", axis=1),
+        helper.make_node("Gemm", ["fl", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1),
+    ]
+    graph = helper.make_graph(nodes, "pad_modes",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])],
+                              initializer=inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], producer_name="scripts/onnx_opsets.py")
+    m.ir_version = 8
+    onnx.save_model(m, os.path.join(OUT, "pad_modes_op18.onnx"))
+    d = net.double()
+    y = d(x.double())
+    (y * dy.double()).sum().backward()
+    for op in (9, 13, 18):
+        _save_golden(f"pad_modes_op{op}", x, dy, y, {k: v for k, v in d.named_parameters()})
+    torch.manual_seed(103)
+    _export_op13("pad_modes1d_op13", _PadModes1D(), torch.randn(2, 3, 12, generator=g), dy)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     w = weights()
@@ -910,12 +1003,14 @@ def main():
     tile()
     resize()
     resize_new()
+    pad_modes()
 
 
 # The fixtures whose cotrain export `check` runs: no batch norm or dropout,
 # so evaluation mode computes what the golden's training pass did.
 CHECKED = ["pad_value_op9", "pad_value_op13", "dilated_op13", "dilated1d_op13", "convtranspose_op13", "matmul_op13",
-           "tile_op13", "upsample_op9", "resize_op11", "resize_op13", "resize_op18", "resize_op19", "resize1d_op13"]
+           "tile_op13", "upsample_op9", "resize_op11", "resize_op13", "resize_op18", "resize_op19", "resize1d_op13", "pad_modes_op9", "pad_modes_op13", "pad_modes_op18",
+           "pad_modes1d_op13"]
 
 
 def check(folder):
