@@ -53,7 +53,7 @@ func TestTextHubAndTwoWorkerProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	h := start(t, ctx, "hub", hubBin, "--model", "lstm-lm", "--data", licenseHeldOut, "--vocab", vocab, "--context", "20",
+	h := start(t, ctx, "hub", hubBin, "--model", "lstm-lm", "--data", licenseHeldOut, "--vocab", vocab, "--context", "12",
 		"--min-workers", "2", "--batch", "64", "--iterations", "300", "--optimizer", "adam", "--lr", "0.003", "--schedule", "constant",
 		"--listen", "/ip4/127.0.0.1/tcp/0", "--mdns=false", "--json", "--out", filepath.Join(dir, "hub"))
 	addrs := h.until(t, "listening", 30*time.Second)["addrs"].([]any)
