@@ -46,6 +46,7 @@ const (
 	opDropoutMask
 	opWinoIn  // a batched Winograd pass's input transform (winograd.go)
 	opWinoOut // its output transform
+	opResample
 )
 
 // cpuJob is one parallel kernel call: the operands the kernel needs (each op
@@ -66,6 +67,7 @@ type cpuJob struct {
 	per        [6][]float32 // batch norm's per-channel buffers, in the kernel's order
 	cpu        *CPU         // packed filters and partial sums of the conv kernels
 	ten        tensorJob    // the structural kernels' operands (rows are the items)
+	rs         resampleJob  // Resample's operands (output rows are the items)
 	seed       uint64       // DropoutMask's seed, threshold and kept value (y is the mask)
 	thr        uint32
 	keep       float32
@@ -113,6 +115,8 @@ func (j *cpuJob) Run(th *sgemm.Thread, i int) {
 		j.ten.run(j.op, lo, hi)
 	case opWinoIn:
 		j.conv.winoInPart(th, j.dy, j.x, j.batch == 1, lo, hi)
+	case opResample:
+		j.rs.rows(lo, hi)
 	case opWinoOut:
 		j.conv.winoOutPart(th, j.y, j.dy, j.b, j.batch == 1, lo, hi)
 	case opDropoutMask:
