@@ -352,14 +352,25 @@ type PoolGeom struct {
 	KH, KW           int
 	StrideH, StrideW int
 	PadH, PadW       int
-	CeilMode         bool // round the output size up, as PyTorch's ceil_mode
+	// DilH and DilW space the window's taps (PyTorch's dilation): tap
+	// (i, j) of the window at (oh, ow) reads input row oh·StrideH - PadH
+	// + i·DilH and column ow·StrideW - PadW + j·DilW. Zero means 1.
+	DilH, DilW int
+	CeilMode   bool // round the output size up, as PyTorch's ceil_mode
 	// CountIncludePad makes average pooling divide by the full window size,
 	// padding included (PyTorch's default); otherwise by the valid elements.
 	CountIncludePad bool
 	OH, OW          int
 }
 
-// Setup checks g and computes the output size the way PyTorch does.
+// Setup checks g and computes the output size the way PyTorch does
+// (aten's pooling_output_shape): the window spans (K-1)·Dil+1 input
+// elements, and in ceil mode the last window must start inside the input
+// or the left padding. Zero strides mean the window size, zero dilations 1.
+// Every window must read at least one input element: an undilated window
+// always does (the padding is at most half the window), a dilated one can
+// step over the whole input from the padding, which is refused (PyTorch
+// would output -inf there).
 func (g *PoolGeom) Setup() error {
 	if g.StrideH == 0 {
 		g.StrideH = g.KH
@@ -367,29 +378,88 @@ func (g *PoolGeom) Setup() error {
 	if g.StrideW == 0 {
 		g.StrideW = g.KW
 	}
+	if g.DilH == 0 {
+		g.DilH = 1
+	}
+	if g.DilW == 0 {
+		g.DilW = 1
+	}
 	switch {
 	case g.C <= 0 || g.H <= 0 || g.W <= 0 || g.KH <= 0 || g.KW <= 0 || g.StrideH <= 0 || g.StrideW <= 0:
 		return fmt.Errorf("%w: pool sizes must be positive", ErrGeometry)
 	case g.PadH < 0 || g.PadW < 0:
 		return fmt.Errorf("%w: pool padding %dx%d must not be negative", ErrGeometry, g.PadH, g.PadW)
+	case g.DilH < 0 || g.DilW < 0:
+		return fmt.Errorf("%w: pool dilation %dx%d must be positive", ErrGeometry, g.DilH, g.DilW)
 	}
-	if err := geomLimits("pool", g.N, g.C, 0, 0, g.H, g.W, g.KH, g.KW, g.StrideH, g.StrideW, g.PadH, g.PadW); err != nil {
+	if err := geomLimits("pool", g.N, g.C, 0, 0, g.H, g.W, g.KH, g.KW, g.StrideH, g.StrideW, g.PadH, g.PadW, g.DilH, g.DilW); err != nil {
 		return err
 	}
 	if 2*g.PadH > g.KH || 2*g.PadW > g.KW {
 		return fmt.Errorf("%w: pool padding %dx%d must be at most half the window %dx%d", ErrGeometry, g.PadH, g.PadW, g.KH, g.KW)
 	}
-	g.OH = poolOut(g.H, g.KH, g.StrideH, g.PadH, g.CeilMode)
-	g.OW = poolOut(g.W, g.KW, g.StrideW, g.PadW, g.CeilMode)
+	// The window's extent (K-1)·Dil+1 as a product of extents: checked.
+	ekh, err := limits.Product("pool window", g.KH-1, g.DilH)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrGeometry, err)
+	}
+	ekw, err := limits.Product("pool window", g.KW-1, g.DilW)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrGeometry, err)
+	}
+	g.OH = poolOut(g.H, ekh+1, g.StrideH, g.PadH, g.CeilMode)
+	g.OW = poolOut(g.W, ekw+1, g.StrideW, g.PadW, g.CeilMode)
 	if g.OH <= 0 || g.OW <= 0 {
-		return fmt.Errorf("%w: pool window %dx%d larger than input %dx%d", ErrGeometry, g.KH, g.KW, g.H, g.W)
+		return fmt.Errorf("%w: pool window %dx%d (dilation %dx%d) larger than input %dx%d", ErrGeometry, g.KH, g.KW, g.DilH, g.DilW, g.H, g.W)
 	}
 	for _, p := range [][]int{{g.C, g.H, g.W}, {g.C, g.OH, g.OW}} {
 		if _, err := limits.Product("pool sizes", p...); err != nil {
 			return fmt.Errorf("%w: %w", ErrGeometry, err)
 		}
 	}
+	if o, ok := emptyWindow(g.OH, g.StrideH, g.PadH, g.KH, g.DilH, g.H); !ok {
+		return fmt.Errorf("%w: pool window of output row %d reads only padding (window %d, dilation %d, padding %d)", ErrGeometry, o, g.KH, g.DilH, g.PadH)
+	}
+	if o, ok := emptyWindow(g.OW, g.StrideW, g.PadW, g.KW, g.DilW, g.W); !ok {
+		return fmt.Errorf("%w: pool window of output column %d reads only padding (window %d, dilation %d, padding %d)", ErrGeometry, o, g.KW, g.DilW, g.PadW)
+	}
 	return nil
+}
+
+// Dilated reports whether the window's taps are spaced (DilH or DilW
+// above 1).
+func (g *PoolGeom) Dilated() bool { return g.DilH > 1 || g.DilW > 1 }
+
+// PoolTaps returns the taps of output o's window along one axis (stride s,
+// padding p, k taps d apart, an input of n): the first input index lo that
+// a tap reads, the bound hi past the last one (taps lo, lo+d, ... below
+// hi), and the taps that lie in the padded input [-p, n+p) (average
+// pooling's divisor when it counts the padding; ceil mode's last window can
+// overrun the padding, and those taps never count). For d = 1 these are
+// the window's rows [lo, hi) and its size clipped to the padded input.
+func PoolTaps(o, s, p, k, d, n int) (lo, hi, padded int) {
+	start := o*s - p
+	end := start + (k-1)*d + 1 // past the last tap
+	hi = min(end, n)
+	padded = min(k, (n+p-start+d-1)/d)
+	lo = start
+	if lo < 0 {
+		lo += (-lo + d - 1) / d * d
+	}
+	return lo, hi, padded
+}
+
+// emptyWindow returns the first of out windows along one axis that reads
+// no input element, and false; true when every window reads one. Only
+// windows that start in the left padding can be empty (the last window
+// starts inside the input).
+func emptyWindow(out, s, p, k, d, n int) (int, bool) {
+	for o := 0; o < out && o*s < p; o++ {
+		if lo, hi, _ := PoolTaps(o, s, p, k, d, n); lo >= hi {
+			return o, false
+		}
+	}
+	return 0, true
 }
 
 func poolOut(in, k, s, p int, ceil bool) int {

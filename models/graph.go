@@ -49,7 +49,7 @@ type Layer struct {
 	PH     int  `json:"ph,omitempty"`     //
 	PW     int  `json:"pw,omitempty"`     //
 	Groups int  `json:"groups,omitempty"` // conv2d, groupnorm
-	DH     int  `json:"dh,omitempty"`     // dilatedconv2d: dilations (conv2d's fields otherwise)
+	DH     int  `json:"dh,omitempty"`     // dilatedconv2d, pools: dilations (absent on a pool: 1)
 	DW     int  `json:"dw,omitempty"`     //
 	OPH    int  `json:"oph,omitempty"`    // convtranspose2d: output padding (conv2d's fields otherwise)
 	OPW    int  `json:"opw,omitempty"`    //
@@ -131,6 +131,11 @@ func Describe(nodes []solver.Node) ([]Layer, error) {
 				c := l.Cfg
 				d.KH, d.KW, d.SH, d.SW, d.PH, d.PW, d.Ceil, d.Incl =
 					c.KH, c.KW, c.StrideH, c.StrideW, c.PadH, c.PadW, c.CeilMode, c.CountIncludePad
+				// Dilations of 1 are left out: an undilated pool's
+				// description is what it was before pools had them.
+				if c.DilH > 1 || c.DilW > 1 {
+					d.DH, d.DW = c.DilH, c.DilW
+				}
 			}
 		case *solver.Linear:
 			d.Out, d.NoBias = l.Out, l.NoBias
@@ -208,8 +213,10 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 			l = solver.NewConvTranspose2D(d.Name, solver.ConvConfig{Out: d.Out, KH: d.KH, KW: d.KW, StrideH: d.SH, StrideW: d.SW,
 				PadH: d.PH, PadW: d.PW, Groups: d.Groups, NoBias: d.NoBias}, d.OPH, d.OPW)
 		case "maxpool2d", "avgpool2d":
+			// Absent dilations (0: every file written before pools had
+			// them) are 1.
 			c := solver.PoolConfig{KH: d.KH, KW: d.KW, StrideH: d.SH, StrideW: d.SW, PadH: d.PH, PadW: d.PW,
-				CeilMode: d.Ceil, CountIncludePad: d.Incl}
+				DilH: d.DH, DilW: d.DW, CeilMode: d.Ceil, CountIncludePad: d.Incl}
 			if d.KH <= 0 || d.KW <= 0 {
 				return nil, fmt.Errorf("%w: layer %d (%s): window %dx%d", ErrGraph, i, d.Name, d.KH, d.KW)
 			}

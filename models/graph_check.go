@@ -32,13 +32,13 @@ func checkLayer(i int, d Layer) error {
 				return bad(err)
 			}
 		}
-		if d.Kind == "dilatedconv2d" {
-			if err := extent("dilation height", d.DH, true); err != nil {
-				return bad(err)
-			}
-			if err := extent("dilation width", d.DW, true); err != nil {
-				return bad(err)
-			}
+		// A pool's dilations may be absent (0, read as 1).
+		dilated := d.Kind == "dilatedconv2d"
+		if err := extent("dilation height", d.DH, dilated); err != nil {
+			return bad(err)
+		}
+		if err := extent("dilation width", d.DW, dilated); err != nil {
+			return bad(err)
 		}
 		if d.Kind == "convtranspose2d" {
 			if err := extent("output padding height", d.OPH, false); err != nil {

@@ -529,12 +529,24 @@ def evaluate(model, x):
         elif op == "Tile":
             y = ins[0].repeat(*[int(v) for v in env[n.input[1]]])
         elif op in ("MaxPool", "AveragePool"):
-            k, s, p = tuple(a["kernel_shape"]), tuple(a.get("strides", [1, 1])), sym_pads(a.get("pads", [0] * 4))
+            # A 1-D pool (N×C×L) as the 2-D one of a 1×k window.
+            one_d = ins[0].dim() == 3
+            lift = (lambda v: [1] + list(v)) if one_d else list
+            pads = a.get("pads", [0] * (2 if one_d else 4))
+            pads = [0, pads[0], 0, pads[1]] if one_d else pads
+            k, s, p = tuple(lift(a["kernel_shape"])), tuple(lift(a.get("strides", [1] * len(a["kernel_shape"])))), sym_pads(pads)
+            d = tuple(lift(a.get("dilations", [1] * len(a["kernel_shape"]))))
             ceil = bool(a.get("ceil_mode", 0))
+            x = ins[0].unsqueeze(2) if one_d else ins[0]
             if op == "MaxPool":
-                y = F.max_pool2d(ins[0], k, s, p, ceil_mode=ceil)
+                y = F.max_pool2d(x, k, s, p, d, ceil_mode=ceil)
+            elif d != (1, 1):
+                # PyTorch has no dilated average pooling: pool_torch.py's definition.
+                from pool_torch import avg_pool
+                y = avg_pool(x, k, s, p, d, ceil, bool(a.get("count_include_pad", 0)))
             else:
-                y = F.avg_pool2d(ins[0], k, s, p, ceil_mode=ceil, count_include_pad=bool(a.get("count_include_pad", 0)))
+                y = F.avg_pool2d(x, k, s, p, ceil_mode=ceil, count_include_pad=bool(a.get("count_include_pad", 0)))
+            y = y.squeeze(2) if one_d else y
         elif op == "GlobalAveragePool":
             y = ins[0].mean(dim=(2, 3), keepdim=True)
         elif op == "Gemm":

@@ -63,6 +63,16 @@ It writes models/onnx/testdata/opsets/:
   padding_mode="reflect"/"replicate" convolutions, and in opset 18's
   spelling with the axes input (pad_modes()).
 
+- dilatedpool_op13.onnx and dilatedpool_op13.json: dilated MaxPool2d (3x3
+  dilation 2, stride 2, padding 1, ceil mode; 2x2 dilation (2, 3)) as
+  torch.onnx.export writes it (MaxPool's dilations).
+- dilatedpool1d_op13.onnx and dilatedpool1d_op13.json: dilated MaxPool1d
+  (3, dilation 3, stride 2, padding 1, ceil mode) over N×3×20.
+- avgpool_dilated_op19.onnx and avgpool_dilated_op19.json: AveragePool with
+  dilations (opset 19, onnx.helper; PyTorch has no dilated average pooling,
+  so its values come from scripts/pool_torch.py's definition with F.unfold),
+  counting the padding in ceil mode and not counting it.
+
     /usr/bin/python3 scripts/onnx_opsets.py only FUNCTION...
 
 runs only the named builders (resize, resize_new, tile, ...).
@@ -713,6 +723,104 @@ def tile():
     _export_op13("tile_op13", net, x, dy)
 
 
+class _DilatedPool(nn.Module):
+    """dilatedpool_op13's network: a convolution, ReLU, a 3×3 max pool with
+    dilation 2, stride 2, padding 1 in ceil mode, a convolution, a 2×2 max
+    pool with dilation (2, 3) at stride 1, then Flatten and a linear layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 4, 3, padding=1)
+        self.p1 = nn.MaxPool2d(3, stride=2, padding=1, dilation=2, ceil_mode=True)
+        self.c2 = nn.Conv2d(4, 4, 3)
+        self.p2 = nn.MaxPool2d(2, stride=1, dilation=(2, 3))
+        self.fc = nn.Linear(4 * 2 * 1, 5)
+
+    def forward(self, x):
+        h = self.p1(F.relu(self.c1(x)))   # 4×6×6
+        h = self.p2(self.c2(h))           # 4×2×1
+        return self.fc(torch.flatten(h, 1))
+
+
+def dilated_pool():
+    """dilatedpool_op13.onnx: dilated MaxPool2d as torch.onnx.export writes
+    it, with dilatedpool_op13.json holding PyTorch's output and parameter
+    gradients (the first convolution's pass through both pools' backward)."""
+    torch.manual_seed(35)
+    net = _DilatedPool()
+    g = torch.Generator().manual_seed(36)
+    x, dy = torch.randn(2, 3, 13, 13, generator=g), torch.randn(2, 5, generator=g)
+    _export_op13("dilatedpool_op13", net, x, dy)
+
+
+class _DilatedPool1D(nn.Module):
+    """dilatedpool1d_op13's network: Conv1d, ReLU, MaxPool1d(3) with
+    dilation 3, stride 2, padding 1 in ceil mode, Conv1d, Flatten and a
+    linear layer, over N×3×20."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv1d(3, 4, 3, padding=1)
+        self.p1 = nn.MaxPool1d(3, stride=2, padding=1, dilation=3, ceil_mode=True)
+        self.c2 = nn.Conv1d(4, 4, 3)
+        self.fc = nn.Linear(4 * 7, 5)
+
+    def forward(self, x):
+        h = self.p1(F.relu(self.c1(x)))   # 4×9
+        return self.fc(torch.flatten(self.c2(h), 1))
+
+
+def dilated_pool1d():
+    """dilatedpool1d_op13.onnx: dilated MaxPool1d as torch.onnx.export
+    writes it, with dilatedpool1d_op13.json as dilatedpool_op13.json."""
+    torch.manual_seed(37)
+    net = _DilatedPool1D()
+    g = torch.Generator().manual_seed(38)
+    x, dy = torch.randn(2, 3, 20, generator=g), torch.randn(2, 5, generator=g)
+    _export_op13("dilatedpool1d_op13", net, x, dy)
+
+
+def avgpool_dilated():
+    """avgpool_dilated_op19.onnx: AveragePool's dilations (opset 19, written
+    with onnx.helper; ONNX 1.12's checker knows opsets up to 17, so it is not
+    run): a convolution, ReLU, a 3×3 average pool with dilation 2, stride 2,
+    padding 1, ceil mode, counting the padding; a 2×2 one with dilation (2,
+    1) and padding (1, 0) not counting it; Flatten and Gemm.
+    avgpool_dilated_op19.json holds PyTorch's output and parameter gradients
+    with the pools computed as scripts/pool_torch.py defines them."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from pool_torch import avg_pool
+    g = torch.Generator().manual_seed(19)
+    r = lambda *s: torch.randn(*s, generator=g)
+    p = {"c1.weight": r(4, 3, 3, 3) * 0.3, "c1.bias": r(4) * 0.1, "fc.weight": r(5, 80) * 0.2, "fc.bias": r(5) * 0.1}
+    x, dy = r(2, 3, 11, 11), r(2, 5)
+    nodes = [
+        helper.make_node("Conv", ["x", "c1.weight", "c1.bias"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("AveragePool", ["r1"], ["a1"], name="pool1", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                         dilations=[2, 2], ceil_mode=1, count_include_pad=1),
+        helper.make_node("AveragePool", ["a1"], ["a2"], name="pool2", kernel_shape=[2, 2], pads=[1, 0, 1, 0],
+                         dilations=[2, 1], count_include_pad=0),
+        helper.make_node("Flatten", ["a2"], ["f"], name="flatten", axis=1),
+        helper.make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1),
+    ]
+    graph = helper.make_graph(nodes, "avgpool_dilated_op19",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 11, 11])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])],
+                              initializer=[floats(k, v) for k, v in p.items()])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], producer_name="scripts/onnx_opsets.py")
+    m.ir_version = 9
+    onnx.save_model(m, os.path.join(OUT, "avgpool_dilated_op19.onnx"))
+
+    d = {k: v.double().requires_grad_() for k, v in p.items()}
+    h = F.relu(F.conv2d(x.double(), d["c1.weight"], d["c1.bias"], padding=1))
+    h = avg_pool(h, (3, 3), (2, 2), (1, 1), (2, 2), True, True)      # 4×5×5
+    h = avg_pool(h, (2, 2), (1, 1), (1, 0), (2, 1), False, False)    # 4×5×4
+    y = F.linear(torch.flatten(h, 1), d["fc.weight"], d["fc.bias"])
+    (y * dy.double()).sum().backward()
+    _save_golden("avgpool_dilated_op19", x, dy, y, d)
+
+
 class _Dilated1D(nn.Module):
     """dilated1d_op13's network: Conv1d with dilation 2 (padding 2, the
     length kept) and with dilation 3 in 2 groups with stride 2, between
@@ -1004,20 +1112,24 @@ def main():
     resize()
     resize_new()
     pad_modes()
+    dilated_pool()
+    dilated_pool1d()
+    avgpool_dilated()
 
 
 # The fixtures whose cotrain export `check` runs: no batch norm or dropout,
 # so evaluation mode computes what the golden's training pass did.
 CHECKED = ["pad_value_op9", "pad_value_op13", "dilated_op13", "dilated1d_op13", "convtranspose_op13", "matmul_op13",
            "tile_op13", "upsample_op9", "resize_op11", "resize_op13", "resize_op18", "resize_op19", "resize1d_op13", "pad_modes_op9", "pad_modes_op13", "pad_modes_op18",
-           "pad_modes1d_op13"]
+           "pad_modes1d_op13", "dilatedpool_op13", "dilatedpool1d_op13", "avgpool_dilated_op19"]
 
 
 def check(folder):
     """Checks cotrain's exports of CHECKED (models/onnx's
     TestExportZooOpsForPython writes them with COTRAIN_ONNX_EXPORT=folder):
-    onnx.checker's full check, then scripts/onnx_fixtures.py's float64
-    evaluator against PyTorch's y of the golden, to a relative 1e-4."""
+    onnx.checker's full check (for the opsets ONNX 1.12 knows, up to 17),
+    then scripts/onnx_fixtures.py's float64 evaluator against PyTorch's y
+    of the golden, to a relative 1e-4."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from onnx_fixtures import evaluate
     for name in CHECKED:
@@ -1025,14 +1137,19 @@ def check(folder):
             g = json.load(fh)
         path = os.path.join(folder, name + ".cotrain.onnx")
         model = onnx.load(path)
-        onnx.checker.check_model(model, full_check=True)
+        opset = model.opset_import[0].version
+        checked = "checker ok"
+        if opset <= onnx.defs.onnx_opset_version():
+            onnx.checker.check_model(model, full_check=True)
+        else:
+            checked = f"checker skipped (it knows opsets up to {onnx.defs.onnx_opset_version()})"
         shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim[1:]]
         x = np.array(g["x"], dtype=np.float32).reshape([-1] + shape)
         want = np.array(g["y"], dtype=np.float64).reshape(x.shape[0], -1)
         got = evaluate(model, x).reshape(x.shape[0], -1)
         rel = np.abs(got - want).max() / np.abs(want).max()
         ops = sorted({n.op_type for n in model.graph.node})
-        print(f"{path}: checker ok, opset {model.opset_import[0].version}, ops {ops}, max rel err {rel:.2e}")
+        print(f"{path}: {checked}, opset {opset}, ops {ops}, max rel err {rel:.2e}")
         if not rel <= 1e-4:
             sys.exit(f"{path}: relative error {rel:.3g} > 1e-4")
 

@@ -8,7 +8,7 @@ import (
 
 // PoolConfig configures 2-D max or average pooling, as PyTorch's nn.MaxPool2d
 // and nn.AvgPool2d. KW 0 means a square KH×KH window; zero strides mean the
-// window size (PyTorch's default). Note that CountIncludePad's zero value is
+// window size (PyTorch's default), zero dilations 1. Note that CountIncludePad's zero value is
 // false, whereas nn.AvgPool2d defaults to count_include_pad=True: set it to
 // match a PyTorch model that pads.
 type PoolConfig struct {
@@ -16,6 +16,9 @@ type PoolConfig struct {
 	StrideH, StrideW int
 	PadH, PadW       int  // implicit padding on each side, at most half the window
 	CeilMode         bool // round the output size up (PyTorch's ceil_mode)
+	// DilH and DilW space the window's taps (nn.MaxPool2d's dilation;
+	// average pooling's is ONNX AveragePool's, gpu.PoolTaps).
+	DilH, DilW int
 	// CountIncludePad makes average pooling divide by the window size,
 	// padding included; otherwise by the input elements in the window.
 	CountIncludePad bool
@@ -70,6 +73,12 @@ func poolDefaults(c PoolConfig) PoolConfig {
 	if c.StrideW == 0 {
 		c.StrideW = c.KW
 	}
+	if c.DilH == 0 {
+		c.DilH = 1
+	}
+	if c.DilW == 0 {
+		c.DilW = 1
+	}
 	return c
 }
 
@@ -95,7 +104,7 @@ func (l *Pool2D) Setup(in []Shape) (Shape, error) {
 	}
 	c := l.Cfg
 	if l.global {
-		c = PoolConfig{KH: s.H, KW: s.W, StrideH: s.H, StrideW: s.W}
+		c = PoolConfig{KH: s.H, KW: s.W, StrideH: s.H, StrideW: s.W, DilH: 1, DilW: 1}
 		l.Cfg = c
 	}
 	switch {
@@ -103,16 +112,20 @@ func (l *Pool2D) Setup(in []Shape) (Shape, error) {
 		return Shape{}, fmt.Errorf("solver: %s %s: window %dx%d, want positive sizes", l.Kind(), l.LayerName, c.KH, c.KW)
 	case c.StrideH <= 0 || c.StrideW <= 0:
 		return Shape{}, fmt.Errorf("solver: %s %s: stride %dx%d, want positive", l.Kind(), l.LayerName, c.StrideH, c.StrideW)
+	case c.DilH <= 0 || c.DilW <= 0:
+		return Shape{}, fmt.Errorf("solver: %s %s: dilation %dx%d, want positive", l.Kind(), l.LayerName, c.DilH, c.DilW)
 	case c.PadH < 0 || c.PadW < 0 || 2*c.PadH > c.KH || 2*c.PadW > c.KW:
 		return Shape{}, fmt.Errorf("solver: %s %s: padding %dx%d, want between 0 and half the window %dx%d",
 			l.Kind(), l.LayerName, c.PadH, c.PadW, c.KH, c.KW)
-	case c.KH > s.H+2*c.PadH || c.KW > s.W+2*c.PadW:
+	case c.DilH == 1 && c.DilW == 1 && (c.KH > s.H+2*c.PadH || c.KW > s.W+2*c.PadW):
 		return Shape{}, fmt.Errorf("solver: %s %s: window %dx%d larger than padded input %dx%d",
 			l.Kind(), l.LayerName, c.KH, c.KW, s.H+2*c.PadH, s.W+2*c.PadW)
 	}
+	// A dilated window's span is checked by gpu.PoolGeom.Setup, which
+	// bounds (K-1)·Dil before it adds it.
 	l.Geom = gpu.PoolGeom{
 		C: s.C, H: s.H, W: s.W, KH: c.KH, KW: c.KW, StrideH: c.StrideH, StrideW: c.StrideW,
-		PadH: c.PadH, PadW: c.PadW, CeilMode: c.CeilMode, CountIncludePad: c.CountIncludePad,
+		PadH: c.PadH, PadW: c.PadW, DilH: c.DilH, DilW: c.DilW, CeilMode: c.CeilMode, CountIncludePad: c.CountIncludePad,
 	}
 	if err := l.Geom.Setup(); err != nil {
 		return Shape{}, fmt.Errorf("solver: %s %s on input %v: %w", l.Kind(), l.LayerName, s, err)

@@ -46,8 +46,9 @@ func TestPool2DDefaults(t *testing.T) {
 	cases := []struct {
 		cfg, want PoolConfig
 	}{
-		{PoolConfig{KH: 2}, PoolConfig{KH: 2, KW: 2, StrideH: 2, StrideW: 2}},
-		{PoolConfig{KH: 3, KW: 2, StrideH: 1}, PoolConfig{KH: 3, KW: 2, StrideH: 1, StrideW: 2}},
+		{PoolConfig{KH: 2}, PoolConfig{KH: 2, KW: 2, StrideH: 2, StrideW: 2, DilH: 1, DilW: 1}},
+		{PoolConfig{KH: 3, KW: 2, StrideH: 1}, PoolConfig{KH: 3, KW: 2, StrideH: 1, StrideW: 2, DilH: 1, DilW: 1}},
+		{PoolConfig{KH: 3, DilW: 2}, PoolConfig{KH: 3, KW: 3, StrideH: 3, StrideW: 3, DilH: 1, DilW: 2}},
 	}
 	for _, tc := range cases {
 		if got := NewMaxPool2D("p", tc.cfg).Cfg; got != tc.want {

@@ -9,7 +9,8 @@ import (
 )
 
 // Pooling on the CPU, with PyTorch's window rules (aten's max_pool2d and
-// avg_pool2d kernels):
+// avg_pool2d kernels); dilated windows have loops of their own
+// (pool_dilated.go):
 //
 //   - Window (oh, ow) starts at (oh·StrideH - PadH, ow·StrideW - PadW) and
 //     spans KH×KW. Max pooling clips it to the input: padding acts as -inf.
@@ -96,14 +97,19 @@ func (c *CPU) MaxPoolForward(geom gpu.PoolGeom, y, x gpu.Buffer) {
 }
 
 // pairs reports whether every window is a whole 2×2 block at stride 2 (the
-// LeNets' pooling), which has branch-free loops of its own.
+// LeNets' pooling), which has branch-free loops of its own; never for a
+// dilated geometry (pool_dilated.go).
 func (g *poolGeom) pairs() bool {
-	return g.KH == 2 && g.KW == 2 && g.StrideH == 2 && g.StrideW == 2 && g.PadH == 0 && g.PadW == 0 &&
+	return !g.Dilated() && g.KH == 2 && g.KW == 2 && g.StrideH == 2 && g.StrideW == 2 && g.PadH == 0 && g.PadW == 0 &&
 		2*g.OH <= g.H && 2*g.OW <= g.W
 }
 
 // maxForward is MaxPoolForward for planes [lo, hi).
 func (g *poolGeom) maxForward(ys, xs []float32, lo, hi int) {
+	if g.Dilated() {
+		g.maxForwardDilated(ys, xs, lo, hi)
+		return
+	}
 	hw, ohw := g.H*g.W, g.OH*g.OW
 	if g.pairs() {
 		for p := lo; p < hi; p++ {
@@ -138,6 +144,10 @@ func (c *CPU) MaxPoolBackward(geom gpu.PoolGeom, dx, dy, x gpu.Buffer) {
 
 // maxBackward is MaxPoolBackward for planes [lo, hi).
 func (g *poolGeom) maxBackward(dxs, dys, xs []float32, lo, hi int) {
+	if g.Dilated() {
+		g.maxBackwardDilated(dxs, dys, xs, lo, hi)
+		return
+	}
 	hw, ohw := g.H*g.W, g.OH*g.OW
 	if !g.pairs() {
 		clear(dxs[lo*hw : hi*hw])
@@ -197,6 +207,10 @@ func (c *CPU) AvgPoolForward(geom gpu.PoolGeom, y, x gpu.Buffer) {
 
 // avgForward is AvgPoolForward for planes [lo, hi).
 func (g *poolGeom) avgForward(ys, xs []float32, lo, hi int) {
+	if g.Dilated() {
+		g.avgForwardDilated(ys, xs, lo, hi)
+		return
+	}
 	hw, ohw := g.H*g.W, g.OH*g.OW
 	for p := lo; p < hi; p++ {
 		plane, out := xs[p*hw:(p+1)*hw], ys[p*ohw:(p+1)*ohw]
@@ -228,6 +242,10 @@ func (c *CPU) AvgPoolBackward(geom gpu.PoolGeom, dx, dy gpu.Buffer) {
 
 // avgBackward is AvgPoolBackward for planes [lo, hi).
 func (g *poolGeom) avgBackward(dxs, dys []float32, lo, hi int) {
+	if g.Dilated() {
+		g.avgBackwardDilated(dxs, dys, lo, hi)
+		return
+	}
 	hw, ohw := g.H*g.W, g.OH*g.OW
 	clear(dxs[lo*hw : hi*hw])
 	for p := lo; p < hi; p++ {

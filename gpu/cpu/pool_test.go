@@ -23,10 +23,18 @@ var poolCases = []gpu.PoolGeom{
 	{N: 2, C: 2, H: 4, W: 4, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1},
 	{N: 1, C: 1, H: 9, W: 9, KH: 2, KW: 2, StrideH: 3, StrideW: 3},
 	{N: 2, C: 4, H: 5, W: 3, KH: 5, KW: 3},
+	// Dilated windows (pool_dilated.go): with padding, ceil mode (a last
+	// window past the padding), overlapping and gapped, 1-D (H = 1) and
+	// windows whose first taps fall in the padding.
+	{N: 2, C: 2, H: 9, W: 9, KH: 3, KW: 3, StrideH: 1, StrideW: 1, DilH: 2, DilW: 2},
+	{N: 1, C: 2, H: 10, W: 11, KH: 3, KW: 2, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1, DilH: 2, DilW: 3, CeilMode: true},
+	{N: 2, C: 1, H: 8, W: 13, KH: 2, KW: 3, StrideH: 3, StrideW: 2, PadH: 1, PadW: 1, DilH: 3, DilW: 2},
+	{N: 1, C: 3, H: 1, W: 17, KH: 1, KW: 3, StrideH: 1, StrideW: 2, PadW: 1, DilW: 3, CeilMode: true},
+	{N: 1, C: 2, H: 7, W: 7, KH: 2, KW: 2, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1, DilH: 2, DilW: 2, CeilMode: true},
 }
 
 // poolNaive computes pooling from the definition, enumerating every window
-// tap: for max, taps on padding are skipped (-inf) and the first maximum in
+// tap (DilH, DilW apart): for max, taps on padding are skipped (-inf) and the first maximum in
 // row-major order wins; for the average, the divisor counts taps inside the
 // padded input (CountIncludePad) or inside the input.
 func poolNaive(g gpu.PoolGeom, x, dy []float32) (maxY, maxDX, avgY, avgDX []float64) {
@@ -43,7 +51,7 @@ func poolNaive(g gpu.PoolGeom, x, dy []float32) (maxY, maxDX, avgY, avgDX []floa
 				padded := 0
 				for i := 0; i < g.KH; i++ {
 					for j := 0; j < g.KW; j++ {
-						ih, iw := oh*g.StrideH-g.PadH+i, ow*g.StrideW-g.PadW+j
+						ih, iw := oh*g.StrideH-g.PadH+i*g.DilH, ow*g.StrideW-g.PadW+j*g.DilW
 						if ih < g.H+g.PadH && iw < g.W+g.PadW {
 							padded++
 						}
@@ -75,8 +83,8 @@ func poolNaive(g gpu.PoolGeom, x, dy []float32) (maxY, maxDX, avgY, avgDX []floa
 }
 
 func poolName(g gpu.PoolGeom) string {
-	return fmt.Sprintf("N%dC%d_%dx%d_k%dx%d_s%dx%d_p%dx%d_ceil%v_incl%v", g.N, g.C, g.H, g.W, g.KH, g.KW,
-		g.StrideH, g.StrideW, g.PadH, g.PadW, g.CeilMode, g.CountIncludePad)
+	return fmt.Sprintf("N%dC%d_%dx%d_k%dx%d_s%dx%d_p%dx%d_d%dx%d_ceil%v_incl%v", g.N, g.C, g.H, g.W, g.KH, g.KW,
+		g.StrideH, g.StrideW, g.PadH, g.PadW, max(g.DilH, 1), max(g.DilW, 1), g.CeilMode, g.CountIncludePad)
 }
 
 // poolClose compares with a tolerance relative to the value (pooling sums
@@ -230,6 +238,9 @@ func BenchmarkPool(b *testing.B) {
 		{"lenet-max_b64_20ch_24x24_k2s2", gpu.PoolGeom{N: 64, C: 20, H: 24, W: 24, KH: 2, KW: 2}, true},
 		{"overlap-max_b16_64ch_56x56_k3s2p1", gpu.PoolGeom{N: 16, C: 64, H: 56, W: 56, KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1}, true},
 		{"global-avg_b16_1024ch_7x7", gpu.PoolGeom{N: 16, C: 1024, H: 7, W: 7, KH: 7, KW: 7}, false},
+		// pool_dilated.go's loops
+		{"dilated-max_b16_64ch_56x56_k3s1p1d2", gpu.PoolGeom{N: 16, C: 64, H: 56, W: 56, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, DilH: 2, DilW: 2}, true},
+		{"dilated-avg_b16_64ch_56x56_k3s1p1d2", gpu.PoolGeom{N: 16, C: 64, H: 56, W: 56, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, DilH: 2, DilW: 2, CountIncludePad: true}, false},
 	}
 	c := NewCPU()
 	for _, tc := range cases {

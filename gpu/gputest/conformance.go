@@ -35,6 +35,7 @@ func Conformance(t *testing.T, newBackend func() gpu.Backend) {
 	t.Run("ActivateTorch", func(t *testing.T) { checkActivateTorch(t, newBackend()) })
 	t.Run("SGDStep", func(t *testing.T) { checkSGDStep(t, newBackend()) })
 	t.Run("Resample", func(t *testing.T) { checkResample(t, newBackend()) })
+	t.Run("PoolTorch", func(t *testing.T) { checkPoolTorch(t, newBackend()) })
 }
 
 // upload returns a new buffer of b holding v.

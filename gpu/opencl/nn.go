@@ -197,9 +197,10 @@ func (o *OpenCL) convFilter(g *gpu.ConvGeom, dws, dys, xs, col *clBuf, nb int, k
 	o.cols.backwardFilter(g, dws, dys, xs, col, nb, kept)
 }
 
-// poolArgs are the trailing geometry arguments of the pooling kernels.
+// poolArgs are the trailing geometry arguments of the pooling kernels
+// (dilation 0, a geometry not set up, is 1).
 func poolArgs(g gpu.PoolGeom) []any {
-	return []any{g.N * g.C, g.H, g.W, g.KH, g.KW, g.StrideH, g.StrideW, g.PadH, g.PadW, g.OH, g.OW}
+	return []any{g.N * g.C, g.H, g.W, g.KH, g.KW, g.StrideH, g.StrideW, g.PadH, g.PadW, g.OH, g.OW, max(g.DilH, 1), max(g.DilW, 1)}
 }
 
 func (o *OpenCL) poolBufs(op string, g *gpu.PoolGeom, x, y gpu.Buffer) (xs, ys *clBuf) {

@@ -150,6 +150,12 @@ var clPoolGeoms = []gpu.PoolGeom{
 	{N: 2, C: 3, H: 17, W: 15, KH: 3, KW: 3, StrideH: 2, StrideW: 2},
 	{N: 1, C: 2, H: 16, W: 16, KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1, CeilMode: true},
 	{N: 1, C: 2, H: 13, W: 12, KH: 3, KW: 2, StrideH: 1, StrideW: 2, PadH: 1, PadW: 1, CeilMode: true},
+	// dilated windows: small planes (one item per element), planes of 32
+	// and more (the stride-2 gather and the general one), 1-D (H = 1)
+	{N: 2, C: 2, H: 7, W: 5, KH: 2, KW: 2, StrideH: 1, StrideW: 1, PadH: 1, DilH: 2, DilW: 3},
+	{N: 1, C: 2, H: 15, W: 14, KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1, DilH: 2, DilW: 2, CeilMode: true},
+	{N: 1, C: 3, H: 12, W: 13, KH: 3, KW: 2, StrideH: 1, StrideW: 2, PadH: 1, PadW: 1, DilH: 3, DilW: 2},
+	{N: 2, C: 2, H: 1, W: 40, KH: 1, KW: 3, StrideH: 1, StrideW: 2, PadW: 1, DilW: 3, CeilMode: true},
 }
 
 func TestOpenCLPool(t *testing.T) { bothStorages(t, testOpenCLPool) }

@@ -19,7 +19,8 @@ const ExportOpset = 14
 
 // exportOpset is the opset Export writes for nodes: ExportOpset, or the
 // first opset with an operator the network needs: 17 for a layer norm
-// (LayerNormalization), 20 for a GELU (Gelu), 21 for a group norm of fewer
+// (LayerNormalization), 19 for a dilated average pool (AveragePool's
+// dilations), 20 for a GELU (Gelu), 21 for a group norm of fewer
 // groups than channels (GroupNormalization with per-channel scale). Of what Export writes, only
 // ReduceMean changed meaning between 14 and 21 (its axes an input from 18), and
 // the reduce layer's export follows the opset (Resize gained attributes in
@@ -37,6 +38,10 @@ func exportOpset(nodes []solver.Node) int64 {
 		case *solver.Activation:
 			if l.Act.Kind == gpu.KindGelu {
 				opset = max(opset, 20)
+			}
+		case *solver.Pool2D:
+			if l.Kind() == "avgpool2d" && (l.Cfg.DilH > 1 || l.Cfg.DilW > 1) {
+				opset = max(opset, 19) // AveragePool's dilations
 			}
 		}
 	}
@@ -242,12 +247,12 @@ func (e *exporter) layer(l solver.Layer, xs []string, rank int) (string, int, er
 		case "globalavgpool":
 			return e.node("GlobalAveragePool", name, xs), 4, nil
 		case "maxpool2d":
-			return e.node("MaxPool", name, xs, attrInts("kernel_shape", c.KH, c.KW), attrInts("strides", c.StrideH, c.StrideW),
-				attrInts("pads", c.PadH, c.PadW, c.PadH, c.PadW), attrInt("ceil_mode", b2i(c.CeilMode))), 4, nil
+			return e.node("MaxPool", name, xs, poolDilations(c, attrInts("kernel_shape", c.KH, c.KW), attrInts("strides", c.StrideH, c.StrideW),
+				attrInts("pads", c.PadH, c.PadW, c.PadH, c.PadW), attrInt("ceil_mode", b2i(c.CeilMode)))...), 4, nil
 		}
-		return e.node("AveragePool", name, xs, attrInts("kernel_shape", c.KH, c.KW), attrInts("strides", c.StrideH, c.StrideW),
+		return e.node("AveragePool", name, xs, poolDilations(c, attrInts("kernel_shape", c.KH, c.KW), attrInts("strides", c.StrideH, c.StrideW),
 			attrInts("pads", c.PadH, c.PadW, c.PadH, c.PadW), attrInt("ceil_mode", b2i(c.CeilMode)),
-			attrInt("count_include_pad", b2i(c.CountIncludePad))), 4, nil
+			attrInt("count_include_pad", b2i(c.CountIncludePad)))...), 4, nil
 	case *solver.PReLU:
 		// ONNX broadcasts the slope from the right: per channel of an
 		// image it is C×1×1, of a 1-D signal C×1.
@@ -408,4 +413,17 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// poolDilations returns a pool's attributes with its dilations added when
+// it has any (an undilated pool's node is what it was before pools had
+// them): [DilH, DilW], or the 1-D pool's [DilW] when attrs are 1-D.
+func poolDilations(c solver.PoolConfig, attrs ...*onnxpb.AttributeProto) []*onnxpb.AttributeProto {
+	if c.DilH <= 1 && c.DilW <= 1 {
+		return attrs
+	}
+	if len(attrs[0].GetInts()) == 1 {
+		return append(attrs, attrInts("dilations", c.DilW))
+	}
+	return append(attrs, attrInts("dilations", c.DilH, c.DilW))
 }

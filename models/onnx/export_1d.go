@@ -96,10 +96,10 @@ func (e *exporter) pool1D(l *solver.Pool2D, xs []string) string {
 	case "globalavgpool":
 		return e.node("GlobalAveragePool", name, xs)
 	case "maxpool2d":
-		return e.node("MaxPool", name, xs, attrInts("kernel_shape", c.KW), attrInts("strides", c.StrideW),
-			attrInts("pads", c.PadW, c.PadW), attrInt("ceil_mode", b2i(c.CeilMode)))
+		return e.node("MaxPool", name, xs, poolDilations(c, attrInts("kernel_shape", c.KW), attrInts("strides", c.StrideW),
+			attrInts("pads", c.PadW, c.PadW), attrInt("ceil_mode", b2i(c.CeilMode)))...)
 	}
-	return e.node("AveragePool", name, xs, attrInts("kernel_shape", c.KW), attrInts("strides", c.StrideW),
+	return e.node("AveragePool", name, xs, poolDilations(c, attrInts("kernel_shape", c.KW), attrInts("strides", c.StrideW),
 		attrInts("pads", c.PadW, c.PadW), attrInt("ceil_mode", b2i(c.CeilMode)),
-		attrInt("count_include_pad", b2i(c.CountIncludePad)))
+		attrInt("count_include_pad", b2i(c.CountIncludePad)))...)
 }

@@ -382,9 +382,21 @@ func (im *importer) pool(n *onnxpb.NodeProto, a attrs) error {
 	if x.rank != rank {
 		return fmt.Errorf("%w: pooling on an input of rank %d", ErrUnsupported, x.rank)
 	}
+	// MaxPool's dilations (opset 10 on) and AveragePool's (opset 19 on);
+	// a 1-D pool's d was lifted to (1, d) with its other attributes.
+	dil, a, err := dilations(a)
+	if err != nil {
+		return err
+	}
 	k, s, p, asym, err := window(a, nil)
 	if err != nil {
 		return err
+	}
+	if asym != [4]int{} && dil != [2]int{1, 1} && n.GetOpType() == "MaxPool" {
+		// The edge padding below stands in for -inf only when every window
+		// reaching into it also covers the border element it repeats,
+		// which a dilated window can step over.
+		return fmt.Errorf("%w: MaxPool with dilations %v and asymmetric pads %v (export with symmetric padding)", ErrUnsupported, dil, asym)
 	}
 	if asym != [4]int{} && rank == 3 {
 		return fmt.Errorf("%w: %s with asymmetric pads %v along L (export with symmetric padding)", ErrUnsupported, n.GetOpType(), a.ints("pads"))
@@ -409,6 +421,9 @@ func (im *importer) pool(n *onnxpb.NodeProto, a attrs) error {
 	}
 	d := models.Layer{Kind: "maxpool2d", Name: im.layerName(n, ""), KH: k[0], KW: k[1], SH: s[0], SW: s[1],
 		PH: p[0], PW: p[1], Ceil: a.int("ceil_mode", 0) != 0}
+	if dil != [2]int{1, 1} {
+		d.DH, d.DW = dil[0], dil[1]
+	}
 	if n.GetOpType() == "AveragePool" {
 		d.Kind, d.Incl = "avgpool2d", a.int("count_include_pad", 0) != 0
 		if x.pad != [2]int{} {

@@ -194,8 +194,9 @@ func window(a attrs, kernel []int) (k, s, p [2]int, asym [4]int, err error) {
 	return k, s, p, asym, nil
 }
 
-// dilations reads a 2-D Conv's dilations (absent: 1 and 1) and returns
-// the attributes without them, for window, which refuses them (pools).
+// dilations reads a 2-D Conv's or pool's dilations (absent: 1 and 1) and
+// returns the attributes without them, for window, which refuses them (an
+// operator that has no dilated form).
 func dilations(a attrs) ([2]int, attrs, error) {
 	d := [2]int{1, 1}
 	ds, ok := a["dilations"]
