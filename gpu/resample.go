@@ -109,6 +109,7 @@ func CheckResample(what string, t *ResampleTaps, dst, src Buffer, outer, inner i
 const (
 	ResampleNearest = "nearest"
 	ResampleLinear  = "linear"
+	ResampleCubic   = "cubic"
 
 	CoordHalfPixel        = "half_pixel"
 	CoordPytorchHalfPixel = "pytorch_half_pixel"
@@ -132,7 +133,9 @@ const (
 //	asymmetric          x = j/s
 //
 // Nearest reads input round(x) (Nearest says how: ONNX's nearest_mode)
-// clamped to [0, In−1]. Linear reads PyTorch's two taps: x clamped below
+// clamped to [0, In−1]. Cubic reads the four inputs from ⌊x⌋−1 to ⌊x⌋+2,
+// clamped (the edge repeated, as ONNX and PyTorch's bicubic do), weighted
+// by cubicCoeffs of x − ⌊x⌋. Linear reads PyTorch's two taps: x clamped below
 // at 0, i0 = ⌊x⌋ (at most In−1), i1 = i0+1 (i0 at the last input),
 // weights 1−λ and λ with λ = x − i0 (a tap of weight 0 left out): within the input the same as ONNX's
 // definition, and at the edges the same values (ONNX reads the edge
@@ -144,6 +147,12 @@ type ResampleAxis struct {
 	Mode    string
 	Coord   string
 	Nearest string // nearest's rounding; ignored in linear mode
+
+	// Cubic mode: A is the cubic coefficient (ONNX's cubic_coeff_a,
+	// PyTorch's −0.75), and ExcludeOutside drops the taps outside the
+	// input and renormalises the others (ONNX's exclude_outside).
+	A              float64
+	ExcludeOutside bool
 }
 
 // Taps returns the axis's matrix, or an error naming the attribute value
@@ -231,8 +240,41 @@ func (a ResampleAxis) Taps() (*ResampleTaps, error) {
 			}
 			t.Start[j+1] = int32(len(t.Index))
 		}
+	case ResampleCubic:
+		t.Index, t.Weight = make([]int32, 0, 4*a.Out), make([]float32, 0, 4*a.Out)
+		for j := range a.Out {
+			x := coord(j)
+			f := math.Floor(x)
+			w := cubicCoeffs(x-f, a.A)
+			sum := 0.0
+			for k := range w {
+				if i := f - 1 + float64(k); a.ExcludeOutside && (i < 0 || i > float64(a.In-1)) {
+					w[k] = 0
+				}
+				sum += w[k]
+			}
+			for k := range w {
+				if a.ExcludeOutside {
+					w[k] /= sum
+				}
+				if wk := float32(w[k]); wk != 0 {
+					i := min(max(f-1+float64(k), 0), float64(a.In-1))
+					t.Index, t.Weight = append(t.Index, int32(i)), append(t.Weight, wk)
+				}
+			}
+			t.Start[j+1] = int32(len(t.Index))
+		}
 	default:
-		return nil, fmt.Errorf("%w: resample mode %q (nearest or linear)", ErrGeometry, a.Mode)
+		return nil, fmt.Errorf("%w: resample mode %q (nearest, linear or cubic)", ErrGeometry, a.Mode)
 	}
 	return t, nil
+}
+
+// cubicCoeffs are the weights of the four inputs around a coordinate at
+// fraction r past the second (Keys' cubic convolution with coefficient a:
+// ONNX Resize's cubic mode, PyTorch's bicubic with a = −0.75).
+func cubicCoeffs(r, a float64) [4]float64 {
+	near := func(x float64) float64 { return ((a+2)*x-(a+3))*x*x + 1 }
+	far := func(x float64) float64 { return ((a*x-5*a)*x+8*a)*x - 4*a }
+	return [4]float64{far(r + 1), near(r), near(1 - r), far(2 - r)}
 }

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"math"
 	"slices"
 	"testing"
 )
@@ -92,10 +93,48 @@ func TestResampleTranspose(t *testing.T) {
 			t.Errorf("%+v: not the identity", a)
 		}
 	}
-	if _, err := (ResampleAxis{In: 2, Out: 4, Mode: "cubic", Coord: CoordHalfPixel}).Taps(); err == nil {
-		t.Error("cubic mode accepted")
+	if _, err := (ResampleAxis{In: 2, Out: 4, Mode: "area", Coord: CoordHalfPixel}).Taps(); err == nil {
+		t.Error("area mode accepted")
 	}
 	if _, err := (ResampleAxis{In: 2, Out: 4, Mode: ResampleLinear, Coord: "tf_crop_and_resize"}).Taps(); err == nil {
 		t.Error("tf_crop_and_resize accepted")
+	}
+}
+
+// TestResampleCubicTaps checks bicubic taps against PyTorch's formulas
+// (UpSample.h: cubic_convolution1 for the inner pair, cubic_convolution2
+// for the outer, A = −0.75): ×2 half_pixel, output 1 reads x = 0.25 from
+// inputs −1 to 2, the one at −1 clamped onto 0; with exclude_outside it is
+// dropped and the other three renormalised.
+func TestResampleCubicTaps(t *testing.T) {
+	const A = -0.75
+	conv1 := func(x float64) float64 { return ((A+2)*x-(A+3))*x*x + 1 }
+	conv2 := func(x float64) float64 { return ((A*x-5*A)*x+8*A)*x - 4*A }
+	r := 0.25
+	w := []float64{conv2(r + 1), conv1(r), conv1(1 - r), conv2(2 - r)}
+	for _, exclude := range []bool{false, true} {
+		m, err := ResampleAxis{In: 3, Out: 6, Scale: 2, Mode: ResampleCubic, Coord: CoordHalfPixel, A: A, ExcludeOutside: exclude}.Taps()
+		if err != nil {
+			t.Fatal(err)
+		}
+		index, weight := []int32{0, 0, 1, 2}, []float32{float32(w[0]), float32(w[1]), float32(w[2]), float32(w[3])}
+		if exclude {
+			s := w[1] + w[2] + w[3]
+			index, weight = index[1:], []float32{float32(w[1] / s), float32(w[2] / s), float32(w[3] / s)}
+		}
+		lo, hi := m.Start[1], m.Start[2]
+		if !slices.Equal(m.Index[lo:hi], index) || !slices.Equal(m.Weight[lo:hi], weight) {
+			t.Errorf("exclude_outside %v: output 1 taps %v %v, want %v %v", exclude, m.Index[lo:hi], m.Weight[lo:hi], index, weight)
+		}
+		// Each output's weights sum to 1 (an interpolation).
+		for j := range m.Out {
+			var sum float64
+			for k := m.Start[j]; k < m.Start[j+1]; k++ {
+				sum += float64(m.Weight[k])
+			}
+			if math.Abs(sum-1) > 1e-6 {
+				t.Errorf("exclude_outside %v: output %d weights sum to %v", exclude, j, sum)
+			}
+		}
 	}
 }

@@ -81,6 +81,8 @@ type Layer struct {
 	Coord   string    `json:"coord,omitempty"`   // resample: ONNX coordinate_transformation_mode
 	Nearest string    `json:"nearest,omitempty"` // resample: ONNX nearest_mode (mode nearest)
 	Scales  []float32 `json:"scales,omitempty"`  // resample: one per spatial axis (absent: sizes given)
+	CubicA  float32   `json:"cubic_a,omitempty"` // resample: ONNX cubic_coeff_a (mode cubic)
+	Exclude bool      `json:"exclude,omitempty"` // resample: ONNX exclude_outside (mode cubic)
 	Value   float32   `json:"value,omitempty"`   // pad: the constant (mode constant)
 	Op      string    `json:"op,omitempty"`      // binary: Add, Sub, Mul, Div
 	Const   []float32 `json:"const,omitempty"`   // binary: the constant operand (not trained)
@@ -161,6 +163,7 @@ func Describe(nodes []solver.Node) ([]Layer, error) {
 			d.Dims, d.Repeats = l.In, l.Repeats
 		case *solver.Resample:
 			d.Dims, d.To, d.Mode, d.Coord, d.Nearest, d.Scales = l.In, l.Out, l.Mode, l.Coord, l.Nearest, l.Scales
+			d.CubicA, d.Exclude = l.CubicA, l.Exclude
 		case *solver.Reduce:
 			d.Dims, d.Axes, d.Mean = l.In, l.Axes, l.Mean
 		case *solver.Activation:
@@ -282,7 +285,9 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 		case "tile":
 			l = solver.NewTile(d.Name, d.Dims, d.Repeats)
 		case "resample":
-			l = solver.NewResample(d.Name, d.Dims, d.To, d.Mode, d.Coord, d.Nearest, d.Scales)
+			rs := solver.NewResample(d.Name, d.Dims, d.To, d.Mode, d.Coord, d.Nearest, d.Scales)
+			rs.CubicA, rs.Exclude = d.CubicA, d.Exclude
+			l = rs
 		case "reduce":
 			l = solver.NewReduce(d.Name, d.Dims, d.Axes, d.Mean)
 		case "binary":

@@ -446,12 +446,14 @@ def sym_pads(pads):
     return pads[0], pads[1]
 
 
-def resize_axis(x, axis, out_len, scale, mode, coord, nearest):
+def resize_axis(x, axis, out_len, scale, mode, coord, nearest, cubic_a=-0.75, exclude=False):
     """ONNX Resize along one axis, from the operator's definition (not
     PyTorch's kernels), in float64: the output position j maps to the input
     coordinate c by coord (scale is the given scale, or out/in for sizes);
     nearest reads round(c) by nearest_mode, clamped; linear blends the
-    neighbours floor(c) and floor(c)+1 with the edge repeated outside."""
+    neighbours floor(c) and floor(c)+1 with the edge repeated outside;
+    cubic the four from floor(c)-1 with Keys' coefficients (cubic_a), those
+    outside dropped and the rest renormalised when exclude is set."""
     n = x.shape[axis]
     out = []
     for j in range(out_len):
@@ -472,9 +474,19 @@ def resize_axis(x, axis, out_len, scale, mode, coord, nearest):
                  "round_prefer_floor": f if c - f == 0.5 else math.floor(c + 0.5),
                  "round_prefer_ceil": math.floor(c + 0.5)}[nearest]
             out.append(at(i))
-        else:
+        elif mode == "linear":
             f = math.floor(c)
             out.append((1 - (c - f)) * at(f) + (c - f) * at(f + 1))
+        else:
+            f, A = math.floor(c), cubic_a
+            r = c - f
+            near = lambda t: ((A + 2) * t - (A + 3)) * t * t + 1
+            far = lambda t: ((A * t - 5 * A) * t + 8 * A) * t - 4 * A
+            w = [far(r + 1), near(r), near(1 - r), far(2 - r)]
+            if exclude:
+                w = [wk if 0 <= f - 1 + k < n else 0.0 for k, wk in enumerate(w)]
+                w = [wk / sum(w) for wk in w]
+            out.append(sum(wk * at(f - 1 + k) for k, wk in enumerate(w)))
     return torch.cat(out, dim=axis)
 
 
@@ -498,7 +510,8 @@ def resize(n, a, env, x):
         out_len = int(math.floor(n_in * scales[k])) if scales else sizes[k]
         scale = scales[k] if scales else out_len / n_in
         if out_len != n_in or scale != 1:
-            x = resize_axis(x, ax, out_len, scale, mode, coord, nearest)
+            x = resize_axis(x, ax, out_len, scale, mode, coord, nearest, a.get("cubic_coeff_a", -0.75),
+                            bool(a.get("exclude_outside", 0)))
     return x
 
 

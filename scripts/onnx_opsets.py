@@ -56,7 +56,9 @@ It writes models/onnx/testdata/opsets/:
 - resize_op11.onnx, resize_op13.onnx, upsample_op9.onnx, resize1d_op13.onnx
   and their .json: Resize and Upsample as torch.onnx.export writes
   nn.Upsample and F.interpolate (resize()); resize_op18.onnx and
-  resize_op19.onnx: opset 18's spelling through onnx.helper (resize_new()).
+  resize_op19.onnx: opset 18's spelling through onnx.helper (resize_new());
+  bicubic_op13.onnx and .json: Resize mode cubic, F.interpolate bicubic
+  (bicubic()).
 - pad_modes_op9.onnx, pad_modes_op13.onnx, pad_modes_op18.onnx,
   pad_modes1d_op13.onnx and their .json: Pad in modes reflect and edge as
   torch.onnx.export writes nn.ReflectionPad2d, nn.ReplicationPad2d and
@@ -1090,6 +1092,37 @@ def pad_modes():
     _export_op13("pad_modes1d_op13", _PadModes1D(), torch.randn(2, 3, 12, generator=g), dy)
 
 
+class _Bicubic(nn.Module):
+    """bicubic_op13's network: a convolution, F.interpolate bicubic ×2
+    (align_corners=False), a strided convolution, bicubic to 5×7
+    (align_corners=True), global average pooling and a linear layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 4, 3, padding=1)
+        self.c2 = nn.Conv2d(4, 4, 3, stride=2)
+        self.fc = nn.Linear(4, 5)
+
+    def forward(self, x):
+        h = F.relu(self.c1(x))                                                    # 4×6×6
+        h = F.interpolate(h, scale_factor=2, mode="bicubic", align_corners=False)  # 4×12×12
+        h = F.relu(self.c2(h))                                                    # 4×5×5
+        h = F.interpolate(h, size=(5, 7), mode="bicubic", align_corners=True)     # 4×5×7
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(h, 1), 1))
+
+
+def bicubic():
+    """bicubic_op13.onnx: Resize mode cubic as torch.onnx.export writes
+    F.interpolate(mode="bicubic") (cubic_coeff_a −0.75, by scales and by
+    sizes), with bicubic_op13.json holding PyTorch's output and parameter
+    gradients, as zoo_ops.json."""
+    torch.manual_seed(111)
+    net = _Bicubic()
+    g = torch.Generator().manual_seed(112)
+    x, dy = torch.randn(2, 3, 6, 6, generator=g), torch.randn(2, 5, generator=g)
+    _export_op13("bicubic_op13", net, x, dy)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     w = weights()
@@ -1115,13 +1148,14 @@ def main():
     dilated_pool()
     dilated_pool1d()
     avgpool_dilated()
+    bicubic()
 
 
 # The fixtures whose cotrain export `check` runs: no batch norm or dropout,
 # so evaluation mode computes what the golden's training pass did.
 CHECKED = ["pad_value_op9", "pad_value_op13", "dilated_op13", "dilated1d_op13", "convtranspose_op13", "matmul_op13",
            "tile_op13", "upsample_op9", "resize_op11", "resize_op13", "resize_op18", "resize_op19", "resize1d_op13", "pad_modes_op9", "pad_modes_op13", "pad_modes_op18",
-           "pad_modes1d_op13", "dilatedpool_op13", "dilatedpool1d_op13", "avgpool_dilated_op19"]
+           "pad_modes1d_op13", "dilatedpool_op13", "dilatedpool1d_op13", "avgpool_dilated_op19", "bicubic_op13"]
 
 
 def check(folder):

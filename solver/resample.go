@@ -11,7 +11,7 @@ import (
 // Resample resizes the spatial axes of its input (per-sample dims In: the
 // channels, then one to three spatial axes) to Out: ONNX Resize and
 // Upsample, PyTorch's nn.Upsample and F.interpolate, in mode nearest or
-// linear (bilinear over H×W), with ONNX's coordinate transformation and
+// linear (bilinear over H×W) or cubic (PyTorch's bicubic), with ONNX's coordinate transformation and
 // nearest rounding (gpu.ResampleAxis gives the arithmetic). Scales holds
 // the scale of each spatial axis as the model gave it, or is nil when the
 // model gave the output sizes (the scale is then Out/In).
@@ -28,10 +28,12 @@ import (
 type Resample struct {
 	Base
 	In, Out []int
-	Mode    string    // gpu.ResampleNearest or gpu.ResampleLinear
+	Mode    string    // gpu.ResampleNearest, gpu.ResampleLinear or gpu.ResampleCubic
 	Coord   string    // ONNX coordinate_transformation_mode
 	Nearest string    // ONNX nearest_mode (nearest only)
 	Scales  []float32 // one per spatial axis, or nil (sizes given)
+	CubicA  float32   // ONNX cubic_coeff_a (cubic only)
+	Exclude bool      // ONNX exclude_outside (cubic only)
 
 	passes []resamplePass // in forward order
 	tabB   gpu.Backend    // the backend the tables were made on
@@ -85,7 +87,8 @@ func (l *Resample) Setup(in []Shape) (Shape, error) {
 	}
 	l.passes = nil
 	for k := len(l.In) - 1; k >= 1; k-- {
-		a := gpu.ResampleAxis{In: l.In[k], Out: l.Out[k], Mode: l.Mode, Coord: l.Coord, Nearest: l.Nearest}
+		a := gpu.ResampleAxis{In: l.In[k], Out: l.Out[k], Mode: l.Mode, Coord: l.Coord, Nearest: l.Nearest,
+			A: float64(l.CubicA), ExcludeOutside: l.Exclude}
 		if l.Scales != nil {
 			sc := float64(l.Scales[k-1])
 			if !(sc > 0) || math.IsInf(sc, 0) {

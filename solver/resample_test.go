@@ -21,6 +21,8 @@ func resampleCases() []*Resample {
 		NewResample("down", []int{2, 6, 5}, []int{2, 3, 5}, gpu.ResampleNearest, gpu.CoordHalfPixel, gpu.NearestRoundPreferFloor, nil),
 		NewResample("1d", []int{3, 5}, []int{3, 12}, gpu.ResampleLinear, gpu.CoordHalfPixel, "", []float32{2.5}),
 		NewResample("same", []int{2, 3, 3}, []int{2, 3, 3}, gpu.ResampleLinear, gpu.CoordHalfPixel, "", nil),
+		{Base: Base{LayerName: "bicubic"}, In: []int{2, 4, 5}, Out: []int{2, 7, 3}, Mode: gpu.ResampleCubic,
+			Coord: gpu.CoordPytorchHalfPixel, CubicA: -0.75},
 	}
 }
 
@@ -57,7 +59,8 @@ func TestResampleMatchesDense(t *testing.T) {
 		// dense[k][j][i]: axis k's matrix.
 		dense := make([][][]float64, len(l.In))
 		for k := 1; k < len(l.In); k++ {
-			a := gpu.ResampleAxis{In: l.In[k], Out: l.Out[k], Mode: l.Mode, Coord: l.Coord, Nearest: l.Nearest}
+			a := gpu.ResampleAxis{In: l.In[k], Out: l.Out[k], Mode: l.Mode, Coord: l.Coord, Nearest: l.Nearest,
+				A: float64(l.CubicA), ExcludeOutside: l.Exclude}
 			if l.Scales != nil {
 				a.Scale = float64(l.Scales[k-1])
 			}
@@ -139,6 +142,7 @@ func TestResampleOnGputestAxes(t *testing.T) {
 			sc = []float32{float32(a.Scale)}
 		}
 		l := NewResample(fmt.Sprint("axis", i), []int{2, a.In}, []int{2, a.Out}, a.Mode, a.Coord, a.Nearest, sc)
+		l.CubicA, l.Exclude = float32(a.A), a.ExcludeOutside
 		bad, err := gradCheck{Tol: 1e-2}.layer(l, []Shape{DimsShape(l.In)}, 2)
 		report(t, l.LayerName, bad, err)
 	}
@@ -150,7 +154,7 @@ func TestResampleRefuses(t *testing.T) {
 	for _, l := range []*Resample{
 		NewResample("c", []int{2, 3, 4}, []int{4, 3, 4}, gpu.ResampleNearest, gpu.CoordAsymmetric, gpu.NearestFloor, nil),
 		NewResample("s", []int{2, 3, 4}, []int{2, 6, 8}, gpu.ResampleNearest, gpu.CoordAsymmetric, gpu.NearestFloor, []float32{2}),
-		NewResample("m", []int{2, 3, 4}, []int{2, 6, 8}, "cubic", gpu.CoordAsymmetric, "", nil),
+		NewResample("m", []int{2, 3, 4}, []int{2, 6, 8}, "area", gpu.CoordAsymmetric, "", nil),
 		NewResample("t", []int{2, 3, 4}, []int{2, 6, 8}, gpu.ResampleLinear, "tf_crop_and_resize", "", nil),
 		NewResample("z", []int{2, 3, 4}, []int{2, 6, 8}, gpu.ResampleLinear, gpu.CoordHalfPixel, "", []float32{0, 2}),
 		NewResample("r", []int{6}, []int{12}, gpu.ResampleLinear, gpu.CoordHalfPixel, "", nil),

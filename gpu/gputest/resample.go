@@ -21,6 +21,8 @@ func ResampleAxes() []gpu.ResampleAxis {
 		{In: 4, Out: 6, Scale: 1.5, Mode: gpu.ResampleNearest, Coord: gpu.CoordPytorchHalfPixel, Nearest: gpu.NearestRoundPreferCeil},
 		{In: 3, Out: 7, Mode: gpu.ResampleNearest, Coord: gpu.CoordAlignCorners, Nearest: gpu.NearestCeil},
 		{In: 9, Out: 4, Scale: 0.5, Mode: gpu.ResampleLinear, Coord: gpu.CoordAsymmetric},
+		{In: 5, Out: 11, Mode: gpu.ResampleCubic, Coord: gpu.CoordHalfPixel, A: -0.75},
+		{In: 8, Out: 3, Mode: gpu.ResampleCubic, Coord: gpu.CoordAlignCorners, A: -0.5, ExcludeOutside: true},
 	}
 }
 

@@ -240,8 +240,11 @@ func (e *exporter) resample(l *solver.Resample, x string, xd []int) string {
 		return &onnxpb.AttributeProto{Name: proto.String(k), Type: onnxpb.AttributeProto_STRING.Enum(), S: []byte(v)}
 	}
 	attrs := []*onnxpb.AttributeProto{str("mode", l.Mode), str("coordinate_transformation_mode", l.Coord)}
-	if l.Mode == gpu.ResampleNearest {
+	switch l.Mode {
+	case gpu.ResampleNearest:
 		attrs = append(attrs, str("nearest_mode", l.Nearest))
+	case gpu.ResampleCubic:
+		attrs = append(attrs, attrFloat("cubic_coeff_a", l.CubicA), attrInt("exclude_outside", b2i(l.Exclude)))
 	}
 	if sc != nil {
 		e.initializer(name+".scales", []int{len(sc) + 2}, append([]float32{1, 1}, sc...))

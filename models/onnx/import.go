@@ -70,7 +70,7 @@ type importer struct {
 // operators it maps are Conv (dilated too, as a dilatedconv2d layer),
 // ConvTranspose (ops_convt.go), Gemm, MatMul of two activations (a matmul layer),
 // Tile and Expand of an activation (a tile layer, ops_struct.go), Resize and
-// Upsample in modes nearest and linear over N×C×H×W and N×C×L (a resample
+// Upsample in modes nearest, linear and (Resize) cubic over N×C×H×W and N×C×L (a resample
 // layer, ops_resize.go), MatMul (+Add of a bias), Clip
 // (any bounds; ReLU6 and ReLU where they are those), every elementwise
 // operator of gpu's operator table (gpu.UnaryOpONNX: Relu, Sigmoid, Tanh,

@@ -13,7 +13,8 @@ import (
 
 // Resize and Upsample map to a resample layer (solver.Resample) over the
 // spatial axes of N×C×H×W or N×C×L (stored C×1×L, ops_1d.go), in mode
-// nearest or linear. What each opset gives:
+// nearest, linear or (Resize 11 on) cubic, with cubic_coeff_a and
+// exclude_outside. What each opset gives:
 //
 //   - Upsample 7: scales as an attribute; 9: as input 1. Mode nearest or
 //     linear ("bilinear" read as linear), asymmetric, nearest rounding
@@ -26,8 +27,8 @@ import (
 //     keep_aspect_ratio_policy.
 //
 // The batch and channel axes must keep their length (a scale of 1, or
-// their size), cubic mode is refused, and so are antialiasing while
-// shrinking a linear axis, a keep_aspect_ratio_policy other than stretch
+// their size); antialiasing while shrinking a linear or cubic axis is
+// refused, and so are a keep_aspect_ratio_policy other than stretch
 // with sizes, and the transformations tf_crop_and_resize,
 // tf_half_pixel_for_nn and half_pixel_symmetric.
 func (im *importer) resize(n *onnxpb.NodeProto, a attrs) error {
@@ -46,12 +47,16 @@ func (im *importer) resize(n *onnxpb.NodeProto, a attrs) error {
 		mode = gpu.ResampleNearest
 	case "bilinear", "linear":
 		if op == "Resize" && mode == "bilinear" {
-			return fmt.Errorf("%w: Resize mode %q (nearest or linear)", ErrUnsupported, mode)
+			return fmt.Errorf("%w: Resize mode %q (nearest, linear or cubic)", ErrUnsupported, mode)
 		}
 		mode = gpu.ResampleLinear
 	case gpu.ResampleNearest:
+	case gpu.ResampleCubic:
+		if op == "Upsample" {
+			return fmt.Errorf("%w: Upsample mode %q (nearest or linear)", ErrUnsupported, mode)
+		}
 	default:
-		return fmt.Errorf("%w: %s mode %q: nearest and linear are read (cubic is not: export with mode=\"bilinear\")", ErrUnsupported, op, mode)
+		return fmt.Errorf("%w: %s mode %q: nearest, linear and cubic are read", ErrUnsupported, op, mode)
 	}
 	coord, nearest := gpu.CoordAsymmetric, gpu.NearestFloor
 	var scales []float64 // one per axis of the rank-r tensor, or nil
@@ -138,7 +143,7 @@ func (im *importer) resize(n *onnxpb.NodeProto, a attrs) error {
 			out[k+1] = int(s)
 		}
 	}
-	if a.int("antialias", 0) != 0 && mode == gpu.ResampleLinear {
+	if a.int("antialias", 0) != 0 && mode != gpu.ResampleNearest {
 		for k := 1; k < len(xd); k++ {
 			if out[k] < xd[k] {
 				return fmt.Errorf("%w: Resize antialias=1 while shrinking %v to %v (export with antialias=False)", ErrUnsupported, xd, out)
@@ -157,11 +162,14 @@ func (im *importer) resize(n *onnxpb.NodeProto, a attrs) error {
 			sc = []float32{1, sc[0]}
 		}
 	}
-	if mode == gpu.ResampleLinear {
-		nearest = "" // not read in linear mode; kept out of the description
-	}
 	d := models.Layer{Kind: "resample", Name: name, Dims: slices.Clone(in), To: slices.Clone(dims), Mode: mode,
-		Coord: coord, Nearest: nearest, Scales: sc}
+		Coord: coord, Scales: sc}
+	switch mode {
+	case gpu.ResampleNearest:
+		d.Nearest = nearest // read in nearest mode alone; kept out of the others' description
+	case gpu.ResampleCubic:
+		d.CubicA, d.Exclude = a.float("cubic_coeff_a", -0.75), a.int("exclude_outside", 0) != 0
+	}
 	v, err := im.push(d, []*value{x}, 0, dims)
 	if err != nil {
 		return err

@@ -79,8 +79,8 @@ func TestImportResizeErrors(t *testing.T) {
 		want  error
 		names []string
 	}{
-		{"cubic", []*onnxpb.NodeProto{constFloats("s", 1, 1, 2, 2), resize([]string{"x", "", "s"}, attrStr("mode", "cubic"))},
-			ErrUnsupported, []string{`"rs"`, "cubic"}},
+		{"bilinear on Resize", []*onnxpb.NodeProto{constFloats("s", 1, 1, 2, 2), resize([]string{"x", "", "s"}, attrStr("mode", "bilinear"))},
+			ErrUnsupported, []string{`"rs"`, "bilinear"}},
 		{"channel scale", []*onnxpb.NodeProto{constFloats("s", 1, 2, 2, 2), resize([]string{"x", "", "s"})},
 			ErrUnsupported, []string{`"rs"`, "batch or the channels"}},
 		{"batch scale", []*onnxpb.NodeProto{constFloats("s", 2, 1, 2, 2), resize([]string{"x", "", "s"})},
