@@ -133,14 +133,14 @@ const (
 //	asymmetric          x = j/s
 //
 // Nearest reads input round(x) (Nearest says how: ONNX's nearest_mode)
-// clamped to [0, In−1]. Cubic reads the four inputs from ⌊x⌋−1 to ⌊x⌋+2,
-// clamped (the edge repeated, as ONNX and PyTorch's bicubic do), weighted
-// by cubicCoeffs of x − ⌊x⌋. Linear reads PyTorch's two taps: x clamped below
-// at 0, i0 = ⌊x⌋ (at most In−1), i1 = i0+1 (i0 at the last input),
-// weights 1−λ and λ with λ = x − i0 (a tap of weight 0 left out): within the input the same as ONNX's
-// definition, and at the edges the same values (ONNX reads the edge
-// repeated; PyTorch clamps the coordinate first). Coordinates are computed
-// in float64 and the weights rounded to float32 once.
+// clamped to [0, In−1]. Linear clamps x to [0, In−1] and blends inputs
+// i0 = ⌊x⌋ and i0+1 (i0 again at the last input) with weights 1−λ and λ,
+// λ = x − i0, a tap of weight 0 left out: ONNX's definition, whose reads
+// past either end repeat the edge, and PyTorch's values (its kernel clamps
+// below at 0 and reads the last input twice past the end). Cubic reads the
+// four inputs from ⌊x⌋−1 to ⌊x⌋+2, clamped (the edge repeated, as ONNX and
+// PyTorch's bicubic do), weighted by cubicCoeffs of x − ⌊x⌋. Coordinates
+// are computed in float64 and the weights rounded to float32 once.
 type ResampleAxis struct {
 	In, Out int
 	Scale   float64 // the scale as given (ONNX scales, PyTorch's scale_factor); 0 when sizes were given
@@ -220,8 +220,12 @@ func (a ResampleAxis) Taps() (*ResampleTaps, error) {
 	case ResampleLinear:
 		t.Index, t.Weight = make([]int32, 0, 2*a.Out), make([]float32, 0, 2*a.Out)
 		for j := range a.Out {
-			x := max(coord(j), 0)
-			i0 := min(math.Floor(x), float64(a.In-1))
+			// Clamped to the input at both ends: past the last element
+			// ONNX reads the edge repeated (and PyTorch the last element
+			// twice, which is the same value), and a far coordinate (a tiny
+			// scale from a file) must not make an infinite weight.
+			x := min(max(coord(j), 0), float64(a.In-1))
+			i0 := math.Floor(x)
 			l := x - i0
 			i1 := i0
 			if i0 < float64(a.In-1) {

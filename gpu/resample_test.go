@@ -14,9 +14,10 @@ func TestResampleTaps(t *testing.T) {
 		index  []int32
 		weight []float32
 	}{
-		// bilinear, align_corners=False: x = (j+0.5)/2 - 0.5, clamped at 0.
+		// bilinear, align_corners=False: x = (j+0.5)/2 - 0.5, clamped to
+		// [0, 1] (output 3's 1.25 reads the last input alone).
 		{ResampleAxis{In: 2, Out: 4, Mode: ResampleLinear, Coord: CoordPytorchHalfPixel},
-			[]int32{0, 0, 1, 0, 1, 1, 1}, []float32{1, 0.75, 0.25, 0.25, 0.75, 0.75, 0.25}},
+			[]int32{0, 0, 1, 0, 1, 1}, []float32{1, 0.75, 0.25, 0.25, 0.75, 1}},
 		// align_corners=True: x = j·2/3.
 		{ResampleAxis{In: 3, Out: 4, Mode: ResampleLinear, Coord: CoordAlignCorners},
 			[]int32{0, 0, 1, 1, 2, 2}, []float32{1, float32(1 - 2.0/3), float32(2.0 / 3), float32(1 - (4.0/3 - 1)), float32(4.0/3 - 1), 1}},
@@ -134,6 +135,24 @@ func TestResampleCubicTaps(t *testing.T) {
 			}
 			if math.Abs(sum-1) > 1e-6 {
 				t.Errorf("exclude_outside %v: output %d weights sum to %v", exclude, j, sum)
+			}
+		}
+	}
+}
+
+// TestResampleFarCoordinates: a scale far from the sizes (a file's tiny
+// float32 scale, 1e-44) maps outputs far past the input (x near 1e44,
+// beyond float32); the taps stay finite weights on the input instead of
+// infinities.
+func TestResampleFarCoordinates(t *testing.T) {
+	for _, mode := range []string{ResampleLinear, ResampleCubic, ResampleNearest} {
+		m, err := ResampleAxis{In: 3, Out: 4, Scale: 1e-44, Mode: mode, Coord: CoordAsymmetric, Nearest: NearestFloor, A: -0.75}.Taps()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, w := range m.Weight {
+			if math.IsInf(float64(w), 0) || math.IsNaN(float64(w)) || m.Index[k] < 0 || m.Index[k] > 2 {
+				t.Fatalf("%s: tap %d reads %d with weight %v", mode, k, m.Index[k], w)
 			}
 		}
 	}

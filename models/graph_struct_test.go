@@ -107,6 +107,7 @@ func FuzzGraphStructural(f *testing.F) {
 	f.Add(raw)
 	f.Add(`[{"kind":"pad","name":"p","dims":[24],"before":[3],"after":[30],"mode":"edge"}]`)
 	f.Add(`[{"kind":"slice","name":"s","dims":[4,3,2],"starts":[3,0,0],"steps":[2,1,1],"counts":[1,3,2]}]`)
+	f.Add(`[{"kind":"resample","name":"r","dims":[4,3,2],"to":[4,6,4],"mode":"linear","coord":"half_pixel","scales":[2,2]},{"kind":"resample","name":"n","dims":[4,6,4],"to":[4,2,3],"mode":"nearest","coord":"asymmetric","nearest":"floor"},{"kind":"resample","name":"c","dims":[4,2,3],"to":[4,5,5],"mode":"cubic","coord":"align_corners","cubic_a":-0.75,"exclude":true}]`)
 	// Structural layers among the others: convolution, activations,
 	// pooling, a linear head and softmax.
 	f.Add(`[{"kind":"conv2d","name":"c","out":4,"kh":1,"kw":1,"sh":1,"sw":1},{"kind":"reduce","name":"m","dims":[4,3,2],"axes":[1,2],"mean":true},{"kind":"sigmoid","name":"g"},{"kind":"binary","name":"x","op":"Mul","dims":[4,3,2],"dims2":[4,1,1],"in":[0,2]},{"kind":"concatnd","name":"cat","axis":0,"dims":[4,3,2],"in":[3,0]},{"kind":"globalavgpool","name":"gap"},{"kind":"flatten","name":"f"},{"kind":"linear","name":"l","out":3},{"kind":"softmax","name":"sm","dims":[3],"axes":[0]}]`)
