@@ -49,7 +49,7 @@ type Layer struct {
 	PH     int  `json:"ph,omitempty"`     //
 	PW     int  `json:"pw,omitempty"`     //
 	Groups int  `json:"groups,omitempty"` // conv2d, groupnorm
-	DH     int  `json:"dh,omitempty"`     // dilatedconv2d, pools: dilations (absent on a pool: 1)
+	DH     int  `json:"dh,omitempty"`     // dilatedconv2d, convtranspose2d, pools: dilations (absent on the last two: 1)
 	DW     int  `json:"dw,omitempty"`     //
 	OPH    int  `json:"oph,omitempty"`    // convtranspose2d: output padding (conv2d's fields otherwise)
 	OPW    int  `json:"opw,omitempty"`    //
@@ -128,6 +128,9 @@ func Describe(nodes []solver.Node) ([]Layer, error) {
 			c := l.Cfg
 			d.Out, d.KH, d.KW, d.SH, d.SW, d.PH, d.PW, d.Groups, d.NoBias, d.OPH, d.OPW =
 				c.Out, c.KH, c.KW, c.StrideH, c.StrideW, c.PadH, c.PadW, c.Groups, c.NoBias, l.OutPadH, l.OutPadW
+			if l.DH > 1 || l.DW > 1 {
+				d.DH, d.DW = l.DH, l.DW // absent: undilated, as before it could be
+			}
 		case *solver.Pool2D:
 			if d.Kind != "globalavgpool" {
 				c := l.Cfg
@@ -213,8 +216,10 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 			l = solver.NewDilatedConv2D(d.Name, solver.ConvConfig{Out: d.Out, KH: d.KH, KW: d.KW, StrideH: d.SH, StrideW: d.SW,
 				PadH: d.PH, PadW: d.PW, Groups: d.Groups, NoBias: d.NoBias}, d.DH, d.DW)
 		case "convtranspose2d":
-			l = solver.NewConvTranspose2D(d.Name, solver.ConvConfig{Out: d.Out, KH: d.KH, KW: d.KW, StrideH: d.SH, StrideW: d.SW,
+			t := solver.NewConvTranspose2D(d.Name, solver.ConvConfig{Out: d.Out, KH: d.KH, KW: d.KW, StrideH: d.SH, StrideW: d.SW,
 				PadH: d.PH, PadW: d.PW, Groups: d.Groups, NoBias: d.NoBias}, d.OPH, d.OPW)
+			t.DH, t.DW = d.DH, d.DW
+			l = t
 		case "maxpool2d", "avgpool2d":
 			// Absent dilations (0: every file written before pools had
 			// them) are 1.

@@ -69,3 +69,43 @@ func TestPoolDilationDescription(t *testing.T) {
 		t.Errorf("dilation -1: %v, want ErrGraph", err)
 	}
 }
+
+// TestConvTransposeDilationDescription: a dilated transposed convolution's
+// dilations round-trip through the description; an undilated one's has
+// none (as before it could be dilated).
+func TestConvTransposeDilationDescription(t *testing.T) {
+	d := solver.NewConvTranspose2D("t", solver.ConvConfig{Out: 2, KH: 3, StrideH: 2, StrideW: 2}, 1, 0)
+	d.DH, d.DW = 2, 3
+	plain := solver.NewConvTranspose2D("u", solver.ConvConfig{Out: 2, KH: 2}, 0, 0)
+	layers, err := Describe([]solver.Node{{Layer: d}, {Layer: plain}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := EncodeGraph(layers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(raw, `"dh":2,"dw":3`) || strings.Count(raw, `"dh"`) != 1 {
+		t.Errorf("description %s: want dh/dw on t only", raw)
+	}
+	back, err := DecodeGraph(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := GraphNodes(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := nodes[0].Layer.(*solver.ConvTranspose2D); l.DH != 2 || l.DW != 3 || l.OutPadH != 1 {
+		t.Errorf("read back with dilations %dx%d, output padding %d", l.DH, l.DW, l.OutPadH)
+	}
+	net, err := solver.NewNet(cpu.NewCPU(), solver.Shape{C: 3, H: 4, W: 4}, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// t: (4-1)·2 + (3-1)·2+1 + 1 = 12 high, (4-1)·2 + (3-1)·3+1 = 13 wide;
+	// u: 13 and 14.
+	if want := (solver.Shape{C: 2, H: 13, W: 14}); net.Out != want {
+		t.Errorf("output %v, want %v", net.Out, want)
+	}
+}

@@ -531,6 +531,12 @@ def evaluate(model, x):
         elif op == "Conv":
             y = F.conv2d(ins[0], ins[1], ins[2] if len(ins) > 2 else None, tuple(a.get("strides", [1, 1])),
                          sym_pads(a.get("pads", [0] * 4)), tuple(a.get("dilations", [1, 1])), a.get("group", 1))
+        elif op == "ConvTranspose" and ins[0].dim() == 3:  # ConvTranspose1d: pads [begin, end], alike
+            pads = a.get("pads", [0, 0])
+            if pads[0] != pads[1]:
+                raise ValueError(f"asymmetric pads {pads}")
+            y = F.conv_transpose1d(ins[0], ins[1], ins[2] if len(ins) > 2 else None, a.get("strides", [1])[0], pads[0],
+                                   a.get("output_padding", [0])[0], a.get("group", 1), a.get("dilations", [1])[0])
         elif op == "ConvTranspose":
             y = F.conv_transpose2d(ins[0], ins[1], ins[2] if len(ins) > 2 else None, tuple(a.get("strides", [1, 1])),
                                    sym_pads(a.get("pads", [0] * 4)), tuple(a.get("output_padding", [0, 0])),

@@ -74,6 +74,14 @@ It writes models/onnx/testdata/opsets/:
   dilations (opset 19, onnx.helper; PyTorch has no dilated average pooling,
   so its values come from scripts/pool_torch.py's definition with F.unfold),
   counting the padding in ceil mode and not counting it.
+- convtranspose2_op13.onnx and convtranspose1d_op13.onnx with their .json:
+  nn.ConvTranspose2d and nn.ConvTranspose1d with dilation, output padding
+  and groups as torch.onnx.export writes them.
+- convtranspose_pads_op13.onnx and convtranspose_pads_op13.json:
+  ConvTranspose's attributes PyTorch never writes (onnx.helper): pads that
+  differ at the two ends, output_shape, and auto_pad SAME_UPPER with
+  dilations; the golden is F.conv_transpose2d without padding, cropped as
+  ONNX's formulas say.
 
     /usr/bin/python3 scripts/onnx_opsets.py only FUNCTION...
 
@@ -823,6 +831,119 @@ def avgpool_dilated():
     _save_golden("avgpool_dilated_op19", x, dy, y, d)
 
 
+class _Transposed2(nn.Module):
+    """convtranspose2_op13's network: a convolution, a transposed 3×3
+    convolution of dilation 2, stride 2, padding 1, output padding 1 in 2
+    groups, one of 2×3 with dilation (3, 1) without bias, Flatten and a
+    linear layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 4, 3, padding=1)
+        self.t1 = nn.ConvTranspose2d(4, 4, 3, stride=2, padding=1, output_padding=1, dilation=2, groups=2)
+        self.t2 = nn.ConvTranspose2d(4, 2, (2, 3), dilation=(3, 1), bias=False)
+        self.fc = nn.Linear(2 * 15 * 14, 5)
+
+    def forward(self, x):
+        h = F.relu(self.c1(x))     # 4×5×5
+        h = F.relu(self.t1(h))     # 4×12×12
+        h = self.t2(h)             # 2×15×14
+        return self.fc(torch.flatten(h, 1))
+
+
+def convtranspose2():
+    """convtranspose2_op13.onnx: dilated ConvTranspose as torch.onnx.export
+    writes it, with convtranspose2_op13.json as zoo_ops.json."""
+    torch.manual_seed(43)
+    net = _Transposed2()
+    g = torch.Generator().manual_seed(44)
+    x, dy = torch.randn(2, 3, 5, 5, generator=g), torch.randn(2, 5, generator=g)
+    _export_op13("convtranspose2_op13", net, x, dy)
+
+
+class _Transposed1D(nn.Module):
+    """convtranspose1d_op13's network over N×3×12: Conv1d, ConvTranspose1d
+    (3, stride 2, padding 1, output padding 1, dilation 2, 2 groups), Conv1d,
+    Flatten and a linear layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv1d(3, 4, 3, padding=1)
+        self.t1 = nn.ConvTranspose1d(4, 6, 3, stride=2, padding=1, output_padding=1, dilation=2, groups=2)
+        self.c2 = nn.Conv1d(6, 2, 3)
+        self.fc = nn.Linear(2 * 24, 5)
+
+    def forward(self, x):
+        h = F.relu(self.c1(x))     # 4×12
+        h = F.relu(self.t1(h))     # 6×26
+        return self.fc(torch.flatten(self.c2(h), 1))
+
+
+def convtranspose1d():
+    """convtranspose1d_op13.onnx: ConvTranspose1d as torch.onnx.export
+    writes it (N×C×L, 1-D attributes), with convtranspose1d_op13.json."""
+    torch.manual_seed(45)
+    net = _Transposed1D()
+    g = torch.Generator().manual_seed(46)
+    x, dy = torch.randn(2, 3, 12, generator=g), torch.randn(2, 5, generator=g)
+    _export_op13("convtranspose1d_op13", net, x, dy)
+
+
+def _convt_onnx(x, w, b, s, d, pads, op):
+    """ONNX ConvTranspose from its definition: the unpadded transposed
+    convolution (output padding included), cropped by pads [top, left,
+    bottom, right]."""
+    y = F.conv_transpose2d(x, w, b, stride=s, output_padding=op, dilation=d)
+    return y[:, :, pads[0]:y.shape[2] - pads[2], pads[1]:y.shape[3] - pads[3]]
+
+
+def _convt_total(n, k, s, d, op, o):
+    return s * (n - 1) + op + (k - 1) * d + 1 - o
+
+
+def convtranspose_pads():
+    """convtranspose_pads_op13.onnx: ConvTranspose with pads [0, 1, 2, 0];
+    with output_shape (total padding 1: ONNX puts the odd one at the start);
+    with auto_pad SAME_UPPER and dilations 2 (total 3: the odd one at the
+    end). Written with onnx.helper at opset 13; the golden crops the
+    unpadded F.conv_transpose2d as the operator's formulas say."""
+    g = torch.Generator().manual_seed(47)
+    r = lambda *s: torch.randn(*s, generator=g)
+    p = {"t1.weight": r(3, 4, 3, 3) * 0.3, "t1.bias": r(4) * 0.1, "t2.weight": r(4, 2, 2, 2) * 0.3, "t2.bias": r(2) * 0.1,
+         "t3.weight": r(2, 2, 3, 3) * 0.3, "fc.weight": r(5, 2 * 18 * 22) * 0.05, "fc.bias": r(5) * 0.1}
+    x, dy = r(2, 3, 5, 5), r(2, 5)
+    nodes = [
+        helper.make_node("ConvTranspose", ["x", "t1.weight", "t1.bias"], ["t1"], name="t1", kernel_shape=[3, 3], strides=[2, 2],
+                         pads=[0, 1, 2, 0]),
+        helper.make_node("Relu", ["t1"], ["r1"], name="relu1"),
+        helper.make_node("ConvTranspose", ["r1", "t2.weight", "t2.bias"], ["t2"], name="t2", kernel_shape=[2, 2], output_shape=[9, 11]),
+        helper.make_node("Relu", ["t2"], ["r2"], name="relu2"),
+        helper.make_node("ConvTranspose", ["r2", "t3.weight"], ["t3"], name="t3", kernel_shape=[3, 3], strides=[2, 2],
+                         dilations=[2, 2], auto_pad="SAME_UPPER"),
+        helper.make_node("Flatten", ["t3"], ["f"], name="flatten", axis=1),
+        helper.make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1),
+    ]
+    graph = helper.make_graph(nodes, "convtranspose_pads_op13",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 5, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])],
+                              initializer=[floats(k, v) for k, v in p.items()])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="scripts/onnx_opsets.py")
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    onnx.save_model(m, os.path.join(OUT, "convtranspose_pads_op13.onnx"))
+
+    d = {k: v.double().requires_grad_() for k, v in p.items()}
+    h = F.relu(_convt_onnx(x.double(), d["t1.weight"], d["t1.bias"], 2, 1, (0, 1, 2, 0), 0))       # 4×9×10
+    th, tw = _convt_total(9, 2, 1, 1, 0, 9), _convt_total(10, 2, 1, 1, 0, 11)                     # 1, 0
+    h = F.relu(_convt_onnx(h, d["t2.weight"], d["t2.bias"], 1, 1, (th - th // 2, tw - tw // 2, th // 2, tw // 2), 0))  # 2×9×11
+    th, tw = _convt_total(9, 3, 2, 2, 0, 18), _convt_total(11, 3, 2, 2, 0, 22)                   # 3, 3
+    h = _convt_onnx(h, d["t3.weight"], None, 2, 2, (th // 2, tw // 2, th - th // 2, tw - tw // 2), 0)  # 2×18×22
+    assert h.shape[1:] == (2, 18, 22), h.shape
+    y = F.linear(torch.flatten(h, 1), d["fc.weight"], d["fc.bias"])
+    (y * dy.double()).sum().backward()
+    _save_golden("convtranspose_pads_op13", x, dy, y, d)
+
+
 class _Dilated1D(nn.Module):
     """dilated1d_op13's network: Conv1d with dilation 2 (padding 2, the
     length kept) and with dilation 3 in 2 groups with stride 2, between
@@ -1149,13 +1270,17 @@ def main():
     dilated_pool1d()
     avgpool_dilated()
     bicubic()
+    convtranspose2()
+    convtranspose1d()
+    convtranspose_pads()
 
 
 # The fixtures whose cotrain export `check` runs: no batch norm or dropout,
 # so evaluation mode computes what the golden's training pass did.
 CHECKED = ["pad_value_op9", "pad_value_op13", "dilated_op13", "dilated1d_op13", "convtranspose_op13", "matmul_op13",
            "tile_op13", "upsample_op9", "resize_op11", "resize_op13", "resize_op18", "resize_op19", "resize1d_op13", "pad_modes_op9", "pad_modes_op13", "pad_modes_op18",
-           "pad_modes1d_op13", "dilatedpool_op13", "dilatedpool1d_op13", "avgpool_dilated_op19", "bicubic_op13"]
+           "pad_modes1d_op13", "dilatedpool_op13", "dilatedpool1d_op13", "avgpool_dilated_op19", "bicubic_op13",
+           "convtranspose2_op13", "convtranspose1d_op13", "convtranspose_pads_op13"]
 
 
 def check(folder):

@@ -10,7 +10,8 @@ import (
 // ConvTranspose2D is a transposed 2-D convolution (PyTorch's
 // nn.ConvTranspose2d, ONNX's ConvTranspose): the adjoint of the
 // convolution of the same weights, W of In×(Out/Groups)×KH×KW, plus a bias
-// of Out. Its output is (H-1)·S − 2·P + K + OutPad high (and so wide).
+// of Out. Its output is (H-1)·S − 2·P + (K-1)·D + 1 + OutPad high (and so
+// wide), D the dilation (1 when DH, DW are 0 or 1).
 //
 // It needs no kernel of its own: with the convolution g that maps an
 // Out×OH×OW input to an In×H×W output through W (the layer's Adj),
@@ -19,14 +20,25 @@ import (
 //   - the filter gradient is g's backward-filter with the roles swapped:
 //     g's "input" is this layer's dy and g's "output gradient" its x;
 //   - the bias gradient is dy's sum over the batch and the positions.
+//
+// A dilated one (PyTorch's dilation, ONNX's dilations) is composed as
+// DilatedConv2D is: each Forward spreads the compact weights into a
+// zero-dilated kernel of (KH-1)·DH+1 × (KW-1)·DW+1 taps, which the adjoint
+// convolution uses, and the filter gradient is that kernel's at the taps.
 type ConvTranspose2D struct {
 	Base
 	Cfg              ConvConfig // Out: output channels; PadH, PadW: the padding removed
 	OutPadH, OutPadW int        // extra rows and columns at the end (output_padding)
+	// DH and DW are the dilations (0 or 1: none), set before Setup.
+	DH, DW int
 	// Adj is the adjoint convolution's geometry (N set per call): C, H, W
-	// are this layer's output, K, OH, OW its input.
+	// are this layer's output, K, OH, OW its input; R, S are the dilated
+	// kernel's extent.
 	Adj gpu.ConvGeom
 	b   gpu.Backend
+
+	wideW, wideG gpu.Buffer      // a dilated layer's spread kernel and its gradient
+	spread       gpu.StridedGeom // compact kernel → the spread one's taps
 }
 
 var _ Layer = (*ConvTranspose2D)(nil)
@@ -56,7 +68,8 @@ func (l *ConvTranspose2D) Setup(in []Shape) (Shape, error) {
 		positive bool
 	}{{"kernel height", c.KH, true}, {"kernel width", c.KW, true}, {"stride height", c.StrideH, true},
 		{"stride width", c.StrideW, true}, {"pad height", c.PadH, false}, {"pad width", c.PadW, false},
-		{"output padding height", l.OutPadH, false}, {"output padding width", l.OutPadW, false}} {
+		{"output padding height", l.OutPadH, false}, {"output padding width", l.OutPadW, false},
+		{"dilation height", l.DH, false}, {"dilation width", l.DW, false}} {
 		if _, err := limits.Extent(f.what, int64(f.v), f.positive); err != nil {
 			return bad(err)
 		}
@@ -67,14 +80,35 @@ func (l *ConvTranspose2D) Setup(in []Shape) (Shape, error) {
 	case s.C%c.Groups != 0 || c.Out%c.Groups != 0:
 		return bad(fmt.Errorf("channels %d in and %d out not divisible by groups %d", s.C, c.Out, c.Groups))
 	case l.OutPadH >= c.StrideH || l.OutPadW >= c.StrideW:
+		// PyTorch also allows output padding below the dilation; such rows
+		// lie past every tap of the adjoint convolution, which this layer
+		// runs on.
 		return bad(fmt.Errorf("output padding %dx%d not below the stride %dx%d", l.OutPadH, l.OutPadW, c.StrideH, c.StrideW))
 	}
-	oh := (s.H-1)*c.StrideH - 2*c.PadH + c.KH + l.OutPadH
-	ow := (s.W-1)*c.StrideW - 2*c.PadW + c.KW + l.OutPadW
+	dh, dw := max(l.DH, 1), max(l.DW, 1)
+	// The dilated extent within limits before it sizes anything.
+	rh, err := limits.Extent("dilated kernel height", int64((c.KH-1)*dh+1), true)
+	if err != nil {
+		return bad(err)
+	}
+	rw, err := limits.Extent("dilated kernel width", int64((c.KW-1)*dw+1), true)
+	if err != nil {
+		return bad(err)
+	}
+	oh := (s.H-1)*c.StrideH - 2*c.PadH + rh + l.OutPadH
+	ow := (s.W-1)*c.StrideW - 2*c.PadW + rw + l.OutPadW
 	if oh <= 0 || ow <= 0 {
 		return bad(fmt.Errorf("output %dx%d from input %v", oh, ow, s))
 	}
-	l.Adj = gpu.ConvGeom{C: c.Out, H: oh, W: ow, K: s.C, R: c.KH, S: c.KW,
+	l.spread = gpu.StridedGeom{}
+	if dh > 1 || dw > 1 {
+		l.spread = gpu.StridedGeom{
+			Dims: []int{s.C * c.Out / c.Groups, c.KH, c.KW},
+			Dst:  []int{rh * rw, dh * rw, dw},
+			Src:  []int{c.KH * c.KW, c.KW, 1},
+		}
+	}
+	l.Adj = gpu.ConvGeom{C: c.Out, H: oh, W: ow, K: s.C, R: rh, S: rw,
 		StrideH: c.StrideH, StrideW: c.StrideW, PadH: c.PadH, PadW: c.PadW, Groups: c.Groups}
 	if err := l.Adj.Setup(); err != nil {
 		return bad(err)
@@ -90,18 +124,39 @@ func (l *ConvTranspose2D) Setup(in []Shape) (Shape, error) {
 // (PyTorch's layout; its fan-in is Out/Groups·KH·KW, as PyTorch's init).
 func (l *ConvTranspose2D) Params() []ParamSpec {
 	g := l.Adj
-	fan := g.C / g.Groups * g.R * g.S
-	ps := []ParamSpec{{Name: "weight", Dims: []int{g.K, g.C / g.Groups, g.R, g.S}, Init: InitFanIn, FanIn: fan}}
+	fan := g.C / g.Groups * l.Cfg.KH * l.Cfg.KW
+	ps := []ParamSpec{{Name: "weight", Dims: []int{g.K, g.C / g.Groups, l.Cfg.KH, l.Cfg.KW}, Init: InitFanIn, FanIn: fan}}
 	if !l.Cfg.NoBias {
 		ps = append(ps, ParamSpec{Name: "bias", Dims: []int{g.C}, Init: InitFanIn, FanIn: fan})
 	}
 	return ps
 }
 
-// Bind implements Layer and keeps the backend for Workspace.
+// Bind implements Layer and keeps the backend for Workspace; a dilated
+// layer gets its spread kernel and gradient (zero between the taps, which
+// no copy writes).
 func (l *ConvTranspose2D) Bind(b gpu.Backend, params, grads, state []gpu.Buffer) {
 	l.b = b
 	l.Base.Bind(b, params, grads, state)
+	l.wideW, l.wideG = nil, nil
+	if l.dilated() {
+		n := l.spread.Dst[0] * l.spread.Dims[0]
+		l.wideW, l.wideG = b.Alloc(n), b.Alloc(n)
+		b.Fill(l.wideW, 0)
+		b.Fill(l.wideG, 0)
+	}
+}
+
+// dilated reports whether the kernel is spread (Setup set the copy up).
+func (l *ConvTranspose2D) dilated() bool { return len(l.spread.Dims) > 0 }
+
+// kernel returns the weights the adjoint convolution uses and where its
+// filter gradient goes: the layer's own, or the spread ones.
+func (l *ConvTranspose2D) kernel() (w, dw gpu.Buffer) {
+	if l.dilated() {
+		return l.wideW, l.wideG
+	}
+	return l.P[0], l.G[0]
 }
 
 // Resize implements Layer.
@@ -124,7 +179,11 @@ func (l *ConvTranspose2D) adj(n int) gpu.ConvGeom {
 // Forward implements Layer. x: N×In×H×W, y: N×Out×OH×OW.
 func (l *ConvTranspose2D) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 	g := l.adj(p.N)
-	p.B.ConvBackwardData(g, out, in[0], l.P[0], p.WS)
+	w, _ := l.kernel()
+	if l.dilated() {
+		p.B.CopyStrided(w, l.P[0], l.spread, false)
+	}
+	p.B.ConvBackwardData(g, out, in[0], w, p.WS)
 	if !l.Cfg.NoBias {
 		p.B.AddBias(out, l.P[1], p.N, g.C, g.H*g.W)
 	}
@@ -136,13 +195,17 @@ func (*ConvTranspose2D) BackwardReads(paramGrads bool) (in, out bool) { return p
 // Backward implements Layer.
 func (l *ConvTranspose2D) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.Buffer, _ gpu.Buffer, paramGrads bool) {
 	g := l.adj(p.N)
+	w, dw := l.kernel()
 	if din[0] != nil {
-		p.B.ConvForward(g, din[0], dout, l.P[0], nil, p.WS)
+		p.B.ConvForward(g, din[0], dout, w, nil, p.WS)
 	}
 	if !paramGrads {
 		return
 	}
-	p.B.ConvBackwardFilter(g, l.G[0], nil, in[0], dout, p.WS)
+	p.B.ConvBackwardFilter(g, dw, nil, in[0], dout, p.WS)
+	if l.dilated() {
+		p.B.CopyStrided(l.G[0], dw, swap(l.spread), false)
+	}
 	if !l.Cfg.NoBias {
 		p.B.BiasGrad(l.G[1], dout, p.N, g.C, g.H*g.W)
 	}

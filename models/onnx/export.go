@@ -227,17 +227,23 @@ func (e *exporter) layer(l solver.Layer, xs []string, rank int) (string, int, er
 		return e.node("Conv", name, ins, attrInts("kernel_shape", c.KH, c.KW), attrInts("strides", c.StrideH, c.StrideW),
 			attrInts("pads", c.PadH, c.PadW, c.PadH, c.PadW), attrInts("dilations", l.DH, l.DW), attrInt("group", c.Groups)), 4, nil
 	case *solver.ConvTranspose2D:
-		if rank != 4 {
-			return "", 0, fmt.Errorf("%w: transposed convolution of rank %d (N×C×H×W only)", ErrUnsupported, rank)
-		}
 		c := l.Cfg
 		ins := []string{xs[0], p("weight")}
 		if !c.NoBias {
 			ins = append(ins, p("bias"))
 		}
+		if e.oneD && rank == 3 {
+			// ConvTranspose1d's: N×C×L, 1-D attributes, weight In×(Out/g)×k.
+			return e.node("ConvTranspose", name, ins, attrInts("kernel_shape", c.KW), attrInts("strides", c.StrideW),
+				attrInts("pads", c.PadW, c.PadW), attrInts("output_padding", l.OutPadW),
+				attrInts("dilations", max(l.DW, 1)), attrInt("group", c.Groups)), 3, nil
+		}
+		if rank != 4 {
+			return "", 0, fmt.Errorf("%w: transposed convolution of rank %d (N×C×H×W only)", ErrUnsupported, rank)
+		}
 		return e.node("ConvTranspose", name, ins, attrInts("kernel_shape", c.KH, c.KW), attrInts("strides", c.StrideH, c.StrideW),
 			attrInts("pads", c.PadH, c.PadW, c.PadH, c.PadW), attrInts("output_padding", l.OutPadH, l.OutPadW),
-			attrInts("dilations", 1, 1), attrInt("group", c.Groups)), 4, nil
+			attrInts("dilations", max(l.DH, 1), max(l.DW, 1)), attrInt("group", c.Groups)), 4, nil
 	case *solver.Pool2D:
 		c := l.Cfg
 		if e.oneD && rank == 3 {

@@ -32,7 +32,9 @@ func is1D(in solver.Shape, nodes []solver.Node) bool {
 				return false
 			}
 		case *solver.ConvTranspose2D:
-			return false // ConvTranspose1d is not read, so not written either
+			if c := l.Cfg; c.KH != 1 || c.StrideH != 1 || c.PadH != 0 || l.OutPadH != 0 || l.DH > 1 {
+				return false
+			}
 		case *solver.Pool2D:
 			if c := l.Cfg; l.Kind() != "globalavgpool" && (c.KH != 1 || c.StrideH != 1 || c.PadH != 0) {
 				return false
@@ -57,7 +59,7 @@ func (e *exporter) conv1DWeights(nodes []solver.Node) map[string]bool {
 	}
 	for _, nd := range nodes {
 		switch nd.Layer.(type) {
-		case *solver.Conv2D, *solver.DilatedConv2D:
+		case *solver.Conv2D, *solver.DilatedConv2D, *solver.ConvTranspose2D:
 			out[nd.Layer.Name()+".weight"] = true
 		}
 	}
@@ -68,7 +70,7 @@ func (e *exporter) conv1DWeights(nodes []solver.Node) map[string]bool {
 // input as N×C×L where a structural layer left it N×C×1×L.
 func (e *exporter) align1D(l solver.Layer, xs []string, xd [][]int) {
 	switch l.(type) {
-	case *solver.Conv2D, *solver.DilatedConv2D, *solver.Pool2D, *solver.BatchNorm:
+	case *solver.Conv2D, *solver.DilatedConv2D, *solver.ConvTranspose2D, *solver.Pool2D, *solver.BatchNorm:
 		if d := xd[0]; len(d) == 3 && d[1] == 1 {
 			want := []int{d[0], d[2]}
 			xs[0], xd[0] = e.ensure(xs[0], d, want, l.Name()+".in"), want
