@@ -115,6 +115,8 @@ const (
 	CoordPytorchHalfPixel = "pytorch_half_pixel"
 	CoordAlignCorners     = "align_corners"
 	CoordAsymmetric       = "asymmetric"
+	CoordTFHalfPixelNN    = "tf_half_pixel_for_nn"
+	CoordHalfPixelSym     = "half_pixel_symmetric"
 
 	NearestRoundPreferFloor = "round_prefer_floor"
 	NearestRoundPreferCeil  = "round_prefer_ceil"
@@ -131,6 +133,8 @@ const (
 //	pytorch_half_pixel  the same, but x = 0 when Out is 1
 //	align_corners       x = j·(In − 1)/(Out − 1), 0 when Out is 1
 //	asymmetric          x = j/s
+//	tf_half_pixel_for_nn  x = (j + 0.5)/s (TensorFlow's nearest with half-pixel centres)
+//	half_pixel_symmetric  x = c·(1 − Out/(s·In)) + (j + 0.5)/s − 0.5, c = In/2 (opset 19)
 //
 // Nearest reads input round(x) (Nearest says how: ONNX's nearest_mode)
 // clamped to [0, In−1]. Linear clamps x to [0, In−1] and blends inputs
@@ -188,8 +192,17 @@ func (a ResampleAxis) Taps() (*ResampleTaps, error) {
 		}
 	case CoordAsymmetric:
 		coord = func(j int) float64 { return float64(j) / s }
+	case CoordTFHalfPixelNN:
+		coord = func(j int) float64 { return (float64(j) + 0.5) / s }
+	case CoordHalfPixelSym:
+		// The output's length as the scale gives it, against the whole
+		// number of elements it has: the grid is centred on the input.
+		adj := float64(a.Out) / (s * float64(a.In))
+		off := float64(a.In) / 2 * (1 - adj)
+		coord = func(j int) float64 { return off + (float64(j)+0.5)/s - 0.5 }
 	default:
-		return nil, fmt.Errorf("%w: resample coordinate transformation %q (half_pixel, pytorch_half_pixel, align_corners or asymmetric)", ErrGeometry, a.Coord)
+		return nil, fmt.Errorf("%w: resample coordinate transformation %q (half_pixel, pytorch_half_pixel, align_corners, "+
+			"asymmetric, tf_half_pixel_for_nn or half_pixel_symmetric)", ErrGeometry, a.Coord)
 	}
 	t := &ResampleTaps{In: a.In, Out: a.Out, Start: make([]int32, a.Out+1)}
 	switch a.Mode {

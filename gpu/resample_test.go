@@ -157,3 +157,38 @@ func TestResampleFarCoordinates(t *testing.T) {
 		}
 	}
 }
+
+// TestResampleNewerCoordinates: tf_half_pixel_for_nn with nearest floor
+// reads floor((j+0.5)/s) (PyTorch's nearest-exact), and
+// half_pixel_symmetric centres the grid on the input: 5 by 1.5 is 7
+// outputs (of the 7.5 the scale gives), the first reading input 0, the
+// last input 4, mirrored in between.
+func TestResampleNewerCoordinates(t *testing.T) {
+	m, err := ResampleAxis{In: 7, Out: 3, Scale: 0.5, Mode: ResampleNearest, Coord: CoordTFHalfPixelNN, Nearest: NearestFloor}.Taps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int32{1, 3, 5}; !slices.Equal(m.Index, want) {
+		t.Errorf("tf_half_pixel_for_nn: reads %v, want %v", m.Index, want)
+	}
+	m, err = ResampleAxis{In: 5, Out: 7, Scale: 1.5, Mode: ResampleLinear, Coord: CoordHalfPixelSym}.Taps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dense := make([][5]float64, m.Out)
+	for j := range m.Out {
+		for k := m.Start[j]; k < m.Start[j+1]; k++ {
+			dense[j][m.Index[k]] += float64(m.Weight[k])
+		}
+	}
+	if math.Abs(dense[0][0]-1) > 1e-6 || math.Abs(dense[6][4]-1) > 1e-6 {
+		t.Errorf("half_pixel_symmetric: first row %v, last %v", dense[0], dense[6])
+	}
+	for j := range m.Out {
+		for i := range 5 {
+			if math.Abs(dense[j][i]-dense[m.Out-1-j][4-i]) > 1e-6 {
+				t.Fatalf("half_pixel_symmetric: (%d, %d) is %v, its mirror %v", j, i, dense[j][i], dense[m.Out-1-j][4-i])
+			}
+		}
+	}
+}

@@ -465,6 +465,10 @@ def resize_axis(x, axis, out_len, scale, mode, coord, nearest, cubic_a=-0.75, ex
             c = j * (n - 1) / (out_len - 1) if out_len > 1 else 0.0
         elif coord == "asymmetric":
             c = j / scale
+        elif coord == "tf_half_pixel_for_nn":
+            c = (j + 0.5) / scale
+        elif coord == "half_pixel_symmetric":
+            c = n / 2 * (1 - out_len / (scale * n)) + (j + 0.5) / scale - 0.5
         else:
             raise ValueError(f"coordinate_transformation_mode {coord}")
         at = lambda i: x.narrow(axis, min(max(i, 0), n - 1), 1)

@@ -58,7 +58,8 @@ It writes models/onnx/testdata/opsets/:
   nn.Upsample and F.interpolate (resize()); resize_op18.onnx and
   resize_op19.onnx: opset 18's spelling through onnx.helper (resize_new());
   bicubic_op13.onnx and .json: Resize mode cubic, F.interpolate bicubic
-  (bicubic()).
+  (bicubic()); resize_sym_op19.onnx and .json: half_pixel_symmetric and
+  tf_half_pixel_for_nn (resize_sym()).
 - pad_modes_op9.onnx, pad_modes_op13.onnx, pad_modes_op18.onnx,
   pad_modes1d_op13.onnx and their .json: Pad in modes reflect and edge as
   torch.onnx.export writes nn.ReflectionPad2d, nn.ReplicationPad2d and
@@ -1244,6 +1245,72 @@ def bicubic():
     _export_op13("bicubic_op13", net, x, dy)
 
 
+def _sym_matrix(n, s):
+    """The Out×In matrix of a linear Resize with half_pixel_symmetric at
+    scale s over n inputs, in float64 from ONNX's definition (opset 19):
+    x = c·(1 − out/(s·n)) + (j + 0.5)/s − 0.5 with c = n/2, the neighbours
+    floor(x) and floor(x)+1 blended, the edge repeated outside."""
+    out = int(np.floor(n * s))
+    off = n / 2 * (1 - out / (s * n))
+    m = torch.zeros(out, n, dtype=torch.float64)
+    for j in range(out):
+        x = off + (j + 0.5) / s - 0.5
+        f = int(np.floor(x))
+        r = x - f
+        m[j, min(max(f, 0), n - 1)] += 1 - r
+        m[j, min(max(f + 1, 0), n - 1)] += r
+    return m
+
+
+def resize_sym():
+    """resize_sym_op19.onnx (onnx.helper; not checked by ONNX 1.12's checker,
+    which stops at 17): the coordinate transformations PyTorch does not
+    export: Conv, Resize linear half_pixel_symmetric by scales 1.5 (5×5 to
+    7×7, the grid centred on the input), Relu, Resize nearest
+    tf_half_pixel_for_nn floor by scales 0.5 (7×7 to 3×3: PyTorch's
+    nearest-exact), Conv, GlobalAveragePool, Flatten, Gemm. The .json's
+    values come from PyTorch in float64: the first Resize as the product
+    with _sym_matrix (ONNX's definition; PyTorch has no such mode), the
+    second as F.interpolate(mode="nearest-exact")."""
+    g = torch.Generator().manual_seed(121)
+    r = lambda *s: torch.randn(*s, generator=g)
+    p = {"c1.weight": r(4, 3, 3, 3) * 0.3, "c1.bias": r(4) * 0.1,
+         "c2.weight": r(4, 4, 3, 3) * 0.2, "c2.bias": r(4) * 0.1,
+         "fc.weight": r(5, 4) * 0.3, "fc.bias": r(5) * 0.1}
+    x, dy = r(2, 3, 5, 5), r(2, 5)
+    inits = [floats(k, v) for k, v in p.items()] + [
+        numpy_helper.from_array(np.array([1, 1, 1.5, 1.5], dtype=np.float32), "up.scales"),
+        numpy_helper.from_array(np.array([1, 1, 0.5, 0.5], dtype=np.float32), "down.scales")]
+    nodes = [
+        helper.make_node("Conv", ["x", "c1.weight", "c1.bias"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Resize", ["c1", "", "up.scales"], ["u"], name="up", mode="linear",
+                         coordinate_transformation_mode="half_pixel_symmetric"),
+        helper.make_node("Relu", ["u"], ["ur"], name="relu"),
+        helper.make_node("Resize", ["ur", "", "down.scales"], ["v"], name="down", mode="nearest",
+                         coordinate_transformation_mode="tf_half_pixel_for_nn", nearest_mode="floor"),
+        helper.make_node("Conv", ["v", "c2.weight", "c2.bias"], ["c2"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("GlobalAveragePool", ["c2"], ["gp"], name="gap"),
+        helper.make_node("Flatten", ["gp"], ["f"], name="flatten", axis=1),
+        helper.make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1),
+    ]
+    graph = helper.make_graph(nodes, "resize_sym",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 5, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])],
+                              initializer=inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], producer_name="scripts/onnx_opsets.py")
+    m.ir_version = 8
+    onnx.save_model(m, os.path.join(OUT, "resize_sym_op19.onnx"))
+    d = {k: v.double().requires_grad_() for k, v in p.items()}
+    a = _sym_matrix(5, 1.5)
+    h = F.conv2d(x.double(), d["c1.weight"], d["c1.bias"], padding=1)
+    h = F.relu(torch.einsum("yi,ncij,xj->ncyx", a, h, a))
+    h = F.interpolate(h, scale_factor=0.5, mode="nearest-exact")
+    h = F.conv2d(h, d["c2.weight"], d["c2.bias"], padding=1)
+    y = F.linear(torch.flatten(F.adaptive_avg_pool2d(h, 1), 1), d["fc.weight"], d["fc.bias"])
+    (y * dy.double()).sum().backward()
+    _save_golden("resize_sym_op19", x, dy, y, d)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     w = weights()
@@ -1273,6 +1340,7 @@ def main():
     convtranspose2()
     convtranspose1d()
     convtranspose_pads()
+    resize_sym()
 
 
 # The fixtures whose cotrain export `check` runs: no batch norm or dropout,
@@ -1280,7 +1348,8 @@ def main():
 CHECKED = ["pad_value_op9", "pad_value_op13", "dilated_op13", "dilated1d_op13", "convtranspose_op13", "matmul_op13",
            "tile_op13", "upsample_op9", "resize_op11", "resize_op13", "resize_op18", "resize_op19", "resize1d_op13", "pad_modes_op9", "pad_modes_op13", "pad_modes_op18",
            "pad_modes1d_op13", "dilatedpool_op13", "dilatedpool1d_op13", "avgpool_dilated_op19", "bicubic_op13",
-           "convtranspose2_op13", "convtranspose1d_op13", "convtranspose_pads_op13"]
+           "convtranspose2_op13", "convtranspose1d_op13", "convtranspose_pads_op13",
+           "resize_sym_op19"]
 
 
 def check(folder):

@@ -23,6 +23,8 @@ func ResampleAxes() []gpu.ResampleAxis {
 		{In: 9, Out: 4, Scale: 0.5, Mode: gpu.ResampleLinear, Coord: gpu.CoordAsymmetric},
 		{In: 5, Out: 11, Mode: gpu.ResampleCubic, Coord: gpu.CoordHalfPixel, A: -0.75},
 		{In: 8, Out: 3, Mode: gpu.ResampleCubic, Coord: gpu.CoordAlignCorners, A: -0.5, ExcludeOutside: true},
+		{In: 5, Out: 7, Scale: 1.5, Mode: gpu.ResampleLinear, Coord: gpu.CoordHalfPixelSym},
+		{In: 7, Out: 3, Scale: 0.5, Mode: gpu.ResampleNearest, Coord: gpu.CoordTFHalfPixelNN, Nearest: gpu.NearestFloor},
 	}
 }
 

@@ -22,15 +22,17 @@ import (
 //   - Resize 10: scales as input 1, the same semantics.
 //   - Resize 11 to 19: roi (input 1, read only by tf_crop_and_resize, which
 //     is refused), scales (2) or sizes (3), the attributes
-//     coordinate_transformation_mode (half_pixel by default),
+//     coordinate_transformation_mode (half_pixel by default; also
+//     tf_half_pixel_for_nn, TensorFlow's half-pixel nearest neighbour, and
+//     opset 19's half_pixel_symmetric),
 //     nearest_mode (round_prefer_floor) and, from 18, antialias, axes and
 //     keep_aspect_ratio_policy.
 //
 // The batch and channel axes must keep their length (a scale of 1, or
 // their size); antialiasing while shrinking a linear or cubic axis is
 // refused, and so are a keep_aspect_ratio_policy other than stretch
-// with sizes, and the transformations tf_crop_and_resize,
-// tf_half_pixel_for_nn and half_pixel_symmetric.
+// with sizes, and the transformation tf_crop_and_resize (TensorFlow's
+// crop_and_resize, whose roi cotrain does not read).
 func (im *importer) resize(n *onnxpb.NodeProto, a attrs) error {
 	x, err := im.act(n, 0)
 	if err != nil {
@@ -79,10 +81,12 @@ func (im *importer) resize(n *onnxpb.NodeProto, a attrs) error {
 			nearest = gpu.NearestRoundPreferFloor
 		}
 		switch coord {
-		case gpu.CoordHalfPixel, gpu.CoordPytorchHalfPixel, gpu.CoordAlignCorners, gpu.CoordAsymmetric:
+		case gpu.CoordHalfPixel, gpu.CoordPytorchHalfPixel, gpu.CoordAlignCorners, gpu.CoordAsymmetric,
+			gpu.CoordTFHalfPixelNN, gpu.CoordHalfPixelSym:
 		default:
-			return fmt.Errorf("%w: Resize coordinate_transformation_mode %q (half_pixel, pytorch_half_pixel, align_corners "+
-				"and asymmetric are read; PyTorch's F.interpolate exports these)", ErrUnsupported, coord)
+			return fmt.Errorf("%w: Resize coordinate_transformation_mode %q (half_pixel, pytorch_half_pixel, align_corners, "+
+				"asymmetric, tf_half_pixel_for_nn and half_pixel_symmetric are read; PyTorch's F.interpolate exports the first four)",
+				ErrUnsupported, coord)
 		}
 		if scales, err = im.floatsInput(n, 2); err != nil {
 			return err
