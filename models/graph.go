@@ -64,7 +64,7 @@ type Layer struct {
 	// The structural layers (solver/shape_ops.go, arith_ops.go) work on
 	// logical per-sample dims (no batch axis); their axes count from 0
 	// after the batch (ONNX's axis 1 is 0 here).
-	Dims    []int     `json:"dims,omitempty"`    // input dims (binary, matmul: operand a)
+	Dims    []int     `json:"dims,omitempty"`    // input dims (binary, matmul: operand a; linear: applied to the last)
 	Dims2   []int     `json:"dims2,omitempty"`   // binary, matmul: operand b (binary: the constant's when const is set)
 	To      []int     `json:"to,omitempty"`      // reshape, resample: output dims
 	Perm    []int     `json:"perm,omitempty"`    // transpose: output axis k is input axis perm[k]
@@ -143,7 +143,7 @@ func Describe(nodes []solver.Node) ([]Layer, error) {
 				}
 			}
 		case *solver.Linear:
-			d.Out, d.NoBias = l.Out, l.NoBias
+			d.Out, d.NoBias, d.Dims = l.Out, l.NoBias, l.Dims
 		case *solver.BatchNorm:
 			d.Eps, d.Momentum = l.Eps, l.Momentum
 		case *solver.Dropout:
@@ -237,7 +237,7 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 			l = solver.NewGlobalAvgPool(d.Name)
 		case "linear":
 			lin := solver.NewLinear(d.Name, d.Out)
-			lin.NoBias = d.NoBias
+			lin.NoBias, lin.Dims = d.NoBias, d.Dims // Setup checks the dims
 			l = lin
 		case "softmax":
 			if len(d.Axes) == 0 {

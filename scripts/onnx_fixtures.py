@@ -549,6 +549,15 @@ def evaluate(model, x):
             y = torch.matmul(ins[0], ins[1])
         elif op == "Reciprocal":
             y = 1 / ins[0]
+        elif op == "Pow":
+            y = ins[0] ** ins[1]
+        elif op == "Sqrt":
+            y = torch.sqrt(ins[0])
+        elif op == "Erf":
+            y = torch.erf(ins[0])
+        elif op == "LayerNormalization":  # over the axes from axis (default -1)
+            ax = a.get("axis", -1) % ins[0].dim()
+            y = F.layer_norm(ins[0], ins[0].shape[ax:], ins[1], ins[2] if len(ins) > 2 else None, a.get("epsilon", 1e-5))
         elif op == "Tile":
             y = ins[0].repeat(*[int(v) for v in env[n.input[1]]])
         elif op in ("MaxPool", "AveragePool"):

@@ -83,6 +83,11 @@ It writes models/onnx/testdata/opsets/:
   differ at the two ends, output_shape, and auto_pad SAME_UPPER with
   dilations; the golden is F.conv_transpose2d without padding, cropped as
   ONNX's formulas say.
+- convnext_op13.onnx, convnext_op17.onnx and their .json: torchvision's
+  ConvNeXt blocks (channels-last LayerNorm, Linear, GELU, Linear, layer
+  scale, residual; LayerNorm2d and a 2x2 stride-2 downsampling) scaled down
+  to 3x32x32, at opset 13 (LayerNorm as arithmetic) and 17
+  (LayerNormalization) (convnext()).
 
     /usr/bin/python3 scripts/onnx_opsets.py only FUNCTION...
 
@@ -399,13 +404,19 @@ def _export_op13(name, net, x, dy):
     """Exports net (in eval mode) as NAME.onnx at opset 13 with a dynamic
     batch, and writes NAME.json: PyTorch's float64 output on x and every
     parameter's gradient of sum(y·dy) (_save_golden)."""
+    _export_op(name, net, x, dy, 13, lambda k: True)
+
+
+def _export_op(name, net, x, dy, opset, keep):
+    """_export_op13 at the given opset, keeping the gradients of the
+    parameters whose names keep accepts."""
     net.eval()
-    torch.onnx.export(net, x, os.path.join(OUT, name + ".onnx"), opset_version=13,
+    torch.onnx.export(net, x, os.path.join(OUT, name + ".onnx"), opset_version=opset,
                       input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
     d = net.double()
     y = d(x.double())
     (y * dy.double()).sum().backward()
-    _save_golden(name, x, dy, y, {k: v for k, v in d.named_parameters()})
+    _save_golden(name, x, dy, y, {k: v for k, v in d.named_parameters() if keep(k)})
 
 
 def zoo_alexnet():
@@ -1311,6 +1322,158 @@ def resize_sym():
     _save_golden("resize_sym_op19", x, dy, y, d)
 
 
+class _LayerNorm2d(nn.LayerNorm):
+    """torchvision's LayerNorm2d (ConvNeXt's stem, downsampling and final
+    norm): a LayerNorm over the channels of N×C×H×W, written channels-last."""
+
+    def forward(self, x):
+        x = x.permute(0, 2, 3, 1)
+        x = F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+        return x.permute(0, 3, 1, 2)
+
+
+class _Permute(nn.Module):
+    def __init__(self, dims):
+        super().__init__()
+        self.dims = dims
+
+    def forward(self, x):
+        return x.permute(*self.dims)
+
+
+class _CNBlock(nn.Module):
+    """torchvision's ConvNeXt block (stochastic depth off): a depthwise 7×7
+    convolution, then channels-last LayerNorm, Linear to 4C, GELU, Linear
+    back to C, the layer scale γ (C×1×1) and the residual join."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.block = nn.Sequential(nn.Conv2d(dim, dim, 7, padding=3, groups=dim), _Permute([0, 2, 3, 1]),
+                                   nn.LayerNorm(dim, eps=1e-6), nn.Linear(dim, 4 * dim), nn.GELU(),
+                                   nn.Linear(4 * dim, dim), _Permute([0, 3, 1, 2]))
+        self.layer_scale = nn.Parameter(torch.rand(dim, 1, 1) + 0.5)
+
+    def forward(self, x):
+        return self.layer_scale * self.block(x) + x
+
+
+class _ConvNeXt(nn.Module):
+    """convnext_op13's and convnext_op17's network: torchvision's ConvNeXt
+    scaled down to 3×32×32 inputs: a 4×4 stride-4 stem with LayerNorm2d, a
+    block of 8 channels, the downsampling LayerNorm2d and 2×2 stride-2
+    convolution, a block of 16, average pooling, LayerNorm2d and the
+    linear head. Every norm's weight and bias are drawn at random (fresh
+    ones are all equal, and torch.onnx.export then shares one initializer
+    between them)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 4, stride=4), _LayerNorm2d(8, eps=1e-6))
+        self.s1 = _CNBlock(8)
+        self.down = nn.Sequential(_LayerNorm2d(8, eps=1e-6), nn.Conv2d(8, 16, 2, stride=2))
+        self.s2 = _CNBlock(16)
+        self.norm = _LayerNorm2d(16, eps=1e-6)
+        self.head = nn.Linear(16, 5)
+        for m in self.modules():
+            if isinstance(m, nn.LayerNorm):
+                nn.init.uniform_(m.weight, 0.5, 1.5)
+                nn.init.uniform_(m.bias, -0.5, 0.5)
+
+    def forward(self, x):
+        x = self.s2(self.down(self.s1(self.stem(x))))
+        x = self.norm(F.adaptive_avg_pool2d(x, 1))
+        return self.head(torch.flatten(x, 1))
+
+
+def convnext():
+    """convnext_op13.onnx and convnext_op17.onnx: _ConvNeXt as
+    torch.onnx.export writes it at opset 13 (LayerNorm as ReduceMean, Sub,
+    Pow, Sqrt, Div, Mul, Add) and 17 (LayerNormalization), with their .json
+    as zoo_ops.json. Gradients are kept for the parameters cotrain trains:
+    at 13 the norms' weights and biases are the constants of their Mul and
+    Add, and at both the layer scale γ is a constant of its Mul."""
+    for opset in (13, 17):
+        torch.manual_seed(71)
+        net = _ConvNeXt()
+        g = torch.Generator().manual_seed(72)
+        x, dy = torch.randn(2, 3, 32, 32, generator=g), torch.randn(2, 5, generator=g)
+        norms = {n for n, m in net.named_modules() if isinstance(m, nn.LayerNorm)}
+        keep = lambda k: "layer_scale" not in k and (opset == 17 or k.rsplit(".", 1)[0] not in norms)
+        _export_op(f"convnext_op{opset}", net, x, dy, opset, keep)
+
+
+class _ViT(nn.Module):
+    """vit_op13's and vit_op17's network: torchvision's VisionTransformer
+    scaled down (image 32², patch 8, dim 32, 2 heads, 2 layers, MLP 64):
+    the patch embedding (Conv 8×8 stride 8, reshape, permute), the class
+    token expanded over the batch and concatenated, the position embedding
+    added, pre-norm encoder layers (nn.TransformerEncoderLayer with
+    batch_first, norm_first and GELU: nn.MultiheadAttention's
+    in_proj/out_proj, which PyTorch writes with the batch axis moved), the
+    final LayerNorm, the class token's output and the linear head."""
+
+    def __init__(self):
+        super().__init__()
+        dim, tokens = 32, 17
+        self.conv_proj = nn.Conv2d(3, dim, 8, stride=8)
+        self.class_token = nn.Parameter(torch.randn(1, 1, dim) * 0.5)
+        self.pos_embedding = nn.Parameter(torch.randn(1, tokens, dim) * 0.5)
+        self.layers = nn.ModuleList([nn.TransformerEncoderLayer(dim, 2, 64, dropout=0.0, activation="gelu",
+                                                                batch_first=True, norm_first=True) for _ in range(2)])
+        self.ln = nn.LayerNorm(dim, eps=1e-6)
+        self.head = nn.Linear(dim, 5)
+        for m in self.modules():
+            if isinstance(m, nn.LayerNorm):
+                nn.init.uniform_(m.weight, 0.5, 1.5)
+                nn.init.uniform_(m.bias, -0.5, 0.5)
+            if isinstance(m, nn.MultiheadAttention):
+                nn.init.uniform_(m.in_proj_bias, -0.5, 0.5)
+                nn.init.uniform_(m.out_proj.bias, -0.5, 0.5)
+
+    def forward(self, x):
+        n = x.shape[0]
+        x = self.conv_proj(x)
+        x = x.reshape(n, x.shape[1], -1).permute(0, 2, 1)
+        x = torch.cat([self.class_token.expand(n, -1, -1), x], dim=1)
+        x = x + self.pos_embedding
+        for layer in self.layers:
+            x = layer(x)
+        return self.head(self.ln(x)[:, 0])
+
+
+def vit(names):
+    """vit_op13.onnx and vit_op17.onnx: _ViT as torch.onnx.export writes it
+    at opset 13 (LayerNorm as arithmetic) and 17 (LayerNormalization), with
+    their .json as zoo_ops.json; the gradients are kept by cotrain's tensor
+    names (names maps PyTorch's to them; a parameter it leaves out is a
+    constant in cotrain)."""
+    for opset in (13, 17):
+        torch.manual_seed(81)
+        net = _ViT()
+        g = torch.Generator().manual_seed(82)
+        x, dy = torch.randn(2, 3, 32, 32, generator=g), torch.randn(2, 5, generator=g)
+        net.eval()
+        name = f"vit_op{opset}"
+        torch.onnx.export(net, x, os.path.join(OUT, name + ".onnx"), opset_version=opset,
+                          input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+        d = net.double()
+        y = d(x.double())
+        (y * dy.double()).sum().backward()
+        ps = {}
+        for k, v in d.named_parameters():
+            to = names(k, opset)
+            if to is not None:
+                ps[to] = v
+        _save_golden(name, x, dy, y, ps)
+
+
+def _vit_names(k, opset):
+    """cotrain's name of _ViT's parameter k at opset (None: a constant)."""
+    if opset == 13 and ("norm" in k or k.startswith("ln.")):
+        return None  # LayerNorm as arithmetic: its weight and bias are constants
+    return k
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     w = weights()
@@ -1341,6 +1504,7 @@ def main():
     convtranspose1d()
     convtranspose_pads()
     resize_sym()
+    convnext()
 
 
 # The fixtures whose cotrain export `check` runs: no batch norm or dropout,
@@ -1349,7 +1513,8 @@ CHECKED = ["pad_value_op9", "pad_value_op13", "dilated_op13", "dilated1d_op13", 
            "tile_op13", "upsample_op9", "resize_op11", "resize_op13", "resize_op18", "resize_op19", "resize1d_op13", "pad_modes_op9", "pad_modes_op13", "pad_modes_op18",
            "pad_modes1d_op13", "dilatedpool_op13", "dilatedpool1d_op13", "avgpool_dilated_op19", "bicubic_op13",
            "convtranspose2_op13", "convtranspose1d_op13", "convtranspose_pads_op13",
-           "resize_sym_op19"]
+           "resize_sym_op19",
+           "convnext_op13", "convnext_op17"]
 
 
 def check(folder):

@@ -57,7 +57,7 @@ func layerFLOPs(model string, c models.Config) ([]float64, error) {
 				total += out
 			}
 		case *solver.Linear:
-			total += float64(2 * float64(l.In) * float64(l.Out))
+			total += float64(2 * float64(l.In) * out) // out: Out units at every row; the conversion keeps it unfused (internal/fmacheck)
 			if !l.NoBias {
 				total += out
 			}

@@ -82,6 +82,9 @@ func (n *Net) planFusion() {
 		if _, ok := n.nodes[j].layer.(biasActLayer); !ok || consumers[j] != 1 {
 			continue
 		}
+		if lin, ok := n.nodes[j].layer.(*Linear); ok && lin.Rowwise() {
+			continue // the fused kernels take one row per sample
+		}
 		n.nodes[j].actOf, nd.fusedTo = i, j
 	}
 }

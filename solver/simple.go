@@ -2,16 +2,25 @@ package solver
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/cotrain/cotrain/gpu"
 )
 
 // Linear is a fully connected layer: y = x·Wᵀ + b, W is out×in (PyTorch's nn.Linear).
-// The input is flattened per sample.
+// The input is flattened per sample, unless Dims gives its logical
+// per-sample dims (two or more): then the layer applies to the last of them
+// at every position of the others, as nn.Linear does to a tensor of any
+// rank (a transformer's tokens, ConvNeXt's channels-last pixels), and the
+// output's dims are Dims with the last replaced by Out. Rows of all samples
+// are one matrix, so each pass is one Gemm of N·rows rows.
 type Linear struct {
 	Base
 	In, Out int
 	NoBias  bool
+	Dims    []int // logical per-sample input dims; nil: flattened
+
+	rows int // positions per sample (1 when flattened)
 
 	// biasDone: the fused activation's Backward computed the bias
 	// gradient of this pass (fuse.go); the next Backward skips it.
@@ -33,9 +42,36 @@ func (l *Linear) Setup(in []Shape) (Shape, error) {
 	if l.Out <= 0 {
 		return Shape{}, fmt.Errorf("solver: linear %s: %d outputs", l.LayerName, l.Out)
 	}
-	l.In = s.Size()
-	return Shape{l.Out, 1, 1}, nil
+	l.In, l.rows = s.Size(), 1
+	if len(l.Dims) < 2 {
+		return Shape{l.Out, 1, 1}, nil
+	}
+	if err := checkDims("linear", l.LayerName, l.Dims, s); err != nil {
+		return Shape{}, err
+	}
+	r := len(l.Dims) - 1
+	l.In, l.rows = l.Dims[r], prod(l.Dims[:r])
+	out := l.OutDims()
+	if err := boundedDims("linear", l.LayerName, "output dimensions", out); err != nil {
+		return Shape{}, err
+	}
+	return DimsShape(out), nil
 }
+
+// OutDims returns the output's logical per-sample dims: [Out] for a
+// flattened input, else Dims with the last replaced by Out.
+func (l *Linear) OutDims() []int {
+	if len(l.Dims) < 2 {
+		return []int{l.Out}
+	}
+	out := slices.Clone(l.Dims)
+	out[len(out)-1] = l.Out
+	return out
+}
+
+// Rowwise reports whether the layer applies to the last of several
+// per-sample dims (Dims) rather than to the flattened sample.
+func (l *Linear) Rowwise() bool { return len(l.Dims) >= 2 }
 
 // Params implements Layer.
 func (l *Linear) Params() []ParamSpec {
@@ -46,11 +82,12 @@ func (l *Linear) Params() []ParamSpec {
 	return ps
 }
 
-// Forward implements Layer. x: N×In, y: N×Out.
+// Forward implements Layer. x: (N·rows)×In, y: (N·rows)×Out.
 func (l *Linear) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
-	p.B.Gemm(false, true, p.N, l.Out, l.In, 1, in[0], l.P[0], 0, out)
+	m := p.N * l.rows
+	p.B.Gemm(false, true, m, l.Out, l.In, 1, in[0], l.P[0], 0, out)
 	if !l.NoBias {
-		p.B.AddBias(out, l.P[1], p.N, l.Out, 1)
+		p.B.AddBias(out, l.P[1], m, l.Out, 1)
 	}
 }
 
@@ -82,13 +119,14 @@ func (*Linear) BackwardReads(paramGrads bool) (in, out bool) { return paramGrads
 func (l *Linear) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.Buffer, _ gpu.Buffer, paramGrads bool) {
 	biasDone := l.biasDone
 	l.biasDone = false
+	m := p.N * l.rows
 	if din[0] != nil {
-		p.B.Gemm(false, false, p.N, l.In, l.Out, 1, dout, l.P[0], 0, din[0])
+		p.B.Gemm(false, false, m, l.In, l.Out, 1, dout, l.P[0], 0, din[0])
 	}
 	if paramGrads {
-		p.B.Gemm(true, false, l.Out, l.In, p.N, 1, dout, in[0], 0, l.G[0])
+		p.B.Gemm(true, false, l.Out, l.In, m, 1, dout, in[0], 0, l.G[0])
 		if !l.NoBias && !biasDone {
-			p.B.BiasGrad(l.G[1], dout, p.N, l.Out, 1)
+			p.B.BiasGrad(l.G[1], dout, m, l.Out, 1)
 		}
 	}
 }

@@ -113,6 +113,21 @@ func (e *exporter) structural(l solver.Layer, xs []string, xd [][]int) (string, 
 			return e.node("InstanceNormalization", name, ins, attrFloat("epsilon", l.Eps)), dims, true
 		}
 		return e.node("GroupNormalization", name, ins, attrInt("num_groups", l.Groups), attrFloat("epsilon", l.Eps)), dims, true
+	case *solver.Linear:
+		if !l.Rowwise() {
+			return "", nil, false // a Gemm of the flattened sample (layer)
+		}
+		// nn.Linear of a tensor of several dims, as torch.onnx.export
+		// writes it: MatMul by the weight transposed (in×out), then Add of
+		// the bias. The weight keeps its out×in initializer; a Transpose
+		// node turns it, which Import folds.
+		x := e.ensure(xs[0], xd[0], l.Dims, name+".in")
+		wt := e.node("Transpose", name+".weight_t", []string{name + ".weight"}, attrInts("perm", 1, 0))
+		y := e.node("MatMul", name, []string{x, wt})
+		if !l.NoBias {
+			y = e.node("Add", name+".add", []string{y, name + ".bias"})
+		}
+		return y, l.OutDims(), true
 	case *solver.LayerNorm:
 		// An operator of opset 17: Export writes that opset when the
 		// network has one (layerNormOpset).

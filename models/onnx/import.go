@@ -71,7 +71,9 @@ type importer struct {
 // ConvTranspose (ops_convt.go), Gemm, MatMul of two activations (a matmul layer),
 // Tile and Expand of an activation (a tile layer, ops_struct.go), Resize and
 // Upsample in modes nearest, linear and (Resize) cubic over N×C×H×W and N×C×L (a resample
-// layer, ops_resize.go), MatMul (+Add of a bias), Clip
+// layer, ops_resize.go), MatMul by a
+// constant (+Add of a bias: a linear layer, applied to the last axis at
+// every position of a tensor of rank 3 or more, as nn.Linear is), Clip
 // (any bounds; ReLU6 and ReLU where they are those), every elementwise
 // operator of gpu's operator table (gpu.UnaryOpONNX: Relu, Sigmoid, Tanh,
 // HardSigmoid, HardSwish, LeakyRelu, Elu, Selu, Softplus, Softsign, Exp,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/cotrain/cotrain/internal/limits"
 	"github.com/cotrain/cotrain/models"
@@ -72,8 +73,10 @@ func (im *importer) gemm(n *onnxpb.NodeProto, a attrs) error {
 }
 
 // matmul maps MatMul(A, B) with a constant B (in×out) to a linear layer
-// without bias; an Add of a constant vector that follows becomes its bias.
-// A MatMul of two activations is a matmul layer (matmulActs).
+// without bias, over A's last axis (at every position of the others when A
+// has more than one per-sample axis: solver.Linear's Dims); an Add of a
+// constant vector that follows becomes its bias. A MatMul of two
+// activations is a matmul layer (matmulActs).
 func (im *importer) matmul(n *onnxpb.NodeProto) error {
 	if y, err := im.get(n, 1); err == nil && y.act {
 		return im.matmulActs(n)
@@ -89,11 +92,27 @@ func (im *importer) matmul(n *onnxpb.NodeProto) error {
 	if err := floatParam(w, "weight", -1); err != nil {
 		return err
 	}
-	if len(w.dims) != 2 || x.rank != 2 || w.dims[0] != x.shape.Size() {
-		return fmt.Errorf("%w: MatMul of N×%d (rank %d) by %v (a 2-D product by a constant in×out matrix only)",
-			ErrShape, x.shape.Size(), x.rank, w.dims)
+	xd := x.ldims()
+	if len(w.dims) != 2 || w.dims[0] != xd[len(xd)-1] {
+		return fmt.Errorf("%w: MatMul of per-sample dims %v (rank %d) by %v (a product of the last axis by a constant in×out matrix)",
+			ErrShape, xd, x.rank, w.dims)
 	}
-	return im.linear(n, x, transpose(w, 1), nil, 1)
+	if len(xd) == 1 {
+		return im.linear(n, x, transpose(w, 1), nil, 1)
+	}
+	// nn.Linear of a tensor of rank 3 or more (a transformer's tokens,
+	// ConvNeXt's channels-last pixels): a linear layer applied to the last
+	// axis at every position of the others.
+	wt := transpose(w, 1)
+	d := models.Layer{Kind: "linear", Name: im.layerName(n, wt.name), Out: wt.dims[0], NoBias: true, Dims: slices.Clone(xd)}
+	im.params[d.Name+".weight"] = wt
+	out := slices.Clone(xd)
+	out[len(out)-1] = d.Out
+	v, err := im.push(d, []*value{x}, 0, out)
+	if err == nil {
+		im.vals[n.GetOutput()[0]] = v
+	}
+	return err
 }
 
 // matmulActs maps MatMul of two activations of per-sample dims batch…×M×K
@@ -183,6 +202,18 @@ func (im *importer) addOp(n *onnxpb.NodeProto) error {
 		}
 	}
 	d.NoBias = false
+	if base, ok := strings.CutSuffix(y.konst.name, ".bias"); ok && !strings.HasPrefix(y.konst.name, "onnx::") &&
+		strings.HasPrefix(im.params[d.Name+".weight"].name, "onnx::") && !im.names[base] {
+		// torch.onnx.export gives nn.Linear's transposed weight of a MatMul
+		// a made-up name ("onnx::MatMul_85") and its bias the module's
+		// ("block.3.bias"): the layer takes the module's name, so its
+		// tensors are named as in PyTorch's state_dict.
+		w := im.params[d.Name+".weight"]
+		delete(im.params, d.Name+".weight")
+		delete(im.names, d.Name)
+		d.Name = im.unique(base)
+		im.params[d.Name+".weight"] = w
+	}
 	im.params[d.Name+".bias"] = y.konst
 	im.vals[n.GetOutput()[0]] = x
 	return nil

@@ -140,11 +140,15 @@ func (im *importer) arith(n *onnxpb.NodeProto) error {
 }
 
 // isBias reports whether the constant c added to a is the bias of the
-// bias-less linear layer (a MatMul) that computed a.
+// bias-less linear layer (a MatMul) that computed a: Out values, along the
+// last axis for a linear layer of several dims (Dims).
 func (im *importer) isBias(a *value, c *tensor) bool {
 	last := len(im.layers) - 1
-	return last >= 0 && a.layer == last && im.layers[last].Kind == "linear" && im.layers[last].NoBias &&
-		c.floats != nil && c.size() == im.layers[last].Out
+	if last < 0 || a.layer != last || im.layers[last].Kind != "linear" || !im.layers[last].NoBias ||
+		c.floats == nil || c.size() != im.layers[last].Out {
+		return false
+	}
+	return len(im.layers[last].Dims) < 2 || len(c.dims) == 0 || c.dims[len(c.dims)-1] == im.layers[last].Out
 }
 
 // binary adds a binary layer after checking that its operands broadcast.
