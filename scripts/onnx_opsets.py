@@ -78,6 +78,9 @@ It writes models/onnx/testdata/opsets/:
 - convtranspose2_op13.onnx and convtranspose1d_op13.onnx with their .json:
   nn.ConvTranspose2d and nn.ConvTranspose1d with dilation, output padding
   and groups as torch.onnx.export writes them.
+- matmul_bcast_op13.onnx and matmul_bcast_op13.json: torch.matmul between
+  activations whose leading dims broadcast (2×4×16 by 1×16×4, and 1×4×16
+  by 3×16×2) as torch.onnx.export writes it.
 - convtranspose_pads_op13.onnx and convtranspose_pads_op13.json:
   ConvTranspose's attributes PyTorch never writes (onnx.helper): pads that
   differ at the two ends, output_shape, and auto_pad SAME_UPPER with
@@ -956,6 +959,38 @@ def convtranspose_pads():
     _save_golden("convtranspose_pads_op13", x, dy, y, d)
 
 
+class _MatMulBroadcast(nn.Module):
+    """matmul_bcast_op13's network: three 1×1 convolutions of N×3×4×4,
+    reshaped so that torch.matmul broadcasts: A 2×4×16 by B 1×16×4 (B shared
+    by A's two matrices), and C 1×4×16 by D 3×16×2 (C shared by D's
+    three), then both flattened, concatenated and a linear layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 8, 1)
+        self.b = nn.Conv2d(3, 4, 1)
+        self.d = nn.Conv2d(3, 6, 1)
+        self.fc = nn.Linear(2 * 4 * 4 + 3 * 4 * 2, 5)
+
+    def forward(self, x):
+        a = self.a(x).reshape(-1, 2, 4, 16)
+        b = self.b(x).reshape(-1, 1, 16, 4)
+        c = self.b(x).reshape(-1, 1, 4, 16)
+        d = self.d(x).reshape(-1, 3, 16, 2)
+        h = torch.cat([torch.flatten(torch.matmul(a, b), 1), torch.flatten(torch.matmul(c, d), 1)], 1)
+        return self.fc(h)
+
+
+def matmul_bcast():
+    """matmul_bcast_op13.onnx: MatMul whose leading dims broadcast, as
+    torch.onnx.export writes torch.matmul, with matmul_bcast_op13.json."""
+    torch.manual_seed(53)
+    net = _MatMulBroadcast()
+    g = torch.Generator().manual_seed(54)
+    x, dy = torch.randn(2, 3, 4, 4, generator=g), torch.randn(2, 5, generator=g)
+    _export_op13("matmul_bcast_op13", net, x, dy)
+
+
 class _Dilated1D(nn.Module):
     """dilated1d_op13's network: Conv1d with dilation 2 (padding 2, the
     length kept) and with dilation 3 in 2 groups with stride 2, between
@@ -1505,6 +1540,7 @@ def main():
     convtranspose_pads()
     resize_sym()
     convnext()
+    matmul_bcast()
 
 
 # The fixtures whose cotrain export `check` runs: no batch norm or dropout,
@@ -1514,7 +1550,7 @@ CHECKED = ["pad_value_op9", "pad_value_op13", "dilated_op13", "dilated1d_op13", 
            "pad_modes1d_op13", "dilatedpool_op13", "dilatedpool1d_op13", "avgpool_dilated_op19", "bicubic_op13",
            "convtranspose2_op13", "convtranspose1d_op13", "convtranspose_pads_op13",
            "resize_sym_op19",
-           "convnext_op13", "convnext_op17"]
+           "convnext_op13", "convnext_op17", "matmul_bcast_op13"]
 
 
 def check(folder):

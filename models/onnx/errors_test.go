@@ -107,10 +107,10 @@ func TestImportErrors(t *testing.T) {
 		{"convtranspose channels", tiny(13, append(headInits, tinyInit{"t.weight", []int{3, 2, 1, 1}}),
 			withHead(nd("ConvTranspose", "t", []string{"x", "t.weight"}, "h"))...),
 			ErrShape, []string{`"t"`, "2 input channels"}},
-		{"matmul broadcast", tiny(11, headInits, withHead(
-			nd("ReduceMean", "rm", []string{"x"}, "r", attrInts("axes", 1), attrInt("keepdims", 1)),
+		{"matmul ranks differ", tiny(11, headInits, withHead(
+			nd("ReduceMean", "rm", []string{"x"}, "r", attrInts("axes", 1), attrInt("keepdims", 0)),
 			nd("MatMul", "mm", []string{"x", "r"}, "h"))...),
-			ErrUnsupported, []string{`"mm"`, "[2 4 4] and [1 4 4]", "no broadcasting"}},
+			ErrUnsupported, []string{`"mm"`, "[2 4 4] and [4 4]", "unsqueeze"}},
 		{"dilated pool with asymmetric pads", tiny(13, headInits,
 			withHead(nd("MaxPool", "pool", []string{"x"}, "h", attrInts("kernel_shape", 2, 2), attrInts("dilations", 2, 2),
 				attrInts("pads", 0, 0, 1, 1)))...),

@@ -116,9 +116,10 @@ func (im *importer) matmul(n *onnxpb.NodeProto) error {
 }
 
 // matmulActs maps MatMul of two activations of per-sample dims batch…×M×K
-// and batch…×K×P (the same rank, at least 2 per sample, the same leading
-// dims) to a matmul layer (solver.MatMul). Broadcasting between the
-// leading dims and 1-D operands are refused, naming the dims.
+// and batch…×K×P (the same rank, at least 2 per sample, the leading dims
+// equal or 1: numpy's broadcasting) to a matmul layer (solver.MatMul).
+// Operands of different ranks and 1-D operands are refused, naming the
+// dims.
 func (im *importer) matmulActs(n *onnxpb.NodeProto) error {
 	x, err := im.act(n, 0)
 	if err != nil {
@@ -133,11 +134,18 @@ func (im *importer) matmulActs(n *onnxpb.NodeProto) error {
 	}
 	xd, yd := x.ldims(), y.ldims()
 	r := len(xd)
-	if r < 2 || len(yd) != r || !slices.Equal(xd[:r-2], yd[:r-2]) || xd[r-1] != yd[r-2] {
-		return fmt.Errorf("%w: MatMul of activations of per-sample dims %v and %v (batch…×M×K by batch…×K×P, "+
-			"the same leading dims; no broadcasting)", ErrUnsupported, xd, yd)
+	if r < 2 || len(yd) != r || xd[r-1] != yd[r-2] {
+		return fmt.Errorf("%w: MatMul of activations of per-sample dims %v and %v (batch…×M×K by batch…×K×P of one rank; "+
+			"unsqueeze the smaller operand to the other's rank)", ErrUnsupported, xd, yd)
 	}
 	out := slices.Clone(xd)
+	for i := range r - 2 {
+		if xd[i] != yd[i] && xd[i] != 1 && yd[i] != 1 {
+			return fmt.Errorf("%w: MatMul of activations of per-sample dims %v and %v: leading dims %d and %d neither equal nor 1",
+				ErrShape, xd, yd, xd[i], yd[i])
+		}
+		out[i] = max(xd[i], yd[i])
+	}
 	out[r-1] = yd[r-1]
 	d := models.Layer{Kind: "matmul", Name: im.layerName(n, ""), Dims: slices.Clone(xd), Dims2: slices.Clone(yd)}
 	v, err := im.push(d, []*value{x, y}, 0, out)
