@@ -154,9 +154,17 @@ type ResampleAxis struct {
 
 	// Cubic mode: A is the cubic coefficient (ONNX's cubic_coeff_a,
 	// PyTorch's −0.75), and ExcludeOutside drops the taps outside the
-	// input and renormalises the others (ONNX's exclude_outside).
+	// input and renormalises the others (ONNX's exclude_outside; in linear
+	// mode it applies to Antialias's taps).
 	A              float64
 	ExcludeOutside bool
+	// Antialias (ONNX's antialias, PyTorch's F.interpolate(antialias=True))
+	// stretches a linear axis's triangle filter by 1/s where it shrinks
+	// (s < 1): output j blends every input i with |i − x| < 1/s, weighted
+	// 1 − |i − x|·s and normalised to sum 1; inputs past the ends repeat
+	// the edge, or with ExcludeOutside are dropped (PyTorch's: it clips
+	// the window to the input). A growing axis is plain linear.
+	Antialias bool
 }
 
 // Taps returns the axis's matrix, or an error naming the attribute value
@@ -231,6 +239,12 @@ func (a ResampleAxis) Taps() (*ResampleTaps, error) {
 			t.Start[j+1], t.Index[j], t.Weight[j] = int32(j+1), int32(i), 1
 		}
 	case ResampleLinear:
+		if a.Antialias && s < 1 {
+			if err := a.antialias(t, coord, s); err != nil {
+				return nil, err
+			}
+			break
+		}
 		t.Index, t.Weight = make([]int32, 0, 2*a.Out), make([]float32, 0, 2*a.Out)
 		for j := range a.Out {
 			// Clamped to the input at both ends: past the last element
@@ -294,4 +308,46 @@ func cubicCoeffs(r, a float64) [4]float64 {
 	near := func(x float64) float64 { return ((a+2)*x-(a+3))*x*x + 1 }
 	far := func(x float64) float64 { return ((a*x-5*a)*x+8*a)*x - 4*a }
 	return [4]float64{far(r + 1), near(r), near(1 - r), far(2 - r)}
+}
+
+// maxAntialiasTaps bounds the taps of an antialiased axis: about three per
+// input element where the scale and the sizes agree (Out ≈ In·s outputs
+// of about 2/s taps), but a graph description may give sizes and a scale
+// that do not.
+const maxAntialiasTaps = 1 << 28
+
+// antialias fills t with the taps of a shrinking linear axis at scale s
+// with Antialias set (see ResampleAxis).
+func (a ResampleAxis) antialias(t *ResampleTaps, coord func(int) float64, s float64) error {
+	support := 1 / s
+	if win := 2*math.Ceil(support) + 1; win > float64(2*a.In+4) || win*float64(a.Out) > maxAntialiasTaps {
+		return fmt.Errorf("%w: antialiased resample of %d to %d elements at scale %v: a filter of %v taps", ErrGeometry, a.In, a.Out, s, win)
+	}
+	in := float64(a.In)
+	type tap struct {
+		i int32
+		w float64
+	}
+	taps := make([]tap, 0, int(2*math.Ceil(support)+1))
+	for j := range a.Out {
+		// Within half an element of the input (where every coordinate
+		// transformation puts a shrinking axis's outputs), so that the
+		// window holds an input of positive weight.
+		x := min(max(coord(j), -0.5), in-0.5)
+		taps, sum := taps[:0], 0.0
+		for i := math.Floor(x-support) + 1; i < x+support; i++ {
+			w := 1 - math.Abs(i-x)*s
+			if w <= 0 || (a.ExcludeOutside && (i < 0 || i >= in)) {
+				continue
+			}
+			taps, sum = append(taps, tap{int32(min(max(i, 0), in-1)), w}), sum+w
+		}
+		for _, tp := range taps {
+			if w := float32(tp.w / sum); w != 0 {
+				t.Index, t.Weight = append(t.Index, tp.i), append(t.Weight, w)
+			}
+		}
+		t.Start[j+1] = int32(len(t.Index))
+	}
+	return nil
 }

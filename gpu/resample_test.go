@@ -192,3 +192,51 @@ func TestResampleNewerCoordinates(t *testing.T) {
 		}
 	}
 }
+
+// TestResampleAntialiasTaps checks an antialiased shrinking axis against
+// PyTorch's loop (UpSampleKernel.cpp, compute_indices_weights_aa: center
+// = (j+0.5)/s, support 1/s, the window from trunc(center − support + 0.5)
+// clipped to the input, triangle weights normalised), which is ONNX's with
+// exclude_outside; without it the taps past an end fall on the edge.
+func TestResampleAntialiasTaps(t *testing.T) {
+	const in, out = 11, 4
+	s := float64(out) / in
+	for _, exclude := range []bool{true, false} {
+		m, err := ResampleAxis{In: in, Out: out, Mode: ResampleLinear, Coord: CoordHalfPixel, Antialias: true, ExcludeOutside: exclude}.Taps()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range out {
+			want := make([]float64, in)
+			center, support := (float64(j)+0.5)/s, 1/s
+			xmin := max(int(center-support+0.5), 0)
+			xmax := min(int(center+support+0.5), in)
+			total := 0.0
+			for i := xmin; i < xmax; i++ {
+				w := max(0, 1-math.Abs((float64(i)-center+0.5)*s))
+				want[i] += w
+				total += w
+			}
+			if !exclude { // the window's taps past the ends, on the edges
+				for i := int(math.Floor(center - 0.5 - support)); i < int(math.Ceil(center-0.5+support)); i++ {
+					if w := max(0, 1-math.Abs((float64(i)-center+0.5)*s)); i < 0 || i >= in {
+						want[min(max(i, 0), in-1)] += w
+						total += w
+					}
+				}
+			}
+			got := make([]float64, in)
+			for k := m.Start[j]; k < m.Start[j+1]; k++ {
+				got[m.Index[k]] += float64(m.Weight[k])
+			}
+			for i := range in {
+				if math.Abs(got[i]-want[i]/total) > 1e-6 {
+					t.Fatalf("exclude_outside %v: output %d reads %v, want %v", exclude, j, got, want)
+				}
+			}
+		}
+	}
+	if _, err := (ResampleAxis{In: 4, Out: 3, Scale: 1e-6, Mode: ResampleLinear, Coord: CoordAsymmetric, Antialias: true}).Taps(); err == nil {
+		t.Error("an antialias filter far wider than the input accepted")
+	}
+}

@@ -64,29 +64,30 @@ type Layer struct {
 	// The structural layers (solver/shape_ops.go, arith_ops.go) work on
 	// logical per-sample dims (no batch axis); their axes count from 0
 	// after the batch (ONNX's axis 1 is 0 here).
-	Dims    []int     `json:"dims,omitempty"`    // input dims (binary, matmul: operand a; linear: applied to the last)
-	Dims2   []int     `json:"dims2,omitempty"`   // binary, matmul: operand b (binary: the constant's when const is set)
-	To      []int     `json:"to,omitempty"`      // reshape, resample: output dims
-	Perm    []int     `json:"perm,omitempty"`    // transpose: output axis k is input axis perm[k]
-	Axis    int       `json:"axis,omitempty"`    // concatnd; layernorm: the first normalised axis
-	Axes    []int     `json:"axes,omitempty"`    // reduce
-	Mean    bool      `json:"mean,omitempty"`    // reduce: mean, not sum
-	Starts  []int     `json:"starts,omitempty"`  // slice
-	Steps   []int     `json:"steps,omitempty"`   // slice
-	Counts  []int     `json:"counts,omitempty"`  // slice
-	Repeats []int     `json:"repeats,omitempty"` // tile
-	Before  []int     `json:"before,omitempty"`  // pad
-	After   []int     `json:"after,omitempty"`   // pad
-	Mode    string    `json:"mode,omitempty"`    // pad: reflect or edge (constant when empty); resample: nearest or linear
-	Coord   string    `json:"coord,omitempty"`   // resample: ONNX coordinate_transformation_mode
-	Nearest string    `json:"nearest,omitempty"` // resample: ONNX nearest_mode (mode nearest)
-	Scales  []float32 `json:"scales,omitempty"`  // resample: one per spatial axis (absent: sizes given)
-	CubicA  float32   `json:"cubic_a,omitempty"` // resample: ONNX cubic_coeff_a (mode cubic)
-	Exclude bool      `json:"exclude,omitempty"` // resample: ONNX exclude_outside (mode cubic)
-	Value   float32   `json:"value,omitempty"`   // pad: the constant (mode constant)
-	Op      string    `json:"op,omitempty"`      // binary: Add, Sub, Mul, Div
-	Const   []float32 `json:"const,omitempty"`   // binary: the constant operand (not trained)
-	First   bool      `json:"first,omitempty"`   // binary: the constant is the left operand
+	Dims    []int     `json:"dims,omitempty"`      // input dims (binary, matmul: operand a; linear: applied to the last)
+	Dims2   []int     `json:"dims2,omitempty"`     // binary, matmul: operand b (binary: the constant's when const is set)
+	To      []int     `json:"to,omitempty"`        // reshape, resample: output dims
+	Perm    []int     `json:"perm,omitempty"`      // transpose: output axis k is input axis perm[k]
+	Axis    int       `json:"axis,omitempty"`      // concatnd; layernorm: the first normalised axis
+	Axes    []int     `json:"axes,omitempty"`      // reduce
+	Mean    bool      `json:"mean,omitempty"`      // reduce: mean, not sum
+	Starts  []int     `json:"starts,omitempty"`    // slice
+	Steps   []int     `json:"steps,omitempty"`     // slice
+	Counts  []int     `json:"counts,omitempty"`    // slice
+	Repeats []int     `json:"repeats,omitempty"`   // tile
+	Before  []int     `json:"before,omitempty"`    // pad
+	After   []int     `json:"after,omitempty"`     // pad
+	Mode    string    `json:"mode,omitempty"`      // pad: reflect or edge (constant when empty); resample: nearest or linear
+	Coord   string    `json:"coord,omitempty"`     // resample: ONNX coordinate_transformation_mode
+	Nearest string    `json:"nearest,omitempty"`   // resample: ONNX nearest_mode (mode nearest)
+	Scales  []float32 `json:"scales,omitempty"`    // resample: one per spatial axis (absent: sizes given)
+	CubicA  float32   `json:"cubic_a,omitempty"`   // resample: ONNX cubic_coeff_a (mode cubic)
+	Exclude bool      `json:"exclude,omitempty"`   // resample: ONNX exclude_outside (mode cubic, or linear with antialias)
+	AntiAl  bool      `json:"antialias,omitempty"` // resample: ONNX antialias (mode linear)
+	Value   float32   `json:"value,omitempty"`     // pad: the constant (mode constant)
+	Op      string    `json:"op,omitempty"`        // binary: Add, Sub, Mul, Div
+	Const   []float32 `json:"const,omitempty"`     // binary: the constant operand (not trained)
+	First   bool      `json:"first,omitempty"`     // binary: the constant is the left operand
 
 	// Activation parameters (gpu.Act), each in the field its entry of gpu's
 	// operator table names (gpu.Param.Name). A clip bound that is absent is
@@ -166,7 +167,7 @@ func Describe(nodes []solver.Node) ([]Layer, error) {
 			d.Dims, d.Repeats = l.In, l.Repeats
 		case *solver.Resample:
 			d.Dims, d.To, d.Mode, d.Coord, d.Nearest, d.Scales = l.In, l.Out, l.Mode, l.Coord, l.Nearest, l.Scales
-			d.CubicA, d.Exclude = l.CubicA, l.Exclude
+			d.CubicA, d.Exclude, d.AntiAl = l.CubicA, l.Exclude, l.Antialias
 		case *solver.Reduce:
 			d.Dims, d.Axes, d.Mean = l.In, l.Axes, l.Mean
 		case *solver.Activation:
@@ -291,7 +292,7 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 			l = solver.NewTile(d.Name, d.Dims, d.Repeats)
 		case "resample":
 			rs := solver.NewResample(d.Name, d.Dims, d.To, d.Mode, d.Coord, d.Nearest, d.Scales)
-			rs.CubicA, rs.Exclude = d.CubicA, d.Exclude
+			rs.CubicA, rs.Exclude, rs.Antialias = d.CubicA, d.Exclude, d.AntiAl
 			l = rs
 		case "reduce":
 			l = solver.NewReduce(d.Name, d.Dims, d.Axes, d.Mean)

@@ -446,14 +446,17 @@ def sym_pads(pads):
     return pads[0], pads[1]
 
 
-def resize_axis(x, axis, out_len, scale, mode, coord, nearest, cubic_a=-0.75, exclude=False):
+def resize_axis(x, axis, out_len, scale, mode, coord, nearest, cubic_a=-0.75, exclude=False, antialias=False):
     """ONNX Resize along one axis, from the operator's definition (not
     PyTorch's kernels), in float64: the output position j maps to the input
     coordinate c by coord (scale is the given scale, or out/in for sizes);
     nearest reads round(c) by nearest_mode, clamped; linear blends the
     neighbours floor(c) and floor(c)+1 with the edge repeated outside;
     cubic the four from floor(c)-1 with Keys' coefficients (cubic_a), those
-    outside dropped and the rest renormalised when exclude is set."""
+    outside dropped and the rest renormalised when exclude is set; linear
+    with antialias at a scale below 1 blends every input within 1/scale
+    with the triangle 1 - |i - c|·scale, normalised (past the ends the
+    edge, or nothing when exclude is set)."""
     n = x.shape[axis]
     out = []
     for j in range(out_len):
@@ -478,6 +481,12 @@ def resize_axis(x, axis, out_len, scale, mode, coord, nearest, cubic_a=-0.75, ex
                  "round_prefer_floor": f if c - f == 0.5 else math.floor(c + 0.5),
                  "round_prefer_ceil": math.floor(c + 0.5)}[nearest]
             out.append(at(i))
+        elif mode == "linear" and antialias and scale < 1:
+            support = 1 / scale
+            taps = [(i, 1 - abs(i - c) * scale) for i in range(math.floor(c - support) + 1, math.ceil(c + support))]
+            taps = [(i, w) for i, w in taps if w > 0 and not (exclude and (i < 0 or i >= n))]
+            total = sum(w for _, w in taps)
+            out.append(sum((w / total) * at(i) for i, w in taps))
         elif mode == "linear":
             f = math.floor(c)
             out.append((1 - (c - f)) * at(f) + (c - f) * at(f + 1))
@@ -515,7 +524,7 @@ def resize(n, a, env, x):
         scale = scales[k] if scales else out_len / n_in
         if out_len != n_in or scale != 1:
             x = resize_axis(x, ax, out_len, scale, mode, coord, nearest, a.get("cubic_coeff_a", -0.75),
-                            bool(a.get("exclude_outside", 0)))
+                            bool(a.get("exclude_outside", 0)), bool(a.get("antialias", 0)))
     return x
 
 

@@ -59,7 +59,8 @@ It writes models/onnx/testdata/opsets/:
   resize_op19.onnx: opset 18's spelling through onnx.helper (resize_new());
   bicubic_op13.onnx and .json: Resize mode cubic, F.interpolate bicubic
   (bicubic()); resize_sym_op19.onnx and .json: half_pixel_symmetric and
-  tf_half_pixel_for_nn (resize_sym()).
+  tf_half_pixel_for_nn (resize_sym()); resize_aa_op18.onnx and .json:
+  antialias=1, F.interpolate(antialias=True) (resize_aa()).
 - pad_modes_op9.onnx, pad_modes_op13.onnx, pad_modes_op18.onnx,
   pad_modes1d_op13.onnx and their .json: Pad in modes reflect and edge as
   torch.onnx.export writes nn.ReflectionPad2d, nn.ReplicationPad2d and
@@ -1509,6 +1510,48 @@ def _vit_names(k, opset):
     return k
 
 
+def resize_aa():
+    """resize_aa_op18.onnx (onnx.helper, opset 18): Resize linear with
+    antialias=1 and exclude_outside=1, by sizes 9×9 to 4×3 and by scales
+    0.5, what F.interpolate(mode="bilinear", antialias=True) computes: Conv,
+    Resize, Relu, Resize, Conv, GlobalAveragePool, Flatten, Gemm; the .json
+    holds PyTorch's output and parameter gradients of that network."""
+    g = torch.Generator().manual_seed(131)
+    r = lambda *s: torch.randn(*s, generator=g)
+    p = {"c1.weight": r(4, 3, 3, 3) * 0.3, "c1.bias": r(4) * 0.1,
+         "c2.weight": r(4, 4, 3, 3) * 0.2, "c2.bias": r(4) * 0.1,
+         "fc.weight": r(5, 4) * 0.3, "fc.bias": r(5) * 0.1}
+    x, dy = r(2, 3, 18, 18), r(2, 5)
+    inits = [floats(k, v) for k, v in p.items()] + [ints("sizes", [2, 4, 9, 9]),
+        numpy_helper.from_array(np.array([1, 1, 0.5, 0.5], dtype=np.float32), "scales")]
+    aa = dict(mode="linear", coordinate_transformation_mode="half_pixel", antialias=1, exclude_outside=1)
+    nodes = [
+        helper.make_node("Conv", ["x", "c1.weight", "c1.bias"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Resize", ["c1", "", "", "sizes"], ["u"], name="down1", **aa),
+        helper.make_node("Relu", ["u"], ["ur"], name="relu"),
+        helper.make_node("Resize", ["ur", "", "scales"], ["v"], name="down2", **aa),
+        helper.make_node("Conv", ["v", "c2.weight", "c2.bias"], ["c2"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("GlobalAveragePool", ["c2"], ["gp"], name="gap"),
+        helper.make_node("Flatten", ["gp"], ["f"], name="flatten", axis=1),
+        helper.make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1),
+    ]
+    graph = helper.make_graph(nodes, "resize_aa",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 18, 18])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])],
+                              initializer=inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], producer_name="scripts/onnx_opsets.py")
+    m.ir_version = 8
+    onnx.save_model(m, os.path.join(OUT, "resize_aa_op18.onnx"))
+    d = {k: v.double().requires_grad_() for k, v in p.items()}
+    h = F.conv2d(x.double(), d["c1.weight"], d["c1.bias"], padding=1)
+    h = F.relu(F.interpolate(h, size=(9, 9), mode="bilinear", align_corners=False, antialias=True))
+    h = F.interpolate(h, scale_factor=0.5, mode="bilinear", align_corners=False, antialias=True)
+    h = F.conv2d(h, d["c2.weight"], d["c2.bias"], padding=1)
+    y = F.linear(torch.flatten(F.adaptive_avg_pool2d(h, 1), 1), d["fc.weight"], d["fc.bias"])
+    (y * dy.double()).sum().backward()
+    _save_golden("resize_aa_op18", x, dy, y, d)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     w = weights()
@@ -1541,6 +1584,7 @@ def main():
     resize_sym()
     convnext()
     matmul_bcast()
+    resize_aa()
 
 
 # The fixtures whose cotrain export `check` runs: no batch norm or dropout,
@@ -1550,7 +1594,7 @@ CHECKED = ["pad_value_op9", "pad_value_op13", "dilated_op13", "dilated1d_op13", 
            "pad_modes1d_op13", "dilatedpool_op13", "dilatedpool1d_op13", "avgpool_dilated_op19", "bicubic_op13",
            "convtranspose2_op13", "convtranspose1d_op13", "convtranspose_pads_op13",
            "resize_sym_op19",
-           "convnext_op13", "convnext_op17", "matmul_bcast_op13"]
+           "convnext_op13", "convnext_op17", "matmul_bcast_op13", "resize_aa_op18"]
 
 
 def check(folder):

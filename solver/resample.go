@@ -33,7 +33,10 @@ type Resample struct {
 	Nearest string    // ONNX nearest_mode (nearest only)
 	Scales  []float32 // one per spatial axis, or nil (sizes given)
 	CubicA  float32   // ONNX cubic_coeff_a (cubic only)
-	Exclude bool      // ONNX exclude_outside (cubic only)
+	Exclude bool      // ONNX exclude_outside (cubic, and linear with Antialias)
+	// Antialias stretches a shrinking linear axis's filter
+	// (gpu.ResampleAxis.Antialias; ONNX's antialias).
+	Antialias bool
 
 	passes []resamplePass // in forward order
 	tabB   gpu.Backend    // the backend the tables were made on
@@ -88,7 +91,7 @@ func (l *Resample) Setup(in []Shape) (Shape, error) {
 	l.passes = nil
 	for k := len(l.In) - 1; k >= 1; k-- {
 		a := gpu.ResampleAxis{In: l.In[k], Out: l.Out[k], Mode: l.Mode, Coord: l.Coord, Nearest: l.Nearest,
-			A: float64(l.CubicA), ExcludeOutside: l.Exclude}
+			A: float64(l.CubicA), ExcludeOutside: l.Exclude, Antialias: l.Antialias}
 		if l.Scales != nil {
 			sc := float64(l.Scales[k-1])
 			if !(sc > 0) || math.IsInf(sc, 0) {

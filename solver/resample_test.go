@@ -23,6 +23,8 @@ func resampleCases() []*Resample {
 		NewResample("same", []int{2, 3, 3}, []int{2, 3, 3}, gpu.ResampleLinear, gpu.CoordHalfPixel, "", nil),
 		{Base: Base{LayerName: "bicubic"}, In: []int{2, 4, 5}, Out: []int{2, 7, 3}, Mode: gpu.ResampleCubic,
 			Coord: gpu.CoordPytorchHalfPixel, CubicA: -0.75},
+		{Base: Base{LayerName: "antialias"}, In: []int{2, 9, 7}, Out: []int{2, 4, 3}, Mode: gpu.ResampleLinear,
+			Coord: gpu.CoordHalfPixel, Antialias: true, Exclude: true},
 	}
 }
 
@@ -60,7 +62,7 @@ func TestResampleMatchesDense(t *testing.T) {
 		dense := make([][][]float64, len(l.In))
 		for k := 1; k < len(l.In); k++ {
 			a := gpu.ResampleAxis{In: l.In[k], Out: l.Out[k], Mode: l.Mode, Coord: l.Coord, Nearest: l.Nearest,
-				A: float64(l.CubicA), ExcludeOutside: l.Exclude}
+				A: float64(l.CubicA), ExcludeOutside: l.Exclude, Antialias: l.Antialias}
 			if l.Scales != nil {
 				a.Scale = float64(l.Scales[k-1])
 			}
@@ -142,7 +144,7 @@ func TestResampleOnGputestAxes(t *testing.T) {
 			sc = []float32{float32(a.Scale)}
 		}
 		l := NewResample(fmt.Sprint("axis", i), []int{2, a.In}, []int{2, a.Out}, a.Mode, a.Coord, a.Nearest, sc)
-		l.CubicA, l.Exclude = float32(a.A), a.ExcludeOutside
+		l.CubicA, l.Exclude, l.Antialias = float32(a.A), a.ExcludeOutside, a.Antialias
 		bad, err := gradCheck{Tol: 1e-2}.layer(l, []Shape{DimsShape(l.In)}, 2)
 		report(t, l.LayerName, bad, err)
 	}

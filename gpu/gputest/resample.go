@@ -25,6 +25,8 @@ func ResampleAxes() []gpu.ResampleAxis {
 		{In: 8, Out: 3, Mode: gpu.ResampleCubic, Coord: gpu.CoordAlignCorners, A: -0.5, ExcludeOutside: true},
 		{In: 5, Out: 7, Scale: 1.5, Mode: gpu.ResampleLinear, Coord: gpu.CoordHalfPixelSym},
 		{In: 7, Out: 3, Scale: 0.5, Mode: gpu.ResampleNearest, Coord: gpu.CoordTFHalfPixelNN, Nearest: gpu.NearestFloor},
+		{In: 11, Out: 4, Mode: gpu.ResampleLinear, Coord: gpu.CoordHalfPixel, Antialias: true, ExcludeOutside: true},
+		{In: 9, Out: 2, Scale: 0.25, Mode: gpu.ResampleLinear, Coord: gpu.CoordAsymmetric, Antialias: true},
 	}
 }
 

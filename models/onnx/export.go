@@ -20,7 +20,8 @@ const ExportOpset = 14
 // exportOpset is the opset Export writes for nodes: ExportOpset, or the
 // first opset with an operator the network needs: 17 for a layer norm
 // (LayerNormalization), 19 for a dilated average pool (AveragePool's
-// dilations) or a resample with half_pixel_symmetric, 20 for a GELU (Gelu), 21 for a group norm of fewer
+// dilations) or a resample with half_pixel_symmetric (18 for one with
+// antialias), 20 for a GELU (Gelu), 21 for a group norm of fewer
 // groups than channels (GroupNormalization with per-channel scale). Of what Export writes, only
 // ReduceMean changed meaning between 14 and 21 (its axes an input from 18), and
 // the reduce layer's export follows the opset (Resize gained attributes in
@@ -46,6 +47,9 @@ func exportOpset(nodes []solver.Node) int64 {
 		case *solver.Resample:
 			if l.Coord == gpu.CoordHalfPixelSym {
 				opset = max(opset, 19) // Resize's half_pixel_symmetric
+			}
+			if l.Antialias {
+				opset = max(opset, 18) // Resize's antialias
 			}
 		}
 	}

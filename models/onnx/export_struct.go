@@ -260,6 +260,10 @@ func (e *exporter) resample(l *solver.Resample, x string, xd []int) string {
 		attrs = append(attrs, str("nearest_mode", l.Nearest))
 	case gpu.ResampleCubic:
 		attrs = append(attrs, attrFloat("cubic_coeff_a", l.CubicA), attrInt("exclude_outside", b2i(l.Exclude)))
+	case gpu.ResampleLinear:
+		if l.Antialias { // an attribute of opset 18 (exportOpset)
+			attrs = append(attrs, attrInt("antialias", 1), attrInt("exclude_outside", b2i(l.Exclude)))
+		}
 	}
 	if sc != nil {
 		e.initializer(name+".scales", []int{len(sc) + 2}, append([]float32{1, 1}, sc...))

@@ -29,8 +29,9 @@ import (
 //     keep_aspect_ratio_policy.
 //
 // The batch and channel axes must keep their length (a scale of 1, or
-// their size); antialiasing while shrinking a linear or cubic axis is
-// refused, and so are a keep_aspect_ratio_policy other than stretch
+// their size); antialias (a shrinking linear axis's filter stretched, as
+// F.interpolate(antialias=True)) is read for linear mode, and refused
+// while shrinking a cubic axis; so are a keep_aspect_ratio_policy other than stretch
 // with sizes, and the transformation tf_crop_and_resize (TensorFlow's
 // crop_and_resize, whose roi cotrain does not read).
 func (im *importer) resize(n *onnxpb.NodeProto, a attrs) error {
@@ -147,12 +148,15 @@ func (im *importer) resize(n *onnxpb.NodeProto, a attrs) error {
 			out[k+1] = int(s)
 		}
 	}
-	if a.int("antialias", 0) != 0 && mode != gpu.ResampleNearest {
+	antialias := a.int("antialias", 0) != 0 && mode != gpu.ResampleNearest // nearest ignores it
+	if antialias && mode == gpu.ResampleCubic {
 		for k := 1; k < len(xd); k++ {
 			if out[k] < xd[k] {
-				return fmt.Errorf("%w: Resize antialias=1 while shrinking %v to %v (export with antialias=False)", ErrUnsupported, xd, out)
+				return fmt.Errorf("%w: Resize cubic with antialias=1 while shrinking %v to %v (linear's is read; "+
+					"export with antialias=False)", ErrUnsupported, xd, out)
 			}
 		}
+		antialias = false // growing: no filter to stretch
 	}
 	name := im.layerName(n, "")
 	in, dims := xd, out
@@ -173,6 +177,10 @@ func (im *importer) resize(n *onnxpb.NodeProto, a attrs) error {
 		d.Nearest = nearest // read in nearest mode alone; kept out of the others' description
 	case gpu.ResampleCubic:
 		d.CubicA, d.Exclude = a.float("cubic_coeff_a", -0.75), a.int("exclude_outside", 0) != 0
+	case gpu.ResampleLinear:
+		if antialias {
+			d.AntiAl, d.Exclude = true, a.int("exclude_outside", 0) != 0
+		}
 	}
 	v, err := im.push(d, []*value{x}, 0, dims)
 	if err != nil {
