@@ -144,6 +144,7 @@ func Apply(tr *solver.Trainer, r ApplyRequest) (ApplyDone, error) {
 	tr.Apply()
 	if r.State != nil {
 		tr.Net.B.Upload(tr.Net.State, r.State)
+		tr.Net.ParamsChanged()
 	}
 	if r.Hash {
 		d.WeightsHash = state.NetHash(tr.Net)

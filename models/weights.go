@@ -144,6 +144,7 @@ func (f *File) Apply(net *solver.Net, opt solver.Optimizer) error {
 	}
 	net.B.Upload(net.Params, params)
 	net.B.Upload(net.State, state)
+	net.ParamsChanged()
 	if bufs != nil {
 		have, _ := opt.State()
 		for name, v := range bufs {

@@ -215,6 +215,7 @@ func (r *runner) diverge(p *phone) {
 	i := len(w) / 2
 	w[i] = math.Nextafter32(w[i], float32(math.Inf(1)))
 	net.B.Upload(net.Params, w)
+	net.ParamsChanged()
 	p.drifted = true
 	r.note(fmt.Sprintf("fault: %s's weight %d drifts by one unit in the last place", p.spec.Name, i))
 }

@@ -84,6 +84,7 @@ func (m *memo) gradient(tr *solver.Trainer, iter uint64, x []float32, labels []i
 			m.hits++
 			tr.Net.B.Upload(tr.Net.Grads, g.grad)
 			tr.Net.B.Upload(tr.Net.State, g.state)
+			tr.Net.ParamsChanged()
 			return g.loss
 		}
 	}

@@ -37,6 +37,10 @@ type Conv2D struct {
 	// biasDone: the fused activation's Backward computed the bias
 	// gradient of this pass (fuse.go); the next Backward skips it.
 	biasDone bool
+
+	// fw and fb are the filters and bias with the following batch norm
+	// folded in, when the frozen prefix folds it (fold.go); nil otherwise.
+	fw, fb gpu.Buffer
 }
 
 // NewConv2D returns a convolution; the input channels and size come from Setup.
@@ -106,11 +110,12 @@ func (l *Conv2D) Params() []ParamSpec {
 }
 
 // Bind implements Layer and keeps the backend for Workspace. Kept column
-// matrices belong to the backend that made them: a layer bound again drops
-// them.
+// matrices and folded weights belong to the backend that made them: a
+// layer bound again drops them.
 func (l *Conv2D) Bind(b gpu.Backend, params, grads, state []gpu.Buffer) {
 	l.b = b
 	l.cols, l.colsCap, l.colsAsked, l.colsOf, l.biasDone = nil, 0, 0, nil, false
+	l.fw, l.fb = nil, nil
 	l.Base.Bind(b, params, grads, state)
 }
 

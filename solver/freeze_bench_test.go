@@ -11,14 +11,18 @@ import (
 
 // BenchmarkFrozenPrefixStep times a fine-tuning step of MobileNet v1 (α
 // 0.25, 3×64×64, batch 16) with the last layer alone learning, its frozen
-// prefix run as inference and in training mode (Net.SetFrozenInference),
-// beside a step with every layer learning.
+// prefix run as inference with its batch norm folded into the convolutions
+// (the default), unfolded (Net.SetFolding), and in training mode
+// (Net.SetFrozenInference), beside a step with every layer learning.
 func BenchmarkFrozenPrefixStep(b *testing.B) {
 	for _, c := range []struct {
-		name      string
-		last      int // 0: all learn
-		inference bool
-	}{{"train-last-1/inference", 1, true}, {"train-last-1/training", 1, false}, {"all", 0, true}} {
+		name            string
+		last            int // 0: all learn
+		inference, fold bool
+	}{
+		{"train-last-1/folded", 1, true, true}, {"train-last-1/unfolded", 1, true, false},
+		{"train-last-1/training", 1, false, true}, {"all", 0, true, true},
+	} {
 		b.Run(c.name, func(b *testing.B) {
 			be := cpu.NewCPU()
 			net, err := models.Build(be, "mobilenet-v1", models.Config{Width: 0.25, Classes: 10, Input: solver.Shape{C: 3, H: 64, W: 64}})
@@ -31,6 +35,7 @@ func BenchmarkFrozenPrefixStep(b *testing.B) {
 				net.FreezeAllButLast(c.last)
 			}
 			net.SetFrozenInference(c.inference)
+			net.SetFolding(c.fold)
 			tr := solver.NewTrainer(net, solver.NewSGD(be, net.NumParams(), 0.9, 0, false), solver.Constant(0.01))
 			const batch = 16
 			x := make([]float32, batch*net.In.Size())
@@ -47,5 +52,26 @@ func BenchmarkFrozenPrefixStep(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkRefold times folding the batch norm of MobileNet v1's frozen
+// prefix (α 0.25, 3×64×64) into its convolutions once: what a Forward
+// after ParamsChanged adds (a worker's, after every merged update that
+// carries batch-norm statistics).
+func BenchmarkRefold(b *testing.B) {
+	be := cpu.NewCPU()
+	net, err := models.Build(be, "mobilenet-v1", models.Config{Width: 0.25, Classes: 10, Input: solver.Shape{C: 3, H: 64, W: 64}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	net.InitParams(rand.New(rand.NewPCG(1, 2)))
+	net.FreezeAllButLast(1)
+	x := be.Alloc(net.In.Size())
+	net.Forward(x, 1, false)
+	b.ReportMetric(float64(net.FoldedSize()), "folded-floats")
+	for b.Loop() {
+		net.ParamsChanged()
+		net.Refold()
 	}
 }

@@ -49,26 +49,27 @@ func (n *Net) SetFusing(on bool) {
 		return
 	}
 	n.noFuse = !on
-	n.planFusion()
-	n.planInference()
-	n.planTrain()
+	n.planTrain() // with planFusion and planInference
 	n.trains, n.trainCap, n.trainN = nil, 0, 0
 	n.trained = false
 	n.evals, n.evalCap, n.evalN = nil, 0, 0
 }
 
-// planFusion pairs every fusable producer with its activation: it sets
-// every node's actOf and fusedTo.
+// planFusion pairs every fusable producer with its activation, and folds
+// the frozen prefix's batch norm into the convolution before it (fold.go):
+// it sets every node's actOf, fusedTo and bnOf. It reads node.infer, so
+// planTrain calls it once that is set.
 func (n *Net) planFusion() {
 	consumers := make([]int, len(n.nodes))
 	for i := range n.nodes {
-		n.nodes[i].actOf, n.nodes[i].fusedTo = -1, -1
+		n.nodes[i].actOf, n.nodes[i].fusedTo, n.nodes[i].bnOf = -1, -1, -1
 		for _, j := range n.nodes[i].inputs {
 			if j >= 0 {
 				consumers[j]++
 			}
 		}
 	}
+	n.planFold(consumers)
 	if n.noFuse {
 		return
 	}
@@ -79,6 +80,15 @@ func (n *Net) planFusion() {
 			continue
 		}
 		j := nd.inputs[0]
+		if _, bn := n.nodes[j].layer.(*BatchNorm); bn && n.nodes[j].fusedTo >= 0 {
+			// A folded batch norm's activation: its convolution applies
+			// it, when it is the batch norm's only reader and runs as
+			// inference too.
+			if b := n.nodes[j].fusedTo; consumers[j] == 1 && nd.infer {
+				n.nodes[b].actOf, nd.fusedTo = i, b
+			}
+			continue
+		}
 		if _, ok := n.nodes[j].layer.(biasActLayer); !ok || consumers[j] != 1 {
 			continue
 		}
@@ -108,6 +118,8 @@ func (n *Net) mergeFused(ts []life) {
 func (n *Net) forwardNode(p *Pass, nd *node, out gpu.Buffer) {
 	switch {
 	case nd.fusedTo >= 0:
+	case nd.bnOf >= 0:
+		n.forwardFolded(p, nd, out)
 	case nd.actOf >= 0:
 		a := n.nodes[nd.actOf].layer.(*Activation).Act
 		nd.layer.(biasActLayer).forwardAct(p, out, nd.ins, n.fuser, a)

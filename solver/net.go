@@ -60,8 +60,9 @@ type node struct {
 	eslot        int
 	// Fusing (fuse.go): actOf is the activation node this producer applies
 	// in its own kernels, fusedTo the producer that applies this
-	// activation node; -1 for none.
-	actOf, fusedTo int
+	// activation node, or this batch norm folded into it (fold.go); bnOf
+	// is the batch norm node folded into this convolution; -1 for none.
+	actOf, fusedTo, bnOf int
 	// fwdSec and bwdSec name the node's passes for a profile (gpu.MarkSection).
 	fwdSec, bwdSec string
 	// Views for the current batch size, rebuilt when it changes, so that a
@@ -116,6 +117,10 @@ type Net struct {
 	// is B's fused kernels, or its unfused calls (gpu.Fuser).
 	noFuse bool
 	fuser  gpu.ActFuser
+	// noFold keeps the frozen prefix's batch norm out of the convolutions
+	// (SetFolding); folded says the folded weights are those of the
+	// current parameters and statistics (fold.go).
+	noFold, folded bool
 
 	// OnGradsDone, when set, is called by Backward, on Backward's
 	// goroutine, after each layer whose parameters learn has run, last
@@ -169,9 +174,7 @@ func NewNet(b gpu.Backend, in Shape, nodes []Node) (*Net, error) {
 		nd.dins = make([]gpu.Buffer, len(nd.inputs))
 		nd.scratch = make([]gpu.Buffer, len(nd.inputs))
 	}
-	n.planFusion()
-	n.planInference()
-	n.updateActive()
+	n.updateActive() // plans the fusion and both passes
 	n.InitState()
 	return n, nil
 }
@@ -213,6 +216,7 @@ func (n *Net) InitParams(r *rand.Rand) {
 	}
 	n.B.Upload(n.Params, host)
 	n.B.Fill(n.Grads, 0)
+	n.folded = false
 }
 
 // InitState resets the state tensors (running mean 0, running variance 1).
@@ -222,6 +226,7 @@ func (n *Net) InitState() {
 		fill(host[t.Off:t.Off+t.Spec.Size()], t.Spec, nil)
 	}
 	n.B.Upload(n.State, host)
+	n.folded = false
 }
 
 func fill(dst []float32, s ParamSpec, r *rand.Rand) {

@@ -1,9 +1,6 @@
 package solver
 
-import (
-	"fmt"
-	"slices"
-)
+import "fmt"
 
 // This file is which of a Net's layers learn: freezing, and the
 // trainable ranges the optimizers step.
@@ -105,12 +102,7 @@ func (n *Net) updateActive() {
 			n.B.Fill(n.B.View(n.Grads, nd.params.Off, nd.params.Len), 0)
 		}
 	}
-	old := n.trainSize
 	n.planTrain()
-	if !slices.Equal(old, n.trainSize) {
-		n.trains, n.trainCap = nil, 0 // reallocated for the new plan by the next Forward
-	}
-	n.trainN = 0      // rebuild the views: what is kept and where changed
 	n.trained = false // a Forward before the change kept what the old plan needed
 }
 
@@ -134,7 +126,6 @@ func (n *Net) SetFrozenInference(on bool) {
 	}
 	n.trainFrozen = !on
 	n.planTrain()
-	n.trainN = 0
 	n.trained = false
 }
 

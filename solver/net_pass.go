@@ -153,6 +153,7 @@ func (n *Net) Forward(x gpu.Buffer, batch int, train bool) gpu.Buffer {
 		n.reserveEval(batch)
 	}
 	n.trained = train
+	n.refold() // the frozen prefix's batch norm in its convolutions (fold.go)
 	n.pass = Pass{B: n.B, N: batch, Train: train, Rand: n.rand, WS: n.ws}
 	n.infer = n.pass
 	n.infer.Train = false

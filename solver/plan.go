@@ -89,7 +89,12 @@ func sharing(ts []life, share bool) (slot, size []int) {
 // Backward, which input gradients they write in place and which through
 // scratch, what each Backward reads of the forward pass, and where every
 // output and gradient of a training step lives. It sets every node's runs,
-// readIn, readOut, direct, oslot, dslot, sslot and infer, and n.trainSize.
+// readIn, readOut, direct, oslot, dslot, sslot and infer, and n.trainSize
+// (dropping the training buffers when their sizes changed);
+// then the fusion plan (planFusion, which folds the frozen prefix's batch
+// norm by infer) and the inference Forward's (planInference), whose
+// buffers it drops when their sizes changed. Every change of the plans
+// comes through here, so it also marks the folded weights stale.
 //
 // A training step is one timeline: Forward runs node i at step i, Backward
 // runs it at step 2L-1-i (L nodes), the gradient of the output first. An
@@ -165,14 +170,18 @@ func (n *Net) planTrain() {
 			grad[j] = add(bwd(i), bwd(i), size) // until j's step, set there
 		}
 	}
-	n.mergeFused(ts)
-	slot, size := sharing(ts, !n.noShare)
 	for i := range n.nodes {
 		nd := &n.nodes[i]
 		nd.infer = n.inferFrozen(nd)
 		if d, ok := nd.layer.(trainScratcher); ok && nd.infer {
 			d.dropTrainScratch()
 		}
+	}
+	n.planFusion() // folds only what runs as inference (fold.go)
+	n.mergeFused(ts)
+	slot, size := sharing(ts, !n.noShare)
+	for i := range n.nodes {
+		nd := &n.nodes[i]
 		nd.oslot = slot[i]
 		if nd.fusedTo >= 0 {
 			nd.oslot = slot[nd.fusedTo] // one tensor with its producer's output (fuse.go)
@@ -186,7 +195,19 @@ func (n *Net) planTrain() {
 			}
 		}
 	}
+	if !slices.Equal(n.trainSize, size) {
+		n.trains, n.trainCap = nil, 0 // reallocated for the new plan by the next Forward
+	}
 	n.trainSize = size
+	n.trainN = 0 // rebuild the views: what is kept and where changed
+	// The fusion plan is the inference Forward's too, and folding made it
+	// depend on the frozen set: the inference buffers follow.
+	oldEval := n.evalSize
+	n.planInference()
+	if !slices.Equal(oldEval, n.evalSize) {
+		n.evals, n.evalCap = nil, 0 // reallocated for the new plan by the next Forward
+	}
+	n.evalN = 0 // rebuild the views: slots may have moved
 }
 
 // planInference places the outputs of an inference Forward: each lives from

@@ -95,6 +95,7 @@ func newEvaluator(model string, mcfg models.Config, meta [][2]string, ds *cli.Da
 		if len(state) > 0 {
 			net.B.Upload(net.State, state)
 		}
+		net.ParamsChanged()
 		acc, loss := tr.Evaluate(test, 500)
 		return acc, loss, test.Len()
 	}}, nil

@@ -197,6 +197,7 @@ func run(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	tr.Net.B.Upload(tr.Net.Params, weights)
 	tr.Net.B.Upload(tr.Net.State, st)
+	tr.Net.ParamsChanged()
 	path, sum, err := cli.SaveFinal(c.out, src.model, src.mcfg, src.meta, tr.Net, int(core.FinalIteration()))
 	if err != nil {
 		return err

@@ -216,6 +216,7 @@ func Load(net *solver.Net, opt solver.Optimizer, s wire.ModelState) error {
 	}
 	net.B.Upload(net.Params, s.Weights)
 	net.B.Upload(net.State, s.State)
+	net.ParamsChanged()
 	if opt != nil {
 		for _, t := range s.Optimizer.Tensors {
 			net.B.Upload(bufs[t.Name], t.Values)

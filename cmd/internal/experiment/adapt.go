@@ -414,6 +414,7 @@ device nexus-6p count=3
 			}
 			net.B.Upload(net.Params, start)
 			net.B.Upload(net.State, startState)
+			net.ParamsChanged()
 		}
 		if mode == "b" {
 			net.FreezeAllButLast(1)
