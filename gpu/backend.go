@@ -398,17 +398,19 @@ func (g *PoolGeom) Setup() error {
 	if 2*g.PadH > g.KH || 2*g.PadW > g.KW {
 		return fmt.Errorf("%w: pool padding %dx%d must be at most half the window %dx%d", ErrGeometry, g.PadH, g.PadW, g.KH, g.KW)
 	}
-	// The window's extent (K-1)·Dil+1 as a product of extents: checked.
-	ekh, err := limits.Product("pool window", g.KH-1, g.DilH)
+	// The window's extent (K-1)·Dil+1, in 64 bits (a 32-bit int overflows
+	// on a product of two extents), is an extent itself: then every sum
+	// of it with sizes and pads below stays small.
+	ekh, err := limits.Extent("pool window height", int64(g.KH-1)*int64(g.DilH)+1, true)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrGeometry, err)
 	}
-	ekw, err := limits.Product("pool window", g.KW-1, g.DilW)
+	ekw, err := limits.Extent("pool window width", int64(g.KW-1)*int64(g.DilW)+1, true)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrGeometry, err)
 	}
-	g.OH = poolOut(g.H, ekh+1, g.StrideH, g.PadH, g.CeilMode)
-	g.OW = poolOut(g.W, ekw+1, g.StrideW, g.PadW, g.CeilMode)
+	g.OH = poolOut(g.H, ekh, g.StrideH, g.PadH, g.CeilMode)
+	g.OW = poolOut(g.W, ekw, g.StrideW, g.PadW, g.CeilMode)
 	if g.OH <= 0 || g.OW <= 0 {
 		return fmt.Errorf("%w: pool window %dx%d (dilation %dx%d) larger than input %dx%d", ErrGeometry, g.KH, g.KW, g.DilH, g.DilW, g.H, g.W)
 	}

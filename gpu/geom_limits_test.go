@@ -33,6 +33,7 @@ func TestGeomLimits(t *testing.T) {
 		{C: 1, H: 1<<62 + 7, W: 4, KH: 2, KW: 2},
 		{C: 16, H: 1 << 20, W: 1 << 20, KH: 2, KW: 2},
 		{C: 1, H: 28, W: 28, KH: 2, KW: 2, StrideH: 1 << 40, StrideW: 2},
+		{C: 1, H: 28, W: 28, KH: 1 << 12, KW: 2, DilH: 1 << 13}, // a dilated window of 2^25 rows
 	} {
 		if err := g.Setup(); !errors.Is(err, ErrGeometry) || !errors.Is(err, limits.ErrTooLarge) {
 			t.Errorf("%+v: %v, want ErrGeometry and limits.ErrTooLarge", g, err)

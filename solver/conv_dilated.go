@@ -58,11 +58,12 @@ func (l *DilatedConv2D) Setup(in []Shape) (Shape, error) {
 		}
 	}
 	// The dilated extent within limits before it sizes anything.
-	rh, err := limits.Extent("dilated kernel height", int64((c.KH-1)*l.DH+1), true)
+	// In 64 bits: on a 32-bit build the product of two extents overflows.
+	rh, err := limits.Extent("dilated kernel height", int64(c.KH-1)*int64(l.DH)+1, true)
 	if err != nil {
 		return Shape{}, fmt.Errorf("solver: dilatedconv2d %s: %w", l.LayerName, err)
 	}
-	rw, err := limits.Extent("dilated kernel width", int64((c.KW-1)*l.DW+1), true)
+	rw, err := limits.Extent("dilated kernel width", int64(c.KW-1)*int64(l.DW)+1, true)
 	if err != nil {
 		return Shape{}, fmt.Errorf("solver: dilatedconv2d %s: %w", l.LayerName, err)
 	}

@@ -87,11 +87,12 @@ func (l *ConvTranspose2D) Setup(in []Shape) (Shape, error) {
 	}
 	dh, dw := max(l.DH, 1), max(l.DW, 1)
 	// The dilated extent within limits before it sizes anything.
-	rh, err := limits.Extent("dilated kernel height", int64((c.KH-1)*dh+1), true)
+	// In 64 bits: on a 32-bit build the product of two extents overflows.
+	rh, err := limits.Extent("dilated kernel height", int64(c.KH-1)*int64(dh)+1, true)
 	if err != nil {
 		return bad(err)
 	}
-	rw, err := limits.Extent("dilated kernel width", int64((c.KW-1)*dw+1), true)
+	rw, err := limits.Extent("dilated kernel width", int64(c.KW-1)*int64(dw)+1, true)
 	if err != nil {
 		return bad(err)
 	}

@@ -162,7 +162,13 @@ func convTPads(shape []int64, autoPad string, in, k, s, d, op [2]int) ([4]int, e
 		if err != nil {
 			return pads, fmt.Errorf("%w: %w", ErrMalformed, err)
 		}
-		total := s[i]*(in[i]-1) + op[i] + (k[i]-1)*d[i] + 1 - o
+		// In 64 bits (extents up to 2^24: products overflow 32-bit ints);
+		// the total is at most the unpadded output, an extent once checked.
+		total64 := int64(s[i])*int64(in[i]-1) + int64(op[i]) + int64(k[i]-1)*int64(d[i]) + 1 - int64(o)
+		if total64 > limits.MaxExtent {
+			return pads, fmt.Errorf("%w: ConvTranspose output of %d rows past the padding", ErrMalformed, total64)
+		}
+		total := int(total64)
 		if total < 0 {
 			return pads, fmt.Errorf("%w: ConvTranspose output_shape %v larger than the unpadded output (give output_padding instead)", ErrUnsupported, shape)
 		}
