@@ -304,9 +304,19 @@ func (a ResampleAxis) Taps() (*ResampleTaps, error) {
 // cubicCoeffs are the weights of the four inputs around a coordinate at
 // fraction r past the second (Keys' cubic convolution with coefficient a:
 // ONNX Resize's cubic mode, PyTorch's bicubic with a = −0.75).
+// Every product is rounded before the sum that follows (float64(...)), so
+// no platform fuses them and the taps have the same bits everywhere.
 func cubicCoeffs(r, a float64) [4]float64 {
-	near := func(x float64) float64 { return ((a+2)*x-(a+3))*x*x + 1 }
-	far := func(x float64) float64 { return ((a*x-5*a)*x+8*a)*x - 4*a }
+	near := func(x float64) float64 { // ((a+2)·x − (a+3))·x·x + 1
+		p := float64((a+2)*x) - (a + 3)
+		p = float64(p * x)
+		return float64(p*x) + 1
+	}
+	far := func(x float64) float64 { // ((a·x − 5a)·x + 8a)·x − 4a
+		p := float64(a*x) - float64(5*a)
+		p = float64(p*x) + float64(8*a)
+		return float64(p*x) - float64(4*a)
+	}
 	return [4]float64{far(r + 1), near(r), near(1 - r), far(2 - r)}
 }
 
@@ -336,7 +346,7 @@ func (a ResampleAxis) antialias(t *ResampleTaps, coord func(int) float64, s floa
 		x := min(max(coord(j), -0.5), in-0.5)
 		taps, sum := taps[:0], 0.0
 		for i := math.Floor(x-support) + 1; i < x+support; i++ {
-			w := 1 - math.Abs(i-x)*s
+			w := 1 - float64(math.Abs(i-x)*s) // rounded: no fused multiply-add
 			if w <= 0 || (a.ExcludeOutside && (i < 0 || i >= in)) {
 				continue
 			}
