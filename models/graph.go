@@ -99,7 +99,7 @@ type Layer struct {
 	Max   *float32 `json:"max,omitempty"`   // clip
 
 	// LRN (solver.LRN) uses Alpha and Beta too.
-	Size int     `json:"size,omitempty"` // lrn: channels in the window
+	Size int     `json:"size,omitempty"` // lrn: channels in the window; prepend: slices along Axis
 	K    float32 `json:"k,omitempty"`    // lrn: the bias (PyTorch's k)
 
 	// Sequence layers: an embedding's table is Vocab×Out; a recurrent
@@ -163,6 +163,10 @@ func Describe(nodes []solver.Node) ([]Layer, error) {
 			d.Op, d.Dims, d.Dims2, d.Const, d.First = l.Op.String(), l.A, l.B, l.Const, l.ConstFirst
 		case *solver.MatMul:
 			d.Dims, d.Dims2 = l.A, l.B
+		case *solver.Prepend:
+			d.Dims, d.Axis, d.Size = l.Dims, l.Axis, l.Count
+		case *solver.AddParam:
+			d.Dims = l.Dims
 		case *solver.Tile:
 			d.Dims, d.Repeats = l.In, l.Repeats
 		case *solver.Resample:
@@ -288,6 +292,10 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 			l = solver.NewConcatND(d.Name, d.Axis, d.Dims)
 		case "matmul":
 			l = solver.NewMatMul(d.Name, d.Dims, d.Dims2)
+		case "prepend":
+			l = solver.NewPrepend(d.Name, d.Dims, d.Axis, d.Size) // Setup checks the dims, axis and count
+		case "addparam":
+			l = solver.NewAddParam(d.Name, d.Dims) // Setup checks the dims
 		case "tile":
 			l = solver.NewTile(d.Name, d.Dims, d.Repeats)
 		case "resample":

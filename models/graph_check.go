@@ -60,6 +60,10 @@ func checkLayer(i int, d Layer) error {
 		if _, err := limits.Count("output units", int64(d.Out), true); err != nil {
 			return bad(err)
 		}
+	case "prepend":
+		if _, err := limits.Count("prepended slices", int64(d.Size), true); err != nil {
+			return bad(err)
+		}
 	case "embedding":
 		if _, err := limits.Count("vocabulary", int64(d.Vocab), true); err != nil {
 			return bad(err)

@@ -558,6 +558,13 @@ def evaluate(model, x):
             y = torch.matmul(ins[0], ins[1])
         elif op == "Reciprocal":
             y = 1 / ins[0]
+        elif op == "Shape":
+            y = torch.tensor(ins[0].shape, dtype=torch.int64)
+        elif op == "Gather":
+            y = torch.index_select(ins[0], a.get("axis", 0), ins[1].long().flatten()).reshape(
+                ins[0].shape[:a.get("axis", 0)] + ins[1].shape + ins[0].shape[a.get("axis", 0) + 1:])
+        elif op == "Expand":  # numpy broadcasting of the input and the shape
+            y = ins[0].expand(torch.broadcast_shapes(ins[0].shape, tuple(int(v) for v in ins[1])))
         elif op == "Pow":
             y = ins[0] ** ins[1]
         elif op == "Sqrt":

@@ -92,6 +92,10 @@ It writes models/onnx/testdata/opsets/:
   scale, residual; LayerNorm2d and a 2x2 stride-2 downsampling) scaled down
   to 3x32x32, at opset 13 (LayerNorm as arithmetic) and 17
   (LayerNormalization) (convnext()).
+- vit_op13.onnx, vit_op17.onnx and their .json: torchvision's
+  VisionTransformer scaled down (image 32x32, patch 8, dim 32, 2 heads, 2
+  layers of nn.TransformerEncoderLayer), its gradients by cotrain's tensor
+  names (vit()).
 
     /usr/bin/python3 scripts/onnx_opsets.py only FUNCTION...
 
@@ -1477,11 +1481,11 @@ class _ViT(nn.Module):
         return self.head(self.ln(x)[:, 0])
 
 
-def vit(names):
+def vit():
     """vit_op13.onnx and vit_op17.onnx: _ViT as torch.onnx.export writes it
     at opset 13 (LayerNorm as arithmetic) and 17 (LayerNormalization), with
     their .json as zoo_ops.json; the gradients are kept by cotrain's tensor
-    names (names maps PyTorch's to them; a parameter it leaves out is a
+    names (_vit_names maps PyTorch's to them; a parameter it leaves out is a
     constant in cotrain)."""
     for opset in (13, 17):
         torch.manual_seed(81)
@@ -1497,7 +1501,7 @@ def vit(names):
         (y * dy.double()).sum().backward()
         ps = {}
         for k, v in d.named_parameters():
-            to = names(k, opset)
+            to = _vit_names(k, opset)
             if to is not None:
                 ps[to] = v
         _save_golden(name, x, dy, y, ps)
@@ -1507,7 +1511,9 @@ def _vit_names(k, opset):
     """cotrain's name of _ViT's parameter k at opset (None: a constant)."""
     if opset == 13 and ("norm" in k or k.startswith("ln.")):
         return None  # LayerNorm as arithmetic: its weight and bias are constants
-    return k
+    if k in ("pos_embedding", "class_token"):
+        return k + ".weight"  # an addparam layer's tensor, a prepend layer's slices
+    return k.replace("in_proj_weight", "in_proj.weight").replace("in_proj_bias", "in_proj.bias")
 
 
 def resize_aa():
@@ -1585,6 +1591,7 @@ def main():
     convnext()
     matmul_bcast()
     resize_aa()
+    vit()
 
 
 # The fixtures whose cotrain export `check` runs: no batch norm or dropout,
@@ -1594,7 +1601,8 @@ CHECKED = ["pad_value_op9", "pad_value_op13", "dilated_op13", "dilated1d_op13", 
            "pad_modes1d_op13", "dilatedpool_op13", "dilatedpool1d_op13", "avgpool_dilated_op19", "bicubic_op13",
            "convtranspose2_op13", "convtranspose1d_op13", "convtranspose_pads_op13",
            "resize_sym_op19",
-           "convnext_op13", "convnext_op17", "matmul_bcast_op13", "resize_aa_op18"]
+           "convnext_op13", "convnext_op17", "matmul_bcast_op13", "resize_aa_op18",
+           "vit_op13", "vit_op17"]
 
 
 def check(folder):

@@ -128,6 +128,21 @@ func (e *exporter) structural(l solver.Layer, xs []string, xd [][]int) (string, 
 			y = e.node("Add", name+".add", []string{y, name + ".bias"})
 		}
 		return y, l.OutDims(), true
+	case *solver.AddParam:
+		x := e.ensure(xs[0], xd[0], l.Dims, name+".in")
+		return e.node("Add", name, []string{x, name + ".weight"}), l.Dims, true
+	case *solver.Prepend:
+		// As torch.onnx.export writes torch.cat([token.expand(N, -1, -1),
+		// x], 1): the batch size from Shape, Expand, Concat (Import reads
+		// it back as this layer).
+		x := e.ensure(xs[0], xd[0], l.Dims, name+".in")
+		e.intInit(name+".first", []int64{0})
+		e.intInit(name+".ones", slices.Repeat([]int64{1}, len(l.Dims)))
+		shape := e.node("Shape", name+".shape", []string{x})
+		batch := e.node("Gather", name+".batch", []string{shape, name + ".first"}, attrInt("axis", 0))
+		full := e.node("Concat", name+".full", []string{batch, name + ".ones"}, attrInt("axis", 0))
+		tok := e.node("Expand", name+".expand", []string{name + ".weight", full})
+		return e.node("Concat", name, []string{tok, x}, attrInt("axis", l.Axis+1)), l.OutDims(), true
 	case *solver.LayerNorm:
 		// An operator of opset 17: Export writes that opset when the
 		// network has one (layerNormOpset).

@@ -24,7 +24,7 @@ func constTensor(v *value) *tensor {
 	switch {
 	case v.konst != nil:
 		return v.konst
-	case v.sym != nil && !slices.Contains(v.sym, batchDim):
+	case v.sym != nil && !hasBatch(v.sym):
 		t := &tensor{ints: v.sym}
 		if !v.scalar {
 			t.dims = []int{len(v.sym)}

@@ -39,6 +39,13 @@ type value struct {
 	// the flat per-sample size, the importer the logical shape.
 	dims   []int
 	padded *value // the pad layer made for a pending pad (materialize)
+	// view, when set, gives the ONNX axes of an activation whose batch axis
+	// moved, each a list of factors (batchAxis, or a stored axis of dims):
+	// views.go.
+	view [][]int
+	// bconst marks a constant (konst) expanded over the batch: the same
+	// tensor for every sample (a class token before its Concat).
+	bconst bool
 
 	konst *tensor // a constant
 
@@ -103,9 +110,16 @@ type importer struct {
 // inputs on any per-sample axis, and Pad with zeros (folded into a
 // following Conv or AveragePool where it can be), another constant,
 // reflection or the edge. Integer shape arithmetic
-// (Shape, Gather, Unsqueeze, Concat, Add/Sub/Mul/Div/Max/Min of integers) and
+// (Shape, Gather, Unsqueeze, Concat, Add/Sub/Mul/Div/Max/Min of integers,
+// multiples of the batch size included, Equal and Where of shape vectors) and
 // chains of constants (ConstantOfShape, Cast, Reshape, Slice, Transpose, as
-// torch writes F.pad's pads) are evaluated during the import. A Softmax or
+// torch writes F.pad's pads) are evaluated during the import. Vision
+// transformers (views.go): a Transpose or Reshape that moves the batch axis
+// or folds another into it (nn.MultiheadAttention's) is a view that the
+// row-wise operators after it read as it is; a constant Expand'ed over the
+// batch and concatenated before an activation (the class token) is a
+// prepend layer, and Add of a learned tensor of the sample's shape (the
+// position embedding) an addparam layer, both trained. A Softmax or
 // LogSoftmax at the very end is dropped, because cotrain's networks output
 // logits (the loss applies the softmax); the file's Meta says so; any other
 // Softmax is a layer, any other LogSoftmax a softmax layer and a log layer.
@@ -385,6 +399,22 @@ func (im *importer) act(n *onnxpb.NodeProto, i int) (*value, error) {
 	if err == nil && v.pad != [2]int{} && n.GetOpType() != "Conv" && n.GetOpType() != "AveragePool" {
 		v, err = im.materialize(v, n.GetInput()[i])
 	}
+	if err == nil && v.view != nil {
+		v, err = im.canon(v, n.GetInput()[i], n.GetOpType())
+	}
+	return v, err
+}
+
+// actView returns input i of n, an activation that may be a view
+// (views.go): for the operators that read views as they are.
+func (im *importer) actView(n *onnxpb.NodeProto, i int) (*value, error) {
+	v, err := im.get(n, i)
+	if err == nil && v.view == nil {
+		return im.act(n, i)
+	}
+	if err == nil && !v.act {
+		err = fmt.Errorf("%w: input %q is a constant, want an activation", ErrUnsupported, n.GetInput()[i])
+	}
 	return v, err
 }
 
@@ -516,7 +546,9 @@ func (im *importer) push(d models.Layer, ins []*value, rank int, dims []int) (*v
 	switch {
 	case dims != nil:
 		v.rank = len(dims) + 1
-	case len(ins) == 1 && ins[0].rank == rank && ins[0].shape == out:
+	case len(ins) == 1 && ins[0].rank == rank && ins[0].shape == out, d.Kind == "add" && ins[0].rank == rank && ins[0].shape == out:
+		// An elementwise layer, or a join of inputs of one shape (a
+		// residual Add of N×T×D), keeps the logical dims.
 		v.dims = ins[0].dims
 	}
 	return v, nil

@@ -275,6 +275,21 @@ func (im *importer) clipLayer(n *onnxpb.NodeProto, lo, hi float64) error {
 // (default 1) and normalised over everything from it; from opset 13 over
 // the one axis (default -1).
 func (im *importer) softmax(n *onnxpb.NodeProto, a attrs, outName string) error {
+	if v, err := im.get(n, 0); err == nil && v.view != nil && im.opset >= 13 && n.GetOpType() == "Softmax" &&
+		(a.int("axis", -1) == -1 || a.int("axis", -1) == int64(len(v.view)-1)) {
+		// Attention's weights: over the last axis of a view, row by row.
+		x, err := im.rows(v, n.GetInput()[0], "Softmax")
+		if err != nil {
+			return err
+		}
+		d := x.ldims()
+		s, err := im.push(models.Layer{Kind: "softmax", Name: im.layerName(n, ""), Dims: slices.Clone(d), Axes: []int{len(d) - 1}},
+			[]*value{stored(x)}, 0, d)
+		if err == nil {
+			im.vals[n.GetOutput()[0]] = withView(s, x.axes())
+		}
+		return err
+	}
 	x, err := im.act(n, 0)
 	if err != nil {
 		return err

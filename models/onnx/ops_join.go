@@ -39,9 +39,14 @@ func scaled(t *tensor, alpha float32) *tensor {
 // gemm maps Gemm(A, B, C) = alpha·A·op(B) + beta·C with a constant B to a
 // linear layer (weight out×in, PyTorch's layout: transB=1 is nn.Linear).
 func (im *importer) gemm(n *onnxpb.NodeProto, a attrs) error {
-	x, err := im.act(n, 0)
+	x, err := im.actView(n, 0)
 	if err != nil {
 		return err
+	}
+	if x.view != nil {
+		if x, err = im.rows(x, n.GetInput()[0], "Gemm"); err != nil {
+			return err
+		}
 	}
 	w, err := im.konst(n, 1, false)
 	if err != nil {
@@ -66,6 +71,28 @@ func (im *importer) gemm(n *onnxpb.NodeProto, a attrs) error {
 	} else {
 		w = scaled(w, alpha)
 	}
+	if x.view != nil {
+		// (T·N)×D rows of a view: a linear layer over the last axis.
+		xd := x.ldims()
+		if w.dims[1] != xd[len(xd)-1] {
+			return fmt.Errorf("%w: Gemm weight %q is %v for %d input features", ErrShape, w.name, w.dims, xd[len(xd)-1])
+		}
+		d := models.Layer{Kind: "linear", Name: im.layerName(n, w.name), Out: w.dims[0], NoBias: c == nil, Dims: slices.Clone(xd)}
+		if c != nil {
+			if err := floatParam(c, "bias", d.Out); err != nil {
+				return err
+			}
+			im.params[d.Name+".bias"] = scaled(c, beta)
+		}
+		im.params[d.Name+".weight"] = w
+		out := slices.Clone(xd)
+		out[len(out)-1] = d.Out
+		v, err := im.push(d, []*value{stored(x)}, 0, out)
+		if err == nil {
+			im.vals[n.GetOutput()[0]] = withView(v, x.view)
+		}
+		return err
+	}
 	if w.dims[1] != x.shape.Size() {
 		return fmt.Errorf("%w: Gemm weight %q is %v for %d input features", ErrShape, w.name, w.dims, x.shape.Size())
 	}
@@ -81,8 +108,11 @@ func (im *importer) matmul(n *onnxpb.NodeProto) error {
 	if y, err := im.get(n, 1); err == nil && y.act {
 		return im.matmulActs(n)
 	}
-	x, err := im.act(n, 0)
+	x, err := im.actView(n, 0)
 	if err != nil {
+		return err
+	}
+	if x, err = im.rows(x, n.GetInput()[0], "MatMul"); err != nil {
 		return err
 	}
 	w, err := im.konst(n, 1, false)
@@ -108,9 +138,9 @@ func (im *importer) matmul(n *onnxpb.NodeProto) error {
 	im.params[d.Name+".weight"] = wt
 	out := slices.Clone(xd)
 	out[len(out)-1] = d.Out
-	v, err := im.push(d, []*value{x}, 0, out)
+	v, err := im.push(d, []*value{stored(x)}, 0, out)
 	if err == nil {
-		im.vals[n.GetOutput()[0]] = v
+		im.vals[n.GetOutput()[0]] = withView(v, x.axes())
 	}
 	return err
 }
@@ -121,16 +151,19 @@ func (im *importer) matmul(n *onnxpb.NodeProto) error {
 // Operands of different ranks and 1-D operands are refused, naming the
 // dims.
 func (im *importer) matmulActs(n *onnxpb.NodeProto) error {
-	x, err := im.act(n, 0)
+	x, err := im.actView(n, 0)
 	if err != nil {
 		return err
 	}
-	y, err := im.act(n, 1)
+	y, err := im.actView(n, 1)
 	if err != nil {
 		return err
 	}
-	if x.layer == y.layer {
+	if x.layer == y.layer && x.view == nil && y.view == nil {
 		return fmt.Errorf("%w: MatMul of a tensor with itself", ErrUnsupported)
+	}
+	if x.view != nil || y.view != nil {
+		return im.matmulViews(n, x, y)
 	}
 	xd, yd := x.ldims(), y.ldims()
 	r := len(xd)
@@ -210,12 +243,17 @@ func (im *importer) addOp(n *onnxpb.NodeProto) error {
 		}
 	}
 	d.NoBias = false
-	if base, ok := strings.CutSuffix(y.konst.name, ".bias"); ok && !strings.HasPrefix(y.konst.name, "onnx::") &&
+	base, ok := strings.CutSuffix(y.konst.name, ".bias")
+	if !ok {
+		base, ok = strings.CutSuffix(y.konst.name, "_bias")
+	}
+	if ok && !strings.HasPrefix(y.konst.name, "onnx::") &&
 		strings.HasPrefix(im.params[d.Name+".weight"].name, "onnx::") && !im.names[base] {
 		// torch.onnx.export gives nn.Linear's transposed weight of a MatMul
 		// a made-up name ("onnx::MatMul_85") and its bias the module's
-		// ("block.3.bias"): the layer takes the module's name, so its
-		// tensors are named as in PyTorch's state_dict.
+		// ("block.3.bias", nn.MultiheadAttention's "self_attn.in_proj_bias"):
+		// the layer takes the module's name ("block.3", "self_attn.in_proj"),
+		// so its tensors are named as in PyTorch's state_dict.
 		w := im.params[d.Name+".weight"]
 		delete(im.params, d.Name+".weight")
 		delete(im.names, d.Name)
@@ -270,6 +308,18 @@ func (im *importer) concat(n *onnxpb.NodeProto, a attrs) error {
 	}
 	if len(ins) == 0 {
 		return fmt.Errorf("%w: Concat without inputs", ErrMalformed)
+	}
+	if ins[0].bconst {
+		// ViT's class token before the patches (views.go).
+		if len(ins) != 2 || !ins[1].act {
+			return fmt.Errorf("%w: Concat of a constant expanded over the batch with %d other inputs (one activation after it is read)",
+				ErrUnsupported, len(ins)-1)
+		}
+		x, err := im.act(n, 1)
+		if err != nil {
+			return err
+		}
+		return im.prependConst(n, a, ins[0], x)
 	}
 	if !ins[0].act {
 		var out []int64
@@ -392,13 +442,15 @@ func (im *importer) shapeOp(n *onnxpb.NodeProto, a attrs) error {
 	out := &value{}
 	switch n.GetOpType() {
 	case "Shape":
+		if x.sym != nil && !x.scalar {
+			// The shape of a shape vector (the class token's Expand).
+			im.vals[n.GetOutput()[0]] = &value{konst: &tensor{name: n.GetOutput()[0], ints: []int64{int64(len(x.sym))}, dims: []int{1}}}
+			return nil
+		}
 		if !x.act {
 			return fmt.Errorf("%w: Shape of a constant", ErrUnsupported)
 		}
-		out.sym = []int64{batchDim}
-		for _, d := range x.ldims() {
-			out.sym = append(out.sym, int64(d))
-		}
+		out.sym = x.logicalSizes()
 		switch {
 		case x.pad != [2]int{} && x.is1D(): // a pending pad along L (padOp) counts
 			out.sym[2] += 2 * int64(x.pad[1])

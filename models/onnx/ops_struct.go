@@ -57,7 +57,7 @@ func (im *importer) intsInput(n *onnxpb.NodeProto, i int) ([]int64, error) {
 	switch {
 	case v.konst != nil && v.konst.ints != nil:
 		return v.konst.ints, nil
-	case v.sym != nil && !slices.Contains(v.sym, batchDim):
+	case v.sym != nil && !hasBatch(v.sym):
 		return v.sym, nil
 	}
 	return nil, fmt.Errorf("%w: input %q must be a constant integer vector", ErrUnsupported, n.GetInput()[i])
@@ -106,13 +106,26 @@ func (im *importer) arith(n *onnxpb.NodeProto) error {
 	if first {
 		ai = 1
 	}
-	a, err := im.act(n, ai)
-	if err != nil {
-		return err
-	}
 	c := y.konst
 	if first {
 		c = x.konst
+	}
+	if raw, _ := im.get(n, ai); raw.view != nil && c != nil && (op == gpu.BinAdd && im.isBias(raw, c) || c.floats != nil && c.size() == 1) {
+		if op == gpu.BinAdd && im.isBias(raw, c) {
+			return im.addOp(n)
+		}
+		// A scalar on a view (attention's 1/√d): elementwise on its memory.
+		d := models.Layer{Kind: "binary", Op: op.String(), Dims: slices.Clone(raw.ldims()), Dims2: slices.Repeat([]int{1}, len(raw.ldims())),
+			Const: c.floats, First: first, Name: im.layerName(n, "")}
+		v, err := im.push(d, []*value{stored(raw)}, 0, raw.ldims())
+		if err == nil {
+			im.vals[n.GetOutput()[0]] = withView(v, raw.view)
+		}
+		return err
+	}
+	a, err := im.act(n, ai)
+	if err != nil {
+		return err
 	}
 	if c == nil {
 		return fmt.Errorf("%w: %s of an activation and shape arithmetic", ErrUnsupported, n.GetOpType())
@@ -122,6 +135,11 @@ func (im *importer) arith(n *onnxpb.NodeProto) error {
 	}
 	if err := floatParam(c, "constant operand", -1); err != nil {
 		return err
+	}
+	if op == gpu.BinAdd && im.isParam(a, c) {
+		// A learned tensor of the sample's shape (ViT's position
+		// embedding): trained, in the weight file (views.go).
+		return im.addParam(n, a, c)
 	}
 	if len(c.floats) > maxConst {
 		return fmt.Errorf("%w: constant operand %q of %d values (at most %d)", ErrUnsupported, c.name, len(c.floats), maxConst)
@@ -183,8 +201,10 @@ func (im *importer) foldArith(n *onnxpb.NodeProto, op gpu.BinOp, x, y *value) er
 	}
 	a, as := vec(x)
 	b, bs := vec(y)
-	if a == nil || b == nil || slices.Contains(a, batchDim) || slices.Contains(b, batchDim) ||
-		(len(a) != len(b) && len(a) != 1 && len(b) != 1) {
+	if a != nil && b != nil && (hasBatch(a) || hasBatch(b)) {
+		return im.foldBatchArith(n, op, a, b, as && bs)
+	}
+	if a == nil || b == nil || (len(a) != len(b) && len(a) != 1 && len(b) != 1) {
 		return fmt.Errorf("%w: %s of constants other than integer shape arithmetic (without the batch size)", ErrUnsupported, n.GetOpType())
 	}
 	out := make([]int64, max(len(a), len(b)))
@@ -319,7 +339,7 @@ func (im *importer) globalMaxPool(n *onnxpb.NodeProto) error {
 
 // transposeOp maps a Transpose that keeps the batch axis first.
 func (im *importer) transposeOp(n *onnxpb.NodeProto, a attrs) error {
-	x, err := im.act(n, 0)
+	x, err := im.actView(n, 0)
 	if err != nil {
 		return err
 	}
@@ -327,6 +347,10 @@ func (im *importer) transposeOp(n *onnxpb.NodeProto, a attrs) error {
 	perm := a.ints("perm")
 	if len(perm) == 0 {
 		return fmt.Errorf("%w: Transpose without perm reverses the axes, the batch axis included", ErrUnsupported)
+	}
+	if x.view != nil || perm[0] != 0 {
+		// The batch axis moves (nn.MultiheadAttention's): a view (views.go).
+		return im.transposeView(n, x, perm)
 	}
 	if len(perm) != len(xd)+1 || perm[0] != 0 {
 		return fmt.Errorf("%w: Transpose perm %v of a rank-%d tensor (the batch axis must stay first)", ErrUnsupported, perm, len(xd)+1)
@@ -458,6 +482,9 @@ func (im *importer) sliceOp(n *onnxpb.NodeProto, a attrs) error {
 		lo, hi := clampRange(starts[0], ends[0], len(x.sym))
 		im.vals[n.GetOutput()[0]] = &value{sym: slices.Clone(x.sym[lo:max(lo, hi)])}
 		return nil
+	}
+	if x.view != nil {
+		return im.sliceView(n, x, starts, ends, axes, steps)
 	}
 	if x, err = im.act(n, 0); err != nil {
 		return err
@@ -601,7 +628,13 @@ func (im *importer) flattenAt(n *onnxpb.NodeProto, axis int64) error {
 // [N, F] stays a flatten layer; a reshape that changes only the logical
 // dims costs nothing; others are reshape layers (copies).
 func (im *importer) reshapeTo(n *onnxpb.NodeProto, a attrs) error {
-	x, err := im.act(n, 0)
+	if v, err := im.get(n, 0); err == nil && v.sym != nil && !v.scalar {
+		// A shape vector reshaped to one dimension (the class token's
+		// Expand shape): itself.
+		im.vals[n.GetOutput()[0]] = v
+		return nil
+	}
+	x, err := im.actView(n, 0)
 	if err != nil {
 		return err
 	}
@@ -612,6 +645,11 @@ func (im *importer) reshapeTo(n *onnxpb.NodeProto, a attrs) error {
 	target := sv.sym
 	if sv.konst != nil {
 		target = sv.konst.ints
+	}
+	if x.view != nil || slices.ContainsFunc(target[min(1, len(target)):], func(t int64) bool { _, ok := batchMul(t); return ok }) ||
+		(len(target) > 0 && target[0] != batchDim && hasBatch(target[:1])) {
+		// The batch axis moves or takes in another (views.go).
+		return im.reshapeView(n, x, target)
 	}
 	show := slices.Clone(target)
 	for i := range show {
@@ -803,6 +841,13 @@ func (im *importer) tile(n *onnxpb.NodeProto) error {
 // an Expand that changes nothing is no layer. A shape that would add axes,
 // or stretch the batch, is refused.
 func (im *importer) expand(n *onnxpb.NodeProto) error {
+	if c, err := im.get(n, 0); err == nil && c.konst != nil {
+		// A constant to a shape with the batch size (fold.go takes the
+		// rest): the class token expanded over the batch.
+		if s, err := im.get(n, 1); err == nil && s.sym != nil && hasBatch(s.sym) {
+			return im.expandConst(n, c.konst, s.sym)
+		}
+	}
 	x, err := im.act(n, 0)
 	if err != nil {
 		return err
