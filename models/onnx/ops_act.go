@@ -55,6 +55,14 @@ func (im *importer) activation(n *onnxpb.NodeProto, a attrs, op gpu.UnaryOp) err
 	if err := act.Validate(); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrMalformed, n.GetOpType(), err)
 	}
+	if x, err := im.get(n, 0); err == nil && x.konst != nil && x.konst.floats != nil && x.konst.size() <= maxFold {
+		// Of a float constant (scaled_dot_product_attention's
+		// 1/√d from the shape): folded with the table's own function.
+		out := &tensor{name: n.GetOutput()[0], dims: x.konst.dims, floats: make([]float32, len(x.konst.floats))}
+		op.Forward(act, out.floats, x.konst.floats)
+		im.vals[out.name] = &value{konst: out}
+		return nil
+	}
 	switch op.Kind {
 	case gpu.KindSigmoid:
 		if m := im.selfMul(n); m != nil {

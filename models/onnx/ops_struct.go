@@ -199,6 +199,9 @@ func (im *importer) foldArith(n *onnxpb.NodeProto, op gpu.BinOp, x, y *value) er
 		}
 		return nil, false
 	}
+	if x.konst != nil && y.konst != nil && x.konst.floats != nil && y.konst.floats != nil {
+		return im.foldFloats(n, op, x.konst, y.konst)
+	}
 	a, as := vec(x)
 	b, bs := vec(y)
 	if a != nil && b != nil && (hasBatch(a) || hasBatch(b)) {

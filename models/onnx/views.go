@@ -693,3 +693,27 @@ func (im *importer) addParam(n *onnxpb.NodeProto, a *value, c *tensor) error {
 	}
 	return err
 }
+
+// foldFloats computes the binary table's op on two float constants, one of
+// them a scalar or both of one size (the attention scale torch computes
+// from the shape: 1 / √d).
+func (im *importer) foldFloats(n *onnxpb.NodeProto, op gpu.BinOp, x, y *tensor) error {
+	e, ok := op.Entry()
+	if !ok {
+		return fmt.Errorf("%w: %s of constants", ErrUnsupported, n.GetOpType())
+	}
+	p, q := x.floats, y.floats
+	if len(p) != len(q) && len(p) != 1 && len(q) != 1 || max(len(p), len(q)) > maxFold {
+		return fmt.Errorf("%w: %s of constants of dims %v and %v (one a scalar, or both of one size)", ErrUnsupported, n.GetOpType(), x.dims, y.dims)
+	}
+	dims := x.dims
+	if len(q) > len(p) {
+		dims = y.dims
+	}
+	out := &tensor{name: n.GetOutput()[0], dims: dims, floats: make([]float32, max(len(p), len(q)))}
+	for i := range out.floats {
+		out.floats[i] = e.Forward(p[min(i, len(p)-1)], q[min(i, len(q)-1)])
+	}
+	im.vals[out.name] = &value{konst: out}
+	return nil
+}

@@ -3,6 +3,7 @@ package onnx
 import (
 	"bytes"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -117,5 +118,39 @@ func TestBatchMultiples(t *testing.T) {
 	}
 	if got := showShape([]int64{batchDim, 3, batchTimes(4)}); strings.Join(got, " ") != "-2 3 -2·4" {
 		t.Errorf("showShape = %v", got)
+	}
+}
+
+// TestAttentionScaleFolds: the scale torch's scaled_dot_product_attention
+// export computes from the shape, 1/√d (Shape, Slice of the last entry,
+// Cast to float, Sqrt, Div of 1 by it, then Sqrt again for each operand),
+// folds to a constant, so x·scale is one layer: here x·√(1/√4).
+func TestAttentionScaleFolds(t *testing.T) {
+	x := make([]float32, 2*4*4)
+	for i := range x {
+		x[i] = float32(i%5) - 2
+	}
+	one := &onnxpb.NodeProto{OpType: proto.String("Constant"), Name: proto.String("one"), Output: []string{"one"},
+		Attribute: []*onnxpb.AttributeProto{{Name: proto.String("value_float"), Type: onnxpb.AttributeProto_FLOAT.Enum(), F: proto.Float32(1)}}}
+	raw := tiny(13, nil,
+		nd("Shape", "s", []string{"x"}, "s"), constInts("st", -1), constInts("en", 1<<40),
+		nd("Slice", "d", []string{"s", "st", "en"}, "d"),
+		nd("Cast", "df", []string{"d"}, "df", attrInt("to", int(onnxpb.TensorProto_FLOAT))),
+		nd("Sqrt", "sq", []string{"df"}, "sq"), one, nd("Div", "inv", []string{"one", "sq"}, "inv"),
+		nd("Sqrt", "scale", []string{"inv"}, "scale"),
+		nd("Mul", "mul", []string{"x", "scale"}, "y"))
+	f, err := Import(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(f.MetaValue(models.MetaGraph), `"kind"`); got != 1 {
+		t.Errorf("%d layers, want the Mul alone", got)
+	}
+	got := runTiny(t, raw, x)
+	scale := float32(math.Sqrt(0.5))
+	for i, v := range x {
+		if want := v * scale; math.Abs(float64(got[i]-want)) > 1e-6 {
+			t.Fatalf("output %d = %v, want %v", i, got[i], want)
+		}
 	}
 }
