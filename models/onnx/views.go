@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cotrain/cotrain/gpu"
+	"github.com/cotrain/cotrain/internal/limits"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/models/onnx/onnxpb"
 )
@@ -304,16 +305,23 @@ func (im *importer) reshapeView(n *onnxpb.NodeProto, x *value, target []int64) e
 			if batch >= 0 {
 				return fail("the batch size twice")
 			}
+			if k > limits.MaxElements {
+				return fail(fmt.Sprintf("the batch size times %d", k))
+			}
 			batch, sizes[i] = i, k
 		case t == -1 && infer < 0:
 			infer = i
 			continue
-		case t > 0:
+		case t > 0 && t <= limits.MaxElements:
 			sizes[i] = t
 		default:
 			return fail(fmt.Sprintf("dimension %d", t))
 		}
-		known *= sizes[i]
+		// Each factor is at most 2^31 and known stays at most the
+		// input's size, so the product cannot overflow.
+		if known *= sizes[i]; known > int64(limits.MaxElements) {
+			return fail("more elements than a tensor may hold")
+		}
 	}
 	if batch < 0 {
 		return fail("no axis holds the batch size")
@@ -485,6 +493,9 @@ func (im *importer) matmulViews(n *onnxpb.NodeProto, x, y *value) error {
 		}
 		ops[i] = w
 	}
+	if ops[0].layer == ops[1].layer {
+		return fmt.Errorf("%w: MatMul of a tensor with itself", ErrUnsupported)
+	}
 	xd, yd := ops[0].ldims(), ops[1].ldims()
 	r := len(xd)
 	if len(ops[0].axes()[0]) != len(ops[1].axes()[0]) || len(yd) != r || !slices.Equal(xd[:r-2], yd[:r-2]) || xd[r-1] != yd[r-2] {
@@ -514,9 +525,9 @@ func (im *importer) foldBatchArith(n *onnxpb.NodeProto, op gpu.BinOp, a, b []int
 		kp, bp := batchMul(p)
 		kq, bq := batchMul(q)
 		switch {
-		case op == gpu.BinMul && bp && !bq && q > 0 && kp*q < maxBatchMul:
+		case op == gpu.BinMul && bp && !bq && q > 0 && q < maxBatchMul/kp:
 			out[i] = batchTimes(kp * q)
-		case op == gpu.BinMul && bq && !bp && p > 0 && kq*p < maxBatchMul:
+		case op == gpu.BinMul && bq && !bp && p > 0 && p < maxBatchMul/kq:
 			out[i] = batchTimes(kq * p)
 		case op == gpu.BinDiv && bp && !bq && q > 0 && kp%q == 0:
 			out[i] = batchTimes(kp / q)
