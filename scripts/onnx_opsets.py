@@ -82,6 +82,9 @@ It writes models/onnx/testdata/opsets/:
 - matmul_bcast_op13.onnx and matmul_bcast_op13.json: torch.matmul between
   activations whose leading dims broadcast (2×4×16 by 1×16×4, and 1×4×16
   by 3×16×2) as torch.onnx.export writes it.
+- pads1d_op13.onnx and pads1d_op13.json: 1-D Conv, MaxPool and AveragePool
+  whose pads differ at the two ends of L (what TensorFlow's "same" padding
+  of an even kernel writes; onnx.helper), against F.pad and the 1-D ops.
 - convtranspose_pads_op13.onnx and convtranspose_pads_op13.json:
   ConvTranspose's attributes PyTorch never writes (onnx.helper): pads that
   differ at the two ends, output_shape, and auto_pad SAME_UPPER with
@@ -996,6 +999,44 @@ def matmul_bcast():
     _export_op13("matmul_bcast_op13", net, x, dy)
 
 
+def pads1d():
+    """pads1d_op13.onnx: over N×3×10, Conv k=4 with pads [1, 2], ReLU,
+    MaxPool k=2 stride 2 with pads [0, 1], AveragePool k=2 with pads [1, 0]
+    counting the padding, Conv k=2 with pads [0, 1], Flatten, Gemm
+    (onnx.helper, opset 13); the golden pads explicitly (-inf before the
+    max pool) and runs F.conv1d, F.max_pool1d and F.avg_pool1d."""
+    g = torch.Generator().manual_seed(71)
+    r = lambda *s: torch.randn(*s, generator=g)
+    p = {"c1.weight": r(4, 3, 4) * 0.3, "c1.bias": r(4) * 0.1, "c2.weight": r(2, 4, 2) * 0.3, "c2.bias": r(2) * 0.1,
+         "fc.weight": r(5, 10) * 0.3, "fc.bias": r(5) * 0.1}
+    x, dy = r(2, 3, 10), r(2, 5)
+    nodes = [
+        helper.make_node("Conv", ["x", "c1.weight", "c1.bias"], ["c1"], name="conv1", kernel_shape=[4], pads=[1, 2]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("MaxPool", ["r1"], ["m"], name="pool1", kernel_shape=[2], strides=[2], pads=[0, 1]),
+        helper.make_node("AveragePool", ["m"], ["a"], name="pool2", kernel_shape=[2], pads=[1, 0], count_include_pad=1),
+        helper.make_node("Conv", ["a", "c2.weight", "c2.bias"], ["c2"], name="conv2", kernel_shape=[2], pads=[0, 1]),
+        helper.make_node("Flatten", ["c2"], ["f"], name="flatten", axis=1),
+        helper.make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1),
+    ]
+    graph = helper.make_graph(nodes, "pads1d_op13", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 10])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])],
+                              initializer=[floats(k, v) for k, v in p.items()])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="scripts/onnx_opsets.py")
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    onnx.save_model(m, os.path.join(OUT, "pads1d_op13.onnx"))
+
+    d = {k: v.double().requires_grad_() for k, v in p.items()}
+    h = F.relu(F.conv1d(F.pad(x.double(), (1, 2)), d["c1.weight"], d["c1.bias"]))        # 4×10
+    h = F.max_pool1d(F.pad(h, (0, 1), value=float("-inf")), 2, 2)                      # 4×5
+    h = F.avg_pool1d(F.pad(h, (1, 0)), 2, 1)                                            # 4×5
+    h = F.conv1d(F.pad(h, (0, 1)), d["c2.weight"], d["c2.bias"])                         # 2×5
+    y = F.linear(torch.flatten(h, 1), d["fc.weight"], d["fc.bias"])
+    (y * dy.double()).sum().backward()
+    _save_golden("pads1d_op13", x, dy, y, d)
+
+
 class _Dilated1D(nn.Module):
     """dilated1d_op13's network: Conv1d with dilation 2 (padding 2, the
     length kept) and with dilation 3 in 2 groups with stride 2, between
@@ -1590,6 +1631,7 @@ def main():
     resize_sym()
     convnext()
     matmul_bcast()
+    pads1d()
     resize_aa()
     vit()
 
@@ -1602,7 +1644,7 @@ CHECKED = ["pad_value_op9", "pad_value_op13", "dilated_op13", "dilated1d_op13", 
            "convtranspose2_op13", "convtranspose1d_op13", "convtranspose_pads_op13",
            "resize_sym_op19",
            "convnext_op13", "convnext_op17", "matmul_bcast_op13", "resize_aa_op18",
-           "vit_op13", "vit_op17"]
+           "vit_op13", "vit_op17", "pads1d_op13"]
 
 
 def check(folder):

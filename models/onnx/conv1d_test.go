@@ -3,14 +3,12 @@ package onnx
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
@@ -338,46 +336,55 @@ func TestExport1DForPython(t *testing.T) {
 	}
 }
 
-// What a 1-D model may hold that the importer does not map is refused,
-// naming the attribute: asymmetric pads along L. (A dilated Conv1d is read:
-// TestZooOps's dilated1d_op13.)
-func TestImport1DRefusals(t *testing.T) {
+// TestImport1DAsymmetricPads: a Conv1d whose pads differ at the two ends
+// of L (TensorFlow's "same" padding of an even kernel) imports as a pad
+// layer along L before the convolution, which keeps its own padding at 0;
+// pads1d_op13 (TestZooOps) checks the values against PyTorch.
+func TestImport1DAsymmetricPads(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join("testdata", "conv1d", "cnn1d_op13.onnx"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		attr string
-		set  []int64
-		want string
-	}{
-		{"pads", []int64{1, 3}, "asymmetric pads"},
-	} {
-		var m onnxpb.ModelProto
-		if err := proto.Unmarshal(raw, &m); err != nil {
-			t.Fatal(err)
+	var m onnxpb.ModelProto
+	if err := proto.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	changed := false
+	for _, n := range m.GetGraph().GetNode() {
+		if n.GetOpType() != "Conv" || changed {
+			continue
 		}
-		changed := false
-		for _, n := range m.GetGraph().GetNode() {
-			if n.GetOpType() != "Conv" || changed {
-				continue
-			}
-			for _, a := range n.GetAttribute() {
-				if a.GetName() == tc.attr {
-					a.Ints, changed = tc.set, true
-				}
+		for _, a := range n.GetAttribute() {
+			if a.GetName() == "pads" {
+				a.Ints, changed = []int64{1, 3}, true
 			}
 		}
-		if !changed {
-			t.Fatalf("no Conv with %s in the fixture", tc.attr)
-		}
-		b, err := proto.Marshal(&m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = Import(bytes.NewReader(b))
-		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s %v: %v, want ErrUnsupported naming %q", tc.attr, tc.set, err, tc.want)
+	}
+	if !changed {
+		t.Fatal("no Conv with pads in the fixture")
+	}
+	b, err := proto.Marshal(&m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Import(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := models.DecodeGraph(f.MetaValue(models.MetaGraph))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(layers) < 2 || layers[0].Kind != "pad" || !slices.Equal(layers[0].Before, []int{0, 1}) || !slices.Equal(layers[0].After, []int{0, 3}) ||
+		layers[0].Mode != "" {
+		t.Fatalf("layers %+v: want a zero pad of [0 1] and [0 3] first", layers[:min(len(layers), 3)])
+	}
+	for _, l := range layers {
+		if l.Kind == "conv2d" {
+			if l.PW != 0 {
+				t.Errorf("the convolution pads %d itself, want 0", l.PW)
+			}
+			break
 		}
 	}
 }

@@ -406,9 +406,6 @@ func (im *importer) pool(n *onnxpb.NodeProto, a attrs) error {
 		// which a dilated window can step over.
 		return fmt.Errorf("%w: MaxPool with dilations %v and asymmetric pads %v (export with symmetric padding)", ErrUnsupported, dil, asym)
 	}
-	if asym != [4]int{} && rank == 3 {
-		return fmt.Errorf("%w: %s with asymmetric pads %v along L (export with symmetric padding)", ErrUnsupported, n.GetOpType(), a.ints("pads"))
-	}
 	if asym != [4]int{} {
 		// A max pool's padding never wins: edge padding repeats a border
 		// value that every window reaching into the padding also covers
@@ -449,8 +446,12 @@ func (im *importer) pool(n *onnxpb.NodeProto, a attrs) error {
 // padBefore adds an explicit pad layer of x (N×C×H×W) by ONNX's 2-D pads
 // [top, left, bottom, right], with zeros (mode "") or the edge, for an op
 // whose own padding is symmetric only; a pending Pad (padOp) of x is
-// added to it.
+// added to it. An N×C×L x (a 1-D op's, its pads lifted to [0, b, 0, e])
+// is padded along L and viewed as C×1×L again (padBefore1D).
 func (im *importer) padBefore(n *onnxpb.NodeProto, x *value, pads [4]int, mode string) (*value, error) {
+	if x.is1D() && pads[0] == 0 && pads[2] == 0 {
+		return im.padBefore1D(n, x, pads[1], pads[3], mode)
+	}
 	if x.rank != 4 {
 		return nil, fmt.Errorf("%w: asymmetric pads %v on an input of rank %d", ErrUnsupported, pads, x.rank)
 	}
@@ -475,6 +476,30 @@ func (im *importer) padBefore(n *onnxpb.NodeProto, x *value, pads [4]int, mode s
 	before, after := []int{0, pads[0], pads[1]}, []int{0, pads[2], pads[3]}
 	d := models.Layer{Kind: "pad", Name: im.unique(name + ".pad"), Dims: base.ldims(), Before: before, After: after, Mode: mode}
 	return im.push(d, []*value{&base}, 0, []int{base.shape.C, base.shape.H + pads[0] + pads[2], base.shape.W + pads[1] + pads[3]})
+}
+
+// padBefore1D is padBefore for an N×C×L x: b and e elements before and
+// after along L (a Keras or TensorFlow export's "same" padding of an even
+// kernel), then the padded C×L' viewed as C×1×L' for the 1-D op.
+func (im *importer) padBefore1D(n *onnxpb.NodeProto, x *value, b, e int, mode string) (*value, error) {
+	if x.pad != [2]int{} {
+		// A pending zero Pad: applied first, under either mode.
+		var err error
+		if x, err = im.materialize(x, n.GetInput()[0]); err != nil {
+			return nil, err
+		}
+	}
+	name := n.GetName()
+	if name == "" {
+		name = strings.ToLower(n.GetOpType())
+	}
+	xd := x.ldims()
+	d := models.Layer{Kind: "pad", Name: im.unique(name + ".pad"), Dims: xd, Before: []int{0, b}, After: []int{0, e}, Mode: mode}
+	v, err := im.push(d, []*value{x}, 0, []int{xd[0], xd[1] + b + e})
+	if err != nil {
+		return nil, err
+	}
+	return im.as1D(v, name+".pad")
 }
 
 // lrn maps LRN (AlexNet's, CaffeNet's and GoogLeNet's local response
