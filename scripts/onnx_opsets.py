@@ -1559,8 +1559,8 @@ def _vit_names(k, opset):
 
 def resize_aa():
     """resize_aa_op18.onnx (onnx.helper, opset 18): Resize linear with
-    antialias=1 and exclude_outside=1, by sizes 9×9 to 4×3 and by scales
-    0.5, what F.interpolate(mode="bilinear", antialias=True) computes: Conv,
+    antialias=1 and exclude_outside=1, 18×18 to 9×9 by sizes, then to 4×4
+    by scales 0.5, what F.interpolate(mode="bilinear", antialias=True) computes: Conv,
     Resize, Relu, Resize, Conv, GlobalAveragePool, Flatten, Gemm; the .json
     holds PyTorch's output and parameter gradients of that network."""
     g = torch.Generator().manual_seed(131)
