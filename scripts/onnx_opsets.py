@@ -1169,6 +1169,17 @@ def resize():
     _export_op13("resize1d_op13", _Resize1D(), torch.randn(2, 3, 10, generator=g), dy)
 
 
+def _save_helper_graph(path, name, nodes, inits, in_shape, opset):
+    """Writes OUT/path: graph name of nodes and initializers inits from an
+    input x of N×in_shape to an output y of N×5, at opset (IR 8), unchecked:
+    ONNX 1.12's checker stops at opset 17, and these are newer."""
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N"] + in_shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])], initializer=inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="scripts/onnx_opsets.py")
+    m.ir_version = 8
+    onnx.save_model(m, os.path.join(OUT, path))
+
+
 def resize_new():
     """resize_op18.onnx and resize_op19.onnx (onnx.helper; ONNX 1.12's checker
     stops at 17, so they are not checked): Resize in opset 18's spelling, the
@@ -1200,13 +1211,7 @@ def resize_new():
             helper.make_node("Flatten", ["gp"], ["f"], name="flatten", axis=1),
             helper.make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1),
         ]
-        graph = helper.make_graph(nodes, "resize_new",
-                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 6, 6])],
-                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])],
-                                  initializer=inits)
-        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", op)], producer_name="scripts/onnx_opsets.py")
-        m.ir_version = 8
-        onnx.save_model(m, os.path.join(OUT, f"resize_op{op}.onnx"))
+        _save_helper_graph(f"resize_op{op}.onnx", "resize_new", nodes, inits, [3, 6, 6], op)
     d = {k: v.double().requires_grad_() for k, v in p.items()}
     h = F.conv2d(x.double(), d["c1.weight"], d["c1.bias"], padding=1)
     h = F.relu(F.interpolate(h, size=(9, 8), mode="bilinear", align_corners=False))
@@ -1290,13 +1295,7 @@ def pad_modes():
         helper.make_node("Flatten", ["gp"], ["fl"], name="flatten", axis=1),
         helper.make_node("Gemm", ["fl", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1),
     ]
-    graph = helper.make_graph(nodes, "pad_modes",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 8, 8])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])],
-                              initializer=inits)
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], producer_name="scripts/onnx_opsets.py")
-    m.ir_version = 8
-    onnx.save_model(m, os.path.join(OUT, "pad_modes_op18.onnx"))
+    _save_helper_graph("pad_modes_op18.onnx", "pad_modes", nodes, inits, [3, 8, 8], 18)
     d = net.double()
     y = d(x.double())
     (y * dy.double()).sum().backward()
@@ -1385,13 +1384,7 @@ def resize_sym():
         helper.make_node("Flatten", ["gp"], ["f"], name="flatten", axis=1),
         helper.make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1),
     ]
-    graph = helper.make_graph(nodes, "resize_sym",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 5, 5])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])],
-                              initializer=inits)
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], producer_name="scripts/onnx_opsets.py")
-    m.ir_version = 8
-    onnx.save_model(m, os.path.join(OUT, "resize_sym_op19.onnx"))
+    _save_helper_graph("resize_sym_op19.onnx", "resize_sym", nodes, inits, [3, 5, 5], 19)
     d = {k: v.double().requires_grad_() for k, v in p.items()}
     a = _sym_matrix(5, 1.5)
     h = F.conv2d(x.double(), d["c1.weight"], d["c1.bias"], padding=1)
@@ -1582,13 +1575,7 @@ def resize_aa():
         helper.make_node("Flatten", ["gp"], ["f"], name="flatten", axis=1),
         helper.make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1),
     ]
-    graph = helper.make_graph(nodes, "resize_aa",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 18, 18])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])],
-                              initializer=inits)
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], producer_name="scripts/onnx_opsets.py")
-    m.ir_version = 8
-    onnx.save_model(m, os.path.join(OUT, "resize_aa_op18.onnx"))
+    _save_helper_graph("resize_aa_op18.onnx", "resize_aa", nodes, inits, [3, 18, 18], 18)
     d = {k: v.double().requires_grad_() for k, v in p.items()}
     h = F.conv2d(x.double(), d["c1.weight"], d["c1.bias"], padding=1)
     h = F.relu(F.interpolate(h, size=(9, 9), mode="bilinear", align_corners=False, antialias=True))
