@@ -112,6 +112,9 @@ func FuzzGraphStructural(f *testing.F) {
 	// pooling, a linear head and softmax.
 	f.Add(`[{"kind":"conv2d","name":"c","out":4,"kh":1,"kw":1,"sh":1,"sw":1},{"kind":"reduce","name":"m","dims":[4,3,2],"axes":[1,2],"mean":true},{"kind":"sigmoid","name":"g"},{"kind":"binary","name":"x","op":"Mul","dims":[4,3,2],"dims2":[4,1,1],"in":[0,2]},{"kind":"concatnd","name":"cat","axis":0,"dims":[4,3,2],"in":[3,0]},{"kind":"globalavgpool","name":"gap"},{"kind":"flatten","name":"f"},{"kind":"linear","name":"l","out":3},{"kind":"softmax","name":"sm","dims":[3],"axes":[0]}]`)
 	f.Add(`[{"kind":"binary","name":"b","op":"Add","dims":[4,3,2],"dims2":[1,1,2],"const":[1,2],"first":true},{"kind":"clip","name":"c","min":0},{"kind":"hardsigmoid","name":"h","alpha":0.2,"beta":0.5},{"kind":"flatten","name":"f"},{"kind":"linear","name":"l","out":2}]`)
+	// Dilated windows: pools (ceil mode, padding) and a transposed
+	// convolution with output padding.
+	f.Add(`[{"kind":"maxpool2d","name":"m","kh":2,"kw":1,"sh":1,"sw":1,"ph":1,"dh":2,"ceil":true},{"kind":"avgpool2d","name":"a","kh":2,"kw":2,"sh":1,"sw":1,"ph":1,"pw":1,"dh":2,"dw":1,"incl":true,"ceil":true},{"kind":"convtranspose2d","name":"t","out":2,"kh":2,"kw":2,"sh":2,"sw":2,"groups":1,"dh":2,"dw":3,"oph":1,"opw":1}]`)
 	f.Fuzz(func(t *testing.T, raw string) {
 		layers, err := DecodeGraph(raw)
 		if err != nil || len(layers) > 16 {
