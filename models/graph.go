@@ -167,6 +167,8 @@ func Describe(nodes []solver.Node) ([]Layer, error) {
 			d.Dims, d.Axis, d.Size = l.Dims, l.Axis, l.Count
 		case *solver.AddParam:
 			d.Dims = l.Dims
+		case *solver.ScaleParam:
+			d.Dims, d.Dims2 = l.Dims, l.Scale
 		case *solver.Tile:
 			d.Dims, d.Repeats = l.In, l.Repeats
 		case *solver.Resample:
@@ -296,6 +298,8 @@ func GraphNodes(layers []Layer) ([]solver.Node, error) {
 			l = solver.NewPrepend(d.Name, d.Dims, d.Axis, d.Size) // Setup checks the dims, axis and count
 		case "addparam":
 			l = solver.NewAddParam(d.Name, d.Dims) // Setup checks the dims
+		case "scaleparam":
+			l = solver.NewScaleParam(d.Name, d.Dims, d.Dims2) // Setup checks the dims and that they broadcast
 		case "tile":
 			l = solver.NewTile(d.Name, d.Dims, d.Repeats)
 		case "resample":

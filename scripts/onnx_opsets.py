@@ -418,16 +418,16 @@ def _export_op13(name, net, x, dy):
     _export_op(name, net, x, dy, 13, lambda k: True)
 
 
-def _export_op(name, net, x, dy, opset, keep):
+def _export_op(name, net, x, dy, opset, keep, rename=lambda k: k):
     """_export_op13 at the given opset, keeping the gradients of the
-    parameters whose names keep accepts."""
+    parameters whose names keep accepts, under rename's names (cotrain's)."""
     net.eval()
     torch.onnx.export(net, x, os.path.join(OUT, name + ".onnx"), opset_version=opset,
                       input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
     d = net.double()
     y = d(x.double())
     (y * dy.double()).sum().backward()
-    _save_golden(name, x, dy, y, {k: v for k, v in d.named_parameters() if keep(k)})
+    _save_golden(name, x, dy, y, {rename(k): v for k, v in d.named_parameters() if keep(k)})
 
 
 def zoo_alexnet():
@@ -1463,17 +1463,18 @@ def convnext():
     """convnext_op13.onnx and convnext_op17.onnx: _ConvNeXt as
     torch.onnx.export writes it at opset 13 (LayerNorm as ReduceMean, Sub,
     Pow, Sqrt, Div, Mul, Add) and 17 (LayerNormalization), with their .json
-    as zoo_ops.json. Gradients are kept for the parameters cotrain trains:
-    at 13 the norms' weights and biases are the constants of their Mul and
-    Add, and at both the layer scale γ is a constant of its Mul."""
+    as zoo_ops.json. Gradients are kept for the parameters cotrain trains,
+    by its names: at 13 the norms' weights and biases are the constants of
+    their Mul and Add; the layer scale γ is a scaleparam layer's weight."""
     for opset in (13, 17):
         torch.manual_seed(71)
         net = _ConvNeXt()
         g = torch.Generator().manual_seed(72)
         x, dy = torch.randn(2, 3, 32, 32, generator=g), torch.randn(2, 5, generator=g)
         norms = {n for n, m in net.named_modules() if isinstance(m, nn.LayerNorm)}
-        keep = lambda k: "layer_scale" not in k and (opset == 17 or k.rsplit(".", 1)[0] not in norms)
-        _export_op(f"convnext_op{opset}", net, x, dy, opset, keep)
+        keep = lambda k: opset == 17 or k.rsplit(".", 1)[0] not in norms
+        rename = lambda k: k + ".weight" if k.endswith("layer_scale") else k
+        _export_op(f"convnext_op{opset}", net, x, dy, opset, keep, rename)
 
 
 class _ViT(nn.Module):

@@ -97,3 +97,25 @@ func BenchmarkAddParam(b *testing.B) {
 	}
 	benchNet(b, net, 8)
 }
+
+// TestScaleParamGrad checks a learned layer scale's input and weight
+// gradients against finite differences: per channel (C×1×1 of C×H×W) and
+// whole.
+func TestScaleParamGrad(t *testing.T) {
+	for _, c := range [][2][]int{{{3, 2, 2}, {3, 1, 1}}, {{4, 3}, {4, 3}}} {
+		l := NewScaleParam("gamma", c[0], c[1])
+		bad, err := gradCheck{Tol: 1e-2, Floor: 1e-2}.layer(l, []Shape{DimsShape(c[0])}, 3)
+		report(t, "scaleparam", bad, err)
+	}
+}
+
+// BenchmarkScaleParam times a training pass of convnext_tiny's first layer
+// scale: 96 channels of 56×56, a batch of 4.
+func BenchmarkScaleParam(b *testing.B) {
+	dims := []int{96, 56, 56}
+	net, err := NewNet(cpu.NewCPU(), DimsShape(dims), []Node{{Layer: NewScaleParam("layer_scale", dims, []int{96, 1, 1})}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchNet(b, net, 4)
+}

@@ -128,6 +128,9 @@ func (e *exporter) structural(l solver.Layer, xs []string, xd [][]int) (string, 
 			y = e.node("Add", name+".add", []string{y, name + ".bias"})
 		}
 		return y, l.OutDims(), true
+	case *solver.ScaleParam:
+		x := e.ensure(xs[0], xd[0], l.Dims, name+".in")
+		return e.node("Mul", name, []string{x, name + ".weight"}), l.Dims, true
 	case *solver.AddParam:
 		x := e.ensure(xs[0], xd[0], l.Dims, name+".in")
 		return e.node("Add", name, []string{x, name + ".weight"}), l.Dims, true

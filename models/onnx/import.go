@@ -118,8 +118,10 @@ type importer struct {
 // or folds another into it (nn.MultiheadAttention's) is a view that the
 // row-wise operators after it read as it is; a constant Expand'ed over the
 // batch and concatenated before an activation (the class token) is a
-// prepend layer, and Add of a learned tensor of the sample's shape (the
-// position embedding) an addparam layer, both trained. A Softmax or
+// prepend layer, Add of a learned tensor of the sample's shape (the
+// position embedding) an addparam layer, and Mul by a learned tensor of
+// the activation's rank (ConvNeXt's layer scale) a scaleparam layer, all
+// trained. A Softmax or
 // LogSoftmax at the very end is dropped, because cotrain's networks output
 // logits (the loss applies the softmax); the file's Meta says so; any other
 // Softmax is a layer, any other LogSoftmax a softmax layer and a log layer.

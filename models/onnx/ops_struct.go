@@ -141,6 +141,10 @@ func (im *importer) arith(n *onnxpb.NodeProto) error {
 		// embedding): trained, in the weight file (views.go).
 		return im.addParam(n, a, c)
 	}
+	if op == gpu.BinMul && im.isScale(a, c) {
+		// A learned scale (ConvNeXt's layer scale γ): trained.
+		return im.scaleParam(n, a, c)
+	}
 	if len(c.floats) > maxConst {
 		return fmt.Errorf("%w: constant operand %q of %d values (at most %d)", ErrUnsupported, c.name, len(c.floats), maxConst)
 	}

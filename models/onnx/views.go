@@ -683,7 +683,7 @@ func (im *importer) prependConst(n *onnxpb.NodeProto, a attrs, c, x *value) erro
 // "/…" output) with a's per-sample dims after leading 1s, of two or more
 // axes (x + pos_embedding of 1×T×D).
 func (im *importer) isParam(a *value, c *tensor) bool {
-	if c.floats == nil || strings.HasPrefix(c.name, "onnx::") || strings.HasPrefix(c.name, "/") || c.name == "" {
+	if c.floats == nil || !paramName(c) {
 		return false
 	}
 	d := c.dims
@@ -727,4 +727,39 @@ func (im *importer) foldFloats(n *onnxpb.NodeProto, op gpu.BinOp, x, y *tensor) 
 	}
 	im.vals[out.name] = &value{konst: out}
 	return nil
+}
+
+// paramName reports whether a constant's name is a PyTorch parameter's
+// (its module path), not "onnx::…" nor a Constant node's "/…" output.
+func paramName(c *tensor) bool {
+	return c.name != "" && !strings.HasPrefix(c.name, "onnx::") && !strings.HasPrefix(c.name, "/")
+}
+
+// isScale reports whether the constant c multiplying the activation a is
+// a learned scale: a parameter (paramName) of a's rank, each axis a's or 1,
+// more than one value (ConvNeXt's layer scale of C×1×1).
+func (im *importer) isScale(a *value, c *tensor) bool {
+	ad := a.ldims()
+	if c.floats == nil || !paramName(c) || len(c.dims) != len(ad) || c.size() < 2 {
+		return false
+	}
+	for k, d := range c.dims {
+		if d != 1 && d != ad[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// scaleParam maps Mul by a learned scale (isScale) to a scaleparam layer
+// whose weight starts as the constant.
+func (im *importer) scaleParam(n *onnxpb.NodeProto, a *value, c *tensor) error {
+	d := models.Layer{Kind: "scaleparam", Name: im.unique(strings.TrimSuffix(c.name, ".weight")), Dims: slices.Clone(a.ldims()),
+		Dims2: slices.Clone(c.dims)}
+	im.params[d.Name+".weight"] = c
+	v, err := im.push(d, []*value{a}, 0, d.Dims)
+	if err == nil {
+		im.vals[n.GetOutput()[0]] = v
+	}
+	return err
 }
