@@ -115,6 +115,9 @@ func FuzzGraphStructural(f *testing.F) {
 	// Dilated windows: pools (ceil mode, padding) and a transposed
 	// convolution with output padding.
 	f.Add(`[{"kind":"maxpool2d","name":"m","kh":2,"kw":1,"sh":1,"sw":1,"ph":1,"dh":2,"ceil":true},{"kind":"avgpool2d","name":"a","kh":2,"kw":2,"sh":1,"sw":1,"ph":1,"pw":1,"dh":2,"dw":1,"incl":true,"ceil":true},{"kind":"convtranspose2d","name":"t","out":2,"kh":2,"kw":2,"sh":2,"sw":2,"groups":1,"dh":2,"dw":3,"oph":1,"opw":1}]`)
+	// A transformer's and a ConvNeXt's: a linear layer over the last axis,
+	// a class token, a position embedding, a layer scale.
+	f.Add(`[{"kind":"reshape","name":"tok","to":[6,4]},{"kind":"linear","name":"qkv","out":5,"dims":[6,4]},{"kind":"prepend","name":"cls","dims":[6,5],"axis":0,"size":1},{"kind":"addparam","name":"pos","dims":[7,5]},{"kind":"reshape","name":"map","to":[5,7,1]},{"kind":"scaleparam","name":"g","dims":[5,7,1],"dims2":[5,1,1]}]`)
 	f.Fuzz(func(t *testing.T, raw string) {
 		layers, err := DecodeGraph(raw)
 		if err != nil || len(layers) > 16 {
