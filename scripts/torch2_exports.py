@@ -19,6 +19,8 @@ eval mode). Models:
   device.log): a CNN with BatchNorm and AdaptiveAvgPool, a ResNet basic
   block, PReLU with LayerNorm and GELU, a 1-D CNN over 3×128 sensor windows,
   an embedding+LSTM and an embedding+GRU next-word model;
+- convnext_tv, vit_tv: torchvision's ConvNeXt and VisionTransformer classes
+  at toy sizes (32² input, batch 1), fixtures as well;
 - checked here only: torchvision's MobileNet v2 at width 0.25 on 64×64
   input (2.2 MB), and resnet18, mobilenet_v2 and alexnet at 224² (random
   weights, seeded; 14 to 245 MB).
@@ -121,6 +123,11 @@ class LM(nn.Module):
         return self.out(h[:, -1])
 
 
+def convnext_tv():
+    from torchvision.models.convnext import CNBlockConfig, ConvNeXt
+    return ConvNeXt([CNBlockConfig(16, 32, 1), CNBlockConfig(32, None, 1)], stochastic_depth_prob=0.0, num_classes=5)
+
+
 def models():
     import torchvision
     small = [
@@ -131,6 +138,12 @@ def models():
         ("lstm_lm", lambda: LM(nn.LSTM), (2, 12)),
         ("gru_lm", lambda: LM(nn.GRU), (2, 12)),
         ("mobilenet_v2_w025", lambda: torchvision.models.mobilenet_v2(width_mult=0.25, num_classes=10), (2, 3, 64, 64)),
+        # torchvision's own ConvNeXt and ViT classes at toy sizes, exported at
+        # batch 1 as a user's example input fixes it: the survey's
+        # convnext_tiny and vit_b_16 patterns in files small enough to keep.
+        ("convnext_tv", convnext_tv, (1, 3, 32, 32)),
+        ("vit_tv", lambda: torchvision.models.VisionTransformer(
+            image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64, num_classes=5), (1, 3, 32, 32)),
     ]
     large = [
         ("resnet18", lambda: torchvision.models.resnet18(), (1, 3, 224, 224)),
