@@ -43,7 +43,9 @@ func errorf(kind error, format string, args ...any) error {
 // Contract: Len, Shape and Classes never change. Get(i, dst) requires
 // 0 <= i < Len() and len(dst) == c*h*w from Shape(); it writes sample i,
 // already normalised, into dst in CHW row-major order (one NCHW image) and
-// returns its label in [0, Classes()). Get must not retain dst. Every
+// returns its label in [0, Classes()), the same values for the same i every
+// time (no random augmentation: Loader.NextIDs hands i on as the sample's
+// identity, under which solver caches its features). Get must not retain dst. Every
 // implementation in this package is safe for concurrent Get calls; it panics
 // on a bad index or a short dst, which are the caller's bugs.
 type Dataset interface {

@@ -113,6 +113,21 @@ func (l *Loader) Next(x []float32, labels []int32) (n int, epochDone bool) {
 	return n, false
 }
 
+// NextIDs is Next that also writes each sample's index in the data set
+// into ids[:n]: the identity under which solver's prefix cache keeps the
+// sample's features (solver.Trainer.StepIDs), valid because a Dataset's Get
+// gives the same values for the same index every time. len(ids) must be
+// at least Batch().
+func (l *Loader) NextIDs(x []float32, labels []int32, ids []int64) (n int, epochDone bool) {
+	if len(ids) < l.batch {
+		panic(fmt.Sprintf("data: Loader.NextIDs: %d identities for a batch of %d", len(ids), l.batch))
+	}
+	for k := range min(l.batch, len(l.perm)-l.pos) {
+		ids[k] = int64(l.perm[l.pos+k])
+	}
+	return l.Next(x, labels)
+}
+
 // uint64n returns a uniform value in [0, n) from src by Lemire's
 // multiply-and-reject method ("Fast Random Integer Generation in an
 // Interval", 2019). It is spelled out so that permutations stay the same

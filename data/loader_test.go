@@ -211,3 +211,26 @@ func BenchmarkLoaderNext(b *testing.B) {
 		l.Next(x, lab)
 	}
 }
+
+// TestLoaderNextIDs: NextIDs delivers Next's batches, with each sample's
+// index in the data set as its identity, across an epoch's end and its
+// short last batch.
+func TestLoaderNextIDs(t *testing.T) {
+	ds := seqImages(t, 23, 1, 2, 3, 5)
+	a, b := NewLoader(ds, 5, 9, true), NewLoader(ds, 5, 9, true)
+	x, y := make([]float32, 5*6), make([]float32, 5*6)
+	la, lb := make([]int32, 5), make([]int32, 5)
+	ids := make([]int64, 5)
+	for call := range 12 {
+		n, done := a.NextIDs(x, la, ids)
+		m, done2 := b.Next(y, lb)
+		if n != m || done != done2 || !slices.Equal(x[:n*6], y[:n*6]) || !slices.Equal(la[:n], lb[:n]) {
+			t.Fatalf("call %d: NextIDs gave %d samples (epoch done %v), Next %d (%v), or other values", call, n, done, m, done2)
+		}
+		for k := range n {
+			if got := sampleIndex(x[k*6 : (k+1)*6]); int64(got) != ids[k] {
+				t.Fatalf("call %d: sample %d is data set sample %d, identity %d", call, k, got, ids[k])
+			}
+		}
+	}
+}

@@ -62,8 +62,9 @@ func (n *Net) SetFolding(on bool) {
 // weight file loaded, a hub's weights or merged statistics uploaded): the
 // frozen prefix's folded weights are computed again at the next Forward.
 // A caller that writes them and does not call it leaves the prefix
-// computing with the old values.
-func (n *Net) ParamsChanged() { n.folded = false }
+// computing with the old values. It also empties the prefix cache
+// (SetPrefixCache).
+func (n *Net) ParamsChanged() { n.prefixStale() }
 
 // FoldedSize is the number of float32 elements the folded weights and
 // biases of the current plan take: a copy of each folded convolution's
@@ -85,7 +86,7 @@ func (n *Net) FoldedSize() int {
 // reset both). consumers[j] is the number of readers of node j's output.
 // Convolutions left without a batch norm drop their folded weights.
 func (n *Net) planFold(consumers []int) {
-	n.folded = false
+	n.prefixStale()
 	for i := range n.nodes {
 		nd := &n.nodes[i]
 		if _, ok := nd.layer.(*BatchNorm); !ok || n.noFold || len(nd.inputs) != 1 || nd.inputs[0] < 0 {

@@ -52,12 +52,14 @@ type node struct {
 	runs            bool
 	readIn, readOut bool
 	// infer: the node is in the frozen prefix (Backward does not run it)
-	// and a training Forward runs it as inference (net_freeze.go).
-	infer        bool
-	direct       []bool
-	oslot, dslot int
-	sslot        []int
-	eslot        int
+	// and a training Forward runs it as inference (net_freeze.go); static:
+	// besides, it depends on the input through such nodes only, so its
+	// output is a function of the sample (prefix_cache.go).
+	infer, static bool
+	direct        []bool
+	oslot, dslot  int
+	sslot         []int
+	eslot         int
 	// Fusing (fuse.go): actOf is the activation node this producer applies
 	// in its own kernels, fusedTo the producer that applies this
 	// activation node, or this batch norm folded into it (fold.go); bnOf
@@ -121,6 +123,12 @@ type Net struct {
 	// (SetFolding); folded says the folded weights are those of the
 	// current parameters and statistics (fold.go).
 	noFold, folded bool
+	// cache keeps the static prefix's frontier outputs per sample (nil:
+	// off); frontier lists the frontier's nodes and rowLen the values of
+	// one sample's row (prefix_cache.go).
+	cache    *prefixCache
+	frontier []int
+	rowLen   int
 
 	// OnGradsDone, when set, is called by Backward, on Backward's
 	// goroutine, after each layer whose parameters learn has run, last
@@ -216,7 +224,7 @@ func (n *Net) InitParams(r *rand.Rand) {
 	}
 	n.B.Upload(n.Params, host)
 	n.B.Fill(n.Grads, 0)
-	n.folded = false
+	n.prefixStale()
 }
 
 // InitState resets the state tensors (running mean 0, running variance 1).
@@ -226,7 +234,7 @@ func (n *Net) InitState() {
 		fill(host[t.Off:t.Off+t.Spec.Size()], t.Spec, nil)
 	}
 	n.B.Upload(n.State, host)
-	n.folded = false
+	n.prefixStale()
 }
 
 func fill(dst []float32, s ParamSpec, r *rand.Rand) {

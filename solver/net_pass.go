@@ -146,6 +146,13 @@ func (n *Net) Forward(x gpu.Buffer, batch int, train bool) gpu.Buffer {
 	if x.Len() != batch*n.In.Size() {
 		panic(fmt.Sprintf("solver: Forward: input of %d elements for %d samples of %v", x.Len(), batch, n.In))
 	}
+	n.beginForward(batch, train)
+	return n.runNodes(x, batch, train, runAll)
+}
+
+// beginForward readies the buffers, the folded weights and the passes of a
+// Forward of batch samples.
+func (n *Net) beginForward(batch int, train bool) {
 	n.reserveLayers(batch)
 	if train {
 		n.reserveTrain(batch)
@@ -157,8 +164,28 @@ func (n *Net) Forward(x gpu.Buffer, batch int, train bool) gpu.Buffer {
 	n.pass = Pass{B: n.B, N: batch, Train: train, Rand: n.rand, WS: n.ws}
 	n.infer = n.pass
 	n.infer.Train = false
+}
+
+// Modes of runNodes with the prefix cache (prefix_cache.go).
+const (
+	runAll      = iota // every node
+	runFromRows        // the static prefix skipped, its frontier set from the staged rows
+	runToRows          // every node, the frontier's outputs staged for the cache
+)
+
+// runNodes runs the nodes of a Forward on x and returns the network's
+// output. With runFromRows it skips the static prefix, setting each
+// frontier node's output from the cache's staged rows at that node's step
+// (x is then not read); with runToRows it stages each frontier node's
+// output just after its step: a node that runs before or after may share
+// its buffer (plan.go), so neither can wait.
+func (n *Net) runNodes(x gpu.Buffer, batch int, train bool, mode int) gpu.Buffer {
 	for i := range n.nodes {
 		nd := &n.nodes[i]
+		if mode == runFromRows && nd.static {
+			n.stageFrontier(i, batch, false)
+			continue
+		}
 		for k, j := range nd.inputs {
 			switch {
 			case j == Input:
@@ -179,6 +206,9 @@ func (n *Net) Forward(x gpu.Buffer, batch int, train bool) gpu.Buffer {
 		}
 		gpu.MarkSection(n.B, nd.fwdSec)
 		n.forwardNode(p, nd, out)
+		if mode == runToRows && nd.static {
+			n.stageFrontier(i, batch, true)
+		}
 	}
 	if !train {
 		return n.nodes[len(n.nodes)-1].eout

@@ -178,6 +178,7 @@ func (n *Net) planTrain() {
 		}
 	}
 	n.planFusion() // folds only what runs as inference (fold.go)
+	n.planStatic() // what the prefix cache keeps (prefix_cache.go)
 	n.mergeFused(ts)
 	slot, size := sharing(ts, !n.noShare)
 	for i := range n.nodes {

@@ -77,12 +77,31 @@ func (t *Trainer) upload(x []float32, n int) gpu.Buffer {
 // It panics on a backend with half storage (gpu.StoresHalf), which is for
 // inference: weights rounded to half lose most optimizer steps.
 func (t *Trainer) Gradient(x []float32, labels []int32) float64 {
+	return t.GradientIDs(x, labels, nil)
+}
+
+// GradientIDs is Gradient of a batch whose samples ids names (one each,
+// the same identity for the same values: an index into a data set that
+// does not augment), or nil: with a prefix cache (Net.SetPrefixCache), a
+// batch whose samples are all cached skips the static prefix and x is not
+// even uploaded, and another keeps its samples' prefix outputs.
+func (t *Trainer) GradientIDs(x []float32, labels []int32, ids []int64) float64 {
 	if gpu.StoresHalf(t.Net.B) {
 		panic("solver: training on a backend with fp16 storage, which is for inference only (open the device without it)")
 	}
-	gpu.MarkSection(t.Net.B, "input")
-	xb := t.upload(x, len(labels))
-	logits := t.Net.Forward(xb, len(labels), true)
+	if ids != nil && len(ids) != len(labels) {
+		panic(fmt.Sprintf("solver: %d sample identities for %d labels", len(ids), len(labels)))
+	}
+	logits, ok := t.Net.cachedForward(ids)
+	if !ok {
+		gpu.MarkSection(t.Net.B, "input")
+		xb := t.upload(x, len(labels))
+		if ids != nil {
+			logits = t.Net.forwardStore(xb, ids)
+		} else {
+			logits = t.Net.Forward(xb, len(labels), true)
+		}
+	}
 	gpu.MarkSection(t.Net.B, "loss")
 	loss := t.Loss.Forward(t.Net.B, logits, labels)
 	t.Net.Backward(t.Loss.Backward(t.Net.B))
@@ -110,7 +129,13 @@ func (t *Trainer) Apply() {
 // Step is Gradient then Apply. A non-finite loss is returned as an error and
 // the step is not applied, so the weights are never corrupted.
 func (t *Trainer) Step(x []float32, labels []int32) (float64, error) {
-	loss := t.Gradient(x, labels)
+	return t.StepIDs(x, labels, nil)
+}
+
+// StepIDs is Step through GradientIDs: ids names the batch's samples, for
+// the prefix cache, or is nil.
+func (t *Trainer) StepIDs(x []float32, labels []int32, ids []int64) (float64, error) {
+	loss := t.GradientIDs(x, labels, ids)
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
 		return loss, fmt.Errorf("%w: loss %v at iteration %d", ErrNonFinite, loss, t.Iter)
 	}

@@ -51,7 +51,7 @@ import (
 // in the checkpoint's meta (flag.NAME) and compared, as are the number of
 // training samples and the starting weight file's SHA-256. Flags that do
 // not change the bits (--out, --json, --eval-batch, --checkpoint-every,
-// --device) may differ; a different --device continues the run but may
+// --max-pixels, --cache-prefix, --device) may differ; a different --device continues the run but may
 // round differently, so bit-identical results need the same device.
 const (
 	trainCheckpointName = "train.ckpt"
@@ -65,7 +65,8 @@ const (
 var ignoredFields = map[string]bool{
 	"out": true, "json": true, "device": true, "evalBatch": true,
 	"checkpointEvery": true, "resume": true, "maxPixels": true,
-	"weights": true, // the path may move; its content's hash is compared
+	"cachePrefix": true, // the prefix cache keeps the bits (TestFinetuneCachePrefix)
+	"weights":     true, // the path may move; its content's hash is compared
 }
 
 // flagNames maps trainConfig fields whose flag is not their name in

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -30,6 +31,7 @@ type trainConfig struct {
 	checkpointEvery int
 	resume          bool
 	maxPixels       int    // --max-pixels
+	cachePrefix     string // --cache-prefix (finetune)
 	window, stride  int    // --window, --stride (sensor data)
 	vocab           string // --vocab (text)
 	context         int    // --context (text)
@@ -58,6 +60,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer, fine
 			"when its last layer does not fit the data's classes, it is replaced by a new one")
 		fs.StringVar(&c.trainLast, "train-last", cli.TrainLastDefault, cli.TrainLastUsage)
 		fs.StringVar(&c.normalize, "normalize", "", cli.WeightsNormUsage)
+		fs.StringVar(&c.cachePrefix, "cache-prefix", cli.CachePrefixDefault, cli.CachePrefixUsage)
 	} else {
 		fs.StringVar(&c.model, "model", "lenet5", "model: "+fmt.Sprint(models.Names())+"; its head is sized to the data's classes")
 		fs.StringVar(&c.normalize, "normalize", "", models.NormUsage)
@@ -129,6 +132,9 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer, fine
 	if c.checkpointEvery < 0 {
 		return fmt.Errorf("%w: --checkpoint-every %d: want 0 (only on interrupt) or more", errUsage, c.checkpointEvery)
 	}
+	if _, err := cli.ParseBytes(c.cachePrefix); err != nil {
+		return fmt.Errorf("%w: --cache-prefix: %v", errUsage, err)
+	}
 	return train(ctx, c, stdout, stderr)
 }
 
@@ -158,6 +164,8 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 	)
 	drop := rand.NewPCG(c.seed, 0xd40)
 	net.SetRand(rand.New(drop))
+	cacheBytes, _ := cli.ParseBytes(c.cachePrefix) // checked by runTrain
+	net.SetPrefixCache(int(min(cacheBytes, math.MaxInt)))
 
 	if c.batch > ds.Train.Len() {
 		// A batch larger than the training set would repeat images within
@@ -205,6 +213,8 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 	loader := data.NewLoader(ds.Train, c.batch, c.seed, true)
 	x := make([]float32, c.batch*net.In.Size())
 	labels := make([]int32, c.batch)
+	ids := make([]int64, c.batch) // the samples' identities, for the prefix cache
+	epochStart, epochIt, epochSamples := time.Now(), tr.Iter, 0
 	var curve chart.Series
 	curve.Name = "training loss"
 	var smooth float64
@@ -240,10 +250,19 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 			ev.Emit("interrupted", map[string]any{"iteration": it, "checkpoint": ck.path()})
 			return e
 		}
-		n, _ := loader.Next(x, labels)
-		loss, err := tr.Step(x[:n*net.In.Size()], labels[:n])
+		n, epochDone := loader.NextIDs(x, labels, ids)
+		loss, err := tr.StepIDs(x[:n*net.In.Size()], labels[:n], ids[:n])
 		if err != nil {
 			return err
+		}
+		if epochSamples += n; epochDone {
+			// Each epoch's own rate: the prefix cache makes the later
+			// ones faster than the first.
+			st := net.PrefixCache()
+			rate := float64(epochSamples) / time.Since(epochStart).Seconds()
+			ev.Emit("epoch", map[string]any{"epoch": loader.Epoch(), "iteration": it + 1, "steps": it + 1 - epochIt,
+				"samples_per_sec": rate, "cached_samples": st.Samples, "cached_bytes": st.Bytes, "cache_hits": st.Hits})
+			epochStart, epochIt, epochSamples = time.Now(), it+1, 0
 		}
 		if it == 0 {
 			smooth = loss
