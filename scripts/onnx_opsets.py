@@ -82,6 +82,9 @@ It writes models/onnx/testdata/opsets/:
 - matmul_bcast_op13.onnx and matmul_bcast_op13.json: torch.matmul between
   activations whose leading dims broadcast (2×4×16 by 1×16×4, and 1×4×16
   by 3×16×2) as torch.onnx.export writes it.
+- dilatedpool_pads_op13.onnx and dilatedpool_pads_op13.json: dilated
+  MaxPool with pads that differ at the two ends ([1 0 0 1], [0 0 1 1];
+  onnx.helper), against F.pad with -inf and F.max_pool2d.
 - pads1d_op13.onnx and pads1d_op13.json: 1-D Conv, MaxPool and AveragePool
   whose pads differ at the two ends of L (what TensorFlow's "same" padding
   of an even kernel writes; onnx.helper), against F.pad and the 1-D ops.
@@ -999,6 +1002,48 @@ def matmul_bcast():
     _export_op13("matmul_bcast_op13", net, x, dy)
 
 
+def dilated_pool_pads():
+    """dilatedpool_pads_op13.onnx: Conv 3×3 (pads 1), ReLU, MaxPool 3×3
+    dilation 2 stride 2 with pads [1, 0, 0, 1], Conv 1×1, MaxPool 2×2
+    dilation 2 stride 2 with pads [0, 0, 1, 1], Flatten, Gemm over
+    N×3×9×9 (onnx.helper, opset 13); the golden pads with -inf explicitly
+    and runs F.max_pool2d."""
+    g = torch.Generator().manual_seed(73)
+    r = lambda *s: torch.randn(*s, generator=g)
+    p = {"c1.weight": r(4, 3, 3, 3) * 0.3, "c1.bias": r(4) * 0.1, "c2.weight": r(4, 4, 1, 1) * 0.3, "c2.bias": r(4) * 0.1,
+         "fc.weight": r(5, 4) * 0.3, "fc.bias": r(5) * 0.1}
+    x, dy = r(2, 3, 9, 9), r(2, 5)
+    nodes = [
+        helper.make_node("Conv", ["x", "c1.weight", "c1.bias"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("MaxPool", ["r1"], ["m1"], name="pool1", kernel_shape=[3, 3], strides=[2, 2], dilations=[2, 2],
+                         pads=[1, 0, 0, 1]),
+        helper.make_node("Conv", ["m1", "c2.weight", "c2.bias"], ["c2"], name="conv2", kernel_shape=[1, 1]),
+        helper.make_node("MaxPool", ["c2"], ["m2"], name="pool2", kernel_shape=[2, 2], strides=[2, 2], dilations=[2, 2],
+                         pads=[0, 0, 1, 1]),
+        helper.make_node("Flatten", ["m2"], ["f"], name="flatten", axis=1),
+        helper.make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1),
+    ]
+    graph = helper.make_graph(nodes, "dilatedpool_pads_op13", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 9, 9])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])],
+                              initializer=[floats(k, v) for k, v in p.items()])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="scripts/onnx_opsets.py")
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    onnx.save_model(m, os.path.join(OUT, "dilatedpool_pads_op13.onnx"))
+
+    d = {k: v.double().requires_grad_() for k, v in p.items()}
+    inf = float("-inf")
+    h = F.relu(F.conv2d(x.double(), d["c1.weight"], d["c1.bias"], padding=1))              # 4×9×9
+    h = F.max_pool2d(F.pad(h, (0, 1, 1, 0), value=inf), 3, 2, 0, 2)                          # 4×3×3
+    h = F.conv2d(h, d["c2.weight"], d["c2.bias"])
+    h = F.max_pool2d(F.pad(h, (0, 1, 0, 1), value=inf), 2, 2, 0, 2)                          # 4×1×1
+    assert h.shape[1:] == (4, 1, 1), h.shape
+    y = F.linear(torch.flatten(h, 1), d["fc.weight"], d["fc.bias"])
+    (y * dy.double()).sum().backward()
+    _save_golden("dilatedpool_pads_op13", x, dy, y, d)
+
+
 def pads1d():
     """pads1d_op13.onnx: over N×3×10, Conv k=4 with pads [1, 2], ReLU,
     MaxPool k=2 stride 2 with pads [0, 1], AveragePool k=2 with pads [1, 0]
@@ -1620,6 +1665,7 @@ def main():
     convnext()
     matmul_bcast()
     pads1d()
+    dilated_pool_pads()
     resize_aa()
     vit()
 
@@ -1632,7 +1678,7 @@ CHECKED = ["pad_value_op9", "pad_value_op13", "dilated_op13", "dilated1d_op13", 
            "convtranspose2_op13", "convtranspose1d_op13", "convtranspose_pads_op13",
            "resize_sym_op19",
            "convnext_op13", "convnext_op17", "matmul_bcast_op13", "resize_aa_op18",
-           "vit_op13", "vit_op17", "pads1d_op13"]
+           "vit_op13", "vit_op17", "pads1d_op13", "dilatedpool_pads_op13"]
 
 
 def check(folder):

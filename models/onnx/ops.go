@@ -3,6 +3,7 @@ package onnx
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -403,8 +404,8 @@ func (im *importer) pool(n *onnxpb.NodeProto, a attrs) error {
 	if asym != [4]int{} && dil != [2]int{1, 1} && n.GetOpType() == "MaxPool" {
 		// The edge padding below stands in for -inf only when every window
 		// reaching into it also covers the border element it repeats,
-		// which a dilated window can step over.
-		return fmt.Errorf("%w: MaxPool with dilations %v and asymmetric pads %v (export with symmetric padding)", ErrUnsupported, dil, asym)
+		// which a dilated window can step over: dilatedMaxPoolAsym.
+		return im.dilatedMaxPoolAsym(n, x, a, k, s, dil, asym, rank)
 	}
 	if asym != [4]int{} {
 		// A max pool's padding never wins: edge padding repeats a border
@@ -441,6 +442,56 @@ func (im *importer) pool(n *onnxpb.NodeProto, a attrs) error {
 	}
 	_, err = im.add(n, d, []*value{x}, rank)
 	return err
+}
+
+// dilatedMaxPoolAsym maps a dilated MaxPool whose pads differ at the two
+// ends ([top, left, bottom, right] in asym, floor mode) to the pool padding
+// the start pads on both sides in ceil mode, then a slice keeping ONNX's
+// outputs: windows start where ONNX's do, a window past the input reads
+// its taps there as padding (-inf, as ONNX's), and ceil mode makes at
+// least ONNX's count of windows when the end pads exceed the start ones by
+// less than the stride. Other geometries (ceil mode, whose last-window
+// rule differs between opsets; a start pad over half the window; an end
+// pad a stride or more past the start one) are refused, naming the pads.
+func (im *importer) dilatedMaxPoolAsym(n *onnxpb.NodeProto, x *value, a attrs, k, s, dil [2]int, asym [4]int, rank int) error {
+	refuse := func(why string) error {
+		return fmt.Errorf("%w: MaxPool with dilations %v and asymmetric pads %v: %s (export with symmetric padding)", ErrUnsupported, dil, asym, why)
+	}
+	if a.int("ceil_mode", 0) != 0 {
+		return refuse("in ceil mode")
+	}
+	in := [2]int{x.shape.H, x.shape.W}
+	var want [2]int
+	for i := range 2 {
+		ek := (k[i]-1)*dil[i] + 1 // extents within limits: window checked them
+		span := in[i] + asym[i] + asym[i+2] - ek
+		if span < 0 {
+			return refuse("a window larger than the padded input")
+		}
+		want[i] = span/s[i] + 1
+	}
+	d := models.Layer{Kind: "maxpool2d", Name: im.layerName(n, ""), KH: k[0], KW: k[1], SH: s[0], SW: s[1],
+		PH: asym[0], PW: asym[1], Ceil: true, DH: dil[0], DW: dil[1]}
+	if 2*d.PH > d.KH || 2*d.PW > d.KW {
+		return refuse("a start pad over half the window")
+	}
+	y, err := im.push(d, []*value{x}, rank, nil)
+	if err != nil {
+		return err
+	}
+	if y.shape.H < want[0] || y.shape.W < want[1] {
+		return refuse(fmt.Sprintf("%dx%d windows where ONNX has %dx%d", y.shape.H, y.shape.W, want[0], want[1]))
+	}
+	yd := y.ldims()
+	starts, steps, counts := make([]int, len(yd)), make([]int, len(yd)), slices.Clone(yd)
+	for i := range steps {
+		steps[i] = 1
+	}
+	counts[len(yd)-1] = want[1]
+	if rank == 4 {
+		counts[len(yd)-2] = want[0]
+	}
+	return im.sliceLayer(n, n.GetOutput()[0], y, starts, steps, counts)
 }
 
 // padBefore adds an explicit pad layer of x (N×C×H×W) by ONNX's 2-D pads

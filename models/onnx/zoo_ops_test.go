@@ -32,7 +32,7 @@ func TestZooOps(t *testing.T) {
 }
 
 // zooOpsFixtures are the fixtures TestZooOps and TestZooOpsOnOpenCL check.
-var zooOpsFixtures = [...]string{"zoo_ops", "zoo_lrn", "zoo_alexnet", "zoo_resnet", "pad_value_op9", "pad_value_op13", "dilated_op13", "dilated1d_op13", "convtranspose_op13", "matmul_op13", "tile_op13", "upsample_op9", "resize_op11", "resize_op13", "resize_op18", "resize_op19", "resize1d_op13", "pad_modes_op9", "pad_modes_op13", "pad_modes_op18", "pad_modes1d_op13", "dilatedpool_op13", "dilatedpool1d_op13", "avgpool_dilated_op19", "bicubic_op13", "convtranspose2_op13", "convtranspose1d_op13", "convtranspose_pads_op13", "resize_sym_op19", "resize_aa_op18", "convnext_op13", "convnext_op17", "matmul_bcast_op13", "vit_op13", "vit_op17", "pads1d_op13"}
+var zooOpsFixtures = [...]string{"zoo_ops", "zoo_lrn", "zoo_alexnet", "zoo_resnet", "pad_value_op9", "pad_value_op13", "dilated_op13", "dilated1d_op13", "convtranspose_op13", "matmul_op13", "tile_op13", "upsample_op9", "resize_op11", "resize_op13", "resize_op18", "resize_op19", "resize1d_op13", "pad_modes_op9", "pad_modes_op13", "pad_modes_op18", "pad_modes1d_op13", "dilatedpool_op13", "dilatedpool1d_op13", "avgpool_dilated_op19", "bicubic_op13", "convtranspose2_op13", "convtranspose1d_op13", "convtranspose_pads_op13", "resize_sym_op19", "resize_aa_op18", "convnext_op13", "convnext_op17", "matmul_bcast_op13", "vit_op13", "vit_op17", "pads1d_op13", "dilatedpool_pads_op13"}
 
 // checkZooOps is TestZooOps for one fixture on backend b.
 func checkZooOps(t *testing.T, b gpu.Backend, name string) {
@@ -128,7 +128,7 @@ func TestExportZooOpsForPython(t *testing.T) {
 	}
 	for _, name := range []string{"pad_value_op9", "pad_value_op13", "dilated_op13", "dilated1d_op13", "convtranspose_op13", "matmul_op13", "tile_op13", "upsample_op9", "resize_op11", "resize_op13", "resize_op18", "resize_op19", "resize1d_op13", "pad_modes_op9", "pad_modes_op13", "pad_modes_op18", "pad_modes1d_op13", "dilatedpool_op13", "dilatedpool1d_op13", "avgpool_dilated_op19", "bicubic_op13", "convtranspose2_op13", "convtranspose1d_op13", "convtranspose_pads_op13", "resize_sym_op19", "resize_aa_op18",
 		"convnext_op13", "convnext_op17", "matmul_bcast_op13",
-		"vit_op13", "vit_op17", "pads1d_op13"} {
+		"vit_op13", "vit_op17", "pads1d_op13", "dilatedpool_pads_op13"} {
 		f, err := ImportFile(filepath.Join(opsetsDir, name+".onnx"))
 		if err != nil {
 			t.Fatal(err)
