@@ -95,7 +95,11 @@ func ceilDiv(a, b int) int { return -floorDiv(-a, b) }
 // Each row of col is OH runs of OW taken from input rows StrideH·W apart, so
 // with StrideW 1 a row is one strided copy (vec.CopyRows) plus the padding's
 // zeros.
-func (g *convGeom) im2col(col, x []float32) {
+func (g *convGeom) im2col(col, x []float32) { g.im2colLd(col, g.OH*g.OW, x) }
+
+// im2colLd is im2col with col's rows ld floats apart (ld ≥ OH·OW): a
+// sample's block of columns in a batched column matrix (colbatch.go).
+func (g *convGeom) im2colLd(col []float32, ld int, x []float32) {
 	cg, ohw := g.C/g.GroupCount(), g.OH*g.OW
 	var sp spans
 	sp.fill(g)
@@ -104,7 +108,7 @@ func (g *convGeom) im2col(col, x []float32) {
 		for r := 0; r < g.R; r++ {
 			hlo, hhi := sp.h(g, r)
 			for s := 0; s < g.S; s++ {
-				row := col[((c*g.R+r)*g.S+s)*ohw : ((c*g.R+r)*g.S+s+1)*ohw]
+				row := col[((c*g.R+r)*g.S+s)*ld : ((c*g.R+r)*g.S+s)*ld+ohw]
 				wlo, whi := sp.w(g, s)
 				if hlo >= hhi || wlo >= whi { // the tap reads padding only (a plane narrower than the padding)
 					clear(row)
@@ -183,8 +187,11 @@ func zero(s []float32) {
 
 // col2im adds the column matrix back into one sample's group dx (Cg×H×W):
 // with StrideW 1, each row of col is one strided add (vec.AddRows).
-func (g *convGeom) col2im(dx, col []float32) {
-	cg, ohw := g.C/g.GroupCount(), g.OH*g.OW
+func (g *convGeom) col2im(dx, col []float32) { g.col2imLd(dx, col, g.OH*g.OW) }
+
+// col2imLd is col2im with col's rows ld floats apart (ld ≥ OH·OW).
+func (g *convGeom) col2imLd(dx, col []float32, ld int) {
+	cg := g.C / g.GroupCount()
 	var sp spans
 	sp.fill(g)
 	if g.StrideW == 1 && g.PadW == 0 {
@@ -195,10 +202,10 @@ func (g *convGeom) col2im(dx, col []float32) {
 			dxc := dx[c*g.H*g.W : (c+1)*g.H*g.W]
 			for r := 0; r < g.R; r++ {
 				hlo, hhi := sp.h(g, r)
-				rows := col[(c*g.R+r)*g.S*ohw:]
+				rows := col[(c*g.R+r)*g.S*ld:]
 				for oh := hlo; oh < hhi; oh++ {
 					ih := oh*g.StrideH - g.PadH + r
-					vec.AddShifted(dxc[ih*g.W:], rows[oh*g.OW:], ohw, g.S, g.OW)
+					vec.AddShifted(dxc[ih*g.W:], rows[oh*g.OW:], ld, g.S, g.OW)
 				}
 			}
 		}
@@ -209,7 +216,7 @@ func (g *convGeom) col2im(dx, col []float32) {
 		for r := 0; r < g.R; r++ {
 			hlo, hhi := sp.h(g, r)
 			for s := 0; s < g.S; s++ {
-				row := col[((c*g.R+r)*g.S+s)*ohw:]
+				row := col[((c*g.R+r)*g.S+s)*ld:]
 				wlo, whi := sp.w(g, s)
 				if hlo >= hhi || wlo >= whi {
 					continue
@@ -272,6 +279,9 @@ func (c *CPU) ConvForward(geom gpu.ConvGeom, y, x, w, bias, ws gpu.Buffer) {
 			c.winoBatch(&g, ys, xs, bs, false)
 			return
 		}
+	} else if c.useColBatch(&g) {
+		c.colBatchForward(&g, ys, xs, wsl, bs)
+		return
 	} else if !g.Depthwise() {
 		c.packFilters(&g, wsl, false)
 	}
@@ -326,6 +336,9 @@ func (c *CPU) ConvBackwardData(geom gpu.ConvGeom, dx, dy, w, ws gpu.Buffer) {
 			c.winoBatch(&g, dxs, dys, nil, true)
 			return
 		}
+	} else if c.useColBatch(&g) {
+		c.colBatchData(&g, dxs, dys, wsl)
+		return
 	} else if !g.Depthwise() {
 		c.packFilters(&g, wsl, true)
 	}
@@ -386,6 +399,10 @@ func (c *CPU) ConvBackwardFilter(geom gpu.ConvGeom, dw, dbias, dy, x, ws gpu.Buf
 		j := &c.job
 		j.op, j.conv, j.w, j.dy, j.x = opDepthwiseFilter, g, dws, dys, xs
 		c.run(j, g.K, 2*len(dys))
+		return
+	}
+	if c.useColBatch(&g) {
+		c.colBatchFilter(&g, dws, dys, xs)
 		return
 	}
 	chunks := min(g.N, filterChunks)

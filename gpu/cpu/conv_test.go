@@ -120,10 +120,21 @@ func convClose(got []float32, want, scale []float64, tol float64) error {
 // a whole term.
 const convTol = 1e-5
 
+// TestConvAgainstNaive runs every case on the default paths and with the
+// batched small-plane path off (colbatch.go: most cases here have small
+// planes, so the per-sample lowering is checked too).
 func TestConvAgainstNaive(t *testing.T) {
-	c := NewCPU()
+	for _, colOff := range []bool{false, true} {
+		c := NewCPU()
+		c.colOff = colOff
+		t.Run(fmt.Sprintf("colOff=%v", colOff), func(t *testing.T) { convAgainstNaive(t, c, convCases) })
+	}
+}
+
+// convAgainstNaive checks c's three passes on cases against convNaive.
+func convAgainstNaive(t *testing.T, c *CPU, cases []gpu.ConvGeom) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, g := range convCases {
+	for _, g := range cases {
 		if err := g.Setup(); err != nil {
 			t.Fatalf("%+v: %v", g, err)
 		}
@@ -312,6 +323,17 @@ func BenchmarkConvForward(b *testing.B) {
 		{"lenet-conv2_b64_20to50_5x5_12x12", gpu.ConvGeom{N: 64, C: 20, H: 12, W: 12, K: 50, R: 5, S: 5}},
 		{"mobilenet-dw_b16_32ch_3x3_56x56", gpu.ConvGeom{N: 16, C: 32, H: 56, W: 56, K: 32, R: 3, S: 3, PadH: 1, PadW: 1, Groups: 32}},
 		{"mobilenet-pw_b16_32to64_1x1_56x56", gpu.ConvGeom{N: 16, C: 32, H: 56, W: 56, K: 64, R: 1, S: 1}},
+		// resnet18 at 96×96, batch 16 (issue 29's CPU comparison): every
+		// convolution shape it has, stem to layer4.
+		{"resnet18-conv1_b16_3to64_7x7s2_96x96", gpu.ConvGeom{N: 16, C: 3, H: 96, W: 96, K: 64, R: 7, S: 7, StrideH: 2, StrideW: 2, PadH: 3, PadW: 3}},
+		{"resnet18-l1_b16_64to64_3x3_24x24", gpu.ConvGeom{N: 16, C: 64, H: 24, W: 24, K: 64, R: 3, S: 3, PadH: 1, PadW: 1}},
+		{"resnet18-l2a_b16_64to128_3x3s2_24x24", gpu.ConvGeom{N: 16, C: 64, H: 24, W: 24, K: 128, R: 3, S: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1}},
+		{"resnet18-l2d_b16_64to128_1x1s2_24x24", gpu.ConvGeom{N: 16, C: 64, H: 24, W: 24, K: 128, R: 1, S: 1, StrideH: 2, StrideW: 2}},
+		{"resnet18-l2_b16_128to128_3x3_12x12", gpu.ConvGeom{N: 16, C: 128, H: 12, W: 12, K: 128, R: 3, S: 3, PadH: 1, PadW: 1}},
+		{"resnet18-l3a_b16_128to256_3x3s2_12x12", gpu.ConvGeom{N: 16, C: 128, H: 12, W: 12, K: 256, R: 3, S: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1}},
+		{"resnet18-l3_b16_256to256_3x3_6x6", gpu.ConvGeom{N: 16, C: 256, H: 6, W: 6, K: 256, R: 3, S: 3, PadH: 1, PadW: 1}},
+		{"resnet18-l4a_b16_256to512_3x3s2_6x6", gpu.ConvGeom{N: 16, C: 256, H: 6, W: 6, K: 512, R: 3, S: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1}},
+		{"resnet18-l4_b16_512to512_3x3_3x3", gpu.ConvGeom{N: 16, C: 512, H: 3, W: 3, K: 512, R: 3, S: 3, PadH: 1, PadW: 1}},
 	}
 	c := NewCPU()
 	for _, tc := range cases {
@@ -329,9 +351,12 @@ func BenchmarkConvForward(b *testing.B) {
 		run := func(name string, f func()) {
 			b.Run(tc.name+"/"+name, func(b *testing.B) {
 				b.ReportAllocs()
+				f() // first-use allocations, outside the CPU time
+				start := cpuTime()
 				for b.Loop() {
 					f()
 				}
+				reportCPU(b, start)
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
 		}

@@ -23,6 +23,11 @@ type CPU struct {
 	winoU   []float32         // the same before packing
 	winoV   []float32         // a batched Winograd pass's transformed input
 	winoM   []float32         // and its products
+	colB    []float32         // a batched small-plane pass's column matrix (colbatch.go)
+	colY    []float32         // and its outputs (or output gradients) side by side
+	// colOff turns the batched small-plane path off (benchmarks and tests
+	// compare it with the per-sample path).
+	colOff bool
 	// im2colOnly turns the Winograd path off (benchmarks and tests compare
 	// the two paths).
 	im2colOnly bool
