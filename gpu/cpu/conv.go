@@ -116,25 +116,51 @@ func (g *convGeom) im2colLd(col []float32, ld int, x []float32) {
 				}
 				clear(row[:hlo*g.OW])
 				clear(row[hhi*g.OW:])
-				if wlo > 0 {
-					vec.ZeroRows(row[hlo*g.OW:], g.OW, hhi-hlo, wlo)
-				}
-				if whi < g.OW {
-					vec.ZeroRows(row[hlo*g.OW+whi:], g.OW, hhi-hlo, g.OW-whi)
-				}
 				ih, iw := hlo*g.StrideH-g.PadH+r, wlo*g.StrideW-g.PadW+s
 				if g.StrideW == 1 {
+					if wlo > 0 {
+						vec.ZeroRows(row[hlo*g.OW:], g.OW, hhi-hlo, wlo)
+					}
+					if whi < g.OW {
+						vec.ZeroRows(row[hlo*g.OW+whi:], g.OW, hhi-hlo, g.OW-whi)
+					}
 					vec.CopyRows(row[hlo*g.OW+wlo:], g.OW, xc[ih*g.W+iw:], g.StrideH*g.W, hhi-hlo, whi-wlo)
 					continue
 				}
-				for oh := hlo; oh < hhi; oh++ {
-					out := row[oh*g.OW : (oh+1)*g.OW]
-					in := xc[(oh*g.StrideH-g.PadH+r)*g.W:]
-					for ow, i := wlo, iw; ow < whi; ow, i = ow+1, i+g.StrideW {
-						out[ow] = in[i]
-					}
-				}
+				stridedRows(row[hlo*g.OW:hhi*g.OW], g.OW, wlo, whi, xc[ih*g.W+iw:], g.StrideH*g.W, g.StrideW)
 			}
+		}
+	}
+}
+
+// stridedRows is im2col's row for a column stride sw > 1: out holds rows of
+// ow floats, each zero outside [wlo, whi) and, inside, every sw-th float of
+// the input row that starts ldx floats after the previous one in x. The
+// geometry sits in locals (a loop over g's fields reloads them after every
+// store, which may alias them) and stride 2, a stem's, has its own loop.
+func stridedRows(out []float32, ow, wlo, whi int, x []float32, ldx, sw int) {
+	n := whi - wlo
+	for o := 0; o+ow <= len(out); o += ow {
+		r := out[o : o+ow : o+ow]
+		for j := range r[:wlo] {
+			r[j] = 0
+		}
+		for j := range r[whi:] {
+			r[whi+j] = 0
+		}
+		dst := r[wlo:whi]
+		src := x[:(n-1)*sw+1]
+		if sw == 2 {
+			for j := range dst {
+				dst[j] = src[2*j]
+			}
+		} else {
+			for j := range dst {
+				dst[j] = src[j*sw]
+			}
+		}
+		if o+ow < len(out) {
+			x = x[ldx:]
 		}
 	}
 }
