@@ -1,6 +1,9 @@
 package cpu
 
-import "github.com/cotrain/cotrain/gpu/internal/sgemm"
+import (
+	"github.com/cotrain/cotrain/gpu/internal/sgemm"
+	"github.com/cotrain/cotrain/gpu/internal/vec"
+)
 
 // Winograd's F(2×2, 3×3) for the dense 3×3 convolutions of stride 1
 // (Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks",
@@ -138,10 +141,168 @@ func (c *CPU) winoSample(th *sgemm.Thread, y, x []float32, ch, h, w, k, oh, ow, 
 }
 
 // winoIn transforms the input tiles of one sample x (ch×h×w) into v: V[e]
-// is ch×ld (ch·ld floats), the sample's tile t in column off+t. It runs a
-// row of tiles at a time: the row transform over the whole width, then the
-// column transform tile by tile; th's scratch slot 3 holds the rows.
+// is ch×ld (ch·ld floats), the sample's tile t in column off+t.
+//
+// It runs a channel at a time, every pass over all of the channel's tiles at
+// once, so that the vector loops (vec.WinoIn) run over tr·tc floats rather
+// than a row of tiles. Tile (ty, tx) reads the padded input's rows 2ty..2ty+3
+// and columns 2tx..2tx+3, so the plane is first split into eight planes of
+// tr+1 rows and tc columns, P[p][q][s][ty][tx] = x at row 2ty+p and column
+// 2tx+2s+q (p, q: the parities of row and column; s: the tile's left or
+// right pair of columns; zero in the padding). Then the row transform Bᵀ·d
+// of the four column sets (q, s), whose rows 2ty+i are P[i%2] at tile row
+// ty+i/2, one tc-wide row further on; then the column transform ·B of each
+// row i, whose columns 2tx+j are the row transform of set (j%2, j/2). The
+// sums are those of the per-tile formula in the same order (rows first), so
+// the bits do not depend on this arrangement. th's scratch slot 3 holds the
+// planes.
 func winoIn(th *sgemm.Thread, v []float32, ld, off int, x []float32, ch, h, w, tr, tc, ph, pw int) {
+	nt, np := tr*tc, (tr+1)*tc
+	tmp := th.Floats(3, 8*np+16*nt)
+	var p [2][2][2][]float32 // P[p][q][s]: (tr+1)×tc
+	for i := range 8 {
+		p[i>>2][(i>>1)&1][i&1] = tmp[i*np : (i+1)*np]
+	}
+	var a [4][2][2][]float32 // the row transform's output i of column set (q, s): tr×tc
+	for i := range 16 {
+		a[i>>2][(i>>1)&1][i&1] = tmp[8*np+i*nt : 8*np+(i+1)*nt]
+	}
+	cnt := ch * ld // elements per V[e]
+	for c0 := 0; c0 < ch; c0++ {
+		winoSplit(&p, x[c0*h*w:(c0+1)*h*w], h, w, tr, tc, ph, pw)
+		for q := range 2 {
+			for sd := range 2 {
+				d := [4][]float32{p[0][q][sd][:nt], p[1][q][sd][:nt], p[0][q][sd][tc : tc+nt], p[1][q][sd][tc : tc+nt]}
+				vec.WinoIn([4][]float32{a[0][q][sd], a[1][q][sd], a[2][q][sd], a[3][q][sd]}, d)
+			}
+		}
+		at := c0*ld + off
+		for i := range 4 {
+			var o [4][]float32
+			for j := range 4 {
+				o[j] = v[(4*i+j)*cnt+at : (4*i+j)*cnt+at+nt]
+			}
+			vec.WinoIn(o, [4][]float32{a[i][0][0], a[i][1][0], a[i][0][1], a[i][1][1]})
+		}
+	}
+}
+
+// winoSplit fills P[p][q][s][ty][tx] with the padded plane x (h×w, padding
+// ph and pw) at row 2ty+p and column 2tx+2s+q, zero outside x.
+func winoSplit(p *[2][2][2][]float32, x []float32, h, w, tr, tc, ph, pw int) {
+	for r := 0; r < 2*tr+2; r++ {
+		pr, ty := r&1, r>>1
+		e0, o0 := p[pr][0][0][ty*tc:(ty+1)*tc], p[pr][1][0][ty*tc:(ty+1)*tc]
+		e1, o1 := p[pr][0][1][ty*tc:(ty+1)*tc], p[pr][1][1][ty*tc:(ty+1)*tc]
+		yy := r - ph
+		if yy < 0 || yy >= h {
+			clear(e0)
+			clear(o0)
+			clear(e1)
+			clear(o1)
+			continue
+		}
+		xr := x[yy*w : (yy+1)*w]
+		// Column 2m+q of the padded row (x's column 2m+q-pw), m ≤ tc, is
+		// pair m's: the left pair of tile m and the right pair of tile
+		// m-1. Inside x (m in [lo, hi)) both columns are read unchecked.
+		lo, hi := min((pw+1)/2, tc+1), max(min((w+pw)/2, tc+1), 0)
+		lo = min(lo, hi)
+		at := func(m int) (e, o float32) {
+			if c := 2*m - pw; uint(c) < uint(w) {
+				e = xr[c]
+			}
+			if c := 2*m + 1 - pw; uint(c) < uint(w) {
+				o = xr[c]
+			}
+			return e, o
+		}
+		for m := 0; m < lo; m++ {
+			e, o := at(m)
+			winoPair(e0, o0, e1, o1, m, tc, e, o)
+		}
+		if lo < hi {
+			in := xr[2*lo-pw : 2*hi-pw]
+			for m := lo; m < hi; m++ {
+				e, o := in[2*(m-lo)], in[2*(m-lo)+1]
+				if m < tc {
+					e0[m], o0[m] = e, o
+				}
+				if m > 0 {
+					e1[m-1], o1[m-1] = e, o
+				}
+			}
+		}
+		for m := hi; m <= tc; m++ {
+			e, o := at(m)
+			winoPair(e0, o0, e1, o1, m, tc, e, o)
+		}
+	}
+}
+
+// winoPair stores pair m (columns 2m and 2m+1 of a padded row) as the left
+// pair of tile m and the right pair of tile m-1.
+func winoPair(e0, o0, e1, o1 []float32, m, tc int, e, o float32) {
+	if m < tc {
+		e0[m], o0[m] = e, o
+	}
+	if m > 0 {
+		e1[m-1], o1[m-1] = e, o
+	}
+}
+
+// winoOut transforms the products m back into one sample's output y
+// (k×oh×ow): M[e] is k×ld, the sample's tile t in column off+t. As winoIn,
+// an output channel at a time over all of its tiles: Aᵀ·m over each
+// element column j (m0+m1+m2 and m1-m2-m3 of M[j], M[4+j], M[8+j],
+// M[12+j]), then ·A over each of the two rows, giving output rows 2ty+r
+// at even and odd columns, which are interleaved into y and cut to oh×ow.
+// th's slot 3 is scratch.
+func winoOut(th *sgemm.Thread, y, m []float32, ld, off, k, oh, ow, tr, tc int) {
+	nt := tr * tc
+	tmp := th.Floats(3, 12*nt)
+	var s [2][4][]float32 // row r of Aᵀ·m for element column j
+	for i := range 8 {
+		s[i>>2][i&3] = tmp[i*nt : (i+1)*nt]
+	}
+	var eo [2][2][]float32 // output rows 2ty+r, even and odd columns
+	for i := range 4 {
+		eo[i>>1][i&1] = tmp[(8+i)*nt : (9+i)*nt]
+	}
+	kn := k * ld
+	for k0 := 0; k0 < k; k0++ {
+		at := k0*ld + off
+		for j := range 4 {
+			vec.WinoOut(s[0][j], s[1][j], [4][]float32{m[j*kn+at : j*kn+at+nt], m[(4+j)*kn+at : (4+j)*kn+at+nt],
+				m[(8+j)*kn+at : (8+j)*kn+at+nt], m[(12+j)*kn+at : (12+j)*kn+at+nt]})
+		}
+		for r := range 2 {
+			vec.WinoOut(eo[r][0], eo[r][1], s[r])
+		}
+		yk := y[k0*oh*ow : (k0+1)*oh*ow]
+		for oy := 0; oy < oh; oy++ {
+			ty, r := oy>>1, oy&1
+			ev, od := eo[r][0][ty*tc:(ty+1)*tc], eo[r][1][ty*tc:(ty+1)*tc]
+			out := yk[oy*ow : (oy+1)*ow]
+			tx := 0
+			for ; 2*tx+1 < len(out); tx++ {
+				out[2*tx], out[2*tx+1] = ev[tx], od[tx]
+			}
+			if 2*tx < len(out) {
+				out[2*tx] = ev[tx]
+			}
+		}
+	}
+}
+
+// winoInTiles is winoIn a row of tiles at a time, for planes of a few
+// tiles (the batched path's), where winoIn's passes over a whole plane are
+// too short for its vector loops to pay for their calls
+// (BenchmarkWinoTransforms: 6×6 outputs, 9 tiles, lost 1.9×); it gives
+// winoIn's bits (TestWinoTransformsSameBits). The row transform runs over
+// the whole width of four input rows, then the column transform tile by
+// tile; th's scratch slot 3 holds the rows.
+func winoInTiles(th *sgemm.Thread, v []float32, ld, off int, x []float32, ch, h, w, tr, tc, ph, pw int) {
 	wp := 2*tc + 2 // a row of tiles' input width
 	tmp := th.Floats(3, 8*wp)
 	var rows, a [4][]float32
@@ -188,11 +349,11 @@ func winoIn(th *sgemm.Thread, v []float32, ld, off int, x []float32, ch, h, w, t
 	}
 }
 
-// winoOut transforms the products m back into one sample's output y
-// (k×oh×ow): M[e] is k×ld, the sample's tile t in column off+t. Aᵀ·m on
-// the rows (m0+m1+m2 and m1-m2-m3 over each element column), then ·A on
-// each tile: two output rows of 2·tc, cut to ow. th's slot 3 is scratch.
-func winoOut(th *sgemm.Thread, y, m []float32, ld, off, k, oh, ow, tr, tc int) {
+// winoOutTiles is winoOut a row of tiles at a time, for the batched path's
+// small planes as winoInTiles, with winoOut's bits: Aᵀ·m on a row of tiles
+// (m0+m1+m2 and m1-m2-m3 over each element column), then ·A on each tile,
+// two output rows of 2·tc, cut to ow. th's slot 3 is scratch.
+func winoOutTiles(th *sgemm.Thread, y, m []float32, ld, off, k, oh, ow, tr, tc int) {
 	tmp := th.Floats(3, 12*tc)
 	out0, out1 := tmp[:2*tc], tmp[2*tc:4*tc]
 	var r0, r1 [4][]float32
@@ -283,7 +444,7 @@ func (g *convGeom) winoInPart(th *sgemm.Thread, v, x []float32, data bool, lo, h
 	tr, tc := winoTiles(oh, ow)
 	nt := tr * tc
 	for n := lo; n < hi; n++ {
-		winoIn(th, v, g.N*nt, n*nt, x[n*ch*h*w:(n+1)*ch*h*w], ch, h, w, tr, tc, ph, pw)
+		winoInTiles(th, v, g.N*nt, n*nt, x[n*ch*h*w:(n+1)*ch*h*w], ch, h, w, tr, tc, ph, pw)
 	}
 }
 
@@ -294,7 +455,7 @@ func (g *convGeom) winoOutPart(th *sgemm.Thread, y, m, bias []float32, data bool
 	tr, tc := winoTiles(oh, ow)
 	nt := tr * tc
 	for n := lo; n < hi; n++ {
-		winoOut(th, y[n*k*oh*ow:(n+1)*k*oh*ow], m, g.N*nt, n*nt, k, oh, ow, tr, tc)
+		winoOutTiles(th, y[n*k*oh*ow:(n+1)*k*oh*ow], m, g.N*nt, n*nt, k, oh, ow, tr, tc)
 	}
 	if bias != nil {
 		addBias(y[lo*k*oh*ow:hi*k*oh*ow], bias, hi-lo, k, oh*ow)

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/cotrain/cotrain/gpu"
 	"github.com/cotrain/cotrain/gpu/gputest"
+	"github.com/cotrain/cotrain/gpu/internal/sgemm"
 )
 
 // winoCases are geometries that take the Winograd path: padding 0, 1 and 2,
@@ -100,6 +102,73 @@ func BenchmarkWinograd(b *testing.B) {
 				for b.Loop() {
 					c.ConvBackwardData(g, gpu.Host(x), gpu.Host(y), gpu.Host(w), gpu.Host(ws))
 				}
+			})
+		}
+	}
+}
+
+// TestWinoTransformsSameBits: winoIn and winoOut, which run every pass over
+// a channel's whole plane of tiles through vec's loops, give the bits of
+// winoInTiles and winoOutTiles, the loops a row of tiles at a time, on odd
+// and even planes, paddings 0 to 2 and a sample's tiles at an offset in a
+// wider V.
+func TestWinoTransformsSameBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	var th sgemm.Thread
+	for _, c := range []struct{ ch, h, w, oh, ow, ph, pw int }{
+		{3, 8, 8, 8, 8, 1, 1}, {2, 9, 11, 9, 11, 1, 1}, {4, 12, 10, 10, 8, 0, 0}, {2, 7, 8, 9, 10, 2, 2},
+		{1, 9, 12, 7, 12, 0, 1}, {5, 24, 24, 24, 24, 1, 1}, {3, 3, 3, 3, 3, 1, 1}, {2, 6, 6, 6, 6, 1, 1},
+	} {
+		tr, tc := winoTiles(c.oh, c.ow)
+		nt := tr * tc
+		ld, off := 3*nt+1, nt+1
+		x := gputest.Rand(rng, c.ch*c.h*c.w)
+		got, want := gputest.Rand(rng, 16*c.ch*ld), make([]float32, 16*c.ch*ld)
+		copy(want, got)
+		winoIn(&th, got, ld, off, x, c.ch, c.h, c.w, tr, tc, c.ph, c.pw)
+		winoInTiles(&th, want, ld, off, x, c.ch, c.h, c.w, tr, tc, c.ph, c.pw)
+		if !slices.Equal(got, want) {
+			t.Errorf("%+v: winoIn differs from the per-tile loop", c)
+		}
+		// The products of k = ch channels: y from got.
+		y, yRef := gputest.Rand(rng, c.ch*c.oh*c.ow), make([]float32, c.ch*c.oh*c.ow)
+		copy(yRef, y)
+		winoOut(&th, y, got, ld, off, c.ch, c.oh, c.ow, tr, tc)
+		winoOutTiles(&th, yRef, got, ld, off, c.ch, c.oh, c.ow, tr, tc)
+		if !slices.Equal(y, yRef) {
+			t.Errorf("%+v: winoOut differs from the per-tile loop", c)
+		}
+	}
+}
+
+// BenchmarkWinoTransforms puts the transforms (one sample of resnet18's
+// Winograd layers at 96×96) beside the loops a row of tiles at a time: in the input
+// transform, out the output transform.
+func BenchmarkWinoTransforms(b *testing.B) {
+	var th sgemm.Thread
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, c := range []struct{ ch, hw int }{{64, 24}, {128, 12}, {256, 6}} {
+		tr, tc := winoTiles(c.hw, c.hw)
+		nt := tr * tc
+		x, v, y := gputest.Rand(rng, c.ch*c.hw*c.hw), make([]float32, 16*c.ch*nt), make([]float32, c.ch*c.hw*c.hw)
+		for _, f := range []struct {
+			name string
+			in   func(*sgemm.Thread, []float32, int, int, []float32, int, int, int, int, int, int, int)
+			out  func(*sgemm.Thread, []float32, []float32, int, int, int, int, int, int, int)
+		}{{"tiles", winoInTiles, winoOutTiles}, {"vec", winoIn, winoOut}} {
+			b.Run(fmt.Sprintf("C%d_%dx%d/in/%s", c.ch, c.hw, c.hw, f.name), func(b *testing.B) {
+				start := cpuTime()
+				for b.Loop() {
+					f.in(&th, v, nt, 0, x, c.ch, c.hw, c.hw, tr, tc, 1, 1)
+				}
+				reportCPU(b, start)
+			})
+			b.Run(fmt.Sprintf("C%d_%dx%d/out/%s", c.ch, c.hw, c.hw, f.name), func(b *testing.B) {
+				start := cpuTime()
+				for b.Loop() {
+					f.out(&th, y, v, nt, 0, c.ch, c.hw, c.hw, tr, tc)
+				}
+				reportCPU(b, start)
 			})
 		}
 	}

@@ -46,3 +46,9 @@ func sum64AVX2(l *float64, s *float32, n8 int)
 
 //go:noescape
 func sqDev64AVX2(l *float64, s *float32, n8 int, mean float64)
+
+//go:noescape
+func winoInAVX2(a0, a1, a2, a3, d0, d1, d2, d3 *float32, n8 int)
+
+//go:noescape
+func winoOutAVX2(s0, s1, m0, m1, m2, m3 *float32, n8 int)

@@ -26,3 +26,6 @@ func bnBackwardDataAVX2(*float32, *float32, *float32, int, float32, float32, flo
 func sumDyDevAVX2(*float64, *float64, *float32, *float32, int, float32) { panic("vec: no assembly") }
 func sum64AVX2(*float64, *float32, int)                                 { panic("vec: no assembly") }
 func sqDev64AVX2(*float64, *float32, int, float64)                      { panic("vec: no assembly") }
+
+func winoInAVX2(_, _, _, _, _, _, _, _ *float32, _ int) { panic("vec: no assembly") }
+func winoOutAVX2(_, _, _, _, _, _ *float32, _ int)      { panic("vec: no assembly") }

@@ -45,3 +45,9 @@ func sqDev64NEON(l *float64, s *float32, n8 int, mean float64)
 
 //go:noescape
 func maxPool2RowNEON(y, r0, r1 *float32, n4 int)
+
+//go:noescape
+func winoInNEON(a0, a1, a2, a3, d0, d1, d2, d3 *float32, n4 int)
+
+//go:noescape
+func winoOutNEON(s0, s1, m0, m1, m2, m3 *float32, n4 int)

@@ -27,3 +27,6 @@ func sumDyDevNEON(*float64, *float64, *float32, *float32, int, float32) { panic(
 func sum64NEON(*float64, *float32, int)                                 { panic("vec: no assembly") }
 func sqDev64NEON(*float64, *float32, int, float64)                      { panic("vec: no assembly") }
 func maxPool2RowNEON(*float32, *float32, *float32, int)                 { panic("vec: no assembly") }
+
+func winoInNEON(_, _, _, _, _, _, _, _ *float32, _ int) { panic("vec: no assembly") }
+func winoOutNEON(_, _, _, _, _, _ *float32, _ int)      { panic("vec: no assembly") }
