@@ -107,16 +107,16 @@ func floatsHash(v []float32) string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// winogradBits are TestWinogradBits's hashes of y and dx, by GEMM family
-// (as stepBits).
-var winogradBits = map[string][2]string{
-	"fused": {"952553866fec8209", "ea0c93e0ae467022"},
-	"go":    {"b97472b58502e3ff", "81a7804f497eac07"},
+// winogradBits are TestWinogradBits's hashes of y, dx and dw, by GEMM
+// family (as stepBits).
+var winogradBits = map[string][3]string{
+	"fused": {"952553866fec8209", "ea0c93e0ae467022", "c05bdb819011932f"},
+	"go":    {"b97472b58502e3ff", "81a7804f497eac07", "2985a1799ff31895"},
 }
 
 // TestWinogradBits: a convolution on the Winograd path (which
-// mobilenet-small has none of) gives the same bits, forward and backward
-// data, on every architecture of a GEMM family.
+// mobilenet-small has none of) gives the same bits, forward, backward data
+// and filter gradient, on every architecture of a GEMM family.
 func TestWinogradBits(t *testing.T) {
 	family := "fused"
 	if sgemm.Kernel() == "go" {
@@ -137,12 +137,13 @@ func TestWinogradBits(t *testing.T) {
 	}
 	x, w, dy := uniform(g.N*g.C*g.H*g.W), uniform(g.K*g.C*9), uniform(g.N*g.K*g.OH*g.OW)
 	be := cpu.NewCPU()
-	y, dx := make([]float32, len(dy)), make([]float32, len(x))
+	y, dx, dw := make([]float32, len(dy)), make([]float32, len(x)), make([]float32, len(w))
 	ws := make([]float32, be.ConvWorkspace(g))
 	be.ConvForward(g, gpu.Host(y), gpu.Host(x), gpu.Host(w), nil, gpu.Host(ws))
 	be.ConvBackwardData(g, gpu.Host(dx), gpu.Host(dy), gpu.Host(w), gpu.Host(ws))
+	be.ConvBackwardFilter(g, gpu.Host(dw), nil, gpu.Host(dy), gpu.Host(x), gpu.Host(ws))
 	want := winogradBits[family]
-	for i, got := range []string{floatsHash(y), floatsHash(dx)} {
+	for i, got := range []string{floatsHash(y), floatsHash(dx), floatsHash(dw)} {
 		if got != want[i] {
 			t.Errorf("%s/%s, GEMM %s: output %d hashes to %s, want %s (the %s family's bits)",
 				runtime.GOOS, runtime.GOARCH, sgemm.Kernel(), i, got, want[i], family)

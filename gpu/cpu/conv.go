@@ -427,6 +427,10 @@ func (c *CPU) ConvBackwardFilter(geom gpu.ConvGeom, dw, dbias, dy, x, ws gpu.Buf
 		c.run(j, g.K, 2*len(dys))
 		return
 	}
+	if c.useWino(&g) {
+		c.winoFilter(&g, dws, dys, xs)
+		return
+	}
 	if c.useColBatch(&g) {
 		c.colBatchFilter(&g, dws, dys, xs)
 		return

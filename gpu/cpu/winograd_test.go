@@ -23,6 +23,7 @@ var winoCases = []gpu.ConvGeom{
 	{N: 1, C: 16, H: 9, W: 12, K: 16, R: 3, S: 3, PadH: 0, PadW: 2},
 	{N: 2, C: 16, H: 24, W: 24, K: 16, R: 3, S: 3, PadH: 1, PadW: 1}, // 144 tiles a sample: one at a time
 	{N: 5, C: 18, H: 4, W: 5, K: 16, R: 3, S: 3, PadH: 1, PadW: 1},   // the smallest plane, batched
+	{N: 5, C: 16, H: 23, W: 24, K: 17, R: 3, S: 3, PadH: 1, PadW: 1}, // 720 tiles: the filter gradient in 5 groups
 }
 
 // winoTol bounds Winograd's error relative to Σ|x·w| of an output: its
@@ -49,16 +50,20 @@ func TestWinogradAgainstNaive(t *testing.T) {
 			dy := gputest.Rand(rng, g.N*g.K*g.OH*g.OW)
 			want := convNaive(g, x, w, nil, dy)
 			ws := gpu.Host(nanSlice(c.ConvWorkspace(g)))
-			y, dx := nanSlice(len(want.y)), nanSlice(len(x))
+			y, dx, dw := nanSlice(len(want.y)), nanSlice(len(x)), nanSlice(len(w))
 			c.ConvForward(g, gpu.Host(y), gpu.Host(x), gpu.Host(w), nil, ws)
 			c.ConvBackwardData(g, gpu.Host(dx), gpu.Host(dy), gpu.Host(w), ws)
-			t.Logf("largest error / Σ|term|: forward %.2g, backward data %.2g",
-				worstRel(y, want.y, want.yAbs), worstRel(dx, want.dx, want.dxAbs))
+			c.ConvBackwardFilter(g, gpu.Host(dw), nil, gpu.Host(dy), gpu.Host(x), ws)
+			t.Logf("largest error / Σ|term|: forward %.2g, backward data %.2g, filter %.2g",
+				worstRel(y, want.y, want.yAbs), worstRel(dx, want.dx, want.dxAbs), worstRel(dw, want.dw, want.dwAbs))
 			if err := convClose(y, want.y, want.yAbs, winoTol); err != nil {
 				t.Errorf("forward: y%v", err)
 			}
 			if err := convClose(dx, want.dx, want.dxAbs, winoTol); err != nil {
 				t.Errorf("backward data: dx%v", err)
+			}
+			if err := convClose(dw, want.dw, want.dwAbs, winoTol); err != nil {
+				t.Errorf("backward filter: dw%v", err)
 			}
 		})
 	}

@@ -52,3 +52,6 @@ func winoInAVX2(a0, a1, a2, a3, d0, d1, d2, d3 *float32, n8 int)
 
 //go:noescape
 func winoOutAVX2(s0, s1, m0, m1, m2, m3 *float32, n8 int)
+
+//go:noescape
+func winoDyAVX2(o0, o1, o2, o3, p, q *float32, n8 int)

@@ -51,3 +51,6 @@ func winoInNEON(a0, a1, a2, a3, d0, d1, d2, d3 *float32, n4 int)
 
 //go:noescape
 func winoOutNEON(s0, s1, m0, m1, m2, m3 *float32, n4 int)
+
+//go:noescape
+func winoDyNEON(o0, o1, o2, o3, p, q *float32, n4 int)

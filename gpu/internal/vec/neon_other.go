@@ -30,3 +30,4 @@ func maxPool2RowNEON(*float32, *float32, *float32, int)                 { panic(
 
 func winoInNEON(_, _, _, _, _, _, _, _ *float32, _ int) { panic("vec: no assembly") }
 func winoOutNEON(_, _, _, _, _, _ *float32, _ int)      { panic("vec: no assembly") }
+func winoDyNEON(_, _, _, _, _, _ *float32, _ int)       { panic("vec: no assembly") }

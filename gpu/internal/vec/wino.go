@@ -73,7 +73,48 @@ func WinoOut(s0, s1 []float32, m [4][]float32) {
 	winoOutGo(s0, s1, m)
 }
 
+// WinoDy computes A·(p; q) over n = len(p) columns of two rows, the output
+// gradient's transform in the Winograd filter gradient:
+//
+//	o0 = p,  o1 = p + q,  o2 = p - q,  o3 = -q  (a sign flip: -(+0) is -0).
+//
+// Every slice must hold n floats; o may not overlap p or q.
+func WinoDy(o [4][]float32, p, q []float32) {
+	n := len(p)
+	if len(q) < n || len(o[0]) < n || len(o[1]) < n || len(o[2]) < n || len(o[3]) < n {
+		panic(fmt.Sprintf("vec: WinoDy: rows of %d, %d, %d, %d and %d, %d for %d columns",
+			len(o[0]), len(o[1]), len(o[2]), len(o[3]), len(p), len(q), n))
+	}
+	if n == 0 {
+		return
+	}
+	if n8 := n &^ 7; useAVX2 && n8 > 0 {
+		winoDyAVX2(&o[0][0], &o[1][0], &o[2][0], &o[3][0], &p[0], &q[0], n8)
+		p, q = p[n8:], q[n8:]
+		for i := range 4 {
+			o[i] = o[i][n8:]
+		}
+	}
+	if n4 := n &^ 3; useNEON && n4 > 0 {
+		winoDyNEON(&o[0][0], &o[1][0], &o[2][0], &o[3][0], &p[0], &q[0], n4)
+		p, q = p[n4:], q[n4:]
+		for i := range 4 {
+			o[i] = o[i][n4:]
+		}
+	}
+	winoDyGo(o, p, q)
+}
+
 // The Go twins: what the assembly must compute.
+
+func winoDyGo(o [4][]float32, p, q []float32) {
+	n := len(p)
+	o0, o1, o2, o3, q := o[0][:n], o[1][:n], o[2][:n], o[3][:n], q[:n]
+	for j, a := range p {
+		b := q[j]
+		o0[j], o1[j], o2[j], o3[j] = a, a+b, a-b, -b
+	}
+}
 
 func winoInGo(a, d [4][]float32) {
 	n := len(a[0])

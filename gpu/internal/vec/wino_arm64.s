@@ -69,3 +69,31 @@ out:
 
 outdone:
 	RET
+
+// func winoDyNEON(o0, o1, o2, o3, p, q *float32, n4 int)
+// o0 = p, o1 = p + q, o2 = p - q, o3 = -q (FNEG: the sign bit flipped).
+TEXT ·winoDyNEON(SB), NOSPLIT, $0-56
+	MOVD o0+0(FP), R0
+	MOVD o1+8(FP), R1
+	MOVD o2+16(FP), R2
+	MOVD o3+24(FP), R3
+	MOVD p+32(FP), R4
+	MOVD q+40(FP), R5
+	MOVD n4+48(FP), R8
+
+dy:
+	CBZ    R8, dydone
+	VLD1.P 16(R4), [V0.S4]
+	VLD1.P 16(R5), [V1.S4]
+	WORD $0x4e21d402 // FADD V2.S4, V0.S4, V1.S4
+	WORD $0x4ea1d403 // FSUB V3.S4, V0.S4, V1.S4
+	WORD $0x6ea0f824 // FNEG V4.S4, V1.S4
+	VST1.P [V0.S4], 16(R0)
+	VST1.P [V2.S4], 16(R1)
+	VST1.P [V3.S4], 16(R2)
+	VST1.P [V4.S4], 16(R3)
+	SUB    $4, R8
+	B      dy
+
+dydone:
+	RET

@@ -75,3 +75,38 @@ out:
 outdone:
 	VZEROUPPER
 	RET
+
+// func winoDyAVX2(o0, o1, o2, o3, p, q *float32, n8 int)
+// o0 = p, o1 = p + q, o2 = p - q, o3 = -q (the sign bit flipped).
+TEXT ·winoDyAVX2(SB), NOSPLIT, $0-56
+	MOVQ         o0+0(FP), DI
+	MOVQ         o1+8(FP), SI
+	MOVQ         o2+16(FP), R8
+	MOVQ         o3+24(FP), R9
+	MOVQ         p+32(FP), R10
+	MOVQ         q+40(FP), R11
+	MOVQ         n8+48(FP), DX
+	MOVL         $0x80000000, AX
+	MOVL         AX, X7
+	VBROADCASTSS X7, Y7
+	XORQ         AX, AX
+
+dy:
+	CMPQ    DX, $8
+	JB      dydone
+	VMOVUPS (R10)(AX*4), Y0
+	VMOVUPS (R11)(AX*4), Y1
+	VADDPS  Y1, Y0, Y2
+	VSUBPS  Y1, Y0, Y3
+	VXORPS  Y7, Y1, Y4
+	VMOVUPS Y0, (DI)(AX*4)
+	VMOVUPS Y2, (SI)(AX*4)
+	VMOVUPS Y3, (R8)(AX*4)
+	VMOVUPS Y4, (R9)(AX*4)
+	ADDQ    $8, AX
+	SUBQ    $8, DX
+	JMP     dy
+
+dydone:
+	VZEROUPPER
+	RET

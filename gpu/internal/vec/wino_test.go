@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// WinoIn and WinoOut against their Go twins at every tail length, with
+// WinoIn, WinoOut and WinoDy against their Go twins at every tail length, with
 // NaN, ±0, ±Inf and denormals among the inputs; the elements past n must
 // stay untouched.
 func TestWinoAgainstTwin(t *testing.T) {
@@ -43,6 +43,13 @@ func TestWinoAgainstTwin(t *testing.T) {
 					t.Fatalf("WinoOut n=%d: row %d\n got %v\nwant %v", n, i, got[i], want[i])
 				}
 			}
+			winoDyGo([4][]float32{want[0][:n], want[1][:n], want[2][:n], want[3][:n]}, d[0], d[1])
+			WinoDy([4][]float32{got[0][:n], got[1][:n], got[2][:n], got[3][:n]}, d[0], d[1])
+			for i := range got {
+				if !sameBitsOrNaN(got[i], want[i]) {
+					t.Fatalf("WinoDy n=%d: row %d\n got %v\nwant %v", n, i, got[i], want[i])
+				}
+			}
 		}
 	})
 }
@@ -58,6 +65,14 @@ func TestWinoSemantics(t *testing.T) {
 	WinoOut(a[0], a[1], d)
 	if a[0][0] != 7 || a[1][0] != -10 {
 		t.Errorf("WinoOut(1, 2, 4, 8) = %v, %v; want 7, -10", a[0][0], a[1][0])
+	}
+	WinoDy(a, d[0], d[1])
+	if a[0][0] != 1 || a[1][0] != 3 || a[2][0] != -1 || a[3][0] != -2 {
+		t.Errorf("WinoDy(1, 2) = %v, %v, %v, %v; want 1, 3, -1, -2", a[0][0], a[1][0], a[2][0], a[3][0])
+	}
+	WinoDy(a, d[0], []float32{0})
+	if !math.Signbit(float64(a[3][0])) {
+		t.Error("WinoDy's -q of +0 is +0, want -0")
 	}
 }
 
