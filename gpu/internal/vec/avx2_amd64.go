@@ -55,3 +55,9 @@ func winoOutAVX2(s0, s1, m0, m1, m2, m3 *float32, n8 int)
 
 //go:noescape
 func winoDyAVX2(o0, o1, o2, o3, p, q *float32, n8 int)
+
+//go:noescape
+func reluAVX2(y, x *float32, n8 int)
+
+//go:noescape
+func reluBackwardAVX2(dx, dy, x *float32, n8 int)

@@ -30,3 +30,5 @@ func sqDev64AVX2(*float64, *float32, int, float64)                      { panic(
 func winoInAVX2(_, _, _, _, _, _, _, _ *float32, _ int) { panic("vec: no assembly") }
 func winoOutAVX2(_, _, _, _, _, _ *float32, _ int)      { panic("vec: no assembly") }
 func winoDyAVX2(_, _, _, _, _, _ *float32, _ int)       { panic("vec: no assembly") }
+func reluAVX2(_, _ *float32, _ int)                     { panic("vec: no assembly") }
+func reluBackwardAVX2(_, _, _ *float32, _ int)          { panic("vec: no assembly") }

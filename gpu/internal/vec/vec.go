@@ -180,6 +180,10 @@ func ReLU(y, x []float32) {
 		reluAVX512(&y[0], &x[0], len(x))
 		return
 	}
+	if n8 := len(x) &^ 7; useAVX2 && n8 > 0 {
+		reluAVX2(&y[0], &x[0], n8)
+		y, x = y[n8:], x[n8:]
+	}
 	reluGo(y, x)
 }
 
@@ -194,6 +198,10 @@ func ReLUBackward(dx, dy, x []float32) {
 	if useAVX512 {
 		reluBackwardAVX512(&dx[0], &dy[0], &x[0], len(x))
 		return
+	}
+	if n8 := len(x) &^ 7; useAVX2 && n8 > 0 {
+		reluBackwardAVX2(&dx[0], &dy[0], &x[0], n8)
+		dx, dy, x = dx[n8:], dy[n8:], x[n8:]
 	}
 	reluBackwardGo(dx, dy, x)
 }

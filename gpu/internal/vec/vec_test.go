@@ -308,3 +308,25 @@ func TestTranspose8AgainstTwin(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkReLU puts ReLU and its gradient beside their Go twins (the
+// dispatched loop: AVX-512, AVX2 or the twin, as this machine has).
+func BenchmarkReLU(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	x, dy, y := randSlice(r, 1<<16), randSlice(r, 1<<16), make([]float32, 1<<16)
+	for _, c := range []struct {
+		name string
+		f    func()
+	}{
+		{"forward/go", func() { reluGo(y, x) }},
+		{"forward", func() { ReLU(y, x) }},
+		{"backward/go", func() { reluBackwardGo(y, dy, x) }},
+		{"backward", func() { ReLUBackward(y, dy, x) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				c.f()
+			}
+		})
+	}
+}
