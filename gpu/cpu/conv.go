@@ -117,7 +117,7 @@ func (g *convGeom) im2colLd(col []float32, ld int, x []float32) {
 				clear(row[:hlo*g.OW])
 				clear(row[hhi*g.OW:])
 				ih, iw := hlo*g.StrideH-g.PadH+r, wlo*g.StrideW-g.PadW+s
-				if g.StrideW == 1 {
+				if g.StrideW == 1 && g.OW >= 16 {
 					if wlo > 0 {
 						vec.ZeroRows(row[hlo*g.OW:], g.OW, hhi-hlo, wlo)
 					}
@@ -133,11 +133,13 @@ func (g *convGeom) im2colLd(col []float32, ld int, x []float32) {
 	}
 }
 
-// stridedRows is im2col's row for a column stride sw > 1: out holds rows of
-// ow floats, each zero outside [wlo, whi) and, inside, every sw-th float of
+// stridedRows is im2col's row for a column stride over 1, or for narrow
+// output rows (under 16 floats, where a copy call per row of 3 floats cost
+// more than the floats: resnet18's 3×3 planes): out holds rows of ow
+// floats, each zero outside [wlo, whi) and, inside, every sw-th float of
 // the input row that starts ldx floats after the previous one in x. The
 // geometry sits in locals (a loop over g's fields reloads them after every
-// store, which may alias them) and stride 2, a stem's, has its own loop.
+// store, which may alias them); strides 1 and 2 have their own loops.
 func stridedRows(out []float32, ow, wlo, whi int, x []float32, ldx, sw int) {
 	n := whi - wlo
 	for o := 0; o+ow <= len(out); o += ow {
@@ -150,11 +152,16 @@ func stridedRows(out []float32, ow, wlo, whi int, x []float32, ldx, sw int) {
 		}
 		dst := r[wlo:whi]
 		src := x[:(n-1)*sw+1]
-		if sw == 2 {
+		switch sw {
+		case 1:
+			for j := range dst {
+				dst[j] = src[j]
+			}
+		case 2:
 			for j := range dst {
 				dst[j] = src[2*j]
 			}
-		} else {
+		default:
 			for j := range dst {
 				dst[j] = src[j*sw]
 			}
@@ -248,7 +255,7 @@ func (g *convGeom) col2imLd(dx, col []float32, ld int) {
 					continue
 				}
 				ih, iw := hlo*g.StrideH-g.PadH+r, wlo*g.StrideW-g.PadW+s
-				if g.StrideW == 1 {
+				if g.StrideW == 1 && g.OW >= 16 {
 					vec.AddRows(dxc[ih*g.W+iw:], g.StrideH*g.W, row[hlo*g.OW+wlo:], g.OW, hhi-hlo, whi-wlo)
 					continue
 				}
