@@ -5,7 +5,7 @@ fine-tuning step of `cotrain profile --weights MODEL.onnx --train-last N`
 
     python3 scripts/compare_torch.py --model resnet18|mobilenet_v2 --train-last all|N
         [--size 96] [--batch 16] [--steps 10] [--classes 3] [--threads 2]
-        [--device cpu|cuda] [--torchvision]
+        [--device cpu|cuda] [--torchvision] [--checkpoint SEGMENTS]
 
 One step is forward, cross-entropy, backward and SGD (lr 0.01, momentum
 0.9) of the trainable parameters on one random batch that stays in memory
@@ -57,6 +57,27 @@ def freeze(model, last):
     return [m for m in frozen if isinstance(m, nn.BatchNorm2d)]
 
 
+def checkpointed(model, name, segments):
+    """model's forward with its feature extractor run through
+    torch.utils.checkpoint.checkpoint_sequential in `segments` segments:
+    PyTorch's recomputation of activations, to set beside cotrain's
+    --memory-budget (scripts/mem_budget.sh). Batch norm in training mode
+    updates its running statistics again in the recomputation (PyTorch's
+    documented behaviour), which changes no memory figure."""
+    from torch.utils.checkpoint import checkpoint_sequential
+    if name == "mobilenet_v2":
+        def forward(x):
+            h = checkpoint_sequential(model.features, segments, x)
+            return model.classifier(torch.flatten(F.adaptive_avg_pool2d(h, (1, 1)), 1))
+        return forward
+    seq = nn.Sequential(model.conv1, model.bn1, model.relu, model.maxpool, model.layer1, model.layer2, model.layer3, model.layer4)
+
+    def forward(x):
+        h = checkpoint_sequential(seq, segments, x)
+        return model.fc(torch.flatten(model.avgpool(h), 1))
+    return forward
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True, choices=["resnet18", "mobilenet_v2"])
@@ -68,6 +89,8 @@ def main():
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--torchvision", action="store_true", help="torchvision's model instead of tv_models.py's twin")
+    ap.add_argument("--checkpoint", type=int, default=0,
+                    help="recompute activations with torch.utils.checkpoint.checkpoint_sequential in this many segments (0: keep them)")
     a = ap.parse_args()
     if a.threads > 0:
         torch.set_num_threads(a.threads)
@@ -88,9 +111,16 @@ def main():
     x = torch.randn(a.batch, 3, a.size, a.size, device=dev)
     y = torch.randint(0, a.classes, (a.batch,), device=dev)
 
+    forward = model
+    if a.checkpoint > 0:
+        forward = checkpointed(model, a.model, a.checkpoint)
+        # The reentrant checkpoint of 1.13 computes no parameter gradient
+        # inside a segment unless an input of it needs a gradient.
+        x.requires_grad_(True)
+
     def step():
         opt.zero_grad(set_to_none=False)
-        loss = F.cross_entropy(model(x), y)
+        loss = F.cross_entropy(forward(x), y)
         loss.backward()
         opt.step()
 
@@ -107,7 +137,7 @@ def main():
     sync()
     dt = (time.perf_counter() - t0) / a.steps
     cpu = (time.process_time() - c0) / a.steps
-    res = {"model": a.model, "train_last": a.train_last, "batch": a.batch, "size": a.size, "device": a.device,
+    res = {"model": a.model, "train_last": a.train_last, "batch": a.batch, "checkpoint": a.checkpoint, "size": a.size, "device": a.device,
            "threads": torch.get_num_threads(), "step_s": dt, "samples_per_s": a.batch / dt, "cpu_step_s": cpu,
            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
            "trainable": sum(p.numel() for p in params), "torch": torch.__version__}

@@ -44,6 +44,10 @@ type BatchNorm struct {
 	saveMean, saveInvStd gpu.Buffer
 	ones, zeros, evalInv gpu.Buffer
 	trained              bool // the last Forward used batch statistics
+	// Running statistics a replayed training Forward (Pass.Replay) updates
+	// instead of the layer's own, which the Forward it recomputes already
+	// updated; C elements each, allocated at the first replay.
+	replayMean, replayVar gpu.Buffer
 }
 
 var _ Layer = (*BatchNorm)(nil)
@@ -120,6 +124,15 @@ func (l *BatchNorm) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 	weight, bias, runMean, runVar := l.P[0], l.P[1], l.S[0], l.S[1]
 	l.trained = p.Train
 	if p.Train {
+		if p.Replay {
+			// The same kernel on the same input: the same output and batch
+			// statistics bit for bit; the running statistics it updates
+			// are thrown away.
+			if l.replayMean == nil || l.replayMean.Len() != l.C {
+				l.replayMean, l.replayVar = p.B.Alloc(l.C), p.B.Alloc(l.C)
+			}
+			runMean, runVar = l.replayMean, l.replayVar
+		}
 		p.B.BatchNormTrain(g, out, in[0], weight, bias, runMean, runVar, l.saveMean, l.saveInvStd)
 		return
 	}

@@ -178,6 +178,9 @@ func (l *Conv2D) forward(p *Pass, out gpu.Buffer, in []gpu.Buffer, f gpu.ActFuse
 		}
 	}
 	l.colsOf = nil
+	if p.NoKeep && l.cols != nil {
+		l.dropTrainScratch() // under a memory budget (Pass.NoKeep)
+	}
 	if k, ok := p.B.(gpu.ConvColumnKeeper); ok && p.Train && l.cols != nil && p.N <= l.colsCap {
 		if f != nil {
 			f.ConvForwardAct(a, l.geom(p.N), out, in[0], l.P[0], l.bias(l.P), p.WS, l.cols)
@@ -243,7 +246,7 @@ func (l *Conv2D) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.B
 		return
 	}
 	p.B.ConvBackwardFilter(g, l.G[0], db, dout, in[0], p.WS)
-	if keeps && p.N > l.colsAsked {
+	if keeps && !p.NoKeep && p.N > l.colsAsked {
 		// Asked once per larger batch: a refusal may have cost the backend a
 		// collection. Refused, the buffer for smaller batches stays.
 		l.colsAsked = p.N

@@ -67,6 +67,16 @@ func (l *Dropout) Resize(b gpu.Backend, n int) {
 
 // Forward implements Layer. x, y: N×size.
 func (l *Dropout) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
+	if p.Replay {
+		// The mask of the Forward this one recomputes, still in the layer's
+		// own buffer: the same output, and the generator left as it was.
+		if !l.masked {
+			p.B.Copy(out, in[0])
+			return
+		}
+		p.B.Mul(out, in[0], l.view)
+		return
+	}
 	l.masked = p.Train && l.P > 0
 	if !l.masked {
 		p.B.Copy(out, in[0])
@@ -101,4 +111,12 @@ func (l *Dropout) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, _ []gpu.B
 		return
 	}
 	p.B.Mul(din[0], dout, l.view)
+}
+
+// scratch implements batchScratcher: the mask of n samples (none when P is 0).
+func (l *Dropout) scratch(n int) int {
+	if l.P == 0 {
+		return 0
+	}
+	return n * l.size
 }

@@ -175,3 +175,8 @@ func (n *Net) CheckInput(x []float32) error {
 	}
 	return nil
 }
+
+// scratch implements batchScratcher: the ids of n samples, on the host as
+// float32 and int32 and on the device (counted whether or not the backend
+// gathers rows).
+func (e *Embedding) scratch(n int) int { return 3 * n * e.T }

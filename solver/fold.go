@@ -47,12 +47,15 @@ import "github.com/cotrain/cotrain/gpu"
 
 // SetFolding turns the folding of the frozen prefix's batch norm into the
 // convolution before it on (the default) or off. Off, the batch norm and
-// its activation run their own passes.
+// its activation run their own passes. A change drops a memory budget's
+// plan, as SetFusing's does.
 func (n *Net) SetFolding(on bool) {
 	if n.noFold == !on {
 		return
 	}
 	n.noFold = !on
+	n.budget, n.packed = 0, false // as SetFusing: the cuts move
+	n.setSegments(nil)
 	n.planTrain()
 	n.trained = false
 }

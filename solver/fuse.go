@@ -43,12 +43,16 @@ var (
 
 // SetFusing turns the fusing of ReLU and ReLU6 into the layer before them
 // on (the default) or off. Off, every layer runs its own passes: the same
-// results bit for bit, more launches and memory.
+// results bit for bit, more launches and memory. A change drops a memory
+// budget's plan (SetMemoryBudget: its segments start after cuts, which
+// fusing moves): plan the budget again after it.
 func (n *Net) SetFusing(on bool) {
 	if n.noFuse == !on {
 		return
 	}
 	n.noFuse = !on
+	n.budget, n.packed = 0, false
+	n.setSegments(nil)
 	n.planTrain() // with planFusion and planInference
 	n.trains, n.trainCap, n.trainN = nil, 0, 0
 	n.trained = false

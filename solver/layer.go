@@ -75,6 +75,18 @@ type Pass struct {
 	Train bool       // training mode: batch statistics, dropout on
 	Rand  *rand.Rand // for dropout; seeded by the caller
 	WS    gpu.Buffer // shared scratch, at least the largest Workspace(N)
+	// Replay marks a training Forward that recomputes, for Backward, what
+	// the last training Forward computed on the same input (recompute.go):
+	// it must give the same output bits and leave what that Forward left
+	// for Backward, without changing anything else a second time. Batch
+	// norm computes the same batch statistics but leaves the running ones
+	// alone; dropout applies the mask it drew, drawing nothing.
+	Replay bool
+	// NoKeep asks layers not to ask the backend for buffers of their own
+	// that a training Forward fills for Backward (a convolution's column
+	// matrices, max pooling's positions): under a memory budget
+	// (Net.SetMemoryBudget) the step holds only what the plan counts.
+	NoKeep bool
 }
 
 // Layer is one node of a network. Forward and Backward are called with

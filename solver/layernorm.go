@@ -287,3 +287,13 @@ func (l *GroupNorm) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, _ []gpu
 	b.Broadcast(gpu.BinMul, l.n.v.tmp, dout, l.P[0], l.perChan(p.N))
 	l.n.backward(p, din[0])
 }
+
+// scratch is the per-batch buffers resize allocates for n samples: x̂, 1/σ
+// and the mean.
+func (r *rowNorm) scratch(n int) int { return n*r.rows*r.size + 2*n*r.rows }
+
+// scratch implements batchScratcher.
+func (l *LayerNorm) scratch(n int) int { return l.n.scratch(n) }
+
+// scratch implements batchScratcher.
+func (l *GroupNorm) scratch(n int) int { return l.n.scratch(n) }

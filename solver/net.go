@@ -60,13 +60,24 @@ type node struct {
 	oslot, dslot  int
 	sslot         []int
 	eslot         int
+	// Recomputation (recompute.go): seg is the replayed segment this node
+	// belongs to (an index in Net.segs, -1 for none), rslot the shared
+	// buffer of its replayed output (-1 for none) and rout its view.
+	seg, rslot int
+	rout       gpu.Buffer
+	// Offsets (elements per sample) of the training step's tensors in
+	// their buffers: 0 but in a packed plan (plan.go's packing), where
+	// every tensor lies in buffer 0: the output, its gradient, the
+	// replayed output, and the scratch per input.
+	ooff, doff, roff int
+	soff             []int
 	// Fusing (fuse.go): actOf is the activation node this producer applies
 	// in its own kernels, fusedTo the producer that applies this
 	// activation node, or this batch norm folded into it (fold.go); bnOf
 	// is the batch norm node folded into this convolution; -1 for none.
 	actOf, fusedTo, bnOf int
 	// fwdSec and bwdSec name the node's passes for a profile (gpu.MarkSection).
-	fwdSec, bwdSec string
+	fwdSec, bwdSec, repSec string
 	// Views for the current batch size, rebuilt when it changes, so that a
 	// steady-state step allocates nothing: out, dout and scratch are the
 	// training step's, eout the inference Forward's.
@@ -115,6 +126,21 @@ type Net struct {
 	// noShare gives every tensor its own buffer (tests: the reference
 	// layout the shared plans must match bit for bit).
 	noShare bool
+	// Recomputation (recompute.go): the segments whose Forward Backward
+	// runs again instead of keeping their outputs, in node order; the
+	// training Forward's input, which a replay of the first nodes reads;
+	// the passes a replay runs in (pass and infer with Replay set); and
+	// the budget SetMemoryBudget planned for (0: none).
+	segs                    []segment
+	x                       gpu.Buffer
+	replayPass, replayInfer Pass
+	budget                  int64
+	// lives are the training plan's tensors (tests: how near the
+	// plan's buffers come to what is live at once).
+	lives []life
+	// packed places the training step's tensors with packing instead
+	// of sharing (plan.go); SetMemoryBudget's plans do.
+	packed bool
 	// noFuse runs every activation in its own passes (SetFusing); fuser
 	// is B's fused kernels, or its unfused calls (gpu.Fuser).
 	noFuse bool
@@ -159,7 +185,7 @@ func NewNet(b gpu.Backend, in Shape, nodes []Node) (*Net, error) {
 			inputs = []int{i - 1}
 		}
 		n.nodes = append(n.nodes, node{layer: l, inputs: inputs, shape: lay.shapes[i], params: lay.params[i], state: lay.state[i],
-			fwdSec: l.Name() + " forward", bwdSec: l.Name() + " backward"})
+			fwdSec: l.Name() + " forward", bwdSec: l.Name() + " backward", repSec: l.Name() + " replay", seg: -1, rslot: -1})
 	}
 	n.Out = lay.Out
 	n.Params, n.Grads, n.State = b.Alloc(lay.NumParams), b.Alloc(lay.NumParams), b.Alloc(lay.NumState)

@@ -32,8 +32,9 @@ type BufferUse struct {
 	// Outputs: every layer's output, what a network that kept them all for
 	// Backward would hold.
 	Outputs int
-	// Kept: the outputs that some Backward reads, kept from a training
-	// Forward to Backward (for the current frozen set).
+	// Kept: the outputs that some Backward, or a replay (recompute.go),
+	// reads, kept from a training Forward to Backward (for the current
+	// frozen set and memory budget).
 	Kept int
 	// Training: the buffers of a training step, shared by liveness between
 	// the layers' outputs and the gradients with respect to them (fan-out
@@ -50,9 +51,15 @@ func (n *Net) Buffers(batch int) BufferUse {
 	L := len(n.nodes)
 	for i, nd := range n.nodes {
 		u.Outputs += batch * nd.shape.Size()
-		kept := i == L-1 || nd.readOut
+		// A replayed node's Backward reads its own replay's outputs; a
+		// replay reads what crosses into its segment.
+		kept := i == L-1 || (nd.readOut && nd.rslot < 0)
 		for _, c := range n.nodes[i+1:] {
-			kept = kept || (c.readIn && slices.Contains(c.inputs, i))
+			if !slices.Contains(c.inputs, i) {
+				continue
+			}
+			inSeg := c.rslot >= 0 && c.seg == nd.seg
+			kept = kept || (!inSeg && (c.readIn || c.rslot >= 0))
 		}
 		if kept {
 			u.Kept += batch * nd.shape.Size()
@@ -104,15 +111,19 @@ func (n *Net) reserveTrain(nb int) {
 	n.trainN = nb
 	for i := range n.nodes {
 		nd := &n.nodes[i]
-		nd.out = n.B.View(n.trains[nd.oslot], 0, nb*nd.shape.Size())
-		nd.dout = nil
+		size := nb * nd.shape.Size()
+		nd.out = n.B.View(n.trains[nd.oslot], nb*nd.ooff, size)
+		nd.dout, nd.rout = nil, nil
+		if nd.rslot >= 0 {
+			nd.rout = n.B.View(n.trains[nd.rslot], nb*nd.roff, size)
+		}
 		if nd.dslot >= 0 {
-			nd.dout = n.B.View(n.trains[nd.dslot], 0, nb*nd.shape.Size())
+			nd.dout = n.B.View(n.trains[nd.dslot], nb*nd.doff, size)
 		}
 		for k, j := range nd.inputs {
 			nd.scratch[k] = nil
 			if nd.sslot[k] >= 0 {
-				nd.scratch[k] = n.B.View(n.trains[nd.sslot[k]], 0, nb*n.nodes[j].shape.Size())
+				nd.scratch[k] = n.B.View(n.trains[nd.sslot[k]], nb*nd.soff[k], nb*n.nodes[j].shape.Size())
 			}
 		}
 	}
@@ -161,9 +172,11 @@ func (n *Net) beginForward(batch int, train bool) {
 	}
 	n.trained = train
 	n.refold() // the frozen prefix's batch norm in its convolutions (fold.go)
-	n.pass = Pass{B: n.B, N: batch, Train: train, Rand: n.rand, WS: n.ws}
+	n.pass = Pass{B: n.B, N: batch, Train: train, Rand: n.rand, WS: n.ws, NoKeep: n.budget > 0}
 	n.infer = n.pass
 	n.infer.Train = false
+	n.replayPass, n.replayInfer = n.pass, n.infer
+	n.replayPass.Replay, n.replayInfer.Replay = true, true
 }
 
 // Modes of runNodes with the prefix cache (prefix_cache.go).
@@ -180,6 +193,10 @@ const (
 // output just after its step: a node that runs before or after may share
 // its buffer (plan.go), so neither can wait.
 func (n *Net) runNodes(x gpu.Buffer, batch int, train bool, mode int) gpu.Buffer {
+	n.x = nil
+	if train && len(n.segs) > 0 {
+		n.x = x // a replay of the first nodes reads it (recompute.go)
+	}
 	for i := range n.nodes {
 		nd := &n.nodes[i]
 		if mode == runFromRows && nd.static {
@@ -231,9 +248,16 @@ func (n *Net) Backward(dout gpu.Buffer) {
 	if !n.nodes[last].runs {
 		return // nothing trainable
 	}
-	n.B.Copy(n.nodes[last].dout, dout)
 	for i := last; i >= 0; i-- {
 		nd := &n.nodes[i]
+		if k := nd.seg; k >= 0 && n.segs[k].live && n.segs[k].to == i {
+			n.replay(n.segs[k]) // recompute.go
+		}
+		if i == last {
+			// After the last node's replay, if any: the plan lets the
+			// replay use this buffer until then.
+			n.B.Copy(nd.dout, dout)
+		}
 		if !nd.runs {
 			continue
 		}
@@ -251,6 +275,9 @@ func (n *Net) Backward(dout gpu.Buffer) {
 		}
 		// What the plan did not keep may be overwritten: the layer gets nil.
 		out := nd.out
+		if nd.rout != nil {
+			out = nd.rout // replayed (recompute.go)
+		}
 		if !nd.readOut {
 			out = nil
 		}

@@ -155,6 +155,9 @@ func (l *Pool2D) Forward(p *Pass, out gpu.Buffer, in []gpu.Buffer) {
 			}
 		}
 		l.idxOf = nil
+		if p.NoKeep && l.idx != nil {
+			l.dropTrainScratch() // under a memory budget (Pass.NoKeep)
+		}
 		if ix, ok := p.B.(gpu.MaxPoolIndexer); ok && p.Train && l.idx != nil && p.N <= l.idxCap {
 			ix.MaxPoolForwardIdx(l.geom(p.N), out, l.idx, in[0])
 			l.idxOf, l.idxN = in[0], p.N
@@ -196,7 +199,7 @@ func (l *Pool2D) Backward(p *Pass, din []gpu.Buffer, dout gpu.Buffer, in []gpu.B
 			return
 		}
 		p.B.MaxPoolBackward(g, din[0], dout, in[0])
-		if ok && p.N > l.idxAsked {
+		if ok && !p.NoKeep && p.N > l.idxAsked {
 			l.idxAsked = p.N
 			if b := ix.MaxPoolIndices(g); b != nil {
 				l.idx, l.idxCap = b, p.N

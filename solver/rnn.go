@@ -465,3 +465,19 @@ func (r *Recurrent) gruBack(b gpu.Backend, n int, l *rnnLayer, whh gpu.Buffer, t
 		b.Gemm(false, false, n, H, 3*H, 1, l.ght[t], whh, 1, r.dhNextv)
 	}
 }
+
+// scratch implements batchScratcher: what Resize allocates for n samples.
+func (r *Recurrent) scratch(n int) int {
+	T, H, g := r.T, r.Hidden, r.Cell.gates()
+	nh := n * H
+	s := 2*T*n*r.In + 2*g*nh + 5*nh // the first layer's x and dx0; dp, p; t1 .. dc
+	for range r.Layers {
+		s += T*n*g*H + T*g*nh + 2*T*nh // g, a, hs, dhs
+		if r.Cell == LSTMCell {
+			s += 2 * T * nh
+		} else {
+			s += T*n*g*H + T*nh
+		}
+	}
+	return s
+}

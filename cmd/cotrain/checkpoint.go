@@ -65,8 +65,9 @@ const (
 var ignoredFields = map[string]bool{
 	"out": true, "json": true, "device": true, "evalBatch": true,
 	"checkpointEvery": true, "resume": true, "maxPixels": true,
-	"cachePrefix": true, // the prefix cache keeps the bits (TestFinetuneCachePrefix)
-	"weights":     true, // the path may move; its content's hash is compared
+	"cachePrefix":  true, // the prefix cache keeps the bits (TestFinetuneCachePrefix)
+	"memoryBudget": true, // recomputation gives the same bits
+	"weights":      true, // the path may move; its content's hash is compared
 }
 
 // flagNames maps trainConfig fields whose flag is not their name in

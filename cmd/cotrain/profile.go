@@ -25,7 +25,7 @@ import (
 // scripts/compare_cpu.sh). It is a measurement tool: the data are noise and
 // the result is not saved.
 func runProfile(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("profile", stderr, "cotrain profile --model NAME|--weights FILE [--train-last N|all] [--width A] [--input CxHxW] [--batch N] [--steps K] [--json]",
+	fs := newFlags("profile", stderr, "cotrain profile --model NAME|--weights FILE [--train-last N|all] [--width A] [--input CxHxW] [--batch N] [--steps K] [--memory-budget SIZE] [--json]",
 		"Times training steps of a built-in model, or of a model file fine-tuned as cotrain finetune does, on random data and reports their peak memory.")
 	model := fs.String("model", "mobilenet-v1", "model: "+fmt.Sprint(models.Names()))
 	weights := fs.String("weights", "", "time fine-tuning this weight file or ONNX model instead of --model (its own weights, head and input; --width, --classes and --input do not apply)")
@@ -42,6 +42,7 @@ func runProfile(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the steps after the first to this file")
 	asJSON := fs.Bool("json", false, "print one JSON line")
 	device := fs.String("device", "cpu", deviceUsage)
+	budget := fs.String("memory-budget", "", cli.MemoryBudgetUsage)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -89,6 +90,10 @@ func runProfile(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	net.SetRand(rand.New(rand.NewPCG(1, 3)))
 	tr := solver.NewTrainer(net, solver.NewSGD(b, net.NumParams(), 0.9, 0, false), solver.Constant(0.01))
+	plan, budgetBytes, err := fitBudget(b, net, tr.Opt, *budget, *batch)
+	if err != nil {
+		return err
+	}
 	x := make([]float32, *batch*net.In.Size())
 	for i := range x {
 		x[i] = float32(r.NormFloat64())
@@ -180,6 +185,13 @@ func runProfile(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		"total_alloc_mib": mib(int64(ms.TotalAlloc)), "gomaxprocs": runtime.GOMAXPROCS(0),
 		"activations_mib": mib(int64(use.Outputs) * 4), "kept_activations_mib": mib(int64(use.Kept) * 4),
 		"step_buffers_mib": mib(int64(use.Training) * 4)}
+	if budgetBytes > 0 {
+		// The planner's estimate, to set beside the measured peak, and
+		// the part of the budget it planned the step in.
+		res["memory_budget_mib"], res["estimate_mib"] = mib(budgetBytes), mib(plan.Total)
+		res["step_limit_mib"] = mib(net.MemoryBudget())
+		res["replayed_layers"], res["replayed_segments"] = plan.Replayed, plan.Segments
+	}
 	if _, peak, ok := gpu.DeviceBytes(b); ok {
 		// The device's allocations (OpenCL): the figure to set beside
 		// torch.cuda.max_memory_allocated.

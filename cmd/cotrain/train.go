@@ -17,16 +17,17 @@ import (
 	"github.com/cotrain/cotrain/data"
 	"github.com/cotrain/cotrain/hub/runspec"
 	"github.com/cotrain/cotrain/models"
+	"github.com/cotrain/cotrain/solver"
 )
 
 // trainConfig is what train and finetune take.
 type trainConfig struct {
-	model, weights, dataSpec, classes, out, optimizer, schedule, trainLast, device string
-	normalize                                                                      string
-	epochs, iterations, batch, stepEvery, evalBatch                                int
-	lr, momentum, weightDecay, gamma, width, holdout                               float64
-	nesterov, json                                                                 bool
-	seed                                                                           uint64
+	model, weights, dataSpec, classes, out, optimizer, schedule, trainLast, device, memoryBudget string
+	normalize                                                                                    string
+	epochs, iterations, batch, stepEvery, evalBatch                                              int
+	lr, momentum, weightDecay, gamma, width, holdout                                             float64
+	nesterov, json                                                                               bool
+	seed                                                                                         uint64
 	// checkpointEvery and resume: checkpoint.go.
 	checkpointEvery int
 	resume          bool
@@ -98,6 +99,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer, fine
 	fs.StringVar(&c.out, "out", "cotrain-out", "folder for the weight file and plots")
 	fs.BoolVar(&c.json, "json", false, "print JSON lines instead of progress")
 	fs.StringVar(&c.device, "device", "auto", deviceUsage)
+	fs.StringVar(&c.memoryBudget, "memory-budget", "", cli.MemoryBudgetUsage)
 	fs.IntVar(&c.checkpointEvery, "checkpoint-every", 500, "save a checkpoint to --out every N steps, and on Ctrl-C or SIGTERM (0: only then)")
 	fs.BoolVar(&c.resume, "resume", false, "continue the interrupted run in --out from its checkpoint (same flags); it ends with the bits of an uninterrupted run")
 	if err := parse(fs, args); err != nil {
@@ -193,6 +195,10 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
+	plan, budget, err := fitBudget(b, net, tr.Opt, c.memoryBudget, c.batch)
+	if err != nil {
+		return err
+	}
 
 	var ev *cli.Events
 	var bar *cli.Progress
@@ -202,13 +208,16 @@ func train(ctx context.Context, c trainConfig, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "%s: %d parameters (%d trainable), %d training and %d test samples, %s of %d\n",
 			file.DisplayName(), net.NumParams(), net.NumTrainable(), ds.Train.Len(), ds.Test.Len(), plural(total, "step"), c.batch)
 		fmt.Fprintf(stderr, "data %s: %s\n", c.dataSpec, ds.Split)
+		if budget > 0 {
+			fmt.Fprintf(stderr, "memory budget %s: %s\n", solver.FormatBytes(budget), cli.DescribeMemory(plan))
+		}
 		if f, ok := stderr.(*os.File); ok && cli.IsTerminal(f) {
 			bar = cli.NewProgress(stderr, "train", total*c.batch, ds.Kind.Unit())
 		}
 	}
 	ev.Emit("start", map[string]any{"model": file.DisplayName(), "params": net.NumParams(), "trainable": net.NumTrainable(),
 		"train_samples": ds.Train.Len(), "test_samples": ds.Test.Len(), "split": ds.Split, "holdout": ds.Holdout,
-		"iterations": total, "batch": c.batch})
+		"iterations": total, "batch": c.batch, "memory_budget": budget, "memory_estimate": plan.Total, "replayed_layers": plan.Replayed})
 
 	loader := data.NewLoader(ds.Train, c.batch, c.seed, true)
 	x := make([]float32, c.batch*net.In.Size())
