@@ -290,6 +290,14 @@ func (n *Net) planTrain() {
 	}
 	n.planFusion() // folds only what runs as inference (fold.go)
 	n.planStatic() // what the prefix cache keeps (prefix_cache.go)
+	if !n.segmentsValid() {
+		// A new frozen set moved the folding, and with it the cuts, under
+		// a memory budget's segments: they go (Freeze's documentation
+		// says to plan the budget after freezing).
+		n.setSegments(nil)
+		n.planTrain()
+		return
+	}
 	n.mergeFused(ts)
 	for i, nd := range n.nodes {
 		if j := nd.fusedTo; j >= 0 && rep[i] >= 0 {

@@ -172,6 +172,12 @@ func (n *Net) SetMemoryBudget(limit int64, batch int, extra int64) (StepMemory, 
 	// may then miss a smaller prefix that fits, never a fit at all, as it
 	// tries every minimal segment last).
 	mins := n.minimalSegments()
+	// The static prefix (prefix_cache.go) is never replayed: it runs in no
+	// Backward, and a Forward served from the prefix cache reads no input
+	// that a replay of it could start from.
+	for len(mins) > 1 && n.hasStatic(mins[0]) {
+		mins = mins[1:]
+	}
 	best := func(p int) (StepMemory, []segment, bool) {
 		var fit StepMemory
 		var fitSegs []segment
@@ -276,6 +282,35 @@ func (n *Net) cuts() []int {
 	}
 	slices.Reverse(cs)
 	return cs
+}
+
+// segmentsValid reports whether every replayed segment starts at 0 or
+// after a cut, ends at a cut or the last node, for the current fusion, and
+// holds no node of the static prefix.
+func (n *Net) segmentsValid() bool {
+	if len(n.segs) == 0 {
+		return true
+	}
+	cut := map[int]bool{len(n.nodes) - 1: true}
+	for _, c := range n.cuts() {
+		cut[c] = true
+	}
+	for _, sg := range n.segs {
+		if (sg.from > 0 && !cut[sg.from-1]) || !cut[sg.to] || n.hasStatic(sg) {
+			return false
+		}
+	}
+	return true
+}
+
+// hasStatic reports whether a node of sg is in the static prefix.
+func (n *Net) hasStatic(sg segment) bool {
+	for j := sg.from; j <= sg.to; j++ {
+		if n.nodes[j].static {
+			return true
+		}
+	}
+	return false
 }
 
 // minimalSegments splits the node order at every cut.
