@@ -27,11 +27,27 @@ func (n *Net) Cuts() []int { return n.cuts() }
 func (n *Net) SetReplayed(ranges [][2]int) {
 	var segs []segment
 	for _, r := range ranges {
-		segs = append(segs, segment{from: r[0], to: r[1]})
+		if sg := (segment{from: r[0], to: r[1]}); !n.hasStatic(sg) {
+			segs = append(segs, sg) // the static prefix is never replayed, as SetMemoryBudget's
+		}
 	}
 	n.packed = len(segs) > 0 // as SetMemoryBudget's plans
 	n.setSegments(segs)
 	n.replanTrain()
+	if len(segs) > 0 && len(n.segs) == 0 {
+		panic("solver: SetReplayed: the segments do not start and end at cuts")
+	}
+}
+
+// Replayed counts the nodes of live replayed segments.
+func (n *Net) Replayed() int {
+	k := 0
+	for _, sg := range n.segs {
+		if sg.live {
+			k += sg.to - sg.from + 1
+		}
+	}
+	return k
 }
 
 // MaxLive is the most elements per sample live at once in the training
