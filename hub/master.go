@@ -143,8 +143,7 @@ func Apply(tr *solver.Trainer, r ApplyRequest) (ApplyDone, error) {
 	tr.Net.B.Upload(tr.Net.Grads, r.Gradient)
 	tr.Apply()
 	if r.State != nil {
-		tr.Net.B.Upload(tr.Net.State, r.State)
-		tr.Net.ParamsChanged()
+		tr.Net.SetState(r.State)
 	}
 	if r.Hash {
 		d.WeightsHash = state.NetHash(tr.Net)

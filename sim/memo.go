@@ -83,8 +83,7 @@ func (m *memo) gradient(tr *solver.Trainer, iter uint64, x []float32, labels []i
 			bytes.Equal(floatBytes(g.x), floatBytes(x)) && bytes.Equal(floatBytes(g.weights), floatBytes(w)) {
 			m.hits++
 			tr.Net.B.Upload(tr.Net.Grads, g.grad)
-			tr.Net.B.Upload(tr.Net.State, g.state)
-			tr.Net.ParamsChanged()
+			tr.Net.SetState(g.state)
 			return g.loss
 		}
 	}

@@ -1,6 +1,11 @@
 package solver
 
-import "github.com/cotrain/cotrain/gpu"
+import (
+	"fmt"
+	"math"
+
+	"github.com/cotrain/cotrain/gpu"
+)
 
 // Folding the frozen prefix's batch norm into the convolution before it.
 //
@@ -32,7 +37,8 @@ import "github.com/cotrain/cotrain/gpu"
 // may have changed: a new plan (planTrain: a freeze, SetFrozenInference,
 // SetFolding, SetFusing, SetSharing), InitParams, InitState, or
 // ParamsChanged, which a caller that writes Params or State itself must
-// call.
+// call (or SetState, for statistics: it refolds only when those of the
+// inference-mode batch norms changed).
 //
 // A pair is folded when the batch norm's only input is a Conv2D whose only
 // consumer it is, both run as inference and neither learns (their
@@ -68,6 +74,38 @@ func (n *Net) SetFolding(on bool) {
 // computing with the old values. It also empties the prefix cache
 // (SetPrefixCache).
 func (n *Net) ParamsChanged() { n.prefixStale() }
+
+// SetState uploads v (State's length) into State, as B.Upload(State, v)
+// then ParamsChanged would, except that the frozen prefix's folded weights
+// and cached outputs are kept when the statistics they read, those of the
+// batch norms that run as inference, are the bits SetState was last given:
+// a worker's merged statistics every iteration (the hub's sample-weighted
+// mean of the workers' equal values is that value, bit for bit) cost no
+// refold. It compares against its own copy of v, which any other change
+// of the prefix (ParamsChanged, a new plan) drops.
+func (n *Net) SetState(v []float32) {
+	if len(v) != n.State.Len() {
+		panic(fmt.Sprintf("solver: SetState: %d values for a state of %d", len(v), n.State.Len()))
+	}
+	n.B.Upload(n.State, v)
+	same := n.stateSet != nil
+	for i := range n.nodes {
+		nd := &n.nodes[i]
+		if !same || !nd.infer || nd.state.Len == 0 {
+			continue
+		}
+		for k := nd.state.Off; k < nd.state.Off+nd.state.Len; k++ {
+			if math.Float32bits(v[k]) != math.Float32bits(n.stateSet[k]) {
+				same = false
+				break
+			}
+		}
+	}
+	if !same {
+		n.prefixStale()
+	}
+	n.stateSet = append(n.stateSet[:0], v...)
+}
 
 // FoldedSize is the number of float32 elements the folded weights and
 // biases of the current plan take: a copy of each folded convolution's

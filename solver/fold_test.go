@@ -469,3 +469,44 @@ func TestFoldedFineTune(t *testing.T) {
 		})
 	}
 }
+
+// TestSetStateKeepsFold: SetState with the frozen batch norms' statistics
+// unchanged (what a worker uploads every iteration) keeps the folded
+// weights, with one of them changed refolds, and the first call, with no
+// copy to compare with, refolds too.
+func TestSetStateKeepsFold(t *testing.T) {
+	be := &bnCounter{CPU: cpu.NewCPU()}
+	net, err := solver.NewNet(be, solver.Shape{C: 3, H: 16, W: 16}, resnetNodes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	net.InitParams(r)
+	randomBatchNorm(net, r)
+	net.FreezeAllButLast(1)
+	x := be.Alloc(2 * net.In.Size())
+	state := download(be, net.State)
+	folds := 0
+	for _, c := range []struct {
+		name   string
+		change bool
+		want   func() int
+	}{
+		{"first", false, func() int { return folds }},
+		{"same", false, func() int { return 0 }},
+		{"changed", true, func() int { return folds }},
+	} {
+		if c.change {
+			state[len(state)/2] *= 1.25
+		}
+		net.SetState(state)
+		be.calls = 0
+		net.Forward(x, 2, true)
+		if folds == 0 {
+			folds = be.calls // the first Forward's: every pair folded
+		}
+		if got := be.calls; folds == 0 || got != c.want() {
+			t.Errorf("%s: %d batch-norm kernel calls, want %d", c.name, got, c.want())
+		}
+	}
+}

@@ -155,6 +155,9 @@ type Net struct {
 	cache    *prefixCache
 	frontier []int
 	rowLen   int
+	// stateSet is State as SetState last uploaded it; nil once anything
+	// else may have changed the prefix (fold.go).
+	stateSet []float32
 
 	// OnGradsDone, when set, is called by Backward, on Backward's
 	// goroutine, after each layer whose parameters learn has run, last

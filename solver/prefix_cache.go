@@ -92,7 +92,7 @@ func (c *prefixCache) clear() {
 // prefixStale marks everything derived from the frozen prefix's weights
 // stale: the folded weights and the cached outputs.
 func (n *Net) prefixStale() {
-	n.folded = false
+	n.folded, n.stateSet = false, nil
 	if n.cache != nil {
 		n.cache.clear()
 	}

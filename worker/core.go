@@ -422,8 +422,7 @@ func (c *Core) merged(m *wire.Merged) error {
 	c.lr.lr = m.LR
 	c.tr.Apply()
 	if len(m.State) > 0 {
-		c.tr.Net.B.Upload(c.tr.Net.State, m.State)
-		c.tr.Net.ParamsChanged() // the frozen prefix folds the statistics again
+		c.tr.Net.SetState(m.State) // the frozen prefix's statistics come back the same: no refold
 	}
 	c.iter = uint64(c.tr.Iter)
 	c.event(Event{Kind: EventMerged, Iteration: m.Iteration})
