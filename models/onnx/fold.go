@@ -93,7 +93,12 @@ func (im *importer) fold(n *onnxpb.NodeProto, a attrs) (done bool, err error) {
 		return true, fmt.Errorf("%w: folding a constant of %d elements", ErrUnsupported, out.size())
 	}
 	out.name = n.GetOutput()[0]
-	im.vals[out.name] = &value{konst: out}
+	if op == "Expand" && ins[0].floats != nil && paramName(ins[0]) {
+		// A parameter expanded (the class token at a static batch of 1)
+		// keeps its module's name for the layer it becomes.
+		out.name = ins[0].name
+	}
+	im.vals[n.GetOutput()[0]] = &value{konst: out}
 	return true, nil
 }
 

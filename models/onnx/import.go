@@ -111,7 +111,8 @@ type importer struct {
 // following Conv or AveragePool where it can be), another constant,
 // reflection or the edge. Integer shape arithmetic
 // (Shape, Gather, Unsqueeze, Concat, Add/Sub/Mul/Div/Max/Min of integers,
-// multiples of the batch size included, Equal and Where of shape vectors) and
+// multiples of the batch size included, Equal and Where of shape vectors,
+// Mod of integer constants) and
 // chains of constants (ConstantOfShape, Cast, Reshape, Slice, Transpose, as
 // torch writes F.pad's pads) are evaluated during the import. Vision
 // transformers (views.go): a Transpose or Reshape that moves the batch axis
@@ -121,7 +122,8 @@ type importer struct {
 // prepend layer, Add of a learned tensor of the sample's shape (the
 // position embedding) an addparam layer, and Mul by a learned tensor of
 // the activation's rank (ConvNeXt's layer scale) a scaleparam layer, all
-// trained. A Softmax or
+// trained. An export at a static batch of 1 is read with its leading 1 as
+// the batch (docs/onnx.md, "Vision transformers and ConvNeXt"). A Softmax or
 // LogSoftmax at the very end is dropped, because cotrain's networks output
 // logits (the loss applies the softmax); the file's Meta says so; any other
 // Softmax is a layer, any other LogSoftmax a softmax layer and a log layer.

@@ -27,7 +27,7 @@ var knownOps = map[string]bool{
 	"ReduceSum": true, "ReduceMax": true, "GlobalMaxPool": true, "Transpose": true,
 	"Split": true, "Slice": true, "Squeeze": true, "Unsqueeze": true, "Concat": true, "Softmax": true, "LogSoftmax": true,
 	"Pad": true, "Shape": true, "Gather": true, "ConstantOfShape": true, "Cast": true, "Sum": true, "LRN": true, "PRelu": true,
-	"LSTM": true, "GRU": true, "ConvTranspose": true, "Equal": true, "Where": true, "Tile": true, "Resize": true, "Upsample": true, "Expand": true, "LayerNormalization": true, "InstanceNormalization": true, "GroupNormalization": true,
+	"LSTM": true, "GRU": true, "ConvTranspose": true, "Equal": true, "Where": true, "Tile": true, "Resize": true, "Upsample": true, "Expand": true, "Mod": true, "LayerNormalization": true, "InstanceNormalization": true, "GroupNormalization": true,
 }
 
 // checkOps refuses the first node whose operator (or domain) is not one
@@ -69,9 +69,9 @@ func advice(op string) string {
 	case "Einsum":
 		return ": torch.einsum is not read (MaxViT's attention writes it); a model written with torch.matmul " +
 			"and permute imports (MatMul, Transpose)"
-	case "ScatterND", "Mod":
-		return ": not read yet (Swin's shifted-window attention builds its masks and windows with ScatterND " +
-			"and Mod; ViT and ConvNeXt import)"
+	case "ScatterND":
+		return ": not read yet (Swin's shifted-window attention builds its masks and windows with ScatterND; " +
+			"ViT and ConvNeXt import)"
 	case "ATen":
 		return ": PyTorch wrote an operator it could not express in ONNX; export with a newer opset_version"
 	}
@@ -198,6 +198,8 @@ func (im *importer) node(n *onnxpb.NodeProto, outName string) error {
 		return im.shapeOp(n, a)
 	case "Equal", "Where":
 		return im.equalWhere(n)
+	case "Mod":
+		return im.mod(n, a)
 	default:
 		if u, ok := gpu.UnaryOpONNX(op); ok {
 			return im.activation(n, a, u)

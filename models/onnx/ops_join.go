@@ -309,6 +309,17 @@ func (im *importer) concat(n *onnxpb.NodeProto, a attrs) error {
 	if len(ins) == 0 {
 		return fmt.Errorf("%w: Concat without inputs", ErrMalformed)
 	}
+	if c := ins[0].konst; c != nil && !ins[0].bconst && c.floats != nil && len(ins) == 2 && ins[1].act &&
+		len(c.dims) == len(ins[1].ldims())+1 && c.dims[0] == 1 {
+		// A float constant whose leading 1 is the batch of an export at a
+		// static batch of 1 (the dynamo exporter folds the class token's
+		// expand over the batch into a 1×1×D initializer; the legacy one's
+		// Expand of a shape [1 -1 -1] folds to the same): the constant for
+		// every sample, as Expand over the batch gives.
+		t := *c
+		t.dims = c.dims[1:]
+		ins[0] = &value{konst: &t, bconst: true}
+	}
 	if ins[0].bconst {
 		// ViT's class token before the patches (views.go).
 		if len(ins) != 2 || !ins[1].act {

@@ -235,6 +235,10 @@ func (im *importer) gatherOp(n *onnxpb.NodeProto, a attrs) (bool, error) {
 		v.dims, v.rank = append(slices.Clone(idx.ldims()), t.dims[1]), len(idx.ldims())+2
 		im.vals[n.GetOutput()[0]] = v
 		return true, nil
+	case data.act && idx.konst != nil && idx.konst.ints != nil && len(idx.konst.dims) > 0 && isRange(idx.konst.ints):
+		return true, im.gatherRange(n, data, a.int("axis", 0), idx.konst)
+	case data.act && data.view != nil && idx.konst != nil && len(idx.konst.dims) == 0 && len(idx.konst.ints) == 1:
+		return true, im.gatherView(n, data, a.int("axis", 0), idx.konst.ints[0])
 	case data.act && idx.konst != nil && len(idx.konst.dims) == 0 && len(idx.konst.ints) == 1:
 		xd := data.ldims()
 		ax, err := sampleAxis(a.int("axis", 0), len(xd)+1, "Gather")

@@ -548,15 +548,19 @@ func clampRange(start, end int64, n int) (int, int) {
 // squeezeOp maps Squeeze and Unsqueeze of an activation (axes as attribute
 // before opset 13, input from it) to new logical dims.
 func (im *importer) squeezeOp(n *onnxpb.NodeProto, a attrs) error {
-	x, err := im.act(n, 0)
-	if err != nil {
-		return err
-	}
 	axes := a.ints("axes")
 	if im.opset >= 13 {
+		var err error
 		if axes, err = im.intsInput(n, 1); err != nil {
 			return err
 		}
+	}
+	if raw, err := im.get(n, 0); err == nil && raw.view != nil {
+		return im.squeezeView(n, raw, axes)
+	}
+	x, err := im.act(n, 0)
+	if err != nil {
+		return err
 	}
 	xd := x.ldims()
 	var out []int
@@ -654,7 +658,7 @@ func (im *importer) reshapeTo(n *onnxpb.NodeProto, a attrs) error {
 		target = sv.konst.ints
 	}
 	if x.view != nil || slices.ContainsFunc(target[min(1, len(target)):], func(t int64) bool { _, ok := batchMul(t); return ok }) ||
-		(len(target) > 0 && target[0] != batchDim && hasBatch(target[:1])) {
+		(len(target) > 0 && target[0] != batchDim && hasBatch(target[:1])) || len(target) == 1 && !hasBatch(target) {
 		// The batch axis moves or takes in another (views.go).
 		return im.reshapeView(n, x, target)
 	}

@@ -323,9 +323,6 @@ func (im *importer) reshapeView(n *onnxpb.NodeProto, x *value, target []int64) e
 			return fail("more elements than a tensor may hold")
 		}
 	}
-	if batch < 0 {
-		return fail("no axis holds the batch size")
-	}
 	total := int64(1)
 	for _, v := range d {
 		total *= int64(v)
@@ -336,6 +333,15 @@ func (im *importer) reshapeView(n *onnxpb.NodeProto, x *value, target []int64) e
 		}
 		sizes[infer] = total / known
 		known = total
+	}
+	if batch < 0 {
+		// A constant target, as an export at a static batch of 1 writes
+		// it ([17 2 16] for T×(N·h)×d): the batch is the outer factor of
+		// the first axis whose outer axes hold the elements the input
+		// has before its batch (17 here).
+		if batch = staticBatchAxis(x, d, sizes); batch < 0 {
+			return fail("no axis holds the batch size")
+		}
 	}
 	if known != total {
 		return fail(fmt.Sprintf("%d elements per sample, the input has %d", known, total))
@@ -762,4 +768,233 @@ func (im *importer) scaleParam(n *onnxpb.NodeProto, a *value, c *tensor) error {
 		im.vals[n.GetOutput()[0]] = v
 	}
 	return err
+}
+
+// staticBatchAxis returns the axis of a Reshape target of sizes (none of
+// them the batch size) that holds the batch of view x when the export's
+// batch was 1: the first whose outer axes hold as many elements as x has
+// before its batch factor; -1 when none does. When that axis is the last
+// one, the batch is the inner factor of the axis before it instead (the
+// rows of T×D from T×N×h×d are T·N: the last axis is the features, read row
+// by row, never the batch).
+func staticBatchAxis(x *value, d []int, sizes []int64) int {
+	before := int64(1)
+outer:
+	for _, a := range x.axes() {
+		for _, f := range a {
+			if f == batchAxis {
+				break outer
+			}
+			before *= int64(d[f])
+		}
+	}
+	p := int64(1)
+	for i, s := range sizes {
+		if p == before {
+			if i > 0 && i == len(sizes)-1 {
+				return i - 1
+			}
+			return i
+		}
+		if p *= s; p > before {
+			break
+		}
+	}
+	return -1
+}
+
+// mod folds Mod of integer constants (shape arithmetic: the legacy
+// exporter writes nn.MultiheadAttention's unflatten with a Mod of two
+// constants): fmod 0 takes the divisor's sign, as Python's %, fmod 1 the
+// dividend's, as C's fmod. The batch size cannot take part, and Mod of
+// activations or float tensors is refused.
+func (im *importer) mod(n *onnxpb.NodeProto, a attrs) error {
+	if len(n.GetInput()) != 2 {
+		return fmt.Errorf("%w: Mod of %d inputs", ErrMalformed, len(n.GetInput()))
+	}
+	var ins [2][]int64
+	scalar := true
+	for i := range ins {
+		v, err := im.get(n, i)
+		if err != nil {
+			return err
+		}
+		t := constTensor(v)
+		if t == nil || t.ints == nil {
+			return fmt.Errorf("%w: Mod of tensors other than integer constants (shape arithmetic without the batch size)", ErrUnsupported)
+		}
+		ins[i] = t.ints
+		scalar = scalar && len(t.dims) == 0
+	}
+	p, q := ins[0], ins[1]
+	if len(p) != len(q) && len(p) != 1 && len(q) != 1 || len(p) == 0 || len(q) == 0 {
+		return fmt.Errorf("%w: Mod of vectors of %d and %d elements", ErrShape, len(p), len(q))
+	}
+	fmod := a.int("fmod", 0) != 0
+	out := make([]int64, max(len(p), len(q)))
+	for i := range out {
+		x, y := p[min(i, len(p)-1)], q[min(i, len(q)-1)]
+		if y == 0 {
+			return fmt.Errorf("%w: integer Mod by zero", ErrShape)
+		}
+		r := x % y // Go's %: the dividend's sign
+		if !fmod && r != 0 && (r < 0) != (y < 0) {
+			r += y
+		}
+		out[i] = r
+	}
+	dims := []int{len(out)}
+	if scalar {
+		dims = nil
+	}
+	im.vals[n.GetOutput()[0]] = &value{konst: &tensor{name: n.GetOutput()[0], ints: out, dims: dims}}
+	return nil
+}
+
+// squeezeView maps Squeeze and Unsqueeze of a view (nn.MultiheadAttention's
+// unflatten of the packed projections, as PyTorch 2 writes it:
+// Unsqueeze(0), Transpose, Squeeze): an axis of 1 with no factor is added or
+// removed, no data moves. Squeeze of an axis that holds a factor (the
+// batch, or a stored axis of 1) is refused, as is Squeeze without axes.
+func (im *importer) squeezeView(n *onnxpb.NodeProto, x *value, axes []int64) error {
+	ax := x.axes()
+	op := n.GetOpType()
+	rank := len(ax)
+	if op == "Unsqueeze" {
+		rank += len(axes)
+	}
+	if len(axes) == 0 {
+		return fmt.Errorf("%w: %s without axes of a tensor of shape %v (the batch axis moved)", ErrUnsupported, op, showShape(x.logicalSizes()))
+	}
+	mark := make([]bool, rank)
+	for _, a := range axes {
+		if a < 0 {
+			a += int64(rank)
+		}
+		if a < 0 || a >= int64(rank) || mark[a] {
+			return fmt.Errorf("%w: %s axes %v of a rank-%d tensor", ErrShape, op, axes, len(ax))
+		}
+		mark[a] = true
+	}
+	var out [][]int
+	j := 0
+	for k := range rank {
+		switch {
+		case op == "Unsqueeze" && mark[k]:
+			out = append(out, []int{})
+		case op == "Unsqueeze":
+			out = append(out, ax[j])
+			j++
+		case mark[k] && len(ax[k]) != 0:
+			return fmt.Errorf("%w: Squeeze of axis %d of shape %v, which holds the batch or a stored axis (the batch axis moved)",
+				ErrUnsupported, k, showShape(x.logicalSizes()))
+		case !mark[k]:
+			out = append(out, ax[k])
+		}
+	}
+	if len(out) == 0 {
+		return fmt.Errorf("%w: %s to a tensor of no axes", ErrUnsupported, op)
+	}
+	im.vals[n.GetOutput()[0]] = withView(x, out)
+	return nil
+}
+
+// gatherView maps Gather of one index along an axis of a view that holds
+// one stored axis and not the batch (the query, key or value of
+// nn.MultiheadAttention's packed projection, select(0) of 3×T×N×D): a
+// slice layer of that stored axis, which then goes from the memory.
+func (im *importer) gatherView(n *onnxpb.NodeProto, x *value, axis, idx int64) error {
+	ax := x.axes()
+	if axis < 0 {
+		axis += int64(len(ax))
+	}
+	if axis < 0 || axis >= int64(len(ax)) {
+		return fmt.Errorf("%w: Gather axis %d of a rank-%d tensor", ErrShape, axis, len(ax))
+	}
+	if len(ax[axis]) != 1 || ax[axis][0] == batchAxis {
+		return fmt.Errorf("%w: Gather along axis %d of shape %v, which holds the batch or several stored axes (the batch axis moved)",
+			ErrUnsupported, axis, showShape(x.logicalSizes()))
+	}
+	d := x.ldims()
+	k := ax[axis][0]
+	if idx < 0 {
+		idx += int64(d[k])
+	}
+	if idx < 0 || idx >= int64(d[k]) {
+		return fmt.Errorf("%w: Gather index %d of an axis of %d", ErrShape, idx, d[k])
+	}
+	st, sp, cn := make([]int, len(d)), slices.Repeat([]int{1}, len(d)), slices.Clone(d)
+	st[k], cn[k] = int(idx), 1
+	name := im.layerName(n, "")
+	v, err := im.push(models.Layer{Kind: "slice", Name: name, Dims: slices.Clone(d), Starts: st, Steps: sp, Counts: cn},
+		[]*value{stored(x)}, 0, cn)
+	if err != nil {
+		return err
+	}
+	nd := slices.Delete(slices.Clone(cn), k, k+1)
+	if len(nd) == 0 {
+		nd = []int{1}
+	}
+	if v, err = im.view(v, nd, name+".drop"); err != nil {
+		return err
+	}
+	var out [][]int
+	for i, a := range ax {
+		if i == int(axis) {
+			continue
+		}
+		var fs []int
+		for _, f := range a {
+			if f != batchAxis && f > k {
+				f--
+			}
+			fs = append(fs, f)
+		}
+		if fs == nil {
+			fs = []int{}
+		}
+		out = append(out, fs)
+	}
+	im.vals[n.GetOutput()[0]] = withView(v, out)
+	return nil
+}
+
+// isRange reports whether vs is 0, 1, …, len(vs)-1.
+func isRange(vs []int64) bool {
+	for i, v := range vs {
+		if v != int64(i) {
+			return false
+		}
+	}
+	return len(vs) > 0
+}
+
+// gatherRange maps Gather of every index of an axis in order, shaped as
+// idx: a Reshape of that axis into idx's dims. The dynamo exporter writes
+// an as_strided of contiguous strides so (ConvNeXt's classifier reads the
+// pooled N×C×1×1 through a flatten to one axis and back); at the static
+// batch of 1 it was exported at, an axis that holds the batch counts
+// its size without it.
+func (im *importer) gatherRange(n *onnxpb.NodeProto, x *value, axis int64, idx *tensor) error {
+	in := x.logicalSizes()
+	if axis < 0 {
+		axis += int64(len(in))
+	}
+	if axis < 0 || axis >= int64(len(in)) {
+		return fmt.Errorf("%w: Gather axis %d of a rank-%d tensor", ErrShape, axis, len(in))
+	}
+	size := in[axis]
+	if k, ok := batchMul(size); ok {
+		size = k
+	}
+	if int64(len(idx.ints)) != size {
+		return fmt.Errorf("%w: Gather of the %d first indices of an axis of %v (all of them in order are read, as a reshape)",
+			ErrUnsupported, len(idx.ints), showShape(in[axis:axis+1]))
+	}
+	target := slices.Clone(in[:axis])
+	for _, d := range idx.dims {
+		target = append(target, int64(d))
+	}
+	target = append(target, in[axis+1:]...)
+	return im.reshapeView(n, x, target)
 }
