@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -556,7 +557,9 @@ func (im *importer) squeezeOp(n *onnxpb.NodeProto, a attrs) error {
 		}
 	}
 	if raw, err := im.get(n, 0); err == nil && raw.view != nil {
-		return im.squeezeView(n, raw, axes)
+		if err := im.squeezeView(n, raw, axes); !errors.Is(err, errSqueezeCanon) {
+			return err
+		}
 	}
 	x, err := im.act(n, 0)
 	if err != nil {

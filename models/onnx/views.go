@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -855,7 +856,11 @@ func (im *importer) mod(n *onnxpb.NodeProto, a attrs) error {
 // unflatten of the packed projections, as PyTorch 2 writes it:
 // Unsqueeze(0), Transpose, Squeeze): an axis of 1 with no factor is added or
 // removed, no data moves. Squeeze of an axis that holds a factor (the
-// batch, or a stored axis of 1) is refused, as is Squeeze without axes.
+// batch, or a stored axis of 1) returns errSqueezeCanon: the caller reads
+// the view restored instead (canon). Squeeze without axes is refused.
+// errSqueezeCanon says squeezeView left the Squeeze to the ordinary layout.
+var errSqueezeCanon = errors.New("onnx: squeeze of a stored axis")
+
 func (im *importer) squeezeView(n *onnxpb.NodeProto, x *value, axes []int64) error {
 	ax := x.axes()
 	op := n.GetOpType()
@@ -886,8 +891,7 @@ func (im *importer) squeezeView(n *onnxpb.NodeProto, x *value, axes []int64) err
 			out = append(out, ax[j])
 			j++
 		case mark[k] && len(ax[k]) != 0:
-			return fmt.Errorf("%w: Squeeze of axis %d of shape %v, which holds the batch or a stored axis (the batch axis moved)",
-				ErrUnsupported, k, showShape(x.logicalSizes()))
+			return errSqueezeCanon
 		case !mark[k]:
 			out = append(out, ax[k])
 		}
