@@ -90,10 +90,6 @@ func runProfile(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	net.SetRand(rand.New(rand.NewPCG(1, 3)))
 	tr := solver.NewTrainer(net, solver.NewSGD(b, net.NumParams(), 0.9, 0, false), solver.Constant(0.01))
-	plan, budgetBytes, err := fitBudget(b, net, tr.Opt, *budget, *batch)
-	if err != nil {
-		return err
-	}
 	x := make([]float32, *batch*net.In.Size())
 	for i := range x {
 		x[i] = float32(r.NormFloat64())
@@ -109,9 +105,18 @@ func runProfile(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		labels[i] = int32(r.IntN(net.Out.Size()))
 	}
 	step := func() error { _, err := tr.Step(x, labels); return err }
+	var xb gpu.Buffer
 	if *resident {
-		xb := b.Alloc(len(x))
+		// Allocated before the budget is fitted, so that fitBudget counts it
+		// among the device's allocations outside the step.
+		xb = b.Alloc(len(x))
 		b.Upload(xb, x)
+	}
+	plan, budgetBytes, err := fitBudget(b, net, tr.Opt, *budget, *batch)
+	if err != nil {
+		return err
+	}
+	if *resident {
 		step = func() error {
 			logits := net.Forward(xb, *batch, true)
 			if loss := tr.Loss.Forward(b, logits, labels); math.IsNaN(loss) || math.IsInf(loss, 0) {
