@@ -164,8 +164,19 @@ def survey():
              "convnext_tiny", "vit_b_16", "swin_t", "maxvit_t"]
     kw = {"googlenet": {"aux_logits": False, "init_weights": True},
           "inception_v3": {"aux_logits": False, "init_weights": True}}
-    return [(n, (lambda n=n: getattr(tvm, n)(**kw.get(n, {}))), (1, 3, 299 if n == "inception_v3" else 224,
+    return [(n, (lambda n=n: nonzero_heads(getattr(tvm, n)(**kw.get(n, {})))), (1, 3, 299 if n == "inception_v3" else 224,
              299 if n == "inception_v3" else 224)) for n in names]
+
+
+def nonzero_heads(m):
+    """Gives a Linear layer that its model initialises to zero (ViT's head)
+    seeded random weights, so that its output, and the check, mean something."""
+    g = torch.Generator().manual_seed(31)
+    with torch.no_grad():
+        for mod in m.modules():
+            if isinstance(mod, nn.Linear) and not mod.weight.any():
+                mod.weight.copy_(torch.randn(mod.weight.shape, generator=g) * 0.05)
+    return m
 
 
 def _one(args):
