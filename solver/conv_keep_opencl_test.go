@@ -41,7 +41,22 @@ func openCLForSolverTest(t *testing.T, winograd string) *opencl.OpenCL {
 // modes (opencl.Config.Winograd, FFT).
 func openCLForSolverModes(t *testing.T, winograd, fft string) *opencl.OpenCL {
 	cfg := opencl.DefaultConfig()
-	cfg.Tune, cfg.Winograd, cfg.FFT = false, winograd, fft
+	cfg.Winograd, cfg.FFT = winograd, fft
+	return openCLUntuned(t, cfg)
+}
+
+// openCLDefault opens a backend in the default configuration, untuned,
+// closed when the test ends; the test is skipped where there is no device.
+func openCLDefault(t *testing.T) *opencl.OpenCL {
+	o := openCLUntuned(t, opencl.DefaultConfig())
+	t.Cleanup(func() { o.Close() })
+	return o
+}
+
+// openCLUntuned opens a backend in configuration cfg without tuning its
+// GEMM, skipping the test where there is no OpenCL device.
+func openCLUntuned(t *testing.T, cfg opencl.Config) *opencl.OpenCL {
+	cfg.Tune = false
 	o, err := opencl.New(cfg)
 	if errors.Is(err, gpu.ErrNoOpenCL) || errors.Is(err, gpu.ErrNoDevice) {
 		t.Skipf("no OpenCL device: %v", err)

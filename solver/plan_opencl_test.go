@@ -3,11 +3,8 @@
 package solver_test
 
 import (
-	"errors"
 	"testing"
 
-	"github.com/cotrain/cotrain/gpu"
-	"github.com/cotrain/cotrain/gpu/opencl"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -16,16 +13,7 @@ import (
 // the device's queue and its views of the shared buffers must keep a
 // tensor's memory untouched for as long as the plan says it lives.
 func TestSharedBuffersMatchUnsharedOnOpenCL(t *testing.T) {
-	cfg := opencl.DefaultConfig()
-	cfg.Tune = false
-	o, err := opencl.New(cfg)
-	if errors.Is(err, gpu.ErrNoOpenCL) || errors.Is(err, gpu.ErrNoDevice) {
-		t.Skipf("no OpenCL device: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
+	o := openCLDefault(t)
 	build := map[string]func() (*solver.Net, error){
 		"mobilenet-small": func() (*solver.Net, error) {
 			return models.Build(o, "mobilenet-small", models.Config{Width: 0.25})

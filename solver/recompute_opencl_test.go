@@ -3,12 +3,9 @@
 package solver_test
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 
-	"github.com/cotrain/cotrain/gpu"
-	"github.com/cotrain/cotrain/gpu/opencl"
 	"github.com/cotrain/cotrain/models"
 	"github.com/cotrain/cotrain/solver"
 )
@@ -18,16 +15,7 @@ import (
 // replays in packed buffers and no kept column matrices or pool positions
 // (a budget's Pass.NoKeep) on one side and both kept on the other.
 func TestReplaySameBitsOnOpenCL(t *testing.T) {
-	cfg := opencl.DefaultConfig()
-	cfg.Tune = false
-	o, err := opencl.New(cfg)
-	if errors.Is(err, gpu.ErrNoOpenCL) || errors.Is(err, gpu.ErrNoDevice) {
-		t.Skipf("no OpenCL device: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
+	o := openCLDefault(t)
 	build := map[string]func() *solver.Net{
 		"mobilenet-small": func() *solver.Net {
 			n, err := models.Build(o, "mobilenet-small", models.Config{Width: 0.25})
