@@ -273,21 +273,30 @@ func (im *importer) convOperands(n *onnxpb.NodeProto) (x *value, w, b *tensor, e
 	return x, w, b, nil
 }
 
+// convOperands1D is convOperands with a 1-D operation's operands lifted:
+// an N×C×L input (Conv1d, ConvTranspose1d) is the 1×k operation of
+// N×C×1×L (ops_1d.go), its weight gains a unit axis and its attributes go
+// through lift. rank is the input's rank in the file (4, or 3 when lifted).
+func (im *importer) convOperands1D(n *onnxpb.NodeProto, a attrs, lift func(attrs) attrs) (x *value, w, b *tensor, _ attrs, rank int, err error) {
+	if x, w, b, err = im.convOperands(n); err != nil {
+		return nil, nil, nil, a, 0, err
+	}
+	if x.rank != 3 {
+		return x, w, b, a, 4, nil
+	}
+	if x, err = im.as1D(x, n.GetInput()[0]); err != nil {
+		return nil, nil, nil, a, 0, err
+	}
+	if w, err = weight1D(w); err != nil {
+		return nil, nil, nil, a, 0, err
+	}
+	return x, w, b, lift(a), 3, nil
+}
+
 func (im *importer) conv(n *onnxpb.NodeProto, a attrs) error {
-	x, w, b, err := im.convOperands(n)
+	x, w, b, a, rank, err := im.convOperands1D(n, a, lift1D)
 	if err != nil {
 		return err
-	}
-	rank := 4
-	if x.rank == 3 {
-		// Conv1d: a 1×k convolution of N×C×1×L (ops_1d.go).
-		if x, err = im.as1D(x, n.GetInput()[0]); err != nil {
-			return err
-		}
-		if w, err = weight1D(w); err != nil {
-			return err
-		}
-		a, rank = lift1D(a), 3
 	}
 	if len(w.dims) != 4 || x.rank != rank {
 		return fmt.Errorf("%w: weight %v on input of rank %d (2-D convolution only)", ErrUnsupported, w.dims, x.rank)

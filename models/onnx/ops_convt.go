@@ -21,19 +21,9 @@ import (
 // only removes output rows. A ConvTranspose of N×C×L (ConvTranspose1d) is
 // the 1×k one of N×C×1×L, as Conv1d is.
 func (im *importer) convTranspose(n *onnxpb.NodeProto, a attrs) error {
-	x, w, b, err := im.convOperands(n)
+	x, w, b, a, rank, err := im.convOperands1D(n, a, liftConvT1D)
 	if err != nil {
 		return err
-	}
-	rank := 4
-	if x.rank == 3 {
-		if x, err = im.as1D(x, n.GetInput()[0]); err != nil {
-			return err
-		}
-		if w, err = weight1D(w); err != nil {
-			return err
-		}
-		a, rank = liftConvT1D(a), 3
 	}
 	if len(w.dims) != 4 || x.rank != rank {
 		return fmt.Errorf("%w: ConvTranspose with weight %v on input of rank %d (ConvTranspose2d of N×C×H×W or ConvTranspose1d of N×C×L only)",
